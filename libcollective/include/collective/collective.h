@@ -1,0 +1,10 @@
+// libcollective: collective communication over MPI, shared memory and NCCL.
+#pragma once
+
+#include "collective/algorithm.h"
+#include "collective/communicator.h"
+#include "collective/environment.h"
+#include "collective/errors.h"
+#include "collective/options.h"
+#include "collective/types.h"
+#include "collective/version.h"

@@ -1,0 +1,115 @@
+// A group of MPI processes that run collectives together.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+
+#include "collective/algorithm.h"
+#include "collective/options.h"
+#include "collective/types.h"
+
+namespace collective {
+
+namespace internal {
+struct CommunicatorState;
+}  // namespace internal
+
+// A Communicator owns a private duplicate of an MPI communicator, so library
+// traffic never mixes with the caller's. Copies share one underlying group
+// (cheap handle); two Communicators created separately are independent and
+// may be used side by side (from one thread at a time each).
+//
+// Every collective is blocking: when it returns, the output buffer holds the
+// result. Every rank of the communicator must call the same collectives in
+// the same order with matching count, type, op and root. A call that cannot
+// finish fails with TimeoutError after its timeout; it never hangs forever.
+//
+// Counts are element counts (size_t; above 2^31 is fine). In-place forms:
+//   all_reduce / reduce:  send == recv
+//   reduce_scatter:       recv == send + rank * recv_count elements
+//   all_gather:           send == recv + rank * send_count elements
+class Communicator {
+ public:
+  // MPI_COMM_WORLD (duplicated). MPI must be initialized (see Environment).
+  static Communicator world();
+
+  // Wraps a caller-owned MPI communicator, given as its Fortran handle so
+  // that this header needs no MPI: `Communicator::from_mpi(MPI_Comm_c2f(c))`.
+  // The communicator is duplicated; the caller keeps ownership of `c`.
+  static Communicator from_mpi(int mpi_fortran_handle);
+
+  // Ranks with the same color form a new communicator, ordered by key.
+  Communicator split(int color, int key) const;
+
+  int rank() const;
+  int size() const;
+
+  // recv[i] = op over ranks of send[i], on every rank. count elements each.
+  void all_reduce(const void* send, void* recv, std::size_t count, DataType type,
+                  const AllReduceOptions& options = {});
+
+  // send holds size() * recv_count elements; rank r receives block r of the
+  // element-wise reduction.
+  void reduce_scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
+                      const ReduceScatterOptions& options = {});
+
+  // recv (size() * send_count elements) gets every rank's send block, in
+  // rank order.
+  void all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
+                  const AllGatherOptions& options = {});
+
+  // buffer on options.root is copied to buffer on every rank.
+  void broadcast(void* buffer, std::size_t count, DataType type,
+                 const BroadcastOptions& options = {});
+
+  // recv on options.root gets the reduction; recv is ignored (may be null)
+  // on the other ranks.
+  void reduce(const void* send, void* recv, std::size_t count, DataType type,
+              const ReduceOptions& options = {});
+
+  void barrier(const BarrierOptions& options = {});
+
+  // Typed conveniences.
+  template <typename T>
+  void all_reduce(std::span<T> in_out, const AllReduceOptions& options = {}) {
+    all_reduce(in_out.data(), in_out.data(), in_out.size(), DataTypeOf<std::remove_cv_t<T>>::value,
+               options);
+  }
+  template <typename T>
+  void broadcast(std::span<T> buffer, const BroadcastOptions& options = {}) {
+    broadcast(buffer.data(), buffer.size(), DataTypeOf<std::remove_cv_t<T>>::value, options);
+  }
+
+  // The algorithm a call with these arguments would run (what AUTO or the
+  // COLLECTIVE_ALGORITHM override resolves to). Same answer on every rank.
+  Algorithm choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
+                             Algorithm requested = Algorithm::kAuto) const;
+
+  // The algorithm the most recent collective on this communicator ran.
+  Algorithm last_algorithm() const;
+
+  // Number of collectives this communicator has started.
+  std::uint64_t sequence_number() const;
+
+  // Releases the underlying MPI communicator now. Later calls on any copy
+  // raise InvalidArgumentError. Destruction of the last copy frees it too.
+  void free();
+
+  Communicator(const Communicator&) = default;
+  Communicator& operator=(const Communicator&) = default;
+  Communicator(Communicator&&) noexcept = default;
+  Communicator& operator=(Communicator&&) noexcept = default;
+  ~Communicator();
+
+  // For the library's own layers (strategies, bench); not a stable API.
+  internal::CommunicatorState& state() const;
+
+ private:
+  explicit Communicator(std::shared_ptr<internal::CommunicatorState> state);
+  std::shared_ptr<internal::CommunicatorState> state_;
+};
+
+}  // namespace collective

@@ -1,0 +1,34 @@
+// Process-wide start-up and shut-down of the library's runtime (MPI).
+#pragma once
+
+#include <string>
+
+namespace collective {
+
+// Initializes MPI (thread level MPI_THREAD_SERIALIZED) unless the program
+// already did, and finalizes it on destruction only if it initialized it.
+// Create one in main() before any Communicator:
+//
+//   int main(int argc, char** argv) {
+//     collective::Environment env(argc, argv);
+//     auto world = collective::Communicator::world();
+//     ...
+//   }
+class Environment {
+ public:
+  Environment(int& argc, char**& argv);
+  Environment();
+  ~Environment();
+  Environment(const Environment&) = delete;
+  Environment& operator=(const Environment&) = delete;
+
+  // True when MPI is initialized and not yet finalized.
+  static bool initialized();
+  // The processor name MPI reports for this process.
+  static std::string host_name();
+
+ private:
+  bool owns_mpi_ = false;
+};
+
+}  // namespace collective

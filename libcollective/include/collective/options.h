@@ -1,0 +1,55 @@
+// One options struct per collective. Every field has a default; a
+// default-constructed struct is always valid.
+#pragma once
+
+#include <chrono>
+
+#include "collective/algorithm.h"
+#include "collective/types.h"
+
+namespace collective {
+
+// Where the buffers of a call live.
+enum class MemoryKind : int {
+  kAuto = 0,  // detect: device pointers when CUDA says so, else host
+  kHost,
+  kDevice,    // CUDA device memory (served by the NCCL algorithm)
+};
+
+// Fields shared by every collective.
+struct CommonOptions {
+  // kAuto picks per call (docs/algorithms.md). A named algorithm that cannot
+  // serve the call raises UnsupportedError; it never silently falls back.
+  // The environment variable COLLECTIVE_ALGORITHM, when set, replaces kAuto.
+  Algorithm algorithm = Algorithm::kAuto;
+
+  // Maximum time the call may wait for its peers. Zero means the
+  // communicator's default (COLLECTIVE_TIMEOUT seconds, 300 by default).
+  std::chrono::milliseconds timeout{0};
+
+  // Where the buffers live. kAuto detects it.
+  MemoryKind memory = MemoryKind::kAuto;
+};
+
+struct AllReduceOptions : CommonOptions {
+  ReduceOp op = ReduceOp::kSum;
+};
+
+struct ReduceScatterOptions : CommonOptions {
+  ReduceOp op = ReduceOp::kSum;
+};
+
+struct AllGatherOptions : CommonOptions {};
+
+struct BroadcastOptions : CommonOptions {
+  int root = 0;
+};
+
+struct ReduceOptions : CommonOptions {
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+};
+
+struct BarrierOptions : CommonOptions {};
+
+}  // namespace collective

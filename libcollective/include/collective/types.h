@@ -1,0 +1,63 @@
+// Element types and reduction operations understood by every collective.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace collective {
+
+// Element type of a buffer. float16 and bfloat16 are stored as 16-bit
+// patterns and reduced in float32 (see docs/algorithms.md, "Numerics").
+enum class DataType : int {
+  kFloat16 = 0,
+  kBFloat16,
+  kFloat32,
+  kFloat64,
+  kInt8,
+  kUInt8,
+  kInt32,
+  kInt64,
+};
+inline constexpr int kNumDataTypes = 8;
+
+// Reduction applied element-wise across ranks.
+//   kMean: the SUM divided by the number of ranks. Floating types divide in
+//          floating point (fp16/bf16 in float32). Integer types divide the
+//          SUM (which wraps around on overflow, as SUM does) by the number of
+//          ranks with truncation toward zero, like tf.math.reduce_mean.
+//   kMin/kMax: a NaN in any input gives NaN.
+enum class ReduceOp : int {
+  kSum = 0,
+  kMean,
+  kMin,
+  kMax,
+  kProd,
+};
+inline constexpr int kNumReduceOps = 5;
+
+// Bytes per element; throws InvalidArgumentError for a value outside the enum.
+std::size_t element_size(DataType type);
+
+// Canonical lower-case names: "float16", "bfloat16", "float32", "float64",
+// "int8", "uint8", "int32", "int64"; "sum", "mean", "min", "max", "prod".
+std::string_view to_string(DataType type);
+std::string_view to_string(ReduceOp op);
+
+// Parse a name (canonical names and common aliases such as "half", "bf16",
+// "float", "double", "int"); std::nullopt when unknown.
+std::optional<DataType> parse_data_type(std::string_view name);
+std::optional<ReduceOp> parse_reduce_op(std::string_view name);
+
+// Maps a C++ element type to its DataType (for the typed convenience calls).
+template <typename T>
+struct DataTypeOf;
+template <> struct DataTypeOf<float> { static constexpr DataType value = DataType::kFloat32; };
+template <> struct DataTypeOf<double> { static constexpr DataType value = DataType::kFloat64; };
+template <> struct DataTypeOf<std::int8_t> { static constexpr DataType value = DataType::kInt8; };
+template <> struct DataTypeOf<std::uint8_t> { static constexpr DataType value = DataType::kUInt8; };
+template <> struct DataTypeOf<std::int32_t> { static constexpr DataType value = DataType::kInt32; };
+template <> struct DataTypeOf<std::int64_t> { static constexpr DataType value = DataType::kInt64; };
+
+}  // namespace collective

@@ -1,0 +1,47 @@
+// The interface every collective algorithm implements. Algorithms do not
+// know each other; registry.cc lists them all, in order of preference.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "collective/algorithm.h"
+#include "core/communicator_state.h"
+#include "core/request.h"
+
+namespace collective::internal {
+
+// Whether an algorithm can serve a request, and why not.
+struct Support {
+  bool ok = true;
+  std::string reason;  // set when !ok: "recursive_doubling implements all_reduce only"
+
+  static Support yes() { return {}; }
+  static Support no(std::string why) { return Support{false, std::move(why)}; }
+};
+
+class CollectiveAlgorithm {
+ public:
+  virtual ~CollectiveAlgorithm() = default;
+
+  virtual Algorithm id() const = 0;
+  const char* name() const;
+
+  // Must give the same answer on every rank for the same request.
+  virtual Support supports(const Request& request, const CommunicatorState& state) const = 0;
+
+  // Estimated seconds for AUTO's cost model; nullopt when the algorithm
+  // offers no estimate (then AUTO uses the size rule in selector.cc).
+  virtual std::optional<double> estimate_seconds(const Request& request,
+                                                 const CommunicatorState& state) const {
+    (void)request;
+    (void)state;
+    return std::nullopt;
+  }
+
+  // Runs the collective. The request has been validated, the communicator
+  // has at least two ranks, and supports() said yes.
+  virtual void run(const Request& request, CommunicatorState& state) const = 0;
+};
+
+}  // namespace collective::internal

@@ -1,0 +1,160 @@
+#include "algorithms/mpi_passthrough.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "algorithms/mpi_datatypes.h"
+#include "core/env_params.h"
+#include "core/mpi_check.h"
+#include "kernels/reduce_kernels.h"
+
+namespace collective::internal {
+namespace {
+
+class MpiCall {
+ public:
+  MpiCall(const Request& request, CommunicatorState& state)
+      : request_(request),
+        state_(state),
+        element_(request.element_bytes()),
+        datatype_(mpi_datatype(request.type)),
+        op_(mpi_op(request.type, request.op)),
+        piece_(std::max<std::size_t>(1, std::min<std::size_t>(env_params().max_message_bytes / element_,
+                                                              INT_MAX))) {}
+
+  void all_reduce() {
+    const auto* send = static_cast<const std::byte*>(request_.send);
+    auto* recv = static_cast<std::byte*>(request_.recv);
+    for_each_piece(request_.count, [&](std::size_t first, int n) {
+      const void* source = request_.in_place() ? MPI_IN_PLACE : send + first * element_;
+      check(MPI_Allreduce(source, recv + first * element_, n, datatype_, op_, state_.comm),
+            "MPI_Allreduce");
+    });
+    finish_mean(recv, request_.count);
+  }
+
+  void reduce() {
+    const auto* send = static_cast<const std::byte*>(request_.send);
+    auto* recv = static_cast<std::byte*>(request_.recv);
+    const bool root = state_.rank == request_.root;
+    for_each_piece(request_.count, [&](std::size_t first, int n) {
+      const void* source = root && request_.in_place() ? MPI_IN_PLACE : send + first * element_;
+      void* target = root ? recv + first * element_ : nullptr;
+      check(MPI_Reduce(source, target, n, datatype_, op_, request_.root, state_.comm),
+            "MPI_Reduce");
+    });
+    if (root) finish_mean(recv, request_.count);
+  }
+
+  void broadcast() {
+    auto* buffer = static_cast<std::byte*>(request_.recv);
+    for_each_piece(request_.count, [&](std::size_t first, int n) {
+      check(MPI_Bcast(buffer + first * element_, n, datatype_, request_.root, state_.comm),
+            "MPI_Bcast");
+    });
+  }
+
+  void reduce_scatter() {
+    const auto* send = static_cast<const std::byte*>(request_.send);
+    auto* recv = static_cast<std::byte*>(request_.recv);
+    const std::size_t block = request_.count;
+    if (block <= piece_) {
+      const bool in_place = send + state_.rank * block * element_ == recv;
+      // In place, MPI wants the whole input in recv, which is not ours to
+      // widen: hand MPI the input buffer and a scratch result instead.
+      std::byte* target = in_place ? state_.scratch_work.get(block * element_) : recv;
+      check(MPI_Reduce_scatter_block(send, target, static_cast<int>(block), datatype_, op_,
+                                     state_.comm),
+            "MPI_Reduce_scatter_block");
+      if (in_place) std::memcpy(recv, target, block * element_);
+    } else {
+      // Blocks too large for one call: gather piece k of every block into a
+      // contiguous scratch input, then reduce-scatter that.
+      const auto p = static_cast<std::size_t>(state_.size);
+      for_each_piece(block, [&](std::size_t first, int n) {
+        const std::size_t piece_bytes = static_cast<std::size_t>(n) * element_;
+        std::byte* staging = state_.scratch_work.get(p * piece_bytes + piece_bytes);
+        for (std::size_t b = 0; b < p; ++b) {
+          std::memcpy(staging + b * piece_bytes, send + (b * block + first) * element_, piece_bytes);
+        }
+        std::byte* result = staging + p * piece_bytes;
+        check(MPI_Reduce_scatter_block(staging, result, n, datatype_, op_, state_.comm),
+              "MPI_Reduce_scatter_block");
+        std::memcpy(recv + first * element_, result, piece_bytes);
+      });
+    }
+    finish_mean(recv, block);
+  }
+
+  void all_gather() {
+    const auto* send = static_cast<const std::byte*>(request_.send);
+    auto* recv = static_cast<std::byte*>(request_.recv);
+    const std::size_t block = request_.count;
+    const bool in_place = recv + state_.rank * block * element_ == send;
+    if (block <= piece_) {
+      check(MPI_Allgather(in_place ? MPI_IN_PLACE : send, static_cast<int>(block), datatype_, recv,
+                          static_cast<int>(block), datatype_, state_.comm),
+            "MPI_Allgather");
+      return;
+    }
+    const auto p = static_cast<std::size_t>(state_.size);
+    for_each_piece(block, [&](std::size_t first, int n) {
+      const std::size_t piece_bytes = static_cast<std::size_t>(n) * element_;
+      std::byte* staging = state_.scratch_work.get(p * piece_bytes);
+      check(MPI_Allgather(send + first * element_, n, datatype_, staging, n, datatype_, state_.comm),
+            "MPI_Allgather");
+      for (std::size_t b = 0; b < p; ++b) {
+        std::memcpy(recv + (b * block + first) * element_, staging + b * piece_bytes, piece_bytes);
+      }
+    });
+  }
+
+  void barrier() { check(MPI_Barrier(state_.comm), "MPI_Barrier"); }
+
+ private:
+  template <typename Body>
+  void for_each_piece(std::size_t count, Body body) {
+    for (std::size_t first = 0; first < count; first += piece_) {
+      body(first, static_cast<int>(std::min(piece_, count - first)));
+    }
+  }
+
+  void finish_mean(void* buffer, std::size_t count) {
+    if (request_.op == ReduceOp::kMean) divide_buffer(buffer, count, request_.type, state_.size);
+  }
+
+  void check(int rc, const char* call) { check_mpi(rc, call, request_.label(), state_.rank); }
+
+  const Request& request_;
+  CommunicatorState& state_;
+  const std::size_t element_;
+  const MPI_Datatype datatype_;
+  const MPI_Op op_;
+  const std::size_t piece_;  // elements per MPI call
+};
+
+}  // namespace
+
+Support MpiPassthroughAlgorithm::supports(const Request& request,
+                                          const CommunicatorState& state) const {
+  (void)state;
+  if (request.memory == MemoryKind::kDevice) {
+    return Support::no("mpi passthrough serves host buffers only (this Open MPI is not CUDA-aware)");
+  }
+  return Support::yes();
+}
+
+void MpiPassthroughAlgorithm::run(const Request& request, CommunicatorState& state) const {
+  MpiCall call(request, state);
+  switch (request.kind) {
+    case CollectiveKind::kAllReduce: return call.all_reduce();
+    case CollectiveKind::kReduceScatter: return call.reduce_scatter();
+    case CollectiveKind::kAllGather: return call.all_gather();
+    case CollectiveKind::kBroadcast: return call.broadcast();
+    case CollectiveKind::kReduce: return call.reduce();
+    case CollectiveKind::kBarrier: return call.barrier();
+  }
+}
+
+}  // namespace collective::internal

@@ -1,0 +1,91 @@
+#include "algorithms/recursive_doubling.h"
+
+#include "algorithms/chunk_layout.h"
+#include "kernels/reduce_kernels.h"
+#include "transport/peer_exchange.h"
+
+namespace collective::internal {
+namespace {
+
+void all_reduce(const Request& request, CommunicatorState& state) {
+  PeerExchange exchange(request, state, "recursive_doubling");
+  const int p = state.size;
+  const int r = state.rank;
+  const std::size_t bytes = request.bytes();
+  auto* output = static_cast<std::byte*>(request.recv);
+  const auto* current = static_cast<const std::byte*>(request.send);
+  std::byte* incoming = state.scratch_in.get(bytes);
+
+  int power = 1;
+  while (power * 2 <= p) power *= 2;
+  const int extra = p - power;  // ranks below 2*extra pair up and fold
+
+  int virtual_rank = r - extra;
+  if (r < 2 * extra) {
+    if (r % 2 == 0) {
+      // Hand the data to the odd partner and wait for the final result.
+      exchange.wait(exchange.send(current, bytes, r + 1, "recursive doubling: fold to partner"));
+      exchange.wait(exchange.recv(output, bytes, r + 1, "recursive doubling: result from partner"));
+      return;
+    }
+    exchange.wait(exchange.recv(incoming, bytes, r - 1, "recursive doubling: fold from partner"));
+    reduce_buffers(output, current, incoming, request.count, request.type, request.op);
+    current = output;
+    virtual_rank = r / 2;
+  }
+
+  for (int mask = 1; mask < power; mask <<= 1) {
+    const int partner_virtual = virtual_rank ^ mask;
+    const int partner =
+        partner_virtual < extra ? partner_virtual * 2 + 1 : partner_virtual + extra;
+    const auto sent = exchange.send(current, bytes, partner, "recursive doubling exchange");
+    const auto received = exchange.recv(incoming, bytes, partner, "recursive doubling exchange");
+    exchange.wait(received);
+    exchange.wait(sent);
+    // Both partners compute the same commutative combination, so every rank
+    // ends with bitwise-identical values.
+    const bool last = (mask << 1) >= power;
+    const int divisor = last && request.op == ReduceOp::kMean ? p : 1;
+    reduce_buffers(output, current, incoming, request.count, request.type, request.op, divisor);
+    current = output;
+  }
+
+  if (r < 2 * extra) {
+    exchange.send(output, bytes, r - 1, "recursive doubling: result to partner");
+  }
+  exchange.wait_all();
+}
+
+void dissemination_barrier(const Request& request, CommunicatorState& state) {
+  PeerExchange exchange(request, state, "dissemination barrier");
+  const int p = state.size;
+  for (int distance = 1; distance < p; distance <<= 1) {
+    const auto sent =
+        exchange.send(nullptr, 0, ring_index(state.rank + distance, p), "barrier round");
+    const auto received =
+        exchange.recv(nullptr, 0, ring_index(state.rank - distance, p), "barrier round");
+    exchange.wait(received);
+    exchange.wait(sent);
+  }
+}
+
+}  // namespace
+
+Support RecursiveDoublingAlgorithm::supports(const Request& request,
+                                             const CommunicatorState& state) const {
+  (void)state;
+  if (request.kind != CollectiveKind::kAllReduce && request.kind != CollectiveKind::kBarrier) {
+    return Support::no("recursive_doubling implements all_reduce and barrier only (use ring or mpi)");
+  }
+  if (request.memory == MemoryKind::kDevice) {
+    return Support::no("recursive_doubling serves host buffers only; device buffers need nccl");
+  }
+  return Support::yes();
+}
+
+void RecursiveDoublingAlgorithm::run(const Request& request, CommunicatorState& state) const {
+  if (request.kind == CollectiveKind::kBarrier) return dissemination_barrier(request, state);
+  all_reduce(request, state);
+}
+
+}  // namespace collective::internal

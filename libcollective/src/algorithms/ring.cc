@@ -1,0 +1,342 @@
+#include "algorithms/ring.h"
+
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "algorithms/chunk_layout.h"
+#include "core/env_params.h"
+#include "kernels/reduce_kernels.h"
+#include "transport/peer_exchange.h"
+
+namespace collective::internal {
+namespace {
+
+// Enumerates the (step, segment) pairs of consecutive ring steps, in the
+// order both neighbours send and receive them.
+class StepSegmentCursor {
+ public:
+  StepSegmentCursor(int steps, std::function<std::size_t(int)> segments_in_step)
+      : steps_(steps), segments_in_step_(std::move(segments_in_step)) {}
+
+  bool next(int& step, std::size_t& segment) {
+    while (step_ < steps_ && segment_ >= segments_in_step_(step_)) {
+      ++step_;
+      segment_ = 0;
+    }
+    if (step_ >= steps_) return false;
+    step = step_;
+    segment = segment_++;
+    return true;
+  }
+
+ private:
+  int steps_;
+  std::function<std::size_t(int)> segments_in_step_;
+  int step_ = 0;
+  std::size_t segment_ = 0;
+};
+
+// Where the reduce-scatter phase keeps partial sums of the chunks it
+// forwards: in place in the output (all_reduce, whose output has room for
+// every chunk) or in two scratch chunks used alternately by step parity
+// (reduce_scatter and reduce, whose outputs hold one chunk or none).
+struct PartialSums {
+  std::byte* output_base = nullptr;  // set: partials live at output_base + chunk offset
+  std::byte* alternating = nullptr;  // else: two areas of chunk_stride bytes
+  std::size_t chunk_stride = 0;
+};
+
+class RingRun {
+ public:
+  RingRun(const Request& request, CommunicatorState& state)
+      : request_(request),
+        state_(state),
+        exchange_(request, state, "ring"),
+        p_(state.size),
+        r_(state.rank),
+        next_((state.rank + 1) % state.size),
+        prev_((state.rank + state.size - 1) % state.size),
+        element_(request.element_bytes()),
+        segmentation_(segmentation_for(env_params().ring_segment_bytes, element_)),
+        depth_(env_params().ring_pipeline_depth) {}
+
+  void all_reduce() {
+    const auto layout = ChunkLayout::balanced(request_.count, p_);
+    auto* output = static_cast<std::byte*>(request_.recv);
+    const auto* input = static_cast<const std::byte*>(request_.send);
+    // As soon as a segment of this rank's own chunk is final, the all-gather
+    // can start sending it: the two phases overlap.
+    auto start_gather = [&](std::byte* segment, std::size_t bytes) {
+      exchange_.send(segment, bytes, next_, "ring all-gather", 0);
+    };
+    reduce_scatter_phase(layout, input, PartialSums{output, nullptr, 0},
+                         output + layout.offset(r_) * element_, start_gather);
+    all_gather_phase(layout, output, /*own_chunk_sent=*/true);
+  }
+
+  void reduce_scatter() {
+    const auto layout = ChunkLayout::blocks(request_.count, p_);
+    const std::size_t stride = layout.max_length() * element_;
+    std::byte* alternating = state_.scratch_work.get(2 * stride);
+    reduce_scatter_phase(layout, static_cast<const std::byte*>(request_.send),
+                         PartialSums{nullptr, alternating, stride},
+                         static_cast<std::byte*>(request_.recv), nullptr);
+    exchange_.wait_all();
+  }
+
+  void all_gather() {
+    const auto layout = ChunkLayout::blocks(request_.count, p_);
+    auto* output = static_cast<std::byte*>(request_.recv);
+    std::byte* own = output + layout.offset(r_) * element_;
+    if (static_cast<const void*>(own) != request_.send) {
+      std::memcpy(own, request_.send, layout.length(r_) * element_);
+    }
+    all_gather_phase(layout, output, /*own_chunk_sent=*/false);
+  }
+
+  void reduce() {
+    const auto layout = ChunkLayout::balanced(request_.count, p_);
+    const int root = request_.root;
+    const std::size_t stride = layout.max_length() * element_;
+    std::byte* work = state_.scratch_work.get(3 * stride);
+    std::byte* final_chunk = r_ == root
+                                 ? static_cast<std::byte*>(request_.recv) + layout.offset(r_) * element_
+                                 : work + 2 * stride;
+    // Each owner streams its final segments straight to the root.
+    auto to_root = [&](std::byte* segment, std::size_t bytes) {
+      if (r_ != root) exchange_.send(segment, bytes, root, "ring reduce: result to root");
+    };
+    reduce_scatter_phase(layout, static_cast<const std::byte*>(request_.send),
+                         PartialSums{nullptr, work, stride}, final_chunk, to_root);
+    if (r_ == root) {
+      // Posted only now: in place, the root's output is also its input.
+      exchange_.wait_all();
+      auto* output = static_cast<std::byte*>(request_.recv);
+      for (int c = 0; c < p_; ++c) {
+        if (c == root) continue;
+        const std::size_t length = layout.length(c);
+        for (std::size_t j = 0; j < segmentation_.segments(length); ++j) {
+          exchange_.recv(output + (layout.offset(c) + segmentation_.begin(j)) * element_,
+                         segmentation_.length(length, j) * element_, c,
+                         "ring reduce: result from owner");
+        }
+      }
+    }
+    exchange_.wait_all();
+  }
+
+  void broadcast() {
+    // A chain root -> root+1 -> ... -> root-1, pipelined by segment.
+    const int position = ring_index(r_ - request_.root, p_);
+    auto* buffer = static_cast<std::byte*>(request_.recv);
+    const std::size_t segments = segmentation_.segments(request_.count);
+    auto segment_at = [&](std::size_t j) { return buffer + segmentation_.begin(j) * element_; };
+    auto segment_bytes = [&](std::size_t j) {
+      return segmentation_.length(request_.count, j) * element_;
+    };
+    if (position == 0) {
+      for (std::size_t j = 0; j < segments; ++j) {
+        exchange_.send(segment_at(j), segment_bytes(j), next_, "ring broadcast chain");
+      }
+    } else {
+      std::vector<PeerExchange::Handle> arrivals;
+      arrivals.reserve(segments);
+      for (std::size_t j = 0; j < segments; ++j) {
+        arrivals.push_back(
+            exchange_.recv(segment_at(j), segment_bytes(j), prev_, "ring broadcast chain"));
+      }
+      for (std::size_t j = 0; j < segments; ++j) {
+        exchange_.wait(arrivals[j]);
+        if (position != p_ - 1) {
+          exchange_.send(segment_at(j), segment_bytes(j), next_, "ring broadcast chain");
+        }
+      }
+    }
+    exchange_.wait_all();
+  }
+
+ private:
+  using SegmentDone = std::function<void(std::byte* segment, std::size_t bytes)>;
+
+  // The p-1 reduce-scatter steps. At step s this rank sends chunk r-s-1 and
+  // receives chunk r-s-2 from its left neighbour, reducing it with its own
+  // input; after the last step it holds chunk r fully reduced at
+  // `own_result`, and `on_own_segment` has been called for each segment.
+  void reduce_scatter_phase(const ChunkLayout& layout, const std::byte* input,
+                            const PartialSums& partials, std::byte* own_result,
+                            const SegmentDone& on_own_segment) {
+    const int steps = p_ - 1;
+    auto sent_chunk = [&](int step) { return ring_index(r_ - step - 1, p_); };
+    auto received_chunk = [&](int step) { return ring_index(r_ - step - 2, p_); };
+    auto segments_received = [&](int step) {
+      return segmentation_.segments(layout.length(received_chunk(step)));
+    };
+    auto partial_at = [&](int step, int chunk) -> std::byte* {
+      if (partials.output_base != nullptr) {
+        return partials.output_base + layout.offset(chunk) * element_;
+      }
+      return partials.alternating + static_cast<std::size_t>(step % 2) * partials.chunk_stride;
+    };
+
+    // Step 0 sends this rank's own input for chunk r-1, all segments at once.
+    std::vector<PeerExchange::Handle> phase_sends;
+    {
+      const int chunk = sent_chunk(0);
+      const std::size_t length = layout.length(chunk);
+      for (std::size_t j = 0; j < segmentation_.segments(length); ++j) {
+        phase_sends.push_back(exchange_.send(
+            input + (layout.offset(chunk) + segmentation_.begin(j)) * element_,
+            segmentation_.length(length, j) * element_, next_, "ring reduce-scatter", 0));
+      }
+    }
+
+    // Incoming segments land in `depth_` rotating slots.
+    const std::size_t slot_bytes = segmentation_.segment_elements * element_;
+    std::byte* slots = state_.scratch_in.get(static_cast<std::size_t>(depth_) * slot_bytes);
+    struct Posted {
+      PeerExchange::Handle handle;
+      int step;
+      std::size_t segment;
+    };
+    std::vector<Posted> in_flight(static_cast<std::size_t>(depth_));
+    StepSegmentCursor post_cursor(steps, segments_received);
+    std::size_t posted = 0;
+    auto post_next = [&](std::size_t slot) {
+      int step = 0;
+      std::size_t segment = 0;
+      if (!post_cursor.next(step, segment)) return;
+      const int chunk = received_chunk(step);
+      const std::size_t bytes = segmentation_.length(layout.length(chunk), segment) * element_;
+      in_flight[slot] = Posted{exchange_.recv(slots + slot * slot_bytes, bytes, prev_,
+                                              "ring reduce-scatter", step),
+                               step, segment};
+      ++posted;
+    };
+    for (int k = 0; k < depth_; ++k) post_next(static_cast<std::size_t>(k));
+
+    // Sends that read a partial-sum area, by parity, so the area is not
+    // overwritten (two steps later) before its send completed.
+    constexpr PeerExchange::Handle kNone = static_cast<PeerExchange::Handle>(-1);
+    std::vector<PeerExchange::Handle> forward_sends[2];
+    const bool partials_reused = partials.output_base == nullptr;
+
+    StepSegmentCursor cursor(steps, segments_received);
+    int step = 0;
+    std::size_t segment = 0;
+    for (std::size_t item = 0; cursor.next(step, segment); ++item) {
+      const std::size_t slot = item % static_cast<std::size_t>(depth_);
+      exchange_.wait(in_flight[slot].handle);
+      const int chunk = received_chunk(step);
+      const std::size_t length = segmentation_.length(layout.length(chunk), segment);
+      const std::size_t within = segmentation_.begin(segment) * element_;
+      const std::byte* own_input = input + layout.offset(chunk) * element_ + within;
+      const bool last_step = step == steps - 1;
+      std::byte* destination;
+      if (last_step) {
+        destination = own_result + within;
+      } else {
+        destination = partial_at(step, chunk) + within;
+        auto& same_parity = forward_sends[step % 2];
+        if (partials_reused && segment < same_parity.size() && same_parity[segment] != kNone) {
+          exchange_.wait(same_parity[segment]);
+        }
+      }
+      const int divisor = last_step && request_.op == ReduceOp::kMean ? p_ : 1;
+      reduce_buffers(destination, own_input, slots + slot * slot_bytes, length, request_.type,
+                     request_.op, divisor);
+      post_next(slot);
+      if (!last_step) {
+        const auto handle = exchange_.send(destination, length * element_, next_,
+                                           "ring reduce-scatter", step + 1);
+        phase_sends.push_back(handle);
+        auto& same_parity = forward_sends[step % 2];
+        if (same_parity.size() <= segment) same_parity.resize(segment + 1, kNone);
+        same_parity[segment] = handle;
+      } else if (on_own_segment) {
+        on_own_segment(destination, length * element_);
+      }
+    }
+    // The all-gather that follows writes where these sends read from.
+    for (const auto handle : phase_sends) exchange_.wait(handle);
+  }
+
+  // The p-1 all-gather steps: at step s this rank sends chunk r-s and
+  // receives chunk r-s-1, straight into `output`, forwarding it next step.
+  void all_gather_phase(const ChunkLayout& layout, std::byte* output, bool own_chunk_sent) {
+    const int steps = p_ - 1;
+    auto chunk_segment = [&](int chunk, std::size_t j) {
+      return output + (layout.offset(chunk) + segmentation_.begin(j)) * element_;
+    };
+    auto segment_bytes = [&](int chunk, std::size_t j) {
+      return segmentation_.length(layout.length(chunk), j) * element_;
+    };
+    if (!own_chunk_sent) {
+      for (std::size_t j = 0; j < segmentation_.segments(layout.length(r_)); ++j) {
+        exchange_.send(chunk_segment(r_, j), segment_bytes(r_, j), next_, "ring all-gather", 0);
+      }
+    }
+    struct Arrival {
+      PeerExchange::Handle handle;
+      int step;
+      int chunk;
+      std::size_t segment;
+    };
+    std::vector<Arrival> arrivals;
+    for (int step = 0; step < steps; ++step) {
+      const int chunk = ring_index(r_ - step - 1, p_);
+      for (std::size_t j = 0; j < segmentation_.segments(layout.length(chunk)); ++j) {
+        arrivals.push_back(Arrival{exchange_.recv(chunk_segment(chunk, j), segment_bytes(chunk, j),
+                                                  prev_, "ring all-gather", step),
+                                   step, chunk, j});
+      }
+    }
+    for (const Arrival& arrival : arrivals) {
+      exchange_.wait(arrival.handle);
+      if (arrival.step < steps - 1) {
+        exchange_.send(chunk_segment(arrival.chunk, arrival.segment),
+                       segment_bytes(arrival.chunk, arrival.segment), next_, "ring all-gather",
+                       arrival.step + 1);
+      }
+    }
+    exchange_.wait_all();
+  }
+
+  const Request& request_;
+  CommunicatorState& state_;
+  PeerExchange exchange_;
+  const int p_;
+  const int r_;
+  const int next_;
+  const int prev_;
+  const std::size_t element_;
+  const Segmentation segmentation_;
+  const int depth_;
+};
+
+}  // namespace
+
+Support RingAlgorithm::supports(const Request& request, const CommunicatorState& state) const {
+  (void)state;
+  if (request.kind == CollectiveKind::kBarrier) {
+    return Support::no("ring does not implement barrier (use recursive_doubling or mpi)");
+  }
+  if (request.memory == MemoryKind::kDevice) {
+    return Support::no("ring serves host buffers only; device buffers need nccl");
+  }
+  return Support::yes();
+}
+
+void RingAlgorithm::run(const Request& request, CommunicatorState& state) const {
+  RingRun ring(request, state);
+  switch (request.kind) {
+    case CollectiveKind::kAllReduce: return ring.all_reduce();
+    case CollectiveKind::kReduceScatter: return ring.reduce_scatter();
+    case CollectiveKind::kAllGather: return ring.all_gather();
+    case CollectiveKind::kReduce: return ring.reduce();
+    case CollectiveKind::kBroadcast: return ring.broadcast();
+    case CollectiveKind::kBarrier: break;
+  }
+}
+
+}  // namespace collective::internal

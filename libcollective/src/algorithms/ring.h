@@ -1,0 +1,20 @@
+// Ring algorithms (docs/algorithms.md, "ring"): bandwidth-optimal for large
+// messages. all_reduce = reduce-scatter + all-gather around the ring, each
+// rank sending 2(p-1)/p of the buffer; every chunk is cut into segments so
+// that reducing one segment overlaps the transfer of the next. Also serves
+// reduce_scatter, all_gather, reduce (reduce-scatter, then each owner sends
+// its chunk to the root) and broadcast (a pipelined chain from the root).
+#pragma once
+
+#include "algorithms/algorithm.h"
+
+namespace collective::internal {
+
+class RingAlgorithm final : public CollectiveAlgorithm {
+ public:
+  Algorithm id() const override { return Algorithm::kRing; }
+  Support supports(const Request& request, const CommunicatorState& state) const override;
+  void run(const Request& request, CommunicatorState& state) const override;
+};
+
+}  // namespace collective::internal

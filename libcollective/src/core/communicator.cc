@@ -1,0 +1,150 @@
+#include "collective/communicator.h"
+
+#include <mpi.h>
+
+#include "collective/errors.h"
+#include "core/communicator_state.h"
+#include "core/dispatch.h"
+#include "core/log.h"
+#include "core/mpi_check.h"
+
+namespace collective {
+namespace {
+
+using internal::CommunicatorState;
+using internal::Request;
+
+void require_mpi(const char* operation) {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) {
+    throw InvalidArgumentError(operation, -1,
+                               finalized ? "MPI is already finalized"
+                                         : "MPI is not initialized: create a "
+                                           "collective::Environment first (or call MPI_Init)");
+  }
+}
+
+std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operation) {
+  MPI_Comm copy = MPI_COMM_NULL;
+  // MPI_COMM_WORLD's default handler aborts; ask for return codes on the
+  // duplicate (set in CommunicatorState) and check this call by hand.
+  int rank = -1;
+  MPI_Comm_rank(parent, &rank);
+  internal::check_mpi(MPI_Comm_dup(parent, &copy), "MPI_Comm_dup", operation, rank);
+  return std::make_shared<CommunicatorState>(copy);
+}
+
+Request make_request(CollectiveKind kind, const void* send, void* recv, std::size_t count,
+                     DataType type) {
+  Request request;
+  request.kind = kind;
+  request.send = send;
+  request.recv = recv;
+  request.count = count;
+  request.type = type;
+  return request;
+}
+
+}  // namespace
+
+Communicator::Communicator(std::shared_ptr<CommunicatorState> state) : state_(std::move(state)) {}
+
+Communicator::~Communicator() = default;
+
+Communicator Communicator::world() {
+  require_mpi("Communicator::world");
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  internal::set_log_rank(rank);
+  return Communicator(duplicate(MPI_COMM_WORLD, "Communicator::world"));
+}
+
+Communicator Communicator::from_mpi(int mpi_fortran_handle) {
+  require_mpi("Communicator::from_mpi");
+  MPI_Comm comm = MPI_Comm_f2c(mpi_fortran_handle);
+  if (comm == MPI_COMM_NULL) {
+    throw InvalidArgumentError("Communicator::from_mpi", -1,
+                               "the handle is MPI_COMM_NULL (pass MPI_Comm_c2f(comm))");
+  }
+  return Communicator(duplicate(comm, "Communicator::from_mpi"));
+}
+
+internal::CommunicatorState& Communicator::state() const {
+  if (!state_) {
+    throw InvalidArgumentError("Communicator", -1, "use of a moved-from Communicator");
+  }
+  return *state_;
+}
+
+Communicator Communicator::split(int color, int key) const {
+  CommunicatorState& self = state();
+  if (self.freed) {
+    throw InvalidArgumentError("Communicator::split", self.rank, "the communicator was freed");
+  }
+  MPI_Comm child = MPI_COMM_NULL;
+  internal::check_mpi(MPI_Comm_split(self.comm, color, key, &child), "MPI_Comm_split",
+                      "Communicator::split", self.rank);
+  return Communicator(std::make_shared<CommunicatorState>(child));
+}
+
+int Communicator::rank() const { return state().rank; }
+int Communicator::size() const { return state().size; }
+
+void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DataType type,
+                              const AllReduceOptions& options) {
+  Request request = make_request(CollectiveKind::kAllReduce, send, recv, count, type);
+  request.op = options.op;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count,
+                                  DataType type, const ReduceScatterOptions& options) {
+  Request request = make_request(CollectiveKind::kReduceScatter, send, recv, recv_count, type);
+  request.op = options.op;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
+                              const AllGatherOptions& options) {
+  Request request = make_request(CollectiveKind::kAllGather, send, recv, send_count, type);
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::broadcast(void* buffer, std::size_t count, DataType type,
+                             const BroadcastOptions& options) {
+  Request request = make_request(CollectiveKind::kBroadcast, buffer, buffer, count, type);
+  request.root = options.root;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type,
+                          const ReduceOptions& options) {
+  Request request = make_request(CollectiveKind::kReduce, send, recv, count, type);
+  request.op = options.op;
+  request.root = options.root;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::barrier(const BarrierOptions& options) {
+  Request request = make_request(CollectiveKind::kBarrier, nullptr, nullptr, 0, DataType::kUInt8);
+  internal::run_collective(state(), request, options);
+}
+
+Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
+                                         Algorithm requested) const {
+  Request request = make_request(kind, nullptr, nullptr, count, type);
+  CommonOptions options;
+  options.algorithm = requested;
+  return internal::resolve_algorithm(state(), request, options);
+}
+
+Algorithm Communicator::last_algorithm() const { return state().last_algorithm; }
+
+std::uint64_t Communicator::sequence_number() const { return state().next_sequence; }
+
+void Communicator::free() { state().release(); }
+
+}  // namespace collective

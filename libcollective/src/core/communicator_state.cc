@@ -1,0 +1,49 @@
+#include "core/communicator_state.h"
+
+#include "core/log.h"
+#include "core/mpi_check.h"
+
+namespace collective::internal {
+
+CommunicatorState::CommunicatorState(MPI_Comm owned_comm) : comm(owned_comm) {
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  char name[MPI_MAX_PROCESSOR_NAME] = {0};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  host.assign(name, static_cast<std::size_t>(length));
+}
+
+CommunicatorState::~CommunicatorState() {
+  // Destructors never throw; a failure to free is only logged.
+  try {
+    release();
+  } catch (...) {
+  }
+}
+
+void CommunicatorState::release() {
+  freed = true;
+  if (comm == MPI_COMM_NULL) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    COLLECTIVE_LOG(kDebug, "communicator outlived MPI_Finalize; not freed");
+    comm = MPI_COMM_NULL;
+    return;
+  }
+  if (poisoned) {
+    // Requests of the failed call may still reference the communicator;
+    // MPI_Comm_free would wait for them. Leave it to MPI_Finalize.
+    comm = MPI_COMM_NULL;
+    return;
+  }
+  const int rc = MPI_Comm_free(&comm);
+  if (rc != MPI_SUCCESS) {
+    COLLECTIVE_LOG(kWarn, "MPI_Comm_free failed: " << mpi_error_text(rc));
+  }
+  comm = MPI_COMM_NULL;
+}
+
+}  // namespace collective::internal

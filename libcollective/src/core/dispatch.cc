@@ -1,0 +1,88 @@
+#include "core/dispatch.h"
+
+#include <cstring>
+
+#include "collective/errors.h"
+#include "core/env_params.h"
+#include "core/log.h"
+#include "core/validate.h"
+#include "selection/selector.h"
+
+namespace collective::internal {
+namespace {
+
+void apply_options(Request& request, const CommonOptions& options) {
+  request.requested = options.algorithm;
+  if (request.requested == Algorithm::kAuto && env_params().forced_algorithm) {
+    request.requested = *env_params().forced_algorithm;
+  }
+  request.forced = request.requested != Algorithm::kAuto;
+  request.memory = options.memory;
+  request.timeout = options.timeout.count() > 0 ? options.timeout : env_params().timeout;
+  if (options.timeout.count() < 0) request.timeout = options.timeout;  // rejected by validation
+}
+
+MemoryKind resolve_memory(MemoryKind requested) {
+  // Without the CUDA path every pointer is a host pointer.
+  return requested == MemoryKind::kAuto ? MemoryKind::kHost : requested;
+}
+
+// One rank: the result is the input (MEAN divides by one).
+void run_single_rank(const Request& request) {
+  const std::size_t bytes = request.bytes();
+  if (bytes == 0 || request.recv == nullptr || request.send == request.recv) return;
+  switch (request.kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduce:
+      std::memmove(request.recv, request.send, bytes);
+      return;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kBarrier:
+      return;
+  }
+}
+
+}  // namespace
+
+void run_collective(CommunicatorState& state, Request& request, const CommonOptions& options) {
+  request.sequence = state.next_sequence++;
+  if (state.freed) {
+    throw InvalidArgumentError(request.label(), state.rank,
+                               "the communicator was freed (Communicator::free)");
+  }
+  if (state.poisoned) {
+    throw CommunicationError(request.label(), state.rank,
+                             "communicator unusable after an earlier failure: " + *state.poisoned);
+  }
+  apply_options(request, options);
+  validate_request(request, state.rank, state.size);
+  request.memory = resolve_memory(request.memory);
+
+  const Selection selection = select_algorithm(request, state);
+  state.last_algorithm = selection.algorithm->id();
+  COLLECTIVE_LOG(kDebug, request.label() << " " << request.count << " x "
+                                         << to_string(request.type) << " -> "
+                                         << selection.algorithm->name() << " ("
+                                         << selection.reason << ")");
+  if (state.size == 1) return run_single_rank(request);
+
+  request.deadline = Clock::now() + request.timeout;
+  try {
+    selection.algorithm->run(request, state);
+  } catch (const CommunicationError& error) {
+    state.poisoned = error.what();
+    throw;
+  }
+}
+
+Algorithm resolve_algorithm(const CommunicatorState& state, Request request,
+                            const CommonOptions& options) {
+  apply_options(request, options);
+  request.memory = resolve_memory(request.memory);
+  request.sequence = state.next_sequence;
+  return select_algorithm(request, state).algorithm->id();
+}
+
+}  // namespace collective::internal

@@ -1,0 +1,59 @@
+#include "collective/environment.h"
+
+#include <mpi.h>
+
+#include "collective/errors.h"
+#include "core/log.h"
+#include "core/mpi_check.h"
+
+namespace collective {
+namespace {
+
+bool initialize_mpi(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return false;
+  int provided = 0;
+  // SERIALIZED: the strategies run replicas as threads, and any of them may
+  // be the one that calls into MPI (one at a time).
+  internal::check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided),
+                      "MPI_Init_thread", "Environment", -1);
+  if (provided < MPI_THREAD_SERIALIZED) {
+    COLLECTIVE_LOG(kWarn, "MPI provides thread level " << provided
+                                                       << " < MPI_THREAD_SERIALIZED");
+  }
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  internal::set_log_rank(rank);
+  return true;
+}
+
+}  // namespace
+
+Environment::Environment(int& argc, char**& argv) : owns_mpi_(initialize_mpi(&argc, &argv)) {}
+
+Environment::Environment() : owns_mpi_(initialize_mpi(nullptr, nullptr)) {}
+
+Environment::~Environment() {
+  if (!owns_mpi_) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+bool Environment::initialized() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+std::string Environment::host_name() {
+  char name[MPI_MAX_PROCESSOR_NAME] = {0};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  return std::string(name, static_cast<std::size_t>(length));
+}
+
+}  // namespace collective

@@ -1,0 +1,11 @@
+#include "collective/errors.h"
+
+namespace collective {
+
+Error::Error(std::string operation, int rank, std::string cause)
+    : std::runtime_error(operation + " (rank " + std::to_string(rank) + "): " + cause),
+      operation_(std::move(operation)),
+      rank_(rank),
+      cause_(std::move(cause)) {}
+
+}  // namespace collective

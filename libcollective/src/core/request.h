@@ -1,0 +1,43 @@
+// One collective call as the algorithms see it: validated arguments, the
+// resolved timeout and deadline, and the call's sequence number.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "collective/algorithm.h"
+#include "collective/options.h"
+#include "collective/types.h"
+
+namespace collective::internal {
+
+using Clock = std::chrono::steady_clock;
+
+struct Request {
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  // Meaning per kind, as in Communicator: all_reduce/broadcast/reduce: the
+  // buffer's element count; reduce_scatter: recv_count; all_gather: send_count.
+  std::size_t count = 0;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  Algorithm requested = Algorithm::kAuto;  // after the COLLECTIVE_ALGORITHM override
+  bool forced = false;                     // the caller (or environment) named the algorithm
+  MemoryKind memory = MemoryKind::kHost;   // resolved: kHost or kDevice
+  std::chrono::milliseconds timeout{0};
+  Clock::time_point deadline{};
+  std::uint64_t sequence = 0;
+
+  std::size_t element_bytes() const;
+  // Bytes of one rank's contribution (the `count` above times element size).
+  std::size_t bytes() const { return count * element_bytes(); }
+  bool in_place() const;
+  // "all_reduce #17", used as the operation in every error and log line.
+  std::string label() const;
+};
+
+}  // namespace collective::internal

@@ -1,0 +1,12 @@
+// AVX2 + F16C + FMA build of the reduction loops (see reduce_kernels_impl.h);
+// compiled with -mavx2 -mf16c -mfma and called only where the CPU has them.
+#define COLLECTIVE_KERNEL_NAMESPACE avx2_kernels
+#define COLLECTIVE_KERNEL_F16C 1
+#include "kernels/reduce_kernels_impl.h"
+
+namespace collective::internal::avx2_kernels {
+void reduce_entry(void* dst, const void* a, const void* b, std::size_t count, DataType type,
+                  ReduceOp op, int divisor) {
+  reduce(dst, a, b, count, type, op, divisor);
+}
+}  // namespace collective::internal::avx2_kernels

@@ -1,0 +1,213 @@
+// The reduction loops, written once and compiled twice: in
+// reduce_kernels_generic.cc for any x86-64 (or other) processor and in
+// reduce_kernels_avx2.cc with -mavx2 -mf16c -mfma. Include only from those
+// two files, after defining COLLECTIVE_KERNEL_NAMESPACE (and, for the AVX2
+// build, COLLECTIVE_KERNEL_F16C).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "collective/types.h"
+#include "kernels/half_precision.h"
+
+#ifdef COLLECTIVE_KERNEL_F16C
+#include <immintrin.h>
+#endif
+
+namespace collective::internal::COLLECTIVE_KERNEL_NAMESPACE {
+
+template <typename T>
+constexpr bool kIsFloat = std::is_floating_point_v<T>;
+
+// Integer SUM and PROD wrap around (two's complement), computed in the
+// unsigned type so that overflow is defined.
+template <typename T>
+struct Sum {
+  static T apply(T a, T b) {
+    if constexpr (kIsFloat<T>) {
+      return a + b;
+    } else {
+      using U = std::make_unsigned_t<T>;
+      return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+    }
+  }
+};
+
+template <typename T>
+struct Prod {
+  static T apply(T a, T b) {
+    if constexpr (kIsFloat<T>) {
+      return a * b;
+    } else {
+      using U = std::make_unsigned_t<T>;
+      using Wide = std::conditional_t<(sizeof(U) < sizeof(unsigned)), unsigned, U>;
+      return static_cast<T>(static_cast<U>(static_cast<Wide>(static_cast<U>(a)) *
+                                           static_cast<Wide>(static_cast<U>(b))));
+    }
+  }
+};
+
+// MIN and MAX give a quiet NaN when either input is NaN, whatever the order
+// of the operands, so every rank and every algorithm agree bit for bit.
+template <typename T>
+struct Min {
+  static T apply(T a, T b) {
+    if constexpr (kIsFloat<T>) {
+      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+    }
+    return b < a ? b : a;
+  }
+};
+
+template <typename T>
+struct Max {
+  static T apply(T a, T b) {
+    if constexpr (kIsFloat<T>) {
+      if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+    }
+    return a < b ? b : a;
+  }
+};
+
+// Division for MEAN: floating types divide, integers truncate toward zero.
+template <typename T>
+inline T divide(T value, int divisor) {
+  if constexpr (kIsFloat<T>) {
+    return value / static_cast<T>(divisor);
+  } else {
+    return static_cast<T>(static_cast<std::int64_t>(value) / divisor);
+  }
+}
+
+template <template <typename> class Op, typename T>
+void combine(T* dst, const T* a, const T* b, std::size_t count, int divisor) {
+  if (divisor > 1) {
+    for (std::size_t i = 0; i < count; ++i) dst[i] = divide<T>(Op<T>::apply(a[i], b[i]), divisor);
+  } else {
+    for (std::size_t i = 0; i < count; ++i) dst[i] = Op<T>::apply(a[i], b[i]);
+  }
+}
+
+// 16-bit floating types go through float32 in blocks of kBlock lanes: the
+// conversion of a block is vectorized (F16C for float16 where available),
+// and so is the arithmetic on the float block.
+constexpr std::size_t kBlock = 16;
+
+struct Float16Codec {
+  static float load(std::uint16_t bits) { return half_bits_to_float(bits); }
+  static std::uint16_t store(float value) { return float_to_half_bits(value); }
+  static void load_block(const std::uint16_t* in, float* out) {
+#ifdef COLLECTIVE_KERNEL_F16C
+    for (std::size_t i = 0; i < kBlock; i += 8) {
+      const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + i));
+      _mm256_storeu_ps(out + i, _mm256_cvtph_ps(packed));
+    }
+#else
+    for (std::size_t i = 0; i < kBlock; ++i) out[i] = load(in[i]);
+#endif
+  }
+  static void store_block(const float* in, std::uint16_t* out) {
+#ifdef COLLECTIVE_KERNEL_F16C
+    for (std::size_t i = 0; i < kBlock; i += 8) {
+      const __m128i packed =
+          _mm256_cvtps_ph(_mm256_loadu_ps(in + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), packed);
+    }
+#else
+    for (std::size_t i = 0; i < kBlock; ++i) out[i] = store(in[i]);
+#endif
+  }
+};
+
+struct BFloat16Codec {
+  static float load(std::uint16_t bits) { return bfloat16_bits_to_float(bits); }
+  static std::uint16_t store(float value) { return float_to_bfloat16_bits(value); }
+  static void load_block(const std::uint16_t* in, float* out) {
+    for (std::size_t i = 0; i < kBlock; ++i) out[i] = load(in[i]);
+  }
+  static void store_block(const float* in, std::uint16_t* out) {
+    for (std::size_t i = 0; i < kBlock; ++i) out[i] = store(in[i]);
+  }
+};
+
+template <template <typename> class Op, typename Codec>
+void combine16(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b,
+               std::size_t count, int divisor) {
+  const float scale = divisor > 1 ? static_cast<float>(divisor) : 1.0f;
+  std::size_t i = 0;
+  alignas(32) float x[kBlock];
+  alignas(32) float y[kBlock];
+  for (; i + kBlock <= count; i += kBlock) {
+    Codec::load_block(a + i, x);
+    Codec::load_block(b + i, y);
+    for (std::size_t k = 0; k < kBlock; ++k) x[k] = Op<float>::apply(x[k], y[k]);
+    if (divisor > 1) {
+      for (std::size_t k = 0; k < kBlock; ++k) x[k] /= scale;
+    }
+    Codec::store_block(x, dst + i);
+  }
+  for (; i < count; ++i) {
+    float value = Op<float>::apply(Codec::load(a[i]), Codec::load(b[i]));
+    if (divisor > 1) value /= scale;
+    dst[i] = Codec::store(value);
+  }
+}
+
+template <typename T>
+void dispatch_op(void* dst, const void* a, const void* b, std::size_t count, ReduceOp op,
+                 int divisor) {
+  T* d = static_cast<T*>(dst);
+  const T* x = static_cast<const T*>(a);
+  const T* y = static_cast<const T*>(b);
+  switch (op) {
+    case ReduceOp::kSum:
+      return combine<Sum, T>(d, x, y, count, 1);
+    case ReduceOp::kMean:
+      return combine<Sum, T>(d, x, y, count, divisor);
+    case ReduceOp::kMin:
+      return combine<Min, T>(d, x, y, count, 1);
+    case ReduceOp::kMax:
+      return combine<Max, T>(d, x, y, count, 1);
+    case ReduceOp::kProd:
+      return combine<Prod, T>(d, x, y, count, 1);
+  }
+}
+
+template <typename Codec>
+void dispatch_op16(void* dst, const void* a, const void* b, std::size_t count, ReduceOp op,
+                   int divisor) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  const auto* x = static_cast<const std::uint16_t*>(a);
+  const auto* y = static_cast<const std::uint16_t*>(b);
+  switch (op) {
+    case ReduceOp::kSum:
+      return combine16<Sum, Codec>(d, x, y, count, 1);
+    case ReduceOp::kMean:
+      return combine16<Sum, Codec>(d, x, y, count, divisor);
+    case ReduceOp::kMin:
+      return combine16<Min, Codec>(d, x, y, count, 1);
+    case ReduceOp::kMax:
+      return combine16<Max, Codec>(d, x, y, count, 1);
+    case ReduceOp::kProd:
+      return combine16<Prod, Codec>(d, x, y, count, 1);
+  }
+}
+
+inline void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType type,
+                   ReduceOp op, int divisor) {
+  switch (type) {
+    case DataType::kFloat16: return dispatch_op16<Float16Codec>(dst, a, b, count, op, divisor);
+    case DataType::kBFloat16: return dispatch_op16<BFloat16Codec>(dst, a, b, count, op, divisor);
+    case DataType::kFloat32: return dispatch_op<float>(dst, a, b, count, op, divisor);
+    case DataType::kFloat64: return dispatch_op<double>(dst, a, b, count, op, divisor);
+    case DataType::kInt8: return dispatch_op<std::int8_t>(dst, a, b, count, op, divisor);
+    case DataType::kUInt8: return dispatch_op<std::uint8_t>(dst, a, b, count, op, divisor);
+    case DataType::kInt32: return dispatch_op<std::int32_t>(dst, a, b, count, op, divisor);
+    case DataType::kInt64: return dispatch_op<std::int64_t>(dst, a, b, count, op, divisor);
+  }
+}
+
+}  // namespace collective::internal::COLLECTIVE_KERNEL_NAMESPACE

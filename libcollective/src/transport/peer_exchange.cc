@@ -1,0 +1,158 @@
+#include "transport/peer_exchange.h"
+
+#include <sched.h>
+
+#include <sstream>
+
+#include "collective/errors.h"
+#include "core/env_params.h"
+#include "core/log.h"
+#include "core/mpi_check.h"
+
+namespace collective::internal {
+namespace {
+
+// Tags cycle with the call's sequence number, so a message from a call that
+// one rank skipped never matches the next call: it times out with a message
+// instead of delivering the wrong data. 2^15 - 1 is the smallest MPI_TAG_UB
+// the standard allows.
+constexpr int kTagSpace = 32767;
+
+// Polls between yields: MPI_Test drives progress, and a few tight polls
+// keep latency low when the peer is already running.
+constexpr int kTightPolls = 64;
+
+}  // namespace
+
+PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
+                           const char* algorithm_name)
+    : request_(request),
+      state_(state),
+      algorithm_name_(algorithm_name),
+      tag_(static_cast<int>(request.sequence % kTagSpace)) {
+  pending_.reserve(16);
+}
+
+PeerExchange::~PeerExchange() {
+  // Normal paths wait for everything; an exception on the way out leaves
+  // requests that must not outlive their buffers.
+  cancel_outstanding();
+}
+
+PeerExchange::Handle PeerExchange::send(const void* buffer, std::size_t bytes, int peer,
+                                        const char* purpose, int step) {
+  return post(const_cast<void*>(buffer), bytes, peer, true, purpose, step);
+}
+
+PeerExchange::Handle PeerExchange::recv(void* buffer, std::size_t bytes, int peer,
+                                        const char* purpose, int step) {
+  return post(buffer, bytes, peer, false, purpose, step);
+}
+
+PeerExchange::Handle PeerExchange::post(void* buffer, std::size_t bytes, int peer, bool is_send,
+                                        const char* purpose, int step) {
+  Pending pending;
+  pending.peer = peer;
+  pending.is_send = is_send;
+  pending.bytes = bytes;
+  pending.purpose = purpose;
+  pending.step = step;
+  const std::size_t piece_limit = env_params().max_message_bytes;
+  auto* bytes_ptr = static_cast<std::byte*>(buffer);
+  std::size_t offset = 0;
+  bool first = true;
+  do {
+    const std::size_t piece = std::min(piece_limit, bytes - offset);
+    MPI_Request mpi_request = MPI_REQUEST_NULL;
+    const int count = static_cast<int>(piece);
+    const int rc = is_send ? MPI_Isend(bytes_ptr + offset, count, MPI_BYTE, peer, tag_,
+                                       state_.comm, &mpi_request)
+                           : MPI_Irecv(bytes_ptr + offset, count, MPI_BYTE, peer, tag_,
+                                       state_.comm, &mpi_request);
+    check_mpi(rc, is_send ? "MPI_Isend" : "MPI_Irecv", request_.label(), state_.rank);
+    if (first) {
+      pending.first = mpi_request;
+      first = false;
+    } else {
+      pending.rest.push_back(mpi_request);
+    }
+    offset += piece;
+  } while (offset < bytes);
+  pending_.push_back(std::move(pending));
+  return pending_.size() - 1;
+}
+
+bool PeerExchange::poll(Pending& pending) {
+  if (pending.done) return true;
+  int flag = 0;
+  if (pending.first != MPI_REQUEST_NULL) {
+    check_mpi(MPI_Test(&pending.first, &flag, MPI_STATUS_IGNORE), "MPI_Test", request_.label(),
+              state_.rank);
+    if (!flag) return false;
+  }
+  for (MPI_Request& part : pending.rest) {
+    if (part == MPI_REQUEST_NULL) continue;
+    check_mpi(MPI_Test(&part, &flag, MPI_STATUS_IGNORE), "MPI_Test", request_.label(),
+              state_.rank);
+    if (!flag) return false;
+  }
+  pending.done = true;
+  return true;
+}
+
+bool PeerExchange::test(Handle handle) { return poll(pending_.at(handle)); }
+
+void PeerExchange::wait(Handle handle) {
+  Pending& pending = pending_.at(handle);
+  int polls = 0;
+  while (!poll(pending)) {
+    if (++polls > kTightPolls) {
+      sched_yield();
+      if ((polls & 63) == 0 && Clock::now() > request_.deadline) fail_timeout(pending);
+    }
+  }
+}
+
+void PeerExchange::wait_all() {
+  for (std::size_t i = first_open_; i < pending_.size(); ++i) wait(i);
+  first_open_ = pending_.size();
+}
+
+void PeerExchange::fail_timeout(const Pending& pending) {
+  std::ostringstream cause;
+  const double seconds = static_cast<double>(request_.timeout.count()) / 1000.0;
+  cause << "timed out after " << seconds << " s (" << algorithm_name_ << ") waiting for "
+        << (pending.is_send ? "rank " : "a message from rank ") << pending.peer
+        << (pending.is_send ? " to receive " : " (") << pending.bytes << " B"
+        << (pending.is_send ? "" : ")") << ", " << pending.purpose;
+  if (pending.step >= 0) cause << " step " << pending.step;
+  cause << "; that rank has not reached this call, is stalled or died"
+        << " (COLLECTIVE_TIMEOUT or the timeout option sets the limit)";
+  throw TimeoutError(request_.label(), state_.rank, cause.str());
+}
+
+void PeerExchange::cancel_outstanding() noexcept {
+  bool abandoned = false;
+  auto drop = [&](MPI_Request& part) {
+    if (part == MPI_REQUEST_NULL) return;
+    int flag = 0;
+    MPI_Test(&part, &flag, MPI_STATUS_IGNORE);
+    if (flag) return;
+    MPI_Cancel(&part);
+    MPI_Request_free(&part);
+    abandoned = true;
+  };
+  for (Pending& pending : pending_) {
+    if (pending.done) continue;
+    drop(pending.first);
+    for (MPI_Request& part : pending.rest) drop(part);
+  }
+  if (abandoned) {
+    // MPI may still touch the scratch areas through the freed requests.
+    state_.scratch_in.abandon();
+    state_.scratch_work.abandon();
+    COLLECTIVE_LOG(kDebug, request_.label() << ": abandoned incomplete requests after failure");
+  }
+}
+
+}  // namespace collective::internal
