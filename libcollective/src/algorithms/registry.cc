@@ -2,9 +2,11 @@
 
 #include <array>
 
+#include "algorithms/hierarchical.h"
 #include "algorithms/mpi_passthrough.h"
 #include "algorithms/recursive_doubling.h"
 #include "algorithms/ring.h"
+#include "algorithms/shared_memory.h"
 
 namespace collective::internal {
 
@@ -17,8 +19,12 @@ namespace {
 const RingAlgorithm kRing;
 const RecursiveDoublingAlgorithm kRecursiveDoubling;
 const MpiPassthroughAlgorithm kMpi;
+const SharedMemoryAlgorithm kSharedMemory;
+const HierarchicalAlgorithm kHierarchical;
 
-const std::array<const CollectiveAlgorithm*, 3> kAlgorithms = {&kRing, &kRecursiveDoubling, &kMpi};
+// Order of preference: on equal cost estimates AUTO takes the earlier one.
+const std::array<const CollectiveAlgorithm*, 5> kAlgorithms = {
+    &kSharedMemory, &kHierarchical, &kRing, &kRecursiveDoubling, &kMpi};
 
 }  // namespace
 

@@ -5,18 +5,25 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "collective/algorithm.h"
+#include "collective/topology.h"
 #include "core/scratch_buffer.h"
 
 namespace collective::internal {
+
+class NodeSegment;
 
 struct CommunicatorState {
   // Takes ownership of `owned_comm` (a duplicate made for the library) and
   // sets MPI_ERRORS_RETURN on it.
   explicit CommunicatorState(MPI_Comm owned_comm);
+  // Without MPI: a state for selection experiments (collective_info, tests)
+  // on a topology loaded from a file. Nothing can run on it.
+  CommunicatorState(std::shared_ptr<const Topology> topology, int rank);
   ~CommunicatorState();
   CommunicatorState(const CommunicatorState&) = delete;
   CommunicatorState& operator=(const CommunicatorState&) = delete;
@@ -39,6 +46,20 @@ struct CommunicatorState {
   // Reused by the algorithms: incoming segments, partial sums.
   ScratchBuffer scratch_in;
   ScratchBuffer scratch_work;
+
+  // Where the ranks run (identical on every rank). Set when a Communicator
+  // is created (topology/communicator_topology.h); null only for internal
+  // states such as cross_node below, which no selection looks at.
+  std::shared_ptr<const Topology> topology;
+  // The ranks of this rank's node (topology->node_of), ordered by rank.
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  // The ranks on other nodes with this rank's local rank, ordered by node;
+  // set only with several nodes and a local rank below the smallest node's
+  // rank count (hierarchical all-reduce runs its ring here).
+  std::unique_ptr<CommunicatorState> cross_node;
+  // The node's shared-memory segment, made by the first collective that
+  // needs it (algorithms/node_segment.h).
+  std::shared_ptr<NodeSegment> node_segment;
 };
 
 }  // namespace collective::internal

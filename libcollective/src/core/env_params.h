@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
+#include <string>
 
 #include "collective/algorithm.h"
 
@@ -25,6 +26,18 @@ struct EnvParams {
   // COLLECTIVE_MAX_MESSAGE_BYTES: largest single MPI message; bigger
   // transfers are split (MPI counts are int).
   std::size_t max_message_bytes = std::size_t{1} << 30;
+
+  // Shared-memory algorithms (docs/topology.md).
+  // COLLECTIVE_SHM_SLOT_BYTES: staging slot per rank and round in the node
+  // segment; the unit a large buffer is pipelined in. 256 KiB keeps a
+  // round's staging (ranks x slot) and results inside the last-level cache
+  // and measured best on the development machine (docs/performance-topology.md).
+  std::size_t shm_slot_bytes = 256 * 1024;
+  // COLLECTIVE_SHM_SMALL_BYTES: up to this size every rank of a node reduces
+  // the whole buffer itself (one flag wait per round instead of two).
+  std::size_t shm_small_bytes = 16 * 1024;
+  // COLLECTIVE_RULES_FILE: AUTO's overrides (docs/topology.md); "" for none.
+  std::string rules_file;
 };
 
 // Parsed on first use; a malformed value raises InvalidArgumentError that

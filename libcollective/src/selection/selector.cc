@@ -1,15 +1,23 @@
 #include "selection/selector.h"
 
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <sstream>
+
 #include "algorithms/registry.h"
 #include "collective/errors.h"
 #include "core/env_params.h"
+#include "core/log.h"
+#include "selection/cost_model.h"
+#include "selection/rules_file.h"
 
 namespace collective::internal {
 namespace {
 
-// AUTO's preference before a cost model is consulted: recursive doubling
-// for small all_reduce (log2 p latency terms), the ring for everything
-// large (2(p-1)/p bandwidth term), then whatever else supports the call.
+// For collectives the cost model has no formulas for: recursive doubling for
+// barrier, the ring for everything else; without a topology, the size rule
+// for all_reduce.
 Algorithm preferred(const Request& request) {
   switch (request.kind) {
     case CollectiveKind::kAllReduce:
@@ -22,9 +30,99 @@ Algorithm preferred(const Request& request) {
   }
 }
 
+std::string shape_text(const Topology& topology) {
+  std::ostringstream out;
+  out << topology.node_count() << (topology.node_count() == 1 ? " node x " : " nodes x ");
+  if (topology.min_ranks_per_node() == topology.max_ranks_per_node()) {
+    out << topology.max_ranks_per_node();
+  } else {
+    out << topology.min_ranks_per_node() << "-" << topology.max_ranks_per_node();
+  }
+  out << " ranks";
+  return out.str();
+}
+
+std::string microseconds(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.3g us", seconds * 1e6);
+  return text;
+}
+
+// A rule that names an algorithm which cannot serve the call is skipped,
+// with a warning the first time for each rule.
+void warn_skipped_rule(const RuleSet& rules, std::size_t index, const Rule& rule,
+                       const std::string& why) {
+  static std::mutex mutex;
+  static std::set<std::size_t> warned;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!warned.insert(index).second) return;
+  }
+  COLLECTIVE_LOG(kWarn, rules.origin << " rule " << index << " (" << rule.describe()
+                                     << ") skipped: " << why << "; the next rule or the cost "
+                                                                "model decides (logged once)");
+}
+
+std::optional<Selection> from_rules(const Request& request, const CommunicatorState& state,
+                                    bool explain) {
+  const RuleSet* rules = process_rules();
+  if (rules == nullptr || !state.topology) return std::nullopt;
+  for (std::size_t i = 0; i < rules->rules.size(); ++i) {
+    const Rule& rule = rules->rules[i];
+    if (!rule.matches(request.kind, request.bytes(), *state.topology)) continue;
+    if (rule.algorithm == Algorithm::kAuto) return std::nullopt;
+    const CollectiveAlgorithm* algorithm = find_algorithm(rule.algorithm);
+    std::string refusal;
+    if (algorithm == nullptr) {
+      refusal = std::string(to_string(rule.algorithm)) + " is not built into this library";
+    } else if (const Support support = algorithm->supports(request, state); !support.ok) {
+      refusal = support.reason;
+    } else {
+      Selection selection{algorithm, {}};
+      if (explain) {
+        selection.reason = "rules file " + rules->origin + " rule " + std::to_string(i) + " (" +
+                           rule.describe() + ")";
+      }
+      return selection;
+    }
+    warn_skipped_rule(*rules, i, rule, refusal);
+  }
+  return std::nullopt;
+}
+
+// The cheapest algorithm by the cost model among those that support the
+// call; nullopt when none has an estimate.
+std::optional<Selection> from_cost_model(const Request& request, const CommunicatorState& state,
+                                         bool explain) {
+  if (!state.topology) return std::nullopt;
+  const CollectiveAlgorithm* best = nullptr;
+  double best_seconds = 0.0;
+  std::ostringstream candidates;
+  for (const CollectiveAlgorithm* algorithm : all_algorithms()) {
+    if (!algorithm->supports(request, state).ok) continue;
+    std::optional<double> seconds = algorithm->estimate_seconds(request, state);
+    if (!seconds) seconds = model_seconds(algorithm->id(), request, *state.topology);
+    if (!seconds) continue;
+    if (explain) candidates << (best == nullptr ? "" : ", ") << algorithm->name() << " "
+                            << microseconds(*seconds);
+    // Strictly cheaper: ties go to the earlier algorithm in the registry.
+    if (best == nullptr || *seconds < best_seconds) {
+      best = algorithm;
+      best_seconds = *seconds;
+    }
+  }
+  if (best == nullptr) return std::nullopt;
+  Selection selection{best, {}};
+  if (explain) {
+    selection.reason = "cost model, " + shape_text(*state.topology) + ", " +
+                       std::to_string(request.bytes()) + " B: " + candidates.str();
+  }
+  return selection;
+}
+
 }  // namespace
 
-Selection select_algorithm(const Request& request, const CommunicatorState& state) {
+Selection select_algorithm(const Request& request, const CommunicatorState& state, bool explain) {
   if (request.forced) {
     const CollectiveAlgorithm* algorithm = find_algorithm(request.requested);
     if (algorithm == nullptr) {
@@ -40,19 +138,29 @@ Selection select_algorithm(const Request& request, const CommunicatorState& stat
     }
     return Selection{algorithm, "forced"};
   }
+  if (auto selection = from_rules(request, state, explain)) return *selection;
+  if (auto selection = from_cost_model(request, state, explain)) return *selection;
+
   const Algorithm first_choice = preferred(request);
   if (const CollectiveAlgorithm* algorithm = find_algorithm(first_choice)) {
     if (algorithm->supports(request, state).ok) {
-      return Selection{algorithm, "size rule: " + std::to_string(request.bytes()) + " B"};
+      return Selection{algorithm, explain ? "size rule: " + std::to_string(request.bytes()) + " B"
+                                          : std::string()};
     }
   }
   std::string refusals;
   for (const CollectiveAlgorithm* algorithm : all_algorithms()) {
     const Support support = algorithm->supports(request, state);
-    if (support.ok) return Selection{algorithm, "first algorithm that supports the call"};
+    if (support.ok) {
+      return Selection{algorithm, explain ? "first algorithm that supports the call" : ""};
+    }
     refusals += "; " + support.reason;
   }
   throw UnsupportedError(request.label(), state.rank, "no algorithm can serve this call" + refusals);
+}
+
+Selection select_algorithm(const Request& request, const CommunicatorState& state) {
+  return select_algorithm(request, state, log_level() >= LogLevel::kDebug);
 }
 
 }  // namespace collective::internal
