@@ -53,10 +53,10 @@ std::string microseconds(double seconds) {
 void warn_skipped_rule(const RuleSet& rules, std::size_t index, const Rule& rule,
                        const std::string& why) {
   static std::mutex mutex;
-  static std::set<std::size_t> warned;
+  static std::set<std::pair<std::string, std::size_t>> warned;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (!warned.insert(index).second) return;
+    if (!warned.emplace(rules.origin, index).second) return;
   }
   COLLECTIVE_LOG(kWarn, rules.origin << " rule " << index << " (" << rule.describe()
                                      << ") skipped: " << why << "; the next rule or the cost "
@@ -64,8 +64,7 @@ void warn_skipped_rule(const RuleSet& rules, std::size_t index, const Rule& rule
 }
 
 std::optional<Selection> from_rules(const Request& request, const CommunicatorState& state,
-                                    bool explain) {
-  const RuleSet* rules = process_rules();
+                                    const RuleSet* rules, bool explain) {
   if (rules == nullptr || !state.topology) return std::nullopt;
   for (std::size_t i = 0; i < rules->rules.size(); ++i) {
     const Rule& rule = rules->rules[i];
@@ -123,6 +122,11 @@ std::optional<Selection> from_cost_model(const Request& request, const Communica
 }  // namespace
 
 Selection select_algorithm(const Request& request, const CommunicatorState& state, bool explain) {
+  return select_algorithm_with_rules(request, state, process_rules(), explain);
+}
+
+Selection select_algorithm_with_rules(const Request& request, const CommunicatorState& state,
+                                      const RuleSet* rules, bool explain) {
   if (request.forced) {
     const CollectiveAlgorithm* algorithm = find_algorithm(request.requested);
     if (algorithm == nullptr) {
@@ -138,7 +142,7 @@ Selection select_algorithm(const Request& request, const CommunicatorState& stat
     }
     return Selection{algorithm, "forced"};
   }
-  if (auto selection = from_rules(request, state, explain)) return *selection;
+  if (auto selection = from_rules(request, state, rules, explain)) return *selection;
   if (auto selection = from_cost_model(request, state, explain)) return *selection;
 
   const Algorithm first_choice = preferred(request);

@@ -30,4 +30,9 @@ struct Selection {
 Selection select_algorithm(const Request& request, const CommunicatorState& state, bool explain);
 Selection select_algorithm(const Request& request, const CommunicatorState& state);
 
+struct RuleSet;
+// The same with a given rule set (nullptr: none) instead of the process's.
+Selection select_algorithm_with_rules(const Request& request, const CommunicatorState& state,
+                                      const RuleSet* rules, bool explain);
+
 }  // namespace collective::internal

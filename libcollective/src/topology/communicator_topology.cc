@@ -131,7 +131,14 @@ void copy_hardware(const Node& from, Node& to) {
 // a file placing exactly this many ranks decides the nodes, provided each of
 // its nodes lies inside one real node; otherwise it only describes the
 // machines, and MPI decides where ranks are.
-Topology apply_file(const Topology& real, const TopologyFile& file, const std::string& path) {
+Topology apply_file(const Topology& real, TopologyFile file, const std::string& path) {
+  // Every rank may read its own copy of the file, at its own path: the
+  // source names the variable, not the path, so that ranks agree.
+  for (Node& node : file.nodes) {
+    if (file.format != "dump" || node.source.rfind("file ", 0) == 0) {
+      node.source = "COLLECTIVE_TOPOLOGY_FILE (" + file.format + ")";
+    }
+  }
   if (!file.placements.empty() && static_cast<int>(file.placements.size()) == real.size()) {
     std::vector<Node> nodes = file.nodes;
     for (std::size_t n = 0; n < nodes.size(); ++n) {
@@ -253,9 +260,9 @@ void attach_topology(CommunicatorState& state, const char* operation) {
     topology = real_topology(records);
     const char* path = std::getenv("COLLECTIVE_TOPOLOGY_FILE");
     if (path != nullptr && *path != '\0') {
-      const TopologyFile file = read_topology_text(
+      TopologyFile file = read_topology_text(
           read_text_file(path, "COLLECTIVE_TOPOLOGY_FILE"), std::string(path));
-      topology = apply_file(*topology, file, path);
+      topology = apply_file(*topology, std::move(file), path);
     }
     // AUTO reads the rules file too; a bad one fails here, on every rank.
     process_rules();
