@@ -148,7 +148,7 @@ Selection select_algorithm_with_rules(const Request& request, const Communicator
   const Algorithm first_choice = preferred(request);
   if (const CollectiveAlgorithm* algorithm = find_algorithm(first_choice)) {
     if (algorithm->supports(request, state).ok) {
-      return Selection{algorithm, explain ? "size rule: " + std::to_string(request.bytes()) + " B"
+      return Selection{algorithm, explain ? "size rule (COLLECTIVE_SMALL_MESSAGE_BYTES), " + std::to_string(request.bytes()) + " B"
                                           : std::string()};
     }
   }

@@ -11,7 +11,9 @@ namespace collective::internal {
 
 struct Selection {
   const CollectiveAlgorithm* algorithm = nullptr;
-  std::string reason;  // why, for COLLECTIVE_DEBUG and collective_info
+  // Why, for COLLECTIVE_DEBUG and collective_info. Filled in only when
+  // asked to explain: empty (no allocation) on the hot path.
+  std::string reason;
 };
 
 // Raises UnsupportedError when a forced algorithm cannot serve the request
