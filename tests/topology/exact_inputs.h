@@ -84,16 +84,19 @@ inline double load(DataType type, const void* base, std::size_t i) {
   return 0.0;
 }
 
-inline void fill_inputs(void* base, std::size_t count, DataType type, ReduceOp op, int rank) {
-  for (std::size_t i = 0; i < count; ++i) store(type, base, i, input_value(op, type, rank, i));
+// `salt` shifts the pattern, so that consecutive calls see different data
+// (stale data from an earlier call then shows as wrong values).
+inline void fill_inputs(void* base, std::size_t count, DataType type, ReduceOp op, int rank,
+                        std::size_t salt = 0) {
+  for (std::size_t i = 0; i < count; ++i) store(type, base, i, input_value(op, type, rank, i + salt));
 }
 
 // Every element; reports the first few mismatches. True when all match.
 inline bool check_result(const void* base, std::size_t count, DataType type, ReduceOp op,
-                         int ranks, int rank, const std::string& what) {
+                         int ranks, int rank, const std::string& what, std::size_t salt = 0) {
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < count; ++i) {
-    const double expected = expected_value(op, type, ranks, i);
+    const double expected = expected_value(op, type, ranks, i + salt);
     const double actual = load(type, base, i);
     if (actual != expected) {
       if (++wrong <= 3) {

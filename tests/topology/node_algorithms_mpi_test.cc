@@ -117,6 +117,35 @@ TEST(SharedMemory, FromAllocatedBuffers) {
   ASSERT_TRUE(all_ranks_agree(!HasFailure()));
 }
 
+// Calls of every form one after another on one segment: small and large,
+// in place and not, shared-memory and hierarchical phases, with data that
+// changes every call, so a slot reused too early shows as stale values.
+TEST(SharedMemory, MixedCallsReuseSlotsSafely) {
+  Communicator world = Communicator::world();
+  const std::size_t counts[] = {3, 4100, 70001, 300007, 17};
+  const Algorithm algorithms[] = {Algorithm::kSharedMemory, Algorithm::kHierarchical};
+  std::vector<float> send(300007);
+  std::vector<float> recv(300007);
+  for (std::size_t call = 0; call < 60; ++call) {
+    const std::size_t count = counts[call % 5];
+    const Algorithm algorithm = algorithms[(call / 5) % 2];
+    const bool in_place = call % 3 == 0;
+    const ReduceOp op = call % 2 ? ReduceOp::kSum : ReduceOp::kMax;
+    fill_inputs(send.data(), count, DataType::kFloat32, op, world.rank(), call * 7919);
+    if (in_place) std::copy(send.begin(), send.begin() + static_cast<long>(count), recv.begin());
+    AllReduceOptions options;
+    options.algorithm = algorithm;
+    options.op = op;
+    world.all_reduce(in_place ? recv.data() : send.data(), recv.data(), count, DataType::kFloat32,
+                     options);
+    // No early exit: every rank must make every call.
+    check_result(recv.data(), count, DataType::kFloat32, op, world.size(), world.rank(),
+                 "call " + std::to_string(call) + " " + label(algorithm, count, in_place),
+                 call * 7919);
+  }
+  ASSERT_TRUE(all_ranks_agree(!HasFailure()));
+}
+
 // Random floats: the sum depends on the order, which is fixed, so every
 // rank holds the same bits, and so does a second run.
 TEST(SharedMemory, BitwiseIdenticalOnEveryRankAndRun) {

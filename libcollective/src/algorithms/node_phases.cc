@@ -122,7 +122,7 @@ void all_reduce_small(const NodeWork& work, const void* input, void* output, std
     }
     reduce_sources(bytes_at(output, first, element), sources.data(), segment.local_size(), length,
                    work.type, work.op, work.divisor);
-    segment.publish(Flag::kDone, round);
+    segment.finish_round(round);
   }
 }
 
@@ -152,38 +152,94 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
   if (small) return all_reduce_small(work, input, output, count);
   NodeSegment& segment = work.segment;
   const int r = segment.local_rank();
-  const int owners = segment.local_size();
+  const int ranks = segment.local_size();
   const std::size_t element = element_size(work.type);
-  const RegionLayout layout(count, owners, element);
-  const Pieces pieces{layout, piece_elements(segment.slot_bytes(), owners, element, layout.unit())};
+  const RegionLayout layout(count, ranks, element);
+  const Pieces pieces{layout, piece_elements(segment.slot_bytes(), ranks, element, layout.unit())};
   const std::optional<SharedRange> shared = shared_input(input, count * element);
-  std::vector<const void*> sources(static_cast<std::size_t>(owners));
+  std::vector<const void*> sources(static_cast<std::size_t>(ranks));
 
-  const std::size_t rounds = pieces.rounds();
-  for (std::size_t k = 0; k < rounds; ++k) {
-    const std::uint64_t round = segment.begin_round();
-    segment.wait_slot_free(round, work.request);
-    if (shared) {
-      segment.publish_input(round, &*shared);
+  // A progress loop rather than one round after another: each pass does
+  // whatever the flags allow (copy in ahead while slots are free, reduce a
+  // round every rank has posted, copy out a round every owner has
+  // reduced), so a rank never idles while it has work, whichever peer the
+  // scheduler happens to run. Rounds are numbered across calls, so the
+  // slot checks below hold at a call's start too.
+  const std::uint64_t rounds = pieces.rounds();
+  const std::uint64_t first = segment.reserve_rounds(rounds);
+  const std::uint64_t end = first + rounds;
+  const std::uint64_t depth = kSegmentDepth;
+  std::uint64_t next_copy = first;
+  std::uint64_t next_reduce = first;
+  std::uint64_t next_gather = first;
+  unsigned idle_passes = 0;
+  // Whom the last pass waited for, for the timeout message.
+  int blocking = r;
+  Flag blocking_flag = Flag::kPosted;
+  std::uint64_t blocking_round = first;
+  auto all_reached = [&](Flag flag, std::uint64_t round) {
+    for (int q = 0; q < ranks; ++q) {
+      if (q != r && !segment.reached(q, flag, round)) {
+        blocking = q;
+        blocking_flag = flag;
+        blocking_round = round;
+        return false;
+      }
+    }
+    return true;
+  };
+
+  while (next_gather < end) {
+    bool progressed = false;
+    // Copy in: this rank's staging slot of round g was last read by the
+    // other owners' reductions of round g - depth.
+    if (next_copy < end &&
+        (next_copy <= depth || all_reached(Flag::kReduced, next_copy - depth))) {
+      const std::size_t k = next_copy - first;
+      if (shared) {
+        segment.publish_input(next_copy, &*shared);
+      } else {
+        segment.publish_input(next_copy, nullptr);
+        stage_input(segment, pieces, k, next_copy, input, element);
+      }
+      segment.publish(Flag::kPosted, next_copy);
+      ++next_copy;
+      progressed = true;
+    }
+    // Reduce: every rank posted the round, and every rank, this one too,
+    // has copied out the result slot's round g - depth.
+    if (next_reduce < next_copy && next_reduce < next_gather + depth &&
+        all_reached(Flag::kPosted, next_reduce) &&
+        (next_reduce <= depth || all_reached(Flag::kDone, next_reduce - depth))) {
+      const std::size_t k = next_reduce - first;
+      reduce_own_piece(
+          work, pieces, k, next_reduce, input,
+          segment.result(next_reduce) + static_cast<std::size_t>(r) * pieces.piece * element,
+          sources);
+      segment.publish(Flag::kReduced, next_reduce);
+      ++next_reduce;
+      progressed = true;
+    }
+    // Copy out: every owner reduced the round.
+    if (next_gather < next_reduce && all_reached(Flag::kReduced, next_gather)) {
+      const std::size_t k = next_gather - first;
+      const std::byte* results = segment.result(next_gather);
+      for (int j = 0; j < ranks; ++j) {
+        const std::size_t length = pieces.length(j, k);
+        if (length == 0) continue;
+        std::memcpy(bytes_at(output, pieces.begin(j, k), element),
+                    results + static_cast<std::size_t>(j) * pieces.piece * element,
+                    length * element);
+      }
+      segment.publish(Flag::kDone, next_gather);
+      ++next_gather;
+      progressed = true;
+    }
+    if (progressed) {
+      idle_passes = 0;
     } else {
-      segment.publish_input(round, nullptr);
-      stage_input(segment, pieces, k, round, input, element);
+      segment.stall(blocking, blocking_flag, blocking_round, work.request, idle_passes);
     }
-    segment.publish(Flag::kPosted, round);
-
-    std::byte* results = segment.result(round);
-    reduce_own_piece(work, pieces, k, round, input,
-                     results + static_cast<std::size_t>(r) * pieces.piece * element, sources);
-    segment.publish(Flag::kReduced, round);
-
-    for (int j = 0; j < owners; ++j) {
-      const std::size_t length = pieces.length(j, k);
-      if (length == 0) continue;
-      if (j != r) segment.wait(j, Flag::kReduced, round, work.request);
-      std::memcpy(bytes_at(output, pieces.begin(j, k), element),
-                  results + static_cast<std::size_t>(j) * pieces.piece * element, length * element);
-    }
-    segment.publish(Flag::kDone, round);
   }
 }
 
@@ -214,7 +270,7 @@ void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const
       reduce_own_piece(work, pieces, k, round, input,
                        bytes_at(output, pieces.begin(r, k), element), sources);
     }
-    segment.publish(Flag::kDone, round);
+    segment.finish_round(round);
   }
 }
 
@@ -244,7 +300,7 @@ void node_all_gather(const NodeWork& work, const RegionLayout& layout, void* buf
       std::memcpy(bytes_at(buffer, pieces.begin(j, k), element),
                   results + static_cast<std::size_t>(j) * pieces.piece * element, length * element);
     }
-    segment.publish(Flag::kDone, round);
+    segment.finish_round(round);
   }
 }
 

@@ -217,6 +217,35 @@ void NodeSegment::publish(Flag flag, std::uint64_t round) {
   control(local_rank_).flags[static_cast<int>(flag)].value.store(round, std::memory_order_release);
 }
 
+void NodeSegment::finish_round(std::uint64_t round) {
+  Control& own = control(local_rank_);
+  for (PaddedFlag& flag : own.flags) {
+    if (flag.value.load(std::memory_order_relaxed) < round) {
+      flag.value.store(round, std::memory_order_release);
+    }
+  }
+}
+
+bool NodeSegment::reached(int local, Flag flag, std::uint64_t round) const {
+  return control(local).flags[static_cast<int>(flag)].value.load(std::memory_order_acquire) >=
+         round;
+}
+
+void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request& request,
+                        unsigned& idle_passes) const {
+  ++idle_passes;
+  if (!yield_at_once_ && idle_passes < static_cast<unsigned>(kSpinsBetweenYields)) {
+    COLLECTIVE_CPU_RELAX();
+    return;
+  }
+  sched_yield();
+  if ((idle_passes & 15) == 0 && Clock::now() > request.deadline) {
+    fail_timeout(local, flag, round,
+                 control(local).flags[static_cast<int>(flag)].value.load(std::memory_order_acquire),
+                 request);
+  }
+}
+
 void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request& request) {
   const std::atomic<std::uint64_t>& value = control(local).flags[static_cast<int>(flag)].value;
   if (value.load(std::memory_order_acquire) >= round) return;

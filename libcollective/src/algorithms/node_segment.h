@@ -22,10 +22,11 @@
 
 namespace collective::internal {
 
-// Pipeline depth: a rank may run this many rounds ahead of the slowest
-// reader of its slots. Two already let copying in round g+1 overlap
-// gathering round g; more only grows the segment.
-inline constexpr int kSegmentDepth = 2;
+// Pipeline depth: slots per rank, so a rank may copy in this many rounds
+// ahead of the slowest reader of its slots. Four lets a rank that has the
+// processor go on working for a while when a peer does not (other jobs,
+// more ranks than cores), at a segment of (ranks + 1) x 4 slots.
+inline constexpr int kSegmentDepth = 4;
 
 class NodeSegment {
  public:
@@ -51,13 +52,27 @@ class NodeSegment {
 
   // The next round number (the same sequence on every rank of the node).
   std::uint64_t begin_round() { return ++round_; }
+  // The first of `count` consecutive round numbers.
+  std::uint64_t reserve_rounds(std::uint64_t count) {
+    const std::uint64_t first = round_ + 1;
+    round_ += count;
+    return first;
+  }
 
   std::byte* staging(int local, std::uint64_t round) const;
   std::byte* result(std::uint64_t round) const;
 
   void publish(Flag flag, std::uint64_t round);
+  // Every flag of this rank at `round`: the rank is through with the round.
+  void finish_round(std::uint64_t round);
+  // Has `local`'s flag reached `round`? (Never blocks.)
+  bool reached(int local, Flag flag, std::uint64_t round) const;
   // Waits until `local`'s flag reaches `round`.
   void wait(int local, Flag flag, std::uint64_t round, const Request& request);
+  // For progress loops: a pass did nothing because `local`'s flag had not
+  // reached `round`. Spins or yields; raises TimeoutError at the deadline.
+  void stall(int local, Flag flag, std::uint64_t round, const Request& request,
+             unsigned& idle_passes) const;
   // Waits until every local rank's kDone reaches round - kSegmentDepth, so
   // that this rank may overwrite its slots of `round`.
   void wait_slot_free(std::uint64_t round, const Request& request);

@@ -4,18 +4,35 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "collective/algorithm.h"
+#include "collective/options.h"
 #include "collective/topology.h"
+#include "collective/types.h"
 #include "core/scratch_buffer.h"
 
 namespace collective::internal {
 
 class NodeSegment;
+class CollectiveAlgorithm;
+
+// One remembered AUTO decision (selection/selector.cc). A decision depends
+// only on the call's shape, the topology and the rules, all fixed for the
+// communicator, so repeated calls look it up instead of re-running the model.
+struct SelectionMemo {
+  const CollectiveAlgorithm* algorithm = nullptr;  // nullptr: empty entry
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::size_t count = 0;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  MemoryKind memory = MemoryKind::kHost;
+  Algorithm requested = Algorithm::kAuto;
+};
 
 struct CommunicatorState {
   // Takes ownership of `owned_comm` (a duplicate made for the library) and
@@ -60,6 +77,9 @@ struct CommunicatorState {
   // The node's shared-memory segment, made by the first collective that
   // needs it (algorithms/node_segment.h).
   std::shared_ptr<NodeSegment> node_segment;
+  // AUTO's last few decisions, most recent replaced first.
+  mutable std::array<SelectionMemo, 8> selection_memo{};
+  mutable std::uint32_t selection_memo_next = 0;
 };
 
 }  // namespace collective::internal

@@ -58,9 +58,6 @@ EnvParams parse() {
   if (params.max_message_bytes > (std::size_t{1} << 30)) params.max_message_bytes = std::size_t{1} << 30;
   params.shm_slot_bytes = read_size("COLLECTIVE_SHM_SLOT_BYTES", params.shm_slot_bytes, 4096);
   params.shm_small_bytes = read_size("COLLECTIVE_SHM_SMALL_BYTES", params.shm_small_bytes, 0);
-  if (const char* value = std::getenv("COLLECTIVE_RULES_FILE"); value != nullptr) {
-    params.rules_file = value;
-  }
   if (const char* value = std::getenv("COLLECTIVE_RING_PIPELINE_DEPTH"); value != nullptr && *value) {
     char* end = nullptr;
     const long depth = std::strtol(value, &end, 10);

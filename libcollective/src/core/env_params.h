@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstddef>
 #include <optional>
-#include <string>
 
 #include "collective/algorithm.h"
 
@@ -36,8 +35,6 @@ struct EnvParams {
   // COLLECTIVE_SHM_SMALL_BYTES: up to this size every rank of a node reduces
   // the whole buffer itself (one flag wait per round instead of two).
   std::size_t shm_small_bytes = 16 * 1024;
-  // COLLECTIVE_RULES_FILE: AUTO's overrides (docs/topology.md); "" for none.
-  std::string rules_file;
 };
 
 // Parsed on first use; a malformed value raises InvalidArgumentError that

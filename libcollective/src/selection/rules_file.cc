@@ -1,11 +1,11 @@
 #include "selection/rules_file.h"
 
+#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <sstream>
 
 #include "collective/errors.h"
-#include "core/env_params.h"
 #include "topology/topology_file.h"
 #include "util/json.h"
 
@@ -102,8 +102,11 @@ RuleSet parse_rules(std::string_view text, const std::string& origin) {
 const RuleSet* process_rules() {
   Loaded& state = loaded();
   std::call_once(state.once, [&] {
-    const std::string& path = env_params().rules_file;
-    if (path.empty()) return;
+    // Read here rather than in env_params(): communicators load the rules
+    // when they are made, and a bad unrelated variable must not fail that.
+    const char* variable = std::getenv("COLLECTIVE_RULES_FILE");
+    if (variable == nullptr || *variable == '\0') return;
+    const std::string path = variable;
     try {
       const std::string text = read_text_file(path, "COLLECTIVE_RULES_FILE");
       state.rules = parse_rules(text, path);

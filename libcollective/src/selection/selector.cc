@@ -164,7 +164,20 @@ Selection select_algorithm_with_rules(const Request& request, const Communicator
 }
 
 Selection select_algorithm(const Request& request, const CommunicatorState& state) {
-  return select_algorithm(request, state, log_level() >= LogLevel::kDebug);
+  if (log_level() >= LogLevel::kDebug) return select_algorithm(request, state, true);
+  auto same_shape = [&](const SelectionMemo& memo) {
+    return memo.algorithm != nullptr && memo.count == request.count && memo.kind == request.kind &&
+           memo.type == request.type && memo.op == request.op && memo.memory == request.memory &&
+           memo.requested == request.requested;
+  };
+  for (const SelectionMemo& memo : state.selection_memo) {
+    if (same_shape(memo)) return Selection{memo.algorithm, {}};
+  }
+  Selection selection = select_algorithm(request, state, false);
+  SelectionMemo& slot = state.selection_memo[state.selection_memo_next++ % state.selection_memo.size()];
+  slot = SelectionMemo{selection.algorithm, request.kind,   request.count,    request.type,
+                       request.op,          request.memory, request.requested};
+  return selection;
 }
 
 }  // namespace collective::internal
