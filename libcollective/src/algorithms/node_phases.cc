@@ -7,6 +7,7 @@
 
 #include "algorithms/multi_source_reduce.h"
 #include "algorithms/shared_allocation.h"
+#include "algorithms/streaming_copy.h"
 
 namespace collective::internal {
 namespace {
@@ -99,12 +100,47 @@ std::optional<SharedRange> shared_input(const void* input, std::size_t bytes) {
   return shared_allocations().find(input, bytes);
 }
 
+// Local-rank inputs of one piece: on the stack for the usual node sizes.
+class SourceList {
+ public:
+  explicit SourceList(int ranks) : count_(static_cast<std::size_t>(ranks)) {
+    if (count_ > kOnStack) heap_.resize(count_);
+  }
+  const void** data() { return count_ > kOnStack ? heap_.data() : stack_; }
+
+ private:
+  static constexpr std::size_t kOnStack = 64;
+  std::size_t count_;
+  const void* stack_[kOnStack];
+  std::vector<const void*> heap_;
+};
+
 void all_reduce_small(const NodeWork& work, const void* input, void* output, std::size_t count) {
   NodeSegment& segment = work.segment;
   const int r = segment.local_rank();
+  const int ranks = segment.local_size();
   const std::size_t element = element_size(work.type);
+  SourceList list(ranks);
+  const void** sources = list.data();
+  // Small enough for the inline boxes: one round, data beside its flag.
+  if (count * element <= kInlineBytes) {
+    const std::uint64_t round = segment.begin_round();
+    segment.wait_slot_free(round, work.request);
+    std::memcpy(segment.inline_data(r, round), input, count * element);
+    segment.publish_inline(round);
+    for (int q = 0; q < ranks; ++q) {
+      if (q == r) {
+        sources[q] = input;
+        continue;
+      }
+      segment.wait_inline(q, round, work.request);
+      sources[q] = segment.inline_data(q, round);
+    }
+    reduce_sources(output, sources, ranks, count, work.type, work.op, work.divisor);
+    segment.finish_round(round);
+    return;
+  }
   const std::size_t piece = std::max<std::size_t>(1, segment.slot_bytes() / element);
-  std::vector<const void*> sources(static_cast<std::size_t>(segment.local_size()));
   for (std::size_t first = 0; first < count; first += piece) {
     const std::size_t length = std::min(piece, count - first);
     const std::uint64_t round = segment.begin_round();
@@ -112,16 +148,16 @@ void all_reduce_small(const NodeWork& work, const void* input, void* output, std
     std::memcpy(segment.staging(r, round), bytes_at(input, first, element), length * element);
     segment.publish_input(round, nullptr);
     segment.publish(Flag::kPosted, round);
-    for (int q = 0; q < segment.local_size(); ++q) {
+    for (int q = 0; q < ranks; ++q) {
       if (q == r) {
-        sources[static_cast<std::size_t>(q)] = bytes_at(input, first, element);
+        sources[q] = bytes_at(input, first, element);
         continue;
       }
       segment.wait(q, Flag::kPosted, round, work.request);
-      sources[static_cast<std::size_t>(q)] = segment.staging(q, round);
+      sources[q] = segment.staging(q, round);
     }
-    reduce_sources(bytes_at(output, first, element), sources.data(), segment.local_size(), length,
-                   work.type, work.op, work.divisor);
+    reduce_sources(bytes_at(output, first, element), sources, ranks, length, work.type, work.op,
+                   work.divisor);
     segment.finish_round(round);
   }
 }
@@ -158,6 +194,11 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
   const Pieces pieces{layout, piece_elements(segment.slot_bytes(), ranks, element, layout.unit())};
   const std::optional<SharedRange> shared = shared_input(input, count * element);
   std::vector<const void*> sources(static_cast<std::size_t>(ranks));
+  // An output larger than the cache share goes straight to memory.
+  const bool stream_output = count * element >= work.streaming_bytes;
+  const auto copy_out = stream_output ? streaming_copy : [](void* d, const void* s, std::size_t n) {
+    std::memcpy(d, s, n);
+  };
 
   // A progress loop rather than one round after another: each pass does
   // whatever the flags allow (copy in ahead while slots are free, reduce a
@@ -227,9 +268,8 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
       for (int j = 0; j < ranks; ++j) {
         const std::size_t length = pieces.length(j, k);
         if (length == 0) continue;
-        std::memcpy(bytes_at(output, pieces.begin(j, k), element),
-                    results + static_cast<std::size_t>(j) * pieces.piece * element,
-                    length * element);
+        copy_out(bytes_at(output, pieces.begin(j, k), element),
+                 results + static_cast<std::size_t>(j) * pieces.piece * element, length * element);
       }
       segment.publish(Flag::kDone, next_gather);
       ++next_gather;

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "algorithms/node_segment.h"
 #include "core/request.h"
@@ -48,6 +49,9 @@ struct NodeWork {
   DataType type;
   ReduceOp op;       // for the reducing phases
   int divisor = 1;   // MEAN: divide by this at the end of the reduction
+  // Outputs of at least this many bytes are written with non-temporal
+  // stores (streaming_copy.h): about half the node's last-level cache.
+  std::size_t streaming_bytes = SIZE_MAX;
 };
 
 // All-reduce inside the node, every rank an owner. `small` selects the

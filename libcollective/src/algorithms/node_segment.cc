@@ -87,9 +87,17 @@ const char* flag_meaning(NodeSegment::Flag flag) {
 
 }  // namespace
 
+// The data follows the round directly: up to 56 bytes share its line.
+struct alignas(64) InlineBox {
+  std::atomic<std::uint64_t> round;
+  std::byte data[kInlineBytes];
+};
+static_assert(sizeof(InlineBox) == 1024);
+
 struct NodeSegment::Control {
   PaddedFlag flags[3];
   alignas(128) InputSlot inputs[kSegmentDepth];
+  alignas(128) InlineBox boxes[kSegmentDepth];
 };
 
 NodeSegment::Control& NodeSegment::control(int local) const {
@@ -118,6 +126,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   segment->local_rank_ = topology.local_rank(state.rank);
   segment->local_size_ = static_cast<int>(node.ranks.size());
   segment->comm_ranks_ = node.ranks;
+  for (auto& seen : segment->seen_) seen.assign(node.ranks.size(), 0);
   segment->slot_bytes_ = round_up(slot_bytes, kPage);
   segment->yield_at_once_ =
       node.processing_units > 0 && segment->local_size_ > node.processing_units;
@@ -227,8 +236,28 @@ void NodeSegment::finish_round(std::uint64_t round) {
 }
 
 bool NodeSegment::reached(int local, Flag flag, std::uint64_t round) const {
-  return control(local).flags[static_cast<int>(flag)].value.load(std::memory_order_acquire) >=
-         round;
+  std::uint64_t& seen = seen_[static_cast<int>(flag)][static_cast<std::size_t>(local)];
+  if (seen >= round) return true;
+  seen = control(local).flags[static_cast<int>(flag)].value.load(std::memory_order_acquire);
+  return seen >= round;
+}
+
+std::byte* NodeSegment::inline_data(int local, std::uint64_t round) const {
+  return control(local).boxes[round % kSegmentDepth].data;
+}
+
+void NodeSegment::publish_inline(std::uint64_t round) {
+  control(local_rank_).boxes[round % kSegmentDepth].round.store(round, std::memory_order_release);
+}
+
+bool NodeSegment::inline_ready(int local, std::uint64_t round) const {
+  return control(local).boxes[round % kSegmentDepth].round.load(std::memory_order_acquire) == round;
+}
+
+void NodeSegment::wait_inline(int local, std::uint64_t round, const Request& request) {
+  if (inline_ready(local, round)) return;
+  unsigned idle_passes = 0;
+  while (!inline_ready(local, round)) stall(local, Flag::kPosted, round, request, idle_passes);
 }
 
 void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request& request,
@@ -247,8 +276,8 @@ void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request
 }
 
 void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request& request) {
+  if (reached(local, flag, round)) return;
   const std::atomic<std::uint64_t>& value = control(local).flags[static_cast<int>(flag)].value;
-  if (value.load(std::memory_order_acquire) >= round) return;
   const int spins = yield_at_once_ ? 0 : kSpinsBetweenYields;
   for (unsigned yields = 1;; ++yields) {
     for (int i = 0; i < spins; ++i) {

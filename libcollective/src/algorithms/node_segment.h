@@ -28,6 +28,11 @@ namespace collective::internal {
 // more ranks than cores), at a segment of (ranks + 1) x 4 slots.
 inline constexpr int kSegmentDepth = 4;
 
+// Inputs up to this size travel in a per-rank box whose first 8 bytes are
+// the round it holds: a reader polls the round and finds the data in the
+// same cache lines, one transfer between cores instead of two.
+inline constexpr std::size_t kInlineBytes = 1024 - 8;
+
 class NodeSegment {
  public:
   enum class Flag : int { kPosted = 0, kReduced = 1, kDone = 2 };
@@ -77,6 +82,14 @@ class NodeSegment {
   // that this rank may overwrite its slots of `round`.
   void wait_slot_free(std::uint64_t round, const Request& request);
 
+  // The inline box of `local` for `round`: data, after the round field.
+  std::byte* inline_data(int local, std::uint64_t round) const;
+  // Marks this rank's box for `round` filled (release).
+  void publish_inline(std::uint64_t round);
+  // Has `local` filled its box for `round`? (Never blocks.)
+  bool inline_ready(int local, std::uint64_t round) const;
+  void wait_inline(int local, std::uint64_t round, const Request& request);
+
   // Zero-copy inputs: where this rank's input of `round` lies (valid=false:
   // in its staging slot), and reading a peer's.
   void publish_input(std::uint64_t round, const SharedRange* range);
@@ -107,6 +120,9 @@ class NodeSegment {
   bool yield_at_once_ = false;
   int rank_ = 0;
   PeerMappings peer_mappings_;
+  // The flags last seen of every local rank: monotonic, so a value already
+  // seen high enough answers without touching the peer's cache line.
+  mutable std::vector<std::uint64_t> seen_[3];
 };
 
 }  // namespace collective::internal

@@ -4,7 +4,19 @@
 #include "algorithms/node_segment.h"
 #include "core/env_params.h"
 
+#include <cstdint>
+
 namespace collective::internal {
+namespace {
+
+// Half the node's last-level cache (8 MiB when unknown): a larger output
+// would push everything else out of the cache anyway.
+std::size_t streaming_threshold(const Topology& topology, int rank) {
+  const std::uint64_t cache = topology.node(topology.node_of(rank)).l3_cache_bytes;
+  return cache == 0 ? std::size_t{8} << 20 : static_cast<std::size_t>(cache / 2);
+}
+
+}  // namespace
 
 Support SharedMemoryAlgorithm::supports(const Request& request,
                                         const CommunicatorState& state) const {
@@ -26,7 +38,8 @@ Support SharedMemoryAlgorithm::supports(const Request& request,
 void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state) const {
   if (request.count == 0) return;
   NodeSegment& segment = NodeSegment::of(request, state);
-  const NodeWork work{request, segment, request.type, request.op, state.size};
+  NodeWork work{request, segment, request.type, request.op, state.size};
+  work.streaming_bytes = streaming_threshold(*state.topology, state.rank);
   node_all_reduce(work, request.send, request.recv, request.count,
                   request.bytes() <= env_params().shm_small_bytes);
 }
