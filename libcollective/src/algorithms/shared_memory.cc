@@ -2,7 +2,7 @@
 
 #include "algorithms/node_phases.h"
 #include "algorithms/node_segment.h"
-#include "core/env_params.h"
+#include "selection/cost_model.h"
 
 #include <cstdint>
 
@@ -41,7 +41,8 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
   NodeWork work{request, segment, request.type, request.op, state.size};
   work.streaming_bytes = streaming_threshold(*state.topology, state.rank);
   node_all_reduce(work, request.send, request.recv, request.count,
-                  request.bytes() <= env_params().shm_small_bytes);
+                  shared_memory_redundant(request.bytes(), *state.topology,
+                                          state.topology->node_of(state.rank)));
 }
 
 }  // namespace collective::internal

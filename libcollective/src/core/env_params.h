@@ -32,9 +32,10 @@ struct EnvParams {
   // round's staging (ranks x slot) and results inside the last-level cache
   // and measured best on the development machine (docs/performance-topology.md).
   std::size_t shm_slot_bytes = 256 * 1024;
-  // COLLECTIVE_SHM_SMALL_BYTES: up to this size every rank of a node reduces
-  // the whole buffer itself (one flag wait per round instead of two).
-  std::size_t shm_small_bytes = 16 * 1024;
+  // COLLECTIVE_SHM_SMALL_BYTES: up to this size every rank of a node may
+  // reduce the whole buffer itself (one flag wait per round instead of
+  // two), when the cost model says the duplicated work is cheaper.
+  std::size_t shm_small_bytes = 64 * 1024;
 };
 
 // Parsed on first use; a malformed value raises InvalidArgumentError that

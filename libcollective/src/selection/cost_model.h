@@ -30,6 +30,12 @@ struct LinkCost {
 // NIC kind change them).
 LinkCost link_cost(LinkKind kind, const Topology& topology);
 
+// Whether shared_memory should let every rank of `node` reduce the whole
+// buffer itself (one hand-off a round) rather than split the work (two):
+// when the duplicated reduction costs less than the hand-off it saves, and
+// the buffer is within COLLECTIVE_SHM_SMALL_BYTES. Same on every rank.
+bool shared_memory_redundant(std::size_t bytes, const Topology& topology, int node);
+
 // Modelled seconds for `algorithm` serving `request` on `topology`, or
 // nullopt when the model has no formula for it (mpi, nccl, and collectives
 // other than all_reduce for the shared-memory algorithms).
