@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <random>
 #include <string>
 
 #include "algorithms/registry.h"
@@ -245,6 +246,42 @@ TEST(Rules, RejectsMalformedFilesNamingRuleAndField) {
                                    {"collective": "all_reduce", "algorithm": "ring", "colour": 1}]})");
   EXPECT_NE(error.find("rule 1"), std::string::npos) << error;
   EXPECT_NE(error.find("\"colour\""), std::string::npos) << error;
+}
+
+// The readers above the JSON parser (rules, topology dump) on random edits
+// of valid documents: a value or an InvalidArgumentError, never a crash.
+TEST(Rules, ReadersSurviveRandomMutations) {
+  const std::string rules = R"({"version": 1, "rules": [{"collective": "all_reduce", "nodes": 1,
+      "ranks_per_node": 2, "min_bytes": 0, "max_bytes": 65536, "algorithm": "recursive_doubling"},
+      {"collective": "barrier", "algorithm": "mpi"}]})";
+  const std::string dump = Topology::load(fixture("four_node_cluster.json")).to_json();
+  const char alphabet[] = "{}[]\",:0123456789-e.abcdefghijklmnopqrstuvwxyz_ \n";
+  std::mt19937 random(2024);
+  int accepted = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const bool is_rules = trial % 2 == 0;
+    std::string text = is_rules ? rules : dump;
+    const int edits = 1 + static_cast<int>(random() % 3);
+    for (int e = 0; e < edits; ++e) {
+      const std::size_t at = 1 + random() % (text.size() - 1);  // keep the leading '{'
+      switch (random() % 3) {
+        case 0: text.erase(at, 1 + random() % 4); break;
+        case 1: text.insert(at, 1, alphabet[random() % (sizeof(alphabet) - 1)]); break;
+        default: text[at] = alphabet[random() % (sizeof(alphabet) - 1)]; break;
+      }
+    }
+    try {
+      if (is_rules) {
+        parse_rules(text, "mutant");
+      } else {
+        Topology::parse(text, "mutant");
+      }
+      ++accepted;
+    } catch (const InvalidArgumentError&) {
+    }
+  }
+  EXPECT_GT(accepted, 0);
+  EXPECT_THROW(Topology::parse("package:1 core:4096 pu:4096", "huge", 1, 1), InvalidArgumentError);
 }
 
 }  // namespace

@@ -248,7 +248,35 @@ Node machine_from_hwloc_xml(const std::string& xml, const std::string& origin) {
   return describe(topology.handle, "", "hwloc-xml " + origin);
 }
 
+// hwloc builds every object a synthetic description names: bound the
+// product of the level counts before asking it (a typo such as core:16000000
+// would otherwise build millions of objects).
+void check_synthetic_size(const std::string& description, const std::string& origin) {
+  constexpr unsigned long long kMaxObjects = 1ull << 20;
+  unsigned long long product = 1;
+  std::size_t at = 0;
+  while ((at = description.find(':', at)) != std::string::npos) {
+    ++at;
+    unsigned long long count = 0;
+    bool digits = false;
+    while (at < description.size() && description[at] >= '0' && description[at] <= '9') {
+      count = count * 10 + static_cast<unsigned long long>(description[at] - '0');
+      digits = true;
+      if (count > kMaxObjects) break;
+      ++at;
+    }
+    if (!digits) continue;
+    product *= count == 0 ? 1 : count;
+    if (count > kMaxObjects || product > kMaxObjects) {
+      throw InvalidArgumentError(origin, -1,
+                                 "synthetic topology \"" + description + "\" has more than " +
+                                     std::to_string(kMaxObjects) + " processing units");
+    }
+  }
+}
+
 Node machine_from_synthetic(const std::string& description, const std::string& origin) {
+  check_synthetic_size(description, origin);
   HwlocTopology topology;
   if (topology.handle == nullptr) {
     throw InvalidArgumentError(origin, -1, "hwloc_topology_init failed");
