@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -12,6 +13,15 @@
 #include "core/scratch_buffer.h"
 
 namespace collective::internal {
+
+// State an algorithm builds lazily for one communicator (NCCL
+// communicators, sub-communicators, pinned buffers). Destroyed by
+// CommunicatorState::release(), before the MPI communicator is freed; the
+// destructor must not throw.
+class AlgorithmResources {
+ public:
+  virtual ~AlgorithmResources() = default;
+};
 
 struct CommunicatorState {
   // Takes ownership of `owned_comm` (a duplicate made for the library) and
@@ -39,6 +49,9 @@ struct CommunicatorState {
   // Reused by the algorithms: incoming segments, partial sums.
   ScratchBuffer scratch_in;
   ScratchBuffer scratch_work;
+
+  // The NCCL algorithm's communicators and streams (algorithms/nccl_resources.h).
+  std::unique_ptr<AlgorithmResources> nccl;
 };
 
 }  // namespace collective::internal
