@@ -11,17 +11,17 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "collective/collective.h"
 #include "gpu/device_runtime.h"
-#include "typed_values.h"
+#include "typed_buffer.h"
 
 namespace {
 
 using namespace collective;
+namespace helpers = collective::testing;
 
 #define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
 
@@ -39,11 +39,13 @@ class DeviceBuffer {
 
   std::byte* get() const { return static_cast<std::byte*>(data_); }
   bool ok() const { return data_ != nullptr; }
-  void upload(const std::vector<std::byte>& host) const {
-    if (!host.empty()) cudaMemcpy(data_, host.data(), host.size(), cudaMemcpyHostToDevice);
+  void upload(const helpers::TypedBuffer& host) const {
+    const std::size_t bytes = host.count() * element_size(host.type());
+    if (bytes > 0) cudaMemcpy(data_, host.data(), bytes, cudaMemcpyHostToDevice);
   }
-  std::vector<std::byte> download() const {
-    std::vector<std::byte> host(bytes_);
+  void upload_zeros() const { cudaMemset(data_, 0, bytes_); }
+  helpers::TypedBuffer download(DataType type) const {
+    helpers::TypedBuffer host(type, bytes_ / element_size(type));
     if (bytes_ > 0) cudaMemcpy(host.data(), data_, bytes_, cudaMemcpyDeviceToHost);
     return host;
   }
@@ -76,24 +78,50 @@ const DataType kTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kF
                            DataType::kInt32,   DataType::kInt64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
                          ReduceOp::kProd};
-const std::size_t kCounts[] = {0, 1, 7, 1000, 65537};
 
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
 
-// ncclAvg on floating types sums inputs pre-multiplied by 1/p, which is
-// exact only when p is a power of two; otherwise allow the rounding of p
-// products and one sum in the type's precision. Everything else is exact.
-double tolerance(ReduceOp op, DataType type, int p, double expected) {
-  if (op != ReduceOp::kMean || test::is_integer(type) || power_of_two(p)) return 0;
-  if (std::getenv("COLLECTIVE_NCCL_RANKS_PER_NODE") != nullptr) return 0;  // host division
+// A TypedBuffer holding rank `rank`'s inputs for `op`.
+helpers::TypedBuffer inputs(ReduceOp op, DataType type, int rank, std::size_t count) {
+  helpers::TypedBuffer buffer(type, count);
+  for (std::size_t i = 0; i < count; ++i) buffer.set(i, helpers::input_value(op, type, rank, i));
+  return buffer;
+}
+
+// Checks a reduction result. Exact, except for one documented case: ncclAvg
+// on floating types sums inputs pre-multiplied by 1/p, exact only when p is
+// a power of two; otherwise the error bound of p roundings of products and
+// p - 1 of sums applies, (p + 2) eps sum|x|.
+::testing::AssertionResult check_reduction(const helpers::TypedBuffer& actual, std::size_t first,
+                                           std::size_t count, ReduceOp op, int p, int rank) {
+  const DataType type = actual.type();
+  const bool rounded_mean = op == ReduceOp::kMean && !helpers::is_integer_type(type) &&
+                            !power_of_two(p) &&
+                            std::getenv("COLLECTIVE_NCCL_RANKS_PER_NODE") == nullptr;
+  if (!rounded_mean) {
+    return helpers::check_elements(actual, 0, count, rank, [&](std::size_t i) {
+      return helpers::expected_value(op, type, p, first + i);
+    });
+  }
   const double epsilon = type == DataType::kFloat16    ? 1.0 / 1024
                          : type == DataType::kBFloat16 ? 1.0 / 128
                          : type == DataType::kFloat32  ? 1.0 / (1 << 23)
                                                        : 1.0 / (1LL << 52);
-  return 2.0 * (p + 1) * epsilon * std::abs(expected);
+  for (std::size_t i = 0; i < count; ++i) {
+    double magnitude = 0;
+    for (int r = 0; r < p; ++r) magnitude += std::abs(helpers::input_value(op, type, r, first + i));
+    const double want = helpers::expected_value(op, type, p, first + i);
+    const double got = actual.get(i);
+    if (!(std::abs(got - want) <= (p + 2) * epsilon * magnitude)) {
+      return ::testing::AssertionFailure() << "rank " << rank << " index " << first + i
+                                           << ": expected " << want << " (ncclAvg rounding allowed), actual "
+                                           << got;
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
-class GpuCollectives : public testing::Test {
+class GpuCollectives : public ::testing::Test {
  protected:
   void SetUp() override {
     const auto& devices = internal::gpu::device_count();
@@ -115,33 +143,19 @@ class GpuCollectives : public testing::Test {
 TEST_F(GpuCollectives, AllReduceEveryTypeOpAndCount) {
   for (const DataType type : kTypes) {
     for (const ReduceOp op : kOps) {
-      for (const std::size_t count : kCounts) {
+      for (const std::size_t count : {0, 1, 7, 1000, 65537}) {
         for (const bool in_place : {false, true}) {
           const std::size_t bytes = count * element_size(type);
           DeviceBuffer send(bytes), recv(bytes);
           ASSERT_TRUE(send.ok() && recv.ok());
-          const auto input = test::filled(op, world.rank(), count, type);
-          (in_place ? recv : send).upload(input);
+          (in_place ? recv : send).upload(inputs(op, type, world.rank(), count));
           AllReduceOptions options;
           options.op = op;
           world.all_reduce(in_place ? recv.get() : send.get(), recv.get(), count, type, options);
           EXPECT_EQ(world.last_algorithm(), Algorithm::kNccl);
-          const int ranks = p;
-          std::ostringstream what;
-          what << "all_reduce " << to_string(type) << " " << to_string(op) << " count " << count
-               << (in_place ? " in place" : "");
-          const auto result = recv.download();
-          std::size_t failures = 0;
-          std::ostringstream wrong;
-          for (std::size_t i = 0; i < count; ++i) {
-            const double want = test::expected_value(op, ranks, i, type);
-            const double got = test::load(result.data(), i, type);
-            if (std::abs(got - want) > tolerance(op, type, ranks, want) || std::isnan(got)) {
-              if (failures++ < 5) wrong << " [index " << i << ": expected " << want << ", got " << got << "]";
-            }
-          }
-          ASSERT_EQ(failures, 0u) << "rank " << world.rank() << ", " << what.str() << ": "
-                                  << failures << " wrong elements" << wrong.str();
+          ASSERT_TRUE(check_reduction(recv.download(type), 0, count, op, p, world.rank()))
+              << "all_reduce " << to_string(type) << " " << to_string(op) << " count " << count
+              << (in_place ? " in place" : "");
         }
       }
     }
@@ -151,29 +165,17 @@ TEST_F(GpuCollectives, AllReduceEveryTypeOpAndCount) {
 TEST_F(GpuCollectives, ReduceScatterEveryTypeAndOp) {
   for (const DataType type : kTypes) {
     for (const ReduceOp op : kOps) {
-      for (const std::size_t block : {std::size_t{0}, std::size_t{1}, std::size_t{333}}) {
-        const std::size_t element = element_size(type);
+      for (const std::size_t block : {0, 1, 333}) {
         const std::size_t total = block * static_cast<std::size_t>(p);
-        DeviceBuffer send(total * element), recv(block * element);
+        DeviceBuffer send(total * element_size(type)), recv(block * element_size(type));
         ASSERT_TRUE(send.ok() && recv.ok());
-        send.upload(test::filled(op, world.rank(), total, type));
+        send.upload(inputs(op, type, world.rank(), total));
         ReduceScatterOptions options;
         options.op = op;
         world.reduce_scatter(send.get(), recv.get(), block, type, options);
-        const auto result = recv.download();
         const std::size_t first = block * static_cast<std::size_t>(world.rank());
-        std::size_t failures = 0;
-        for (std::size_t i = 0; i < block; ++i) {
-          const double want = test::expected_value(op, p, first + i, type);
-          const double got = test::load(result.data(), i, type);
-          if (std::abs(got - want) > tolerance(op, type, p, want) || std::isnan(got)) {
-            ADD_FAILURE() << "rank " << world.rank() << " reduce_scatter " << to_string(type) << " "
-                          << to_string(op) << " index " << first + i << ": expected " << want
-                          << ", got " << got;
-            if (++failures == 5) break;
-          }
-        }
-        ASSERT_EQ(failures, 0u);
+        ASSERT_TRUE(check_reduction(recv.download(type), first, block, op, p, world.rank()))
+            << "reduce_scatter " << to_string(type) << " " << to_string(op) << " block " << block;
       }
     }
   }
@@ -182,51 +184,46 @@ TEST_F(GpuCollectives, ReduceScatterEveryTypeAndOp) {
 TEST_F(GpuCollectives, AllGatherBroadcastAndReduceEveryType) {
   for (const DataType type : kTypes) {
     const std::size_t element = element_size(type);
-    for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1001}}) {
+    for (const std::size_t count : {0, 1, 1001}) {
       const std::size_t total = count * static_cast<std::size_t>(p);
       {  // all_gather: block r holds rank r's input
         DeviceBuffer send(count * element), recv(total * element);
         ASSERT_TRUE(send.ok() && recv.ok());
-        send.upload(test::filled(ReduceOp::kSum, world.rank(), count, type));
+        send.upload(inputs(ReduceOp::kSum, type, world.rank(), count));
         world.all_gather(send.get(), recv.get(), count, type);
-        const auto result = recv.download();
-        for (std::size_t j = 0; j < total; ++j) {
-          const int owner = static_cast<int>(j / (count == 0 ? 1 : count));
-          const double want = test::input_value(ReduceOp::kSum, owner, j % (count == 0 ? 1 : count));
-          ASSERT_EQ(test::load(result.data(), j, type), want)
-              << "rank " << world.rank() << " all_gather " << to_string(type) << " index " << j;
+        const auto result = recv.download(type);
+        for (int owner = 0; owner < p; ++owner) {
+          ASSERT_TRUE(helpers::check_elements(result, owner * count, count, world.rank(),
+                                              [&](std::size_t i) {
+                                                return helpers::input_value(ReduceOp::kSum, type, owner, i);
+                                              }))
+              << "all_gather " << to_string(type) << " block " << owner;
         }
       }
       for (const int root : {0, p - 1}) {
         {  // broadcast from root
           DeviceBuffer buffer(count * element);
           ASSERT_TRUE(buffer.ok());
-          buffer.upload(test::filled(ReduceOp::kSum, world.rank(), count, type));
+          buffer.upload(inputs(ReduceOp::kSum, type, world.rank(), count));
           BroadcastOptions options;
           options.root = root;
           world.broadcast(buffer.get(), count, type, options);
-          const auto result = buffer.download();
-          for (std::size_t i = 0; i < count; ++i) {
-            ASSERT_EQ(test::load(result.data(), i, type), test::input_value(ReduceOp::kSum, root, i))
-                << "rank " << world.rank() << " broadcast root " << root << " " << to_string(type)
-                << " index " << i;
-          }
+          ASSERT_TRUE(helpers::check_elements(buffer.download(type), 0, count, world.rank(),
+                                              [&](std::size_t i) {
+                                                return helpers::input_value(ReduceOp::kSum, type, root, i);
+                                              }))
+              << "broadcast " << to_string(type) << " root " << root;
         }
         {  // reduce (SUM) to root; recv is null elsewhere
           DeviceBuffer send(count * element), recv(count * element);
           ASSERT_TRUE(send.ok() && recv.ok());
-          send.upload(test::filled(ReduceOp::kSum, world.rank(), count, type));
+          send.upload(inputs(ReduceOp::kSum, type, world.rank(), count));
           ReduceOptions options;
           options.root = root;
           world.reduce(send.get(), world.rank() == root ? recv.get() : nullptr, count, type, options);
           if (world.rank() == root) {
-            const auto result = recv.download();
-            for (std::size_t i = 0; i < count; ++i) {
-              ASSERT_EQ(test::load(result.data(), i, type),
-                        test::expected_value(ReduceOp::kSum, p, i, type))
-                  << "rank " << world.rank() << " reduce root " << root << " " << to_string(type)
-                  << " index " << i;
-            }
+            ASSERT_TRUE(check_reduction(recv.download(type), 0, count, ReduceOp::kSum, p, world.rank()))
+                << "reduce " << to_string(type) << " root " << root;
           }
         }
       }
@@ -237,6 +234,7 @@ TEST_F(GpuCollectives, AllGatherBroadcastAndReduceEveryType) {
 TEST_F(GpuCollectives, HostAlgorithmsRefuseDeviceBuffersAndMixedBuffersAreRejected) {
   DeviceBuffer device(64 * sizeof(float));
   ASSERT_TRUE(device.ok());
+  device.upload_zeros();
   for (const Algorithm host_algorithm : {Algorithm::kRing, Algorithm::kMpi}) {
     AllReduceOptions options;
     options.algorithm = host_algorithm;
@@ -259,7 +257,6 @@ TEST_F(GpuCollectives, HostAlgorithmsRefuseDeviceBuffersAndMixedBuffersAreReject
   AllReduceOptions declared_device;
   declared_device.memory = MemoryKind::kDevice;
   declared_device.algorithm = Algorithm::kNccl;
-  device.upload(std::vector<std::byte>(64 * sizeof(float)));
   world.all_reduce(device.get(), device.get(), 64, DataType::kFloat32, declared_device);
   EXPECT_EQ(world.last_algorithm(), Algorithm::kNccl);
 }
@@ -271,14 +268,10 @@ TEST_F(GpuCollectives, CallersCurrentDeviceIsKeptAndCommunicatorsAreIndependent)
   DeviceBuffer buffer(10 * sizeof(std::int32_t));
   ASSERT_TRUE(buffer.ok());
   for (Communicator* comm : {&world, &other, &world}) {
-    buffer.upload(test::filled(ReduceOp::kSum, world.rank(), 10, DataType::kInt32));
+    buffer.upload(inputs(ReduceOp::kSum, DataType::kInt32, world.rank(), 10));
     comm->all_reduce(buffer.get(), buffer.get(), 10, DataType::kInt32);
-    const auto result = buffer.download();
-    for (std::size_t i = 0; i < 10; ++i) {
-      ASSERT_EQ(test::load(result.data(), i, DataType::kInt32),
-                test::expected_value(ReduceOp::kSum, p, i, DataType::kInt32))
-          << "rank " << world.rank() << " index " << i;
-    }
+    ASSERT_TRUE(check_reduction(buffer.download(DataType::kInt32), 0, 10, ReduceOp::kSum, p,
+                                world.rank()));
   }
   int after = -1;
   CUDA_OK(cudaGetDevice(&after));
@@ -287,22 +280,22 @@ TEST_F(GpuCollectives, CallersCurrentDeviceIsKeptAndCommunicatorsAreIndependent)
 
 TEST_F(GpuCollectives, MoreThanTwoToThe31Elements) {
   const std::size_t count = (std::size_t{1} << 31) + 17;
-  size_t free_bytes = 0, total_bytes = 0;
+  std::size_t free_bytes = 0, total_bytes = 0;
   CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
   int enough = free_bytes > count + (std::size_t{1} << 30) ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &enough, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!enough || p > 2) GTEST_SKIP() << "needs 2 GiB free per GPU and at most 2 ranks (host memory)";
+  if (!enough || p > 2) GTEST_SKIP() << "needs 3 GiB free per GPU and at most 2 ranks (host memory)";
   DeviceBuffer buffer(count);
   ASSERT_TRUE(buffer.ok());
-  std::vector<std::byte> host(count);
-  for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<std::byte>((i + world.rank()) % 7);
-  buffer.upload(host);
+  std::vector<std::uint8_t> host(count);
+  for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<std::uint8_t>((i + world.rank()) % 7);
+  CUDA_OK(cudaMemcpy(buffer.get(), host.data(), count, cudaMemcpyHostToDevice));
   world.all_reduce(buffer.get(), buffer.get(), count, DataType::kUInt8);
-  host = buffer.download();
+  CUDA_OK(cudaMemcpy(host.data(), buffer.get(), count, cudaMemcpyDeviceToHost));
   for (std::size_t i = 0; i < count; ++i) {
     unsigned want = 0;
     for (int r = 0; r < p; ++r) want += static_cast<unsigned>((i + r) % 7);
-    ASSERT_EQ(static_cast<unsigned>(host[i]), want % 256) << "rank " << world.rank() << " index " << i;
+    ASSERT_EQ(host[i], want % 256) << "rank " << world.rank() << " index " << i;
   }
 }
 
@@ -311,7 +304,7 @@ TEST_F(GpuCollectives, APeerThatNeverCallsTimesOutAndAbortsNccl) {
   Communicator lonely = world.split(0, world.rank());
   DeviceBuffer buffer(1024 * sizeof(float));
   ASSERT_TRUE(buffer.ok());
-  buffer.upload(std::vector<std::byte>(1024 * sizeof(float)));
+  buffer.upload_zeros();
   lonely.all_reduce(buffer.get(), buffer.get(), 1024, DataType::kFloat32);  // NCCL is set up
   if (world.rank() == 0) {
     AllReduceOptions options;

@@ -8,13 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "algorithms/nccl_hierarchical.h"
 #include "collective/collective.h"
-#include "typed_values.h"
+#include "typed_buffer.h"
 
 namespace {
 
@@ -22,6 +21,7 @@ using namespace collective;
 using collective::internal::HierarchicalSteps;
 using collective::internal::NodeLayout;
 using collective::internal::Request;
+namespace testing_helpers = collective::testing;
 
 // Inside-node steps on a node communicator, cross-node steps on a
 // communicator of one rank per node, all on host memory.
@@ -89,7 +89,7 @@ SimulatedNodes simulate(Communicator& world, int ranks_per_node) {
   return SimulatedNodes{layout, std::move(node), std::move(across)};
 }
 
-class HierarchicalOnHost : public testing::TestWithParam<int> {};
+class HierarchicalOnHost : public ::testing::TestWithParam<int> {};
 
 TEST_P(HierarchicalOnHost, EveryCountTypeAndOpIsExact) {
   Communicator world = Communicator::world();
@@ -112,9 +112,11 @@ TEST_P(HierarchicalOnHost, EveryCountTypeAndOpIsExact) {
       for (const std::size_t count : counts) {
         for (const bool in_place : {false, true}) {
           const std::size_t element = element_size(type);
-          std::vector<std::byte> send = test::filled(op, world.rank(), count, type);
-          std::vector<std::byte> recv(count * element, std::byte{0x77});
-          if (in_place) recv = send;
+          testing_helpers::TypedBuffer send(type, count), recv(type, count);
+          recv.poison();
+          for (std::size_t i = 0; i < count; ++i) {
+            (in_place ? recv : send).set(i, testing_helpers::input_value(op, type, world.rank(), i));
+          }
           Request request;
           request.kind = CollectiveKind::kAllReduce;
           request.send = in_place ? recv.data() : send.data();
@@ -128,19 +130,10 @@ TEST_P(HierarchicalOnHost, EveryCountTypeAndOpIsExact) {
           const auto shape = internal::hierarchical_shape(count, per_node, nodes.layout.local_rank);
           ASSERT_EQ(steps.staged_bytes, (shape.block + shape.tail) * element);
           ASSERT_EQ(steps.waits, 2);
-          std::ostringstream wrong;
-          int failures = 0;
-          for (std::size_t i = 0; i < count; ++i) {
-            const double expected = test::expected_value(op, p, i, type);
-            const double actual = test::load(recv.data(), i, type);
-            if (actual != expected && failures++ < 5) {
-              wrong << " [index " << i << ": expected " << expected << ", got " << actual << "]";
-            }
-          }
-          ASSERT_EQ(failures, 0) << "rank " << world.rank() << ", " << per_node << " ranks per node, "
-                                 << to_string(type) << " " << to_string(op) << " count " << count
-                                 << (in_place ? " in place" : "") << ": " << failures
-                                 << " wrong elements" << wrong.str();
+          ASSERT_TRUE(testing_helpers::check_elements(recv, 0, count, world.rank(), [&](std::size_t i) {
+            return testing_helpers::expected_value(op, type, p, i);
+          })) << per_node << " ranks per node, " << to_string(type) << " " << to_string(op)
+              << " count " << count << (in_place ? " in place" : "");
         }
       }
     }
@@ -148,8 +141,8 @@ TEST_P(HierarchicalOnHost, EveryCountTypeAndOpIsExact) {
 }
 
 // 1: one rank per node; 2: pairs; 0: one node of all ranks.
-INSTANTIATE_TEST_SUITE_P(RanksPerNode, HierarchicalOnHost, testing::Values(1, 2, 0),
-                         [](const testing::TestParamInfo<int>& info) {
+INSTANTIATE_TEST_SUITE_P(RanksPerNode, HierarchicalOnHost, ::testing::Values(1, 2, 0),
+                         [](const ::testing::TestParamInfo<int>& info) {
                            return info.param == 0 ? std::string("AllInOneNode")
                                                   : std::to_string(info.param) + "PerNode";
                          });
