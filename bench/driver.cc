@@ -219,6 +219,7 @@ PlacementResult SweepDriver::measure_placement(const CollectiveCase& c, const Ge
   for (int i = 0; i < options.warmup_iters; ++i) {
     ours();
     if (options.baseline_mpi) theirs();
+    context_.progress.tick();
   }
   std::vector<double> our_seconds(static_cast<std::size_t>(options.iters));
   std::vector<double> their_seconds(options.baseline_mpi ? our_seconds.size() : 0);
@@ -228,6 +229,7 @@ PlacementResult SweepDriver::measure_placement(const CollectiveCase& c, const Ge
     if (options.baseline_mpi && i % 2 == 1) their_seconds[i] = timed_seconds(comm, theirs);
     our_seconds[i] = timed_seconds(comm, ours);
     if (options.baseline_mpi && i % 2 == 0) their_seconds[i] = timed_seconds(comm, theirs);
+    context_.progress.tick();
   }
   result.algorithm = context_.communicator.last_algorithm();
   result.time = slowest_rank_stats(our_seconds, comm);

@@ -116,6 +116,7 @@ FusionRow FusionDriver::measure(std::size_t count, DataType type, ReduceOp op,
   for (int i = 0; i < options.warmup_iters; ++i) {
     one_by_one();
     fused();
+    context_.progress.tick();
   }
   std::vector<double> separate_seconds(static_cast<std::size_t>(options.iters));
   std::vector<double> fused_seconds(separate_seconds.size());
@@ -125,6 +126,7 @@ FusionRow FusionDriver::measure(std::size_t count, DataType type, ReduceOp op,
     row.separate_algorithm = communicator.last_algorithm();
     if (i % 2 == 0) fused_seconds[i] = timed_seconds(comm, fused);
     row.fused_algorithm = communicator.last_algorithm();
+    context_.progress.tick();
   }
   row.separate = slowest_rank_stats(separate_seconds, comm);
   row.fused = slowest_rank_stats(fused_seconds, comm);

@@ -53,17 +53,32 @@ Progress::~Progress() {
 
 void Progress::update(std::size_t done, std::size_t total, const std::string& what) {
   if (fd_ < 0) return;
+  line_ = '[';
+  line_ += std::to_string(done + 1);
+  line_ += '/';
+  line_ += std::to_string(total);
+  line_ += "] ";
+  line_ += what;
+  step_start_ = std::chrono::steady_clock::now();
+}
+
+void Progress::tick() {
+  if (fd_ < 0 || line_.empty()) return;
   const auto now = std::chrono::steady_clock::now();
-  if (dirty_ && now - last_ < std::chrono::milliseconds(100)) return;
-  last_ = now;
-  dirty_ = true;
-  write_all(fd_, "\r\033[K[" + std::to_string(done) + "/" + std::to_string(total) + "] " + what);
+  if (now - step_start_ < std::chrono::milliseconds(500)) return;
+  if (shown_ && now - last_draw_ < std::chrono::milliseconds(500)) return;
+  last_draw_ = now;
+  shown_ = true;
+  std::string text = "\r\033[K";
+  text += line_;
+  write_all(fd_, text);
 }
 
 void Progress::finish() {
-  if (fd_ < 0 || !dirty_) return;
+  line_.clear();
+  if (fd_ < 0 || !shown_) return;
   write_all(fd_, "\r\033[K");
-  dirty_ = false;
+  shown_ = false;
 }
 
 }  // namespace collective::bench

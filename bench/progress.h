@@ -23,16 +23,23 @@ class Progress {
   Progress& operator=(const Progress&) = delete;
 
   bool active() const { return fd_ >= 0; }
-  // "[done/total] what", at most ten times a second.
+  // Sets the line, "[done/total] what"; shown by tick().
   void update(std::size_t done, std::size_t total, const std::string& what);
-  // Clears the line.
+  // Called between iterations: shows the line once the current step has
+  // run for half a second (by then mpirun has printed the rows before it,
+  // which travel through mpirun while this line does not), then redraws it
+  // at most twice a second.
+  void tick();
+  // Clears the line (before a row is printed).
   void finish();
 
  private:
   int fd_ = -1;
   bool owns_fd_ = false;
-  bool dirty_ = false;
-  std::chrono::steady_clock::time_point last_{};
+  bool shown_ = false;
+  std::string line_;
+  std::chrono::steady_clock::time_point step_start_{};
+  std::chrono::steady_clock::time_point last_draw_{};
 };
 
 }  // namespace collective::bench
