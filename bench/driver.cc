@@ -74,15 +74,19 @@ void SweepDriver::run() {
   const int ranks = context_.communicator.size();
 
   // Everything that can be refused is refused before the first call.
+  struct Step {
+    Geometry geometry;
+    std::vector<Algorithm> algorithms;
+  };
   struct Unit {
     const CollectiveCase* c;
     DataType type;
     std::optional<ReduceOp> op;
-    std::vector<Geometry> geometries;
+    std::vector<Step> steps;
   };
   std::vector<std::unique_ptr<CollectiveCase>> cases;
   std::vector<Unit> units;
-  std::size_t total_sizes = 0;
+  std::size_t total_steps = 0;
   for (CollectiveKind kind : options.collectives) {
     cases.push_back(make_collective_case(kind));
     const CollectiveCase& c = *cases.back();
@@ -97,38 +101,38 @@ void SweepDriver::run() {
       ops.push_back(std::nullopt);
     }
     for (DataType type : options.datatypes) {
-      const auto geometries = geometries_for(options, c, element_size(type), ranks);
-      if (options.baseline_mpi) {
-        for (const Geometry& geometry : geometries) {
+      std::vector<Step> steps;
+      for (const Geometry& geometry : geometries_for(options, c, element_size(type), ranks)) {
+        if (options.baseline_mpi) {
           if (const char* limit = c.mpi_limit(geometry)) {
             throw BenchError("--baseline mpi cannot run " + std::string(to_string(kind)) + " at " +
                              std::to_string(geometry.bytes) + " B of " +
                              std::string(to_string(type)) + ": " + limit + "; lower -e");
           }
         }
+        steps.push_back(Step{geometry, algorithms_for(context_, kind, geometry.count, type)});
       }
       for (const auto& op : ops) {
-        units.push_back(Unit{&c, type, op, geometries});
-        total_sizes += geometries.size();
+        units.push_back(Unit{&c, type, op, steps});
+        total_steps += steps.size();
       }
     }
   }
 
   std::size_t done = 0;
   for (const Unit& unit : units) {
-    const Geometry& largest = unit.geometries.back();
+    const Geometry& largest = unit.steps.back().geometry;
     const std::size_t element = element_size(unit.type);
     send_.reserve(largest.send_elements * element);
     recv_.reserve(largest.recv_elements * element);
-    for (const Geometry& geometry : unit.geometries) {
-      const auto algorithms = algorithms_for(context_, unit.c->kind(), geometry.count, unit.type);
-      for (Algorithm algorithm : algorithms) {
-        context_.progress.update(done, total_sizes,
+    for (const Step& step : unit.steps) {
+      for (Algorithm algorithm : step.algorithms) {
+        context_.progress.update(done, total_steps,
                                  std::string(to_string(unit.c->kind())) + " " +
                                      std::string(to_string(unit.type)) + " " +
-                                     format_byte_size(geometry.bytes) + " " +
+                                     format_byte_size(step.geometry.bytes) + " " +
                                      std::string(to_string(algorithm)));
-        SizeRow row = measure(*unit.c, geometry, unit.type, unit.op, algorithm);
+        SizeRow row = measure(*unit.c, step.geometry, unit.type, unit.op, algorithm);
         context_.progress.finish();
         if (context_.reporter) context_.reporter->row(row);
         rows_.push_back(std::move(row));

@@ -12,34 +12,38 @@ namespace collective::bench {
 void FusionDriver::run() {
   const BenchOptions& options = context_.options;
   const std::size_t n = options.fusion_tensors;
+  // Refusals first: every algorithm must be able to serve every call.
+  struct Step {
+    std::size_t count;
+    std::vector<Algorithm> algorithms;
+  };
   std::size_t total = 0;
-  std::vector<std::pair<DataType, std::vector<std::size_t>>> plan;
+  std::vector<std::pair<DataType, std::vector<Step>>> plan;
   for (DataType type : options.datatypes) {
-    std::vector<std::size_t> counts;
+    std::vector<Step> steps;
     for (const std::size_t bytes : options.sizes()) {
       const std::size_t count = bytes / element_size(type);
-      if (counts.empty() || counts.back() != count) counts.push_back(count);
+      if (!steps.empty() && steps.back().count == count) continue;
+      steps.push_back(Step{count, algorithms_for(context_, CollectiveKind::kAllReduce, count, type)});
     }
-    total += counts.size() * options.ops.size();
-    plan.emplace_back(type, std::move(counts));
+    total += steps.size() * options.ops.size();
+    plan.emplace_back(type, std::move(steps));
   }
   std::size_t done = 0;
-  for (const auto& [type, counts] : plan) {
-    const std::size_t tensor_bytes = counts.back() * element_size(type);
+  for (const auto& [type, steps] : plan) {
+    const std::size_t tensor_bytes = steps.back().count * element_size(type);
     tensors_.resize(n);
     for (AlignedBuffer& tensor : tensors_) tensor.reserve(tensor_bytes);
     packed_.reserve(n * tensor_bytes);
     for (ReduceOp op : options.ops) {
-      for (const std::size_t count : counts) {
-        const auto algorithms =
-            algorithms_for(context_, CollectiveKind::kAllReduce, count, type);
-        for (Algorithm algorithm : algorithms) {
+      for (const Step& step : steps) {
+        for (Algorithm algorithm : step.algorithms) {
           context_.progress.update(done, total,
                                    "fusion " + std::to_string(n) + " x " +
-                                       format_byte_size(count * element_size(type)) + " " +
+                                       format_byte_size(step.count * element_size(type)) + " " +
                                        std::string(to_string(type)) + " " +
                                        std::string(to_string(algorithm)));
-          FusionRow row = measure(count, type, op, algorithm);
+          FusionRow row = measure(step.count, type, op, algorithm);
           context_.progress.finish();
           if (context_.reporter) context_.reporter->fusion_row(row);
           rows_.push_back(row);
