@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Charts from collective_bench JSON reports (--format json --output FILE).
 
 One PNG with bus bandwidth against size (one line per algorithm, and Open
@@ -9,7 +9,8 @@ the packed-over-one-by-one ratio against tensor size instead.
 
   scripts/plot_bench.py run_np2.json run_np4.json --output docs/images/allreduce.png
 
-Needs matplotlib (Debian: python3-matplotlib).
+Needs matplotlib: Debian's python3 with python3-matplotlib
+(scripts/install_deps.sh --with-plot), hence /usr/bin/python3 above.
 """
 import argparse
 import collections
@@ -69,11 +70,23 @@ def collect(reports, collective, dtype, inplace):
     return busbw, baseline_median, speedup
 
 
-def plot_lines(axis, series, style=None, label_suffix=""):
+# One color per algorithm, one line style per report (rank count).
+COLORS = {"auto": "C0", "ring": "C1", "recursive_doubling": "C2", "mpi": "C3",
+          "shared_memory": "C4", "hierarchical": "C5", "nccl": "C6"}
+STYLES = [("-", "o"), ("-.", "s"), (":", "^"), ((0, (5, 1)), "v")]
+
+
+def style_of(prefixes, prefix):
+    return STYLES[sorted(prefixes).index(prefix) % len(STYLES)]
+
+
+def plot_lines(axis, series):
+    prefixes = {prefix for prefix, _ in series}
     for (prefix, name), points in sorted(series.items()):
-        sizes = sorted(points)
-        axis.plot(sizes, [points[s] for s in sizes], marker="o", markersize=3,
-                  linestyle=style or "-", label=f"{prefix}{name}{label_suffix}")
+        sizes = [s for s in sorted(points) if points[s] > 0]
+        linestyle, marker = style_of(prefixes, prefix)
+        axis.plot(sizes, [points[s] for s in sizes], color=COLORS.get(name.split()[-1]),
+                  linestyle=linestyle, marker=marker, markersize=3, label=f"{prefix}{name}")
 
 
 def size_axis(axis, sizes):
@@ -100,13 +113,17 @@ def chart_collective(reports, args):
                                 squeeze=False)
     top = axes[0][0]
     plot_lines(top, busbw)
-    for prefix, points in sorted(baseline.items()):
-        sizes = sorted(points)
-        top.plot(sizes, [points[s] for s in sizes], color="black", linestyle="--", marker="x",
-                 markersize=4, label=f"{prefix}Open MPI {mpi_call(collective)}")
+    shades = ["black", "dimgray", "darkgray", "silver"]
+    for index, (prefix, points) in enumerate(sorted(baseline.items())):
+        sizes = [s for s in sorted(points) if points[s] > 0]
+        top.plot(sizes, [points[s] for s in sizes], color=shades[index % len(shades)],
+                 linestyle="--", marker="x", markersize=4,
+                 label=f"{prefix}Open MPI {mpi_call(collective)}")
     all_sizes = {s for points in busbw.values() for s in points}
     size_axis(top, all_sizes)
     top.set_ylabel("bus bandwidth (GB/s)")
+    if not args.linear:
+        top.set_yscale("log")
     placement = "in-place" if args.inplace else "out-of-place"
     title = args.title or (f"{collective} {dtype}, {placement}, {ranks_text(reports)}, "
                            f"libcollective {header['version']} ({header['git_revision']})")
@@ -175,6 +192,7 @@ def main():
     parser.add_argument("--dtype", help="which type (default: the first in the report)")
     parser.add_argument("--inplace", action="store_true", help="plot in-place rows")
     parser.add_argument("--title", help="chart title")
+    parser.add_argument("--linear", action="store_true", help="linear bandwidth axis (default log)")
     parser.add_argument("--dpi", type=int, default=110)
     parser.add_argument("--check", action="store_true",
                         help="fail unless a non-empty PNG was written (for tests)")
