@@ -78,10 +78,12 @@ FusionRow FusionDriver::measure(std::size_t count, DataType type, ReduceOp op,
     for (AlignedBuffer& tensor : tensors_) {
       communicator.all_reduce(tensor.data(), tensor.data(), count, type, call);
     }
+    row.separate_algorithm = communicator.last_algorithm();
   };
   auto fused = [&] {
     for (std::size_t k = 0; k < n; ++k) std::memcpy(packed + k * bytes, tensors_[k].data(), bytes);
     communicator.all_reduce(packed, packed, n * count, type, call);
+    row.fused_algorithm = communicator.last_algorithm();
     for (std::size_t k = 0; k < n; ++k) std::memcpy(tensors_[k].data(), packed + k * bytes, bytes);
   };
 
@@ -127,9 +129,7 @@ FusionRow FusionDriver::measure(std::size_t count, DataType type, ReduceOp op,
   for (std::size_t i = 0; i < separate_seconds.size(); ++i) {
     if (i % 2 == 1) fused_seconds[i] = timed_seconds(comm, fused);
     separate_seconds[i] = timed_seconds(comm, one_by_one);
-    row.separate_algorithm = communicator.last_algorithm();
     if (i % 2 == 0) fused_seconds[i] = timed_seconds(comm, fused);
-    row.fused_algorithm = communicator.last_algorithm();
     context_.progress.tick();
   }
   row.separate = slowest_rank_stats(separate_seconds, comm);

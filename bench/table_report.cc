@@ -97,7 +97,7 @@ class TableReporter final : public Reporter {
       algorithm += '/';
       algorithm += to_string(row.fused_algorithm);
     }
-    out_ << format("%12zu %12zu %9s %6s %7zu %24s %11.2f %9.2f %11.2f %9.2f %9.2f %7.2f %7.2f %8.2f "
+    out_ << format("%12zu %12zu %9s %6s %7zu %28s %11.2f %9.2f %11.2f %9.2f %9.2f %7.2f %7.2f %8.2f "
                    "%6s",
                    row.tensor_bytes, row.count, std::string(to_string(row.type)).c_str(),
                    std::string(to_string(row.op)).c_str(), row.tensors, algorithm.c_str(),
@@ -196,11 +196,11 @@ class TableReporter final : public Reporter {
             "unpacked\n";
     out_ << "# speedup = one-by-one p50 / packed p50; algbw and busbw of the packed all_reduce "
             "over all tensors' bytes\n";
-    out_ << format("#%11s %12s %9s %6s %7s %24s %11s %9s %11s %9s %9s %7s %7s %8s %6s",
+    out_ << format("#%11s %12s %9s %6s %7s %28s %11s %9s %11s %9s %9s %7s %7s %8s %6s",
                    "tensor size", "count", "type", "redop", "tensors", "algorithm", "one-by-one",
                    "p50", "packed", "p50", "p99", "algbw", "busbw", "speedup", "#wrong")
          << "\n";
-    out_ << format("#%11s %12s %9s %6s %7s %24s %11s %9s %11s %9s %9s %7s %7s %8s %6s", "(B)",
+    out_ << format("#%11s %12s %9s %6s %7s %28s %11s %9s %11s %9s %9s %7s %7s %8s %6s", "(B)",
                    "(elements)", "", "", "", "", "(us)", "(us)", "(us)", "(us)", "(us)", "(GB/s)",
                    "(GB/s)", "", "")
          << "\n";

@@ -2,8 +2,9 @@
 """Charts from collective_bench JSON reports (--format json --output FILE).
 
 One PNG with bus bandwidth against size (one line per algorithm, and Open
-MPI's collective dashed when the run had --baseline mpi) and, with a
-baseline, our speed-up over it against size. Several reports (say, 2 and 4
+MPI's collective dashed when the run had --baseline mpi; at the median time
+unless --statistic mean) and, with a baseline, our speed-up over it (ratio
+of median times) against size. Several reports (say, 2 and 4
 ranks) go on the same axes, labelled by rank count. A --fusion report gives
 the packed-over-one-by-one ratio against tensor size instead.
 
@@ -23,6 +24,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 
 def load(path):
@@ -44,7 +46,15 @@ def series_name(row):
     return "auto" if row["requested"] == "auto" else row["algorithm"]
 
 
-def collect(reports, collective, dtype, inplace):
+def at_statistic(row, prefix, statistic):
+    """busbw at the mean time (as reported) or at the median time."""
+    busbw = row[prefix + "busbw_gbs"]
+    if statistic == "mean" or row[prefix + "p50_us"] <= 0:
+        return busbw
+    return busbw * row[prefix + "time_us"] / row[prefix + "p50_us"]
+
+
+def collect(reports, collective, dtype, inplace, statistic):
     """{(prefix, name): {bytes: value}} for busbw, baseline busbw and speed-up."""
     busbw = collections.defaultdict(dict)
     baseline = collections.defaultdict(lambda: collections.defaultdict(list))
@@ -61,9 +71,9 @@ def collect(reports, collective, dtype, inplace):
             if row["inplace"] != inplace and row["collective"] != "broadcast":
                 continue
             key = (prefix, series_name(row))
-            busbw[key][row["bytes"]] = row["busbw_gbs"]
+            busbw[key][row["bytes"]] = at_statistic(row, "", statistic)
             if "baseline_busbw_gbs" in row:
-                baseline[prefix][row["bytes"]].append(row["baseline_busbw_gbs"])
+                baseline[prefix][row["bytes"]].append(at_statistic(row, "baseline_", statistic))
                 speedup[key][row["bytes"]] = row["speedup"]
     baseline_median = {p: {b: statistics.median(v) for b, v in s.items()}
                        for p, s in baseline.items()}
@@ -105,7 +115,7 @@ def chart_collective(reports, args):
         return False
     collective = args.collective or rows[0]["collective"]
     dtype = args.dtype or rows[0]["dtype"]
-    busbw, baseline, speedup = collect(reports, collective, dtype, args.inplace)
+    busbw, baseline, speedup = collect(reports, collective, dtype, args.inplace, args.statistic)
     if not busbw:
         sys.exit(f"plot_bench: no {collective} {dtype} rows to plot")
     with_baseline = bool(baseline)
@@ -121,7 +131,7 @@ def chart_collective(reports, args):
                  label=f"{prefix}Open MPI {mpi_call(collective)}")
     all_sizes = {s for points in busbw.values() for s in points}
     size_axis(top, all_sizes)
-    top.set_ylabel("bus bandwidth (GB/s)")
+    top.set_ylabel("bus bandwidth (GB/s)" + (", at the median time" if args.statistic == "p50" else ""))
     if not args.linear:
         top.set_yscale("log")
     placement = "in-place" if args.inplace else "out-of-place"
@@ -133,6 +143,8 @@ def chart_collective(reports, args):
         bottom = axes[1][0]
         plot_lines(bottom, speedup)
         bottom.axhline(1.0, color="black", linestyle="--", linewidth=1)
+        bottom.set_yscale("log", base=2)
+        bottom.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(ratio_label))
         size_axis(bottom, all_sizes)
         bottom.set_ylabel(f"speed-up over {mpi_call(collective)} (median time ratio)")
         bottom.set_xlabel("size (bytes)")
@@ -170,6 +182,10 @@ def chart_fusion(reports, args):
     return True
 
 
+def ratio_label(value, _position):
+    return f"{value:g}x" if value >= 1 else f"1/{1 / value:g}x"
+
+
 def mpi_call(collective):
     return {"all_reduce": "MPI_Allreduce", "reduce_scatter": "MPI_Reduce_scatter_block",
             "all_gather": "MPI_Allgather", "broadcast": "MPI_Bcast",
@@ -193,6 +209,9 @@ def main():
     parser.add_argument("--inplace", action="store_true", help="plot in-place rows")
     parser.add_argument("--title", help="chart title")
     parser.add_argument("--linear", action="store_true", help="linear bandwidth axis (default log)")
+    parser.add_argument("--statistic", choices=("p50", "mean"), default="p50",
+                        help="bus bandwidth at the median time (default, robust to outliers on a "
+                             "busy machine) or at the mean time (the table's busbw)")
     parser.add_argument("--dpi", type=int, default=110)
     parser.add_argument("--check", action="store_true",
                         help="fail unless a non-empty PNG was written (for tests)")
