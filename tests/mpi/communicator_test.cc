@@ -1,0 +1,134 @@
+// Communicator lifetime, wrapping caller-owned MPI communicators, two
+// communicators side by side, forced algorithms and their refusals.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <vector>
+
+#include "collective/collective.h"
+
+namespace collective {
+namespace {
+
+TEST(CommunicatorTest, WorldMatchesMpi) {
+  auto comm = Communicator::world();
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  EXPECT_EQ(comm.rank(), rank);
+  EXPECT_EQ(comm.size(), size);
+}
+
+TEST(CommunicatorTest, WrapsCallerCommunicatorWithoutMixingTraffic) {
+  // The caller's own pending message on its communicator must not be
+  // consumed by the library's collectives on the wrapped duplicate.
+  MPI_Comm mine;
+  MPI_Comm_dup(MPI_COMM_WORLD, &mine);
+  auto comm = Communicator::from_mpi(MPI_Comm_c2f(mine));
+  const int size = comm.size();
+  const int rank = comm.rank();
+  int token = 1000 + rank;
+  MPI_Request request;
+  MPI_Isend(&token, 1, MPI_INT, (rank + 1) % size, 0, mine, &request);
+  std::vector<int> values(5, rank + 1);
+  comm.all_reduce(std::span<int>(values.data(), values.size()));
+  for (int v : values) EXPECT_EQ(v, size * (size + 1) / 2);
+  int received = -1;
+  MPI_Recv(&received, 1, MPI_INT, (rank + size - 1) % size, 0, mine, MPI_STATUS_IGNORE);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  EXPECT_EQ(received, 1000 + (rank + size - 1) % size);
+  comm.free();
+  MPI_Comm_free(&mine);
+}
+
+TEST(CommunicatorTest, TwoCommunicatorsSideBySide) {
+  auto world = Communicator::world();
+  auto halves = world.split(world.rank() % 2, world.rank());
+  int half_size = 0;
+  for (int r = 0; r < world.size(); ++r) half_size += (r % 2 == world.rank() % 2) ? 1 : 0;
+  ASSERT_EQ(halves.size(), half_size);
+  for (int round = 0; round < 10; ++round) {
+    std::vector<double> a(1000, 1.0);
+    std::vector<double> b(1000, 2.0);
+    world.all_reduce(std::span<double>(a));
+    halves.all_reduce(std::span<double>(b));
+    EXPECT_EQ(a[999], world.size());
+    EXPECT_EQ(b[0], 2.0 * half_size);
+  }
+}
+
+TEST(CommunicatorTest, FreedCommunicatorRejectsCalls) {
+  auto comm = Communicator::world();
+  auto copy = comm;
+  comm.free();
+  std::vector<float> values(4, 1.0f);
+  try {
+    copy.all_reduce(std::span<float>(values));
+    FAIL() << "expected InvalidArgumentError";
+  } catch (const InvalidArgumentError& error) {
+    EXPECT_NE(std::string(error.what()).find("freed"), std::string::npos) << error.what();
+    EXPECT_EQ(error.rank(), copy.rank());
+  }
+}
+
+TEST(CommunicatorTest, SequenceNumbersAndLastAlgorithm) {
+  auto comm = Communicator::world();
+  EXPECT_EQ(comm.sequence_number(), 0u);
+  std::vector<float> values(10, 1.0f);
+  AllReduceOptions options;
+  options.algorithm = Algorithm::kRing;
+  comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, options);
+  EXPECT_EQ(comm.sequence_number(), 1u);
+  EXPECT_EQ(comm.last_algorithm(), Algorithm::kRing);
+  options.algorithm = Algorithm::kMpi;
+  comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, options);
+  EXPECT_EQ(comm.last_algorithm(), Algorithm::kMpi);
+}
+
+TEST(CommunicatorTest, AutoChoosesBySizeAndIsConsistentAcrossRanks) {
+  auto comm = Communicator::world();
+  for (std::size_t bytes = 8; bytes <= (std::size_t{1} << 30); bytes *= 8) {
+    const Algorithm chosen =
+        comm.choose_algorithm(CollectiveKind::kAllReduce, bytes / 4, DataType::kFloat32);
+    EXPECT_NE(chosen, Algorithm::kAuto);
+    int mine = static_cast<int>(chosen);
+    int lowest = 0;
+    int highest = 0;
+    MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&mine, &highest, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    EXPECT_EQ(lowest, highest) << "ranks disagree at " << bytes << " B";
+  }
+}
+
+TEST(CommunicatorTest, ForcedAlgorithmThatCannotServeRaises) {
+  auto comm = Communicator::world();
+  std::vector<float> values(16, 1.0f);
+  BroadcastOptions options;
+  options.algorithm = Algorithm::kRecursiveDoubling;
+  try {
+    comm.broadcast(values.data(), values.size(), DataType::kFloat32, options);
+    FAIL() << "expected UnsupportedError";
+  } catch (const UnsupportedError& error) {
+    const std::string text = error.what();
+    EXPECT_NE(text.find("broadcast"), std::string::npos) << text;
+    EXPECT_NE(text.find("recursive_doubling"), std::string::npos) << text;
+  }
+  // The communicator stays usable after an UnsupportedError.
+  comm.all_reduce(std::span<float>(values));
+  EXPECT_EQ(values[0], static_cast<float>(comm.size()));
+}
+
+TEST(CommunicatorTest, NcclOnHostBuffersIsRefused) {
+  auto comm = Communicator::world();
+  std::vector<float> values(16, 1.0f);
+  AllReduceOptions options;
+  options.algorithm = Algorithm::kNccl;
+  options.memory = MemoryKind::kHost;
+  EXPECT_THROW(comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32,
+                               options),
+               UnsupportedError);
+}
+
+}  // namespace
+}  // namespace collective

@@ -1,0 +1,129 @@
+// Bad input is rejected before any buffer is touched, with a message that
+// names the operation, the rank and what was wrong. Every rank passes the
+// same bad input, so every rank raises and nobody waits.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "collective/collective.h"
+
+namespace collective {
+namespace {
+
+class InvalidArgumentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    send.assign(64, 1.0f);
+    recv.assign(64 * static_cast<std::size_t>(comm.size()), -7.0f);
+  }
+  // Runs `call`, expects InvalidArgumentError whose message holds `needle`
+  // and the operation name, and checks the output was left untouched.
+  template <typename Call>
+  void expect_rejected(Call call, const std::string& operation, const std::string& needle) {
+    try {
+      call();
+      ADD_FAILURE() << operation << ": expected InvalidArgumentError containing '" << needle << "'";
+    } catch (const InvalidArgumentError& error) {
+      const std::string text = error.what();
+      EXPECT_NE(text.find(needle), std::string::npos) << text;
+      EXPECT_NE(text.find(operation), std::string::npos) << text;
+      EXPECT_NE(text.find("rank " + std::to_string(comm.rank())), std::string::npos) << text;
+    }
+    for (float v : recv) ASSERT_EQ(v, -7.0f) << operation << " touched the output";
+    for (float v : send) ASSERT_EQ(v, 1.0f) << operation << " touched the input";
+  }
+
+  Communicator comm = Communicator::world();
+  std::vector<float> send;
+  std::vector<float> recv;
+};
+
+TEST_F(InvalidArgumentTest, NullBuffers) {
+  expect_rejected([&] { comm.all_reduce(nullptr, recv.data(), 4, DataType::kFloat32); },
+                  "all_reduce", "send buffer is null");
+  expect_rejected([&] { comm.all_reduce(send.data(), nullptr, 4, DataType::kFloat32); },
+                  "all_reduce", "recv buffer is null");
+  expect_rejected([&] { comm.broadcast(nullptr, 4, DataType::kFloat32); }, "broadcast",
+                  "buffer is null");
+  expect_rejected([&] { comm.reduce_scatter(nullptr, recv.data(), 4, DataType::kFloat32); },
+                  "reduce_scatter", "send buffer is null");
+  expect_rejected([&] { comm.all_gather(send.data(), nullptr, 4, DataType::kFloat32); },
+                  "all_gather", "recv buffer is null");
+  // Zero elements with null buffers is a valid no-op.
+  comm.all_reduce(nullptr, nullptr, 0, DataType::kFloat32);
+}
+
+TEST_F(InvalidArgumentTest, OverlappingButNotInPlace) {
+  expect_rejected(
+      [&] { comm.all_reduce(recv.data(), recv.data() + 1, 8, DataType::kFloat32); },
+      "all_reduce", "overlap");
+  if (comm.size() > 1) {
+    // all_gather's in-place form is send == recv + rank * count; anything
+    // else overlapping is refused.
+    const int wrong_slot = (comm.rank() + 1) % comm.size();
+    expect_rejected(
+        [&] { comm.all_gather(recv.data() + wrong_slot * 4, recv.data(), 4, DataType::kFloat32); },
+        "all_gather", "send == recv + rank * send_count");
+  }
+}
+
+TEST_F(InvalidArgumentTest, BadRoot) {
+  for (int root : {-1, comm.size(), 1 << 20}) {
+    BroadcastOptions broadcast_options;
+    broadcast_options.root = root;
+    expect_rejected([&] { comm.broadcast(recv.data(), 4, DataType::kFloat32, broadcast_options); },
+                    "broadcast", "root " + std::to_string(root) + " is outside");
+    ReduceOptions reduce_options;
+    reduce_options.root = root;
+    expect_rejected(
+        [&] { comm.reduce(send.data(), recv.data(), 4, DataType::kFloat32, reduce_options); },
+        "reduce", "outside the communicator");
+  }
+}
+
+TEST_F(InvalidArgumentTest, UnknownTypeOpAndAlgorithm) {
+  expect_rejected(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, static_cast<DataType>(42)); },
+      "all_reduce", "unknown data type (DataType value 42)");
+  AllReduceOptions bad_op;
+  bad_op.op = static_cast<ReduceOp>(-3);
+  expect_rejected(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, bad_op); },
+      "all_reduce", "unknown reduce op (ReduceOp value -3)");
+  AllReduceOptions bad_algorithm;
+  bad_algorithm.algorithm = static_cast<Algorithm>(99);
+  expect_rejected(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, bad_algorithm); },
+      "all_reduce", "unknown algorithm");
+  AllReduceOptions bad_timeout;
+  bad_timeout.timeout = std::chrono::milliseconds(-5);
+  expect_rejected(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, bad_timeout); },
+      "all_reduce", "negative timeout");
+}
+
+TEST_F(InvalidArgumentTest, CountOverflowsBytes) {
+  const std::size_t huge = std::numeric_limits<std::size_t>::max() / 2;
+  expect_rejected([&] { comm.all_reduce(send.data(), recv.data(), huge, DataType::kFloat64); },
+                  "all_reduce", "overflows the byte size");
+  const std::size_t per_rank = std::numeric_limits<std::size_t>::max() / 4 / 2;
+  if (comm.size() > 2) {
+    expect_rejected(
+        [&] { comm.all_gather(send.data(), recv.data(), per_rank, DataType::kFloat32); },
+        "all_gather", "overflows the byte size");
+  }
+}
+
+TEST_F(InvalidArgumentTest, CommunicatorStaysUsable) {
+  expect_rejected([&] { comm.all_reduce(nullptr, recv.data(), 4, DataType::kFloat32); },
+                  "all_reduce", "null");
+  std::vector<float> values(8, 2.0f);
+  comm.all_reduce(std::span<float>(values));
+  for (float v : values) EXPECT_EQ(v, 2.0f * comm.size());
+}
+
+}  // namespace
+}  // namespace collective

@@ -1,0 +1,161 @@
+// Test helpers: buffers of any DataType filled with values whose
+// reductions are exactly representable, and element-wise checks that name
+// rank, index, expected and actual.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collective/types.h"
+#include "kernels/half_precision.h"
+
+namespace collective::testing {
+
+class TypedBuffer {
+ public:
+  TypedBuffer(DataType type, std::size_t count)
+      : type_(type), count_(count), bytes_(count * element_size(type) + 64) {}
+
+  void* data() { return bytes_.data(); }
+  const void* data() const { return bytes_.data(); }
+  std::byte* at(std::size_t index) { return bytes_.data() + index * element_size(type_); }
+  std::size_t count() const { return count_; }
+  DataType type() const { return type_; }
+
+  void set(std::size_t index, double value) { store(type_, bytes_.data(), index, value); }
+  double get(std::size_t index) const { return load(type_, bytes_.data(), index); }
+  // Fills with a byte pattern that no test value produces.
+  void poison() { std::memset(bytes_.data(), 0x5A, bytes_.size()); }
+
+  static void store(DataType type, void* base, std::size_t index, double value) {
+    auto* p = static_cast<std::byte*>(base) + index * element_size(type);
+    switch (type) {
+      case DataType::kFloat16: {
+        const std::uint16_t bits = internal::float_to_half_bits(static_cast<float>(value));
+        std::memcpy(p, &bits, 2);
+        return;
+      }
+      case DataType::kBFloat16: {
+        const std::uint16_t bits = internal::float_to_bfloat16_bits(static_cast<float>(value));
+        std::memcpy(p, &bits, 2);
+        return;
+      }
+      case DataType::kFloat32: { const float v = static_cast<float>(value); std::memcpy(p, &v, 4); return; }
+      case DataType::kFloat64: { std::memcpy(p, &value, 8); return; }
+      case DataType::kInt8: { const auto v = static_cast<std::int8_t>(value); std::memcpy(p, &v, 1); return; }
+      case DataType::kUInt8: { const auto v = static_cast<std::uint8_t>(value); std::memcpy(p, &v, 1); return; }
+      case DataType::kInt32: { const auto v = static_cast<std::int32_t>(value); std::memcpy(p, &v, 4); return; }
+      case DataType::kInt64: { const auto v = static_cast<std::int64_t>(value); std::memcpy(p, &v, 8); return; }
+    }
+  }
+
+  static double load(DataType type, const void* base, std::size_t index) {
+    const auto* p = static_cast<const std::byte*>(base) + index * element_size(type);
+    switch (type) {
+      case DataType::kFloat16: { std::uint16_t b; std::memcpy(&b, p, 2); return internal::half_bits_to_float(b); }
+      case DataType::kBFloat16: { std::uint16_t b; std::memcpy(&b, p, 2); return internal::bfloat16_bits_to_float(b); }
+      case DataType::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
+      case DataType::kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
+      case DataType::kInt8: { std::int8_t v; std::memcpy(&v, p, 1); return v; }
+      case DataType::kUInt8: { std::uint8_t v; std::memcpy(&v, p, 1); return v; }
+      case DataType::kInt32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
+      case DataType::kInt64: { std::int64_t v; std::memcpy(&v, p, 8); return v; }
+    }
+    return 0;
+  }
+
+ private:
+  DataType type_;
+  std::size_t count_;
+  std::vector<std::byte> bytes_;
+};
+
+inline bool is_signed_type(DataType type) { return type != DataType::kUInt8; }
+inline bool is_integer_type(DataType type) {
+  return type == DataType::kInt8 || type == DataType::kUInt8 || type == DataType::kInt32 ||
+         type == DataType::kInt64;
+}
+
+// The value rank `rank` contributes at element `index` for reduction `op`.
+// Chosen so that any reduction over up to 4 ranks is exact in every type:
+// sums stay within [-20, 40], products within 3^4 = 81 (exact in int8,
+// uint8, float16, bfloat16), extremes within [-50, 100].
+inline double input_value(ReduceOp op, DataType type, int rank, std::size_t index) {
+  const bool is_signed = is_signed_type(type);
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean: {
+      const double v = static_cast<double>((index * 7 + static_cast<std::size_t>(rank) * 3) % 11);
+      return is_signed ? v - 5 : v;
+    }
+    case ReduceOp::kProd: {
+      static constexpr double kSigned[5] = {1, -1, 2, -2, 3};
+      static constexpr double kUnsigned[5] = {1, 1, 2, 2, 3};
+      const std::size_t k = (index + 2 * static_cast<std::size_t>(rank)) % 5;
+      return is_signed ? kSigned[k] : kUnsigned[k];
+    }
+    case ReduceOp::kMin:
+    case ReduceOp::kMax: {
+      const double v = static_cast<double>((index * 13 + static_cast<std::size_t>(rank) * 7) % 101);
+      return is_signed ? v - 50 : v;
+    }
+  }
+  return 0;
+}
+
+// The exact reduction over ranks 0..size-1 at `index`, as the library
+// defines it (MEAN: sum then divide; float16/bfloat16 divide in float32;
+// integers truncate toward zero).
+inline double expected_value(ReduceOp op, DataType type, int size, std::size_t index) {
+  double acc = input_value(op, type, 0, index);
+  for (int r = 1; r < size; ++r) {
+    const double v = input_value(op, type, r, index);
+    switch (op) {
+      case ReduceOp::kSum:
+      case ReduceOp::kMean: acc += v; break;
+      case ReduceOp::kProd: acc *= v; break;
+      case ReduceOp::kMin: acc = std::min(acc, v); break;
+      case ReduceOp::kMax: acc = std::max(acc, v); break;
+    }
+  }
+  if (op != ReduceOp::kMean) return acc;
+  if (is_integer_type(type)) return std::trunc(acc / size);
+  if (type == DataType::kFloat64) return acc / size;
+  // float32 arithmetic, then the storage type's rounding.
+  const float mean = static_cast<float>(acc) / static_cast<float>(size);
+  TypedBuffer rounded(type, 1);
+  rounded.set(0, mean);
+  return rounded.get(0);
+}
+
+// Compares every element; reports up to 5 mismatches and the total, each
+// naming rank, index, expected and actual.
+template <typename Expected>
+::testing::AssertionResult check_elements(const TypedBuffer& actual, std::size_t offset,
+                                          std::size_t count, int rank, Expected expected) {
+  std::ostringstream report;
+  std::size_t wrong = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double want = expected(i);
+    const double got = actual.get(offset + i);
+    const bool equal = (std::isnan(want) && std::isnan(got)) || want == got;
+    if (!equal) {
+      if (wrong < 5) {
+        report << "\n  rank " << rank << " index " << i << ": expected " << want << ", actual "
+               << got;
+      }
+      ++wrong;
+    }
+  }
+  if (wrong == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << wrong << " of " << count << " elements wrong"
+                                       << report.str();
+}
+
+}  // namespace collective::testing
