@@ -322,6 +322,15 @@ int train(const Arguments& args) {
   const cd::DistributedDataset eval_data =
       strategy.experimental_distribute_dataset(examples.batch(args.global_batch));
 
+  // The largest weight magnitude along the trajectory: the float32 error
+  // bound of check_training_runs.py needs it.
+  double max_abs_weight = 0;
+  const auto track_weights = [&] {
+    for (const cd::Variable* v : {&model.kernel, &model.bias}) {
+      for (double w : v->value().to_doubles()) max_abs_weight = std::max(max_abs_weight, std::fabs(w));
+    }
+  };
+  track_weights();
   const double initial_loss = dataset_loss(strategy, eval_data, model, args.examples);
   cd::DistributedIterator iterator = train_data.make_iterator();
   double last_step_loss = 0;
@@ -331,6 +340,7 @@ int train(const Arguments& args) {
         [&](const cd::Element& slice) { return train_step(slice, model, optimizer, args.global_batch); },
         batch);
     last_step_loss = strategy.reduce(collective::ReduceOp::kSum, losses).values<double>()[0];
+    track_weights();
   }
   const double final_loss = dataset_loss(strategy, eval_data, model, args.examples);
   const bool identical = copies_identical(strategy, model.kernel) && copies_identical(strategy, model.bias);
@@ -341,13 +351,14 @@ int train(const Arguments& args) {
   if (!strategy.extended().should_checkpoint()) return identical ? 0 : 1;  // the chief reports
 
   std::string report;
-  char line[512];
+  char line[1024];
   if (args.format == "json") {
     std::snprintf(line, sizeof(line),
                   "{\"strategy\": \"%s\", \"strategy_name\": \"%s\", \"num_replicas_in_sync\": %d, "
                   "\"num_workers\": %d, \"local_replicas\": %d, \"steps\": %d, \"global_batch\": %lld, "
                   "\"seed\": %llu, \"learning_rate\": %.17g, \"features\": %d, \"examples\": %lld, "
-                  "\"max_abs_feature\": %.9g, \"max_sq_norm\": %.9g, \"initial_loss\": %.17g, "
+                  "\"max_abs_feature\": %.9g, \"max_sq_norm\": %.9g, \"max_abs_weight\": %.9g, "
+                  "\"initial_loss\": %.17g, "
                   "\"final_loss\": %.17g, \"last_step_loss\": %.17g, \"replicas_identical\": %s, "
                   "\"seconds\": %.3f, ",
                   args.strategy.c_str(), std::string(strategy.name()).c_str(),
@@ -355,7 +366,7 @@ int train(const Arguments& args) {
                   strategy.extended().num_local_replicas(), args.steps,
                   static_cast<long long>(args.global_batch), static_cast<unsigned long long>(args.seed),
                   args.learning_rate, args.features, static_cast<long long>(args.examples),
-                  data.max_abs_feature, data.max_sq_norm, initial_loss, final_loss, last_step_loss,
+                  data.max_abs_feature, data.max_sq_norm, max_abs_weight, initial_loss, final_loss, last_step_loss,
                   identical ? "true" : "false", seconds);
     report = line + std::string("\"weights\": ") + json_floats(weights) + "}\n";
   } else {

@@ -102,13 +102,31 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optio
                                "reduce() must be called in the cross-replica context, not inside "
                                "run(); inside run() use ReplicaContext::all_reduce");
   }
-  detail::validate_per_replica(impl, value, operation, 0);
-  if (!axis) return impl.batch_reduce(op, {value}).front();
-
-  // Reduce along the axis within each replica, then across replicas. For
-  // kMean, the element counts along the axis are summed alongside, so the
+  if (!axis) {
+    detail::validate_per_replica(impl, value, operation, 0);
+    return impl.batch_reduce(op, {value}).front();
+  }
+  // Reduce along the axis within each replica, then across replicas. The
+  // replicas' lengths along the axis may differ (a short last batch); for
+  // kMean the element counts along the axis are summed alongside, so the
   // mean weighs every element of every replica equally.
+  if (value.num_replicas() != static_cast<std::size_t>(impl.num_local_replicas)) {
+    detail::validate_per_replica(impl, value, operation, 0);  // reports the count
+  }
   const int dim = detail::normalize_axis(*axis, value[0].rank(), operation, impl.error_rank());
+  for (std::size_t r = 1; r < value.num_replicas(); ++r) {
+    bool compatible = value[r].dtype() == value[0].dtype() && value[r].rank() == value[0].rank();
+    for (int d = 0; compatible && d < value[0].rank(); ++d) {
+      compatible = d == dim || value[r].dim(d) == value[0].dim(d);
+    }
+    if (!compatible) {
+      throw InvalidArgumentError(operation, impl.error_rank(),
+                                 "local replica " + std::to_string(r) + " holds " +
+                                     value[r].debug_string() + " but replica 0 holds " +
+                                     value[0].debug_string() + " (only axis " +
+                                     std::to_string(*axis) + " may differ)");
+    }
+  }
   std::vector<Tensor> partial;
   std::vector<Tensor> counts;
   for (const Tensor& replica_value : value.values()) {

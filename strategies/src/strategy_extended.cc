@@ -133,13 +133,21 @@ void StrategyExtended::call_for_each_replica(const std::function<void(int)>& fn)
 
   detail::ReplicaRun run(impl);
   const int k = impl.num_local_replicas;
-  std::vector<std::unique_ptr<ReplicaContext>> contexts;
-  contexts.reserve(static_cast<std::size_t>(k));
-  for (int r = 0; r < k; ++r) {
-    contexts.push_back(std::make_unique<ReplicaContext>(
-        *impl.strategy, &run, r, impl.worker_index * k + r, impl.num_replicas_in_sync(),
-        impl.worker_devices[static_cast<std::size_t>(r)]));
+  if (impl.replica_contexts.empty()) {
+    for (int r = 0; r < k; ++r) {
+      impl.replica_contexts.push_back(std::make_unique<ReplicaContext>(
+          *impl.strategy, nullptr, r, impl.worker_index * k + r, impl.num_replicas_in_sync(),
+          impl.worker_devices[static_cast<std::size_t>(r)]));
+    }
   }
+  std::vector<std::unique_ptr<ReplicaContext>>& contexts = impl.replica_contexts;
+  for (auto& context : contexts) context->run_ = &run;
+  struct DetachContexts {
+    std::vector<std::unique_ptr<ReplicaContext>>& contexts;
+    ~DetachContexts() {
+      for (auto& context : contexts) context->run_ = nullptr;
+    }
+  } detach{contexts};
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(k));
   // char, not bool: replica threads write their own entries concurrently.
   std::vector<char> aborted(static_cast<std::size_t>(k), 0);

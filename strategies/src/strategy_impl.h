@@ -22,6 +22,7 @@
 #include "replica_threads.h"
 
 namespace collective::distribute {
+class ReplicaContext;
 class Strategy;
 }
 
@@ -46,6 +47,10 @@ struct StrategyImpl {
   std::optional<Communicator> communicator;
   std::shared_ptr<std::mutex> communicator_mutex = std::make_shared<std::mutex>();
   std::unique_ptr<MPIClusterResolver> cluster_resolver;
+
+  // One context per local replica, made on the first run() and reused, so
+  // a context kept past its run() is still an object that can say so.
+  std::vector<std::unique_ptr<ReplicaContext>> replica_contexts;
 
   // Replica threads (when num_local_replicas > 1).
   std::unique_ptr<ReplicaThreads> threads;

@@ -17,6 +17,7 @@
 namespace collective::distribute {
 
 class Strategy;
+class StrategyExtended;
 
 namespace detail {
 
@@ -52,7 +53,8 @@ auto merge_result(const std::shared_ptr<const void>& result, int local_replica) 
 
 class ReplicaContext {
  public:
-  // Internal: made by strategies (run == nullptr: the default strategy's).
+  // Internal: made by strategies (run == nullptr outside run(), and for the
+  // default strategy's context outside any scope).
   ReplicaContext(Strategy& strategy, detail::ReplicaRun* run, int local_replica,
                  int replica_id_in_sync_group, int num_replicas_in_sync, std::string device);
   ReplicaContext(const ReplicaContext&) = delete;
@@ -90,6 +92,7 @@ class ReplicaContext {
   auto merge_call(Fn&& merge_fn, const T& value);
 
  private:
+  friend class StrategyExtended;  // attaches the context to each run()
   std::shared_ptr<const void> merge_call_erased(const detail::MergeRequest& request);
 
   Strategy* strategy_;
