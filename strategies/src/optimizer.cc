@@ -44,16 +44,17 @@ void validate(const std::vector<std::pair<Tensor, Variable>>& grads_and_vars) {
 void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_and_vars,
                           bool experimental_aggregate_gradients) {
   validate(grads_and_vars);
+  // Inside run(), every variable must belong to the running strategy.
+  for (const auto& pair : grads_and_vars) (void)pair.second.value();
   const detail::ContextFrame* frame = detail::current_frame();
   ReplicaContext* context = frame != nullptr ? frame->replica : nullptr;
   if (context == nullptr) {
-    // Cross-replica context: the gradients are final; apply them as given.
-    Strategy& strategy = get_strategy();
+    // Cross-replica context: the gradients are final; apply them as given
+    // to every copy (whichever strategy owns the variable).
     for (const auto& [gradient, variable] : grads_and_vars) {
-      Variable target = variable;
-      strategy.extended().update(target, [&](Tensor& copy) {
-        detail::subtract_scaled_in_place(copy, gradient, learning_rate_);
-      });
+      detail::VariableState& state = variable.state();
+      std::lock_guard<std::mutex> lock(state.mutex);
+      for (Tensor& copy : state.copies) detail::subtract_scaled_in_place(copy, gradient, learning_rate_);
     }
     iterations_.fetch_add(1);
     return;
@@ -61,7 +62,6 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
   // Replica context: as tf.distribute's optimizers do, sum the gradients over
   // all replicas (one packed batch_reduce), then apply the same update to
   // every copy, once, in the cross-replica context.
-  for (const auto& pair : grads_and_vars) (void)pair.second.value();  // ownership check
   context->merge_call(
       [this, experimental_aggregate_gradients](
           Strategy& strategy, const PerReplica<std::vector<std::pair<Tensor, Variable>>>& per_replica) {
