@@ -7,6 +7,9 @@
 #include "algorithms/recursive_doubling.h"
 #include "algorithms/ring.h"
 #include "algorithms/shared_memory.h"
+#ifdef COLLECTIVE_HAVE_NCCL
+#include "algorithms/nccl.h"
+#endif
 
 namespace collective::internal {
 
@@ -21,10 +24,17 @@ const RecursiveDoublingAlgorithm kRecursiveDoubling;
 const MpiPassthroughAlgorithm kMpi;
 const SharedMemoryAlgorithm kSharedMemory;
 const HierarchicalAlgorithm kHierarchical;
+#ifdef COLLECTIVE_HAVE_NCCL
+const NcclAlgorithm kNccl;  // last: AUTO reaches it for device buffers, which the others refuse
+#endif
 
 // Order of preference: on equal cost estimates AUTO takes the earlier one.
-const std::array<const CollectiveAlgorithm*, 5> kAlgorithms = {
-    &kSharedMemory, &kHierarchical, &kRing, &kRecursiveDoubling, &kMpi};
+const auto kAlgorithms = std::to_array<const CollectiveAlgorithm*>({
+    &kSharedMemory, &kHierarchical, &kRing, &kRecursiveDoubling, &kMpi,
+#ifdef COLLECTIVE_HAVE_NCCL
+    &kNccl,
+#endif
+});
 
 }  // namespace
 

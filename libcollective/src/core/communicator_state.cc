@@ -32,6 +32,7 @@ CommunicatorState::~CommunicatorState() {
 
 void CommunicatorState::release() {
   freed = true;
+  nccl.reset();
   // The segment only unmaps memory; it never waits for peers.
   node_segment.reset();
   if (cross_node) {

@@ -34,6 +34,15 @@ struct SelectionMemo {
   Algorithm requested = Algorithm::kAuto;
 };
 
+// State an algorithm builds lazily for one communicator (NCCL
+// communicators, sub-communicators, pinned buffers). Destroyed by
+// CommunicatorState::release(), before the MPI communicator is freed; the
+// destructor must not throw.
+class AlgorithmResources {
+ public:
+  virtual ~AlgorithmResources() = default;
+};
+
 struct CommunicatorState {
   // Takes ownership of `owned_comm` (a duplicate made for the library) and
   // sets MPI_ERRORS_RETURN on it.
@@ -80,6 +89,9 @@ struct CommunicatorState {
   // AUTO's last few decisions, most recent replaced first.
   mutable std::array<SelectionMemo, 8> selection_memo{};
   mutable std::uint32_t selection_memo_next = 0;
+
+  // The NCCL algorithm's communicators and streams (algorithms/nccl_resources.h).
+  std::unique_ptr<AlgorithmResources> nccl;
 };
 
 }  // namespace collective::internal
