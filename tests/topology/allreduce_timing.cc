@@ -6,6 +6,11 @@
 //
 //   mpirun -np 2 --bind-to core allreduce_timing [--min-bytes 8] [--max-bytes 256M]
 //       [--reps 7] [--algorithms auto,shared_memory,ring] [--allocated] [--in-place]
+//       [--also-allocated]
+//
+// --allocated puts every buffer in Communicator::allocate memory;
+// --also-allocated adds a column: AUTO from such buffers, beside the others
+// on ordinary ones (the gain of skipping the copy into the segment).
 //
 // For each size and each repetition every variant runs `iters` calls in
 // turn (MPI first, then the library's, then the copy); a variant's time is
@@ -38,6 +43,7 @@ struct Options {
   int reps = 7;
   std::vector<Algorithm> algorithms = {Algorithm::kAuto};
   bool allocated = false;
+  bool also_allocated = false;
   bool in_place = false;
   double target_seconds = 0.05;  // per variant and repetition
 };
@@ -67,6 +73,7 @@ Options parse(int argc, char** argv) {
     else if (arg == "--reps") options.reps = std::atoi(next());
     else if (arg == "--seconds") options.target_seconds = std::atof(next());
     else if (arg == "--allocated") options.allocated = true;
+    else if (arg == "--also-allocated") options.also_allocated = true;
     else if (arg == "--in-place") options.in_place = true;
     else if (arg == "--algorithms") {
       options.algorithms.clear();
@@ -151,6 +158,12 @@ int main(int argc, char** argv) {
     recv = recv_vector.data();
   }
   std::vector<float> copy_target(max_count);
+  float* shared_send = nullptr;
+  float* shared_recv = nullptr;
+  if (options.also_allocated) {
+    shared_send = static_cast<float*>(world.allocate(max_count * sizeof(float)));
+    shared_recv = static_cast<float*>(world.allocate(max_count * sizeof(float)));
+  }
   std::memset(recv, 0, max_count * sizeof(float));
 
   if (rank == 0) {
@@ -170,6 +183,7 @@ int main(int argc, char** argv) {
       std::printf(" %14s %9s %7s", (std::string(to_string(algorithm)) + "_us").c_str(), "busbw",
                   "x_mpi");
     }
+    if (options.also_allocated) std::printf(" %14s %7s %7s", "allocated_us", "x_mpi", "x_copy");
     std::printf(" %10s %8s %s\n", "copy_us", "x_copy", "auto_ran");
   }
 
@@ -188,6 +202,7 @@ int main(int argc, char** argv) {
     std::vector<double> mpi_times;
     std::vector<std::vector<double>> library_times(options.algorithms.size());
     std::vector<double> copy_times;
+    std::vector<double> allocated_times;
     std::string auto_ran = "-";
     for (int rep = 0; rep < options.reps; ++rep) {
       fill(send, count, rank);
@@ -222,6 +237,21 @@ int main(int argc, char** argv) {
           world.all_reduce(input, recv, count, collective::DataType::kFloat32, call);
         }));
       }
+      if (options.also_allocated) {
+        fill(shared_send, count, rank);
+        if (rep == 0) {
+          world.all_reduce(shared_send, shared_recv, count, collective::DataType::kFloat32);
+          int ok = check(shared_recv, count, size) ? 1 : 0;
+          MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
+          if (!ok) {
+            all_correct = false;
+            if (rank == 0) std::printf("# WRONG RESULT: allocated buffers at %zu bytes\n", real_bytes);
+          }
+        }
+        allocated_times.push_back(timed(comm, iters, [&] {
+          world.all_reduce(shared_send, shared_recv, count, collective::DataType::kFloat32);
+        }));
+      }
       copy_times.push_back(timed(comm, iters, [&] {
         std::memcpy(copy_target.data(), send, real_bytes);
         // Keep the copy from being optimized away.
@@ -238,6 +268,10 @@ int main(int argc, char** argv) {
         std::printf(" %14.2f %9.3f %7.2f", t * 1e6, busbw(t), mpi / t);
       }
       const double copy = median(copy_times);
+      if (options.also_allocated) {
+        const double t = median(allocated_times);
+        std::printf(" %14.2f %7.2f %7.2f", t * 1e6, mpi / t, t / copy);
+      }
       std::printf(" %10.2f %8.2f %s\n", copy * 1e6, median(library_times[0]) / copy, auto_ran.c_str());
       std::fflush(stdout);
     }
@@ -247,6 +281,8 @@ int main(int argc, char** argv) {
     world.deallocate(send);
     world.deallocate(recv);
   }
+  world.deallocate(shared_send);
+  world.deallocate(shared_recv);
   MPI_Comm_free(&comm);
   if (rank == 0 && !all_correct) std::printf("# FAILED: wrong results above\n");
   return all_correct ? 0 : 1;
