@@ -30,7 +30,7 @@ def table(path):
 def main(paths):
     runs = [table(p) for p in paths]
     header, columns, _, _ = runs[0]
-    print("\n".join(h for h in header if "load average" not in h))
+    print("\n".join(h.split(", load average")[0] for h in header))
     print("# runs: %d; load average (1, 5, 15 min) at the start of each: %s"
           % (len(runs), "; ".join(run[3][0] if run[3] else "?" for run in runs)))
     print(" ".join("%14s" % c for c in columns))
