@@ -4,25 +4,40 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 
 #include "collective/algorithm.h"
+#include "core/request.h"
 #include "core/scratch_buffer.h"
+#include "transport/peer_liveness.h"
 
 namespace collective::internal {
 
 struct CommunicatorState {
-  // Takes ownership of `owned_comm` (a duplicate made for the library) and
-  // sets MPI_ERRORS_RETURN on it.
-  explicit CommunicatorState(MPI_Comm owned_comm);
+  // Takes ownership of `owned_comm` (a duplicate made for the library), sets
+  // MPI_ERRORS_RETURN on it and learns who every rank is (PeerLiveness).
+  // `operation` names the call in errors ("Communicator::world").
+  explicit CommunicatorState(MPI_Comm owned_comm, const char* operation = "Communicator");
   ~CommunicatorState();
   CommunicatorState(const CommunicatorState&) = delete;
   CommunicatorState& operator=(const CommunicatorState&) = delete;
 
   // Frees the MPI communicator (idempotent); later calls are rejected.
   void release();
+
+  // Communicator::abort: safe from any thread, at any time; the first reason
+  // is kept. The call in progress (if any) fails with CommunicationError at
+  // its next poll, and the communicator is poisoned.
+  void request_abort(const std::string& reason);
+  bool abort_requested() const { return abort_flag.load(std::memory_order_acquire); }
+  // Every wait loop calls this (or WaitGuard, which does): throws
+  // CommunicationError naming the call when abort was requested.
+  void check_abort(const Request& request) const;
+  std::string abort_reason() const;
 
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
@@ -36,9 +51,21 @@ struct CommunicatorState {
   // every later call reports.
   std::optional<std::string> poisoned;
 
+  // Set by request_abort from any thread; read by every wait loop.
+  std::atomic<bool> abort_flag{false};
+
+  // Process of every rank, to tell a dead peer from a slow one.
+  PeerLiveness liveness;
+
   // Reused by the algorithms: incoming segments, partial sums.
   ScratchBuffer scratch_in;
   ScratchBuffer scratch_work;
+
+ private:
+  void learn_peers(const char* operation);
+
+  mutable std::mutex abort_mutex_;
+  std::string abort_reason_;
 };
 
 }  // namespace collective::internal

@@ -1,12 +1,16 @@
 #include "core/dispatch.h"
 
 #include <cstring>
+#include <exception>
+#include <optional>
 
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "selection/selector.h"
+#include "validation/call_fingerprint.h"
+#include "validation/cross_rank_check.h"
 
 namespace collective::internal {
 namespace {
@@ -56,23 +60,54 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
     throw CommunicationError(request.label(), state.rank,
                              "communicator unusable after an earlier failure: " + *state.poisoned);
   }
-  apply_options(request, options);
-  validate_request(request, state.rank, state.size);
-  request.memory = resolve_memory(request.memory);
+  const EnvParams& params = env_params();  // a malformed variable raises here, on every rank
+  if (state.abort_requested()) {
+    state.poisoned = "aborted by Communicator::abort: " + state.abort_reason();
+    throw CommunicationError(request.label(), state.rank, *state.poisoned);
+  }
 
-  const Selection selection = select_algorithm(request, state);
-  state.last_algorithm = selection.algorithm->id();
-  COLLECTIVE_LOG(kDebug, request.label() << " " << request.count << " x "
-                                         << to_string(request.type) << " -> "
-                                         << selection.algorithm->name() << " ("
-                                         << selection.reason << ")");
-  if (state.size == 1) return run_single_rank(request);
+  // This rank's own checks. With validation on, a rejection is not raised
+  // yet: the rank first tells the others (validation/cross_rank_check.h).
+  std::exception_ptr rejection;
+  std::optional<Selection> selection;
+  bool unsupported = false;
+  std::string rejection_cause;
+  try {
+    apply_options(request, options);
+    validate_request(request, state.rank, state.size);
+    request.memory = resolve_memory(request.memory);
+    selection = select_algorithm(request, state);
+  } catch (const Error& error) {
+    if (!params.validate || state.size == 1) throw;
+    rejection = std::current_exception();
+    unsupported = dynamic_cast<const UnsupportedError*>(&error) != nullptr;
+    rejection_cause = error.cause();
+  }
 
+  // One deadline bounds the whole call: the check and the algorithm.
+  if (request.timeout.count() <= 0) request.timeout = params.timeout;
   request.deadline = Clock::now() + request.timeout;
   try {
-    selection.algorithm->run(request, state);
+    if (params.validate && state.size > 1) {
+      check_across_ranks(rejection ? rejected_fingerprint(request, state.rank, unsupported,
+                                                          rejection_cause)
+                                   : fingerprint_of(request, selection->algorithm->id(), state.rank),
+                         request, state);
+    }
+    if (rejection) std::rethrow_exception(rejection);
+
+    state.last_algorithm = selection->algorithm->id();
+    COLLECTIVE_LOG(kDebug, request.label() << " " << request.count << " x "
+                                           << to_string(request.type) << " -> "
+                                           << selection->algorithm->name() << " ("
+                                           << selection->reason << ")");
+    if (state.size == 1) return run_single_rank(request);
+    selection->algorithm->run(request, state);
   } catch (const CommunicationError& error) {
-    state.poisoned = error.what();
+    // A rank of the call failed or timed out: messages of this call may
+    // still be in flight, so no later call on this communicator can trust
+    // what it receives.
+    if (!state.poisoned) state.poisoned = error.what();
     throw;
   }
 }
