@@ -111,7 +111,9 @@ void PeerExchange::wait_all() {
   guard_.begin_wait();
   while (first_open_ < pending_.size()) {
     bool progressed = false;
-    for (std::size_t i = first_open_; i < pending_.size(); ++i) progressed |= poll(pending_[i]);
+    for (std::size_t i = first_open_; i < pending_.size(); ++i) {
+      if (!pending_[i].done && poll(pending_[i])) progressed = true;
+    }
     while (first_open_ < pending_.size() && pending_[first_open_].done) ++first_open_;
     if (first_open_ == pending_.size()) break;
     if (!progressed) guard_.idle([&] { return describe_open(); });

@@ -51,7 +51,9 @@ class WaitGuard {
     if (++polls_ <= kTightPolls) return;
     sched_yield();
     if (abort_flag_ != nullptr && abort_flag_->load(std::memory_order_relaxed)) fail_abort();
-    if ((polls_ & kPollsPerClockRead) == 0 && Clock::now() >= next_check_) {
+    // After a yield the clock is cheap by comparison (vDSO, tens of ns),
+    // and an oversubscribed yield can take a whole time slice.
+    if (Clock::now() >= next_check_) {
       checkpoint(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
     }
   }
@@ -71,8 +73,6 @@ class WaitGuard {
   // Polls that spin before the first yield: MPI_Test drives progress, and a
   // few tight polls keep latency low when the peer is already running.
   static constexpr int kTightPolls = 64;
-  // The clock is read every 64 yields (a few microseconds each).
-  static constexpr int kPollsPerClockRead = 63;
 
   void checkpoint(const Describer& describe);
   [[noreturn]] void fail_abort() const;

@@ -135,10 +135,11 @@ Verdict mismatch(std::span<const CallFingerprint> all) {
     const auto kind = static_cast<CollectiveKind>(print.kind);
     for (int field = 0; field < kNumFields; ++field) {
       const auto f = static_cast<Field>(field);
-      // A different collective is shown with all its arguments.
       const bool relevant = (f != kOp || has_op(kind)) && (f != kRoot || has_root(kind)) &&
                             ((f != kCount && f != kType) || kind != CollectiveKind::kBarrier);
-      if (differs[f] || (differs[kKind] && relevant && f != kAlgorithm)) {
+      // Different collectives: each with its own arguments; the same
+      // collective: only what differs.
+      if (differs[kKind] ? relevant && f != kAlgorithm : differs[f]) {
         cause << " ";
         print_field(cause, print, f);
       }

@@ -32,11 +32,11 @@ struct CallFingerprint {
   std::int8_t requested = 0;  // what the caller (or COLLECTIVE_ALGORITHM) asked
   std::uint8_t status = kValid;
   std::uint8_t reserved[7] = {};
-  char rejection[88] = {};  // a rejecting rank's cause, truncated
+  char rejection[216] = {};  // a rejecting rank's cause, truncated
 
   bool rejected() const { return status != kValid; }
 };
-static_assert(sizeof(CallFingerprint) == 128, "exchanged as 128 bytes");
+static_assert(sizeof(CallFingerprint) == 256, "exchanged as 256 bytes");
 
 // The fingerprint of a valid request that will run `selected`.
 CallFingerprint fingerprint_of(const Request& request, Algorithm selected, int rank);

@@ -11,7 +11,7 @@
 // check every rank knows all ranks are present and agree, which is what
 // lets the mpi algorithm enter a blocking MPI collective safely.
 //
-// Cost: one round of (p-1) 128-byte messages each way, up to
+// Cost: one round of (p-1) 256-byte messages each way, up to
 // kDirectExchangeMaxRanks ranks; above that a dissemination all-gather of
 // ceil(log2 p) rounds. Measured in docs/errors.md.
 #pragma once
