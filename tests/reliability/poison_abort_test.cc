@@ -131,7 +131,9 @@ TEST_F(PoisonAbortTest, MismatchAndBadInputDoNotPoison) {
   std::vector<float> values(4, 1.0f);
   expect_raises<InvalidArgumentError>(
       [&] { comm.all_reduce(nullptr, values.data(), 4, DataType::kFloat32); }, {"null"}, rank);
-  if (size > 1) {
+  // (Without the check a mismatch is exactly what is not caught: one rank
+  // may return a wrong result while another fails with MPI_ERR_TRUNCATE.)
+  if (size > 1 && validating()) {
     expect_raises<MismatchError>(
         [&] {
           comm.all_reduce(values.data(), values.data(), rank == 0 ? 4 : 3, DataType::kFloat32);
@@ -149,7 +151,7 @@ TEST_F(PoisonAbortTest, BarrierAloneTimesOut) {
     BarrierOptions options;
     options.timeout = std::chrono::milliseconds(700);
     const auto raised = expect_raises<TimeoutError>([&] { comm.barrier(options); },
-                                                    {"barrier #0", "rank 0 (pid "}, rank);
+                                                    {"barrier #0", validating() ? "rank 0 (pid " : "(pid "}, rank);
     EXPECT_LT(raised.seconds, 5.0);
   }
 }
