@@ -24,6 +24,8 @@ install(FILES ${PROJECT_BINARY_DIR}/collectiveConfig.cmake
               ${PROJECT_BINARY_DIR}/collectiveConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/collective)
 
+file(RELATIVE_PATH COLLECTIVE_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" COLLECTIVE_PC_TO_PREFIX "${COLLECTIVE_PC_TO_PREFIX}")
 configure_file(${PROJECT_SOURCE_DIR}/cmake/collective.pc.in
                ${PROJECT_BINARY_DIR}/collective.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/collective.pc

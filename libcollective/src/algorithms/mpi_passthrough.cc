@@ -124,7 +124,9 @@ class MpiCall {
     if (request_.op == ReduceOp::kMean) divide_buffer(buffer, count, request_.type, state_.size);
   }
 
-  void check(int rc, const char* call) { check_mpi(rc, call, request_.label(), state_.rank); }
+  void check(int rc, const char* call) {
+    if (rc != MPI_SUCCESS) check_mpi(rc, call, request_.label(), state_.rank);
+  }
 
   const Request& request_;
   CommunicatorState& state_;

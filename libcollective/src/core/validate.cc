@@ -30,9 +30,9 @@ ByteRange range_of(const void* pointer, std::size_t bytes) {
 }  // namespace
 
 void validate_request(const Request& request, int rank, int size) {
-  const std::string operation = request.label();
+  // The label is built only on failure: this runs on every call.
   auto fail = [&](const std::string& cause) {
-    throw InvalidArgumentError(operation, rank, cause);
+    throw InvalidArgumentError(request.label(), rank, cause);
   };
 
   const int type_index = static_cast<int>(request.type);

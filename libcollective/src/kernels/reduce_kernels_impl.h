@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -91,7 +92,7 @@ void combine(T* dst, const T* a, const T* b, std::size_t count, int divisor) {
   }
 }
 
-// 16-bit floating types go through float32 in blocks of kBlock lanes: the
+// float16 goes through float32 in blocks of kBlock lanes: the
 // conversion of a block is vectorized (F16C for float16 where available),
 // and so is the arithmetic on the float block.
 constexpr std::size_t kBlock = 16;
@@ -122,17 +123,6 @@ struct Float16Codec {
   }
 };
 
-struct BFloat16Codec {
-  static float load(std::uint16_t bits) { return bfloat16_bits_to_float(bits); }
-  static std::uint16_t store(float value) { return float_to_bfloat16_bits(value); }
-  static void load_block(const std::uint16_t* in, float* out) {
-    for (std::size_t i = 0; i < kBlock; ++i) out[i] = load(in[i]);
-  }
-  static void store_block(const float* in, std::uint16_t* out) {
-    for (std::size_t i = 0; i < kBlock; ++i) out[i] = store(in[i]);
-  }
-};
-
 template <template <typename> class Op, typename Codec>
 void combine16(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b,
                std::size_t count, int divisor) {
@@ -153,6 +143,24 @@ void combine16(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* 
     float value = Op<float>::apply(Codec::load(a[i]), Codec::load(b[i]));
     if (divisor > 1) value /= scale;
     dst[i] = Codec::store(value);
+  }
+}
+
+// bfloat16 is the top half of a float32, so one flat loop (decode, combine,
+// round to nearest even, keep NaNs quiet) vectorizes well without blocks.
+template <template <typename> class Op>
+void combine_bfloat16(std::uint16_t* dst, const std::uint16_t* a, const std::uint16_t* b,
+                      std::size_t count, int divisor) {
+  const float scale = divisor > 1 ? static_cast<float>(divisor) : 1.0f;
+  for (std::size_t i = 0; i < count; ++i) {
+    const float x = std::bit_cast<float>(static_cast<std::uint32_t>(a[i]) << 16);
+    const float y = std::bit_cast<float>(static_cast<std::uint32_t>(b[i]) << 16);
+    float value = Op<float>::apply(x, y);
+    if (divisor > 1) value /= scale;
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+    const std::uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+    const std::uint32_t quiet_nan = (bits >> 16) | 0x40u;
+    dst[i] = static_cast<std::uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
   }
 }
 
@@ -196,11 +204,25 @@ void dispatch_op16(void* dst, const void* a, const void* b, std::size_t count, R
   }
 }
 
+inline void dispatch_bfloat16(void* dst, const void* a, const void* b, std::size_t count,
+                              ReduceOp op, int divisor) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  const auto* x = static_cast<const std::uint16_t*>(a);
+  const auto* y = static_cast<const std::uint16_t*>(b);
+  switch (op) {
+    case ReduceOp::kSum: return combine_bfloat16<Sum>(d, x, y, count, 1);
+    case ReduceOp::kMean: return combine_bfloat16<Sum>(d, x, y, count, divisor);
+    case ReduceOp::kMin: return combine_bfloat16<Min>(d, x, y, count, 1);
+    case ReduceOp::kMax: return combine_bfloat16<Max>(d, x, y, count, 1);
+    case ReduceOp::kProd: return combine_bfloat16<Prod>(d, x, y, count, 1);
+  }
+}
+
 inline void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType type,
                    ReduceOp op, int divisor) {
   switch (type) {
     case DataType::kFloat16: return dispatch_op16<Float16Codec>(dst, a, b, count, op, divisor);
-    case DataType::kBFloat16: return dispatch_op16<BFloat16Codec>(dst, a, b, count, op, divisor);
+    case DataType::kBFloat16: return dispatch_bfloat16(dst, a, b, count, op, divisor);
     case DataType::kFloat32: return dispatch_op<float>(dst, a, b, count, op, divisor);
     case DataType::kFloat64: return dispatch_op<double>(dst, a, b, count, op, divisor);
     case DataType::kInt8: return dispatch_op<std::int8_t>(dst, a, b, count, op, divisor);

@@ -43,7 +43,7 @@ Selection select_algorithm(const Request& request, const CommunicatorState& stat
   const Algorithm first_choice = preferred(request);
   if (const CollectiveAlgorithm* algorithm = find_algorithm(first_choice)) {
     if (algorithm->supports(request, state).ok) {
-      return Selection{algorithm, "size rule: " + std::to_string(request.bytes()) + " B"};
+      return Selection{algorithm, "size rule (COLLECTIVE_SMALL_MESSAGE_BYTES)"};
     }
   }
   std::string refusals;

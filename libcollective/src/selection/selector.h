@@ -11,7 +11,7 @@ namespace collective::internal {
 
 struct Selection {
   const CollectiveAlgorithm* algorithm = nullptr;
-  std::string reason;  // why, for COLLECTIVE_DEBUG and collective_info
+  const char* reason = "";  // why, for COLLECTIVE_DEBUG and collective_info (static text)
 };
 
 // Raises UnsupportedError when a forced algorithm cannot serve the request

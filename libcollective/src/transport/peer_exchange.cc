@@ -29,9 +29,8 @@ PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
       state_(state),
       algorithm_name_(algorithm_name),
       tag_(tag_for(request.sequence)),
-      guard_(request, state, algorithm_name) {
-  pending_.reserve(16);
-}
+      guard_(request, state, algorithm_name) {}
+
 PeerExchange::~PeerExchange() {
   // Normal paths wait for everything; an exception on the way out leaves
   // requests that must not outlive their buffers.

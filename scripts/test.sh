@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, builds, and runs every test
+# (unit tests, MPI tests at 1-4 ranks, and, where present, the sanitizer
+# and fuzzing jobs). Exits non-zero on any failure. CI runs exactly this.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+extra_install=()
+[[ -x scripts/fuzz.sh ]] && extra_install+=(--with-fuzz)
+bash scripts/install_deps.sh "${extra_install[@]}"
+source scripts/mpirun_env.sh
+
+echo "== build"
+bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=ON
+echo "== tests"
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
+
+if [[ -x scripts/sanitizers.sh ]]; then
+  echo "== sanitizers"
+  bash scripts/sanitizers.sh
+fi
+if [[ -x scripts/fuzz.sh ]]; then
+  echo "== fuzzing"
+  bash scripts/fuzz.sh
+fi
+echo "== all tests passed"
