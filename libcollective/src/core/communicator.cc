@@ -52,6 +52,9 @@ std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operat
   // duplicate (set in CommunicatorState) and check this call by hand.
   int rank = -1;
   MPI_Comm_rank(parent, &rank);
+  // A malformed COLLECTIVE_* variable raises here, before MPI is asked for
+  // anything that would then be left half done.
+  (void)internal::env_params();
   MPI_Request request = MPI_REQUEST_NULL;
   internal::check_mpi(MPI_Comm_idup(parent, &copy, &request), "MPI_Comm_idup", operation, rank);
   wait_for_all_ranks(request, operation, rank, "MPI_Comm_idup");
@@ -110,6 +113,7 @@ Communicator Communicator::split(int color, int key) const {
     throw CommunicationError(kOperation, self.rank,
                              "communicator unusable after an earlier failure: " + *self.poisoned);
   }
+  (void)internal::env_params();  // a malformed variable raises before any MPI call
   // MPI has no non-blocking split: first make sure, within the timeout,
   // that every rank has arrived, so MPI_Comm_split itself cannot block on a
   // rank that never comes.

@@ -60,6 +60,8 @@ struct CommunicatorState {
   // Reused by the algorithms: incoming segments, partial sums.
   ScratchBuffer scratch_in;
   ScratchBuffer scratch_work;
+  // Reused by the cross-rank check: every rank's fingerprint of the call.
+  ScratchBuffer scratch_check;
 
  private:
   void learn_peers(const char* operation);

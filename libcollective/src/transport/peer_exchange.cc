@@ -176,6 +176,7 @@ void PeerExchange::cancel_outstanding() noexcept {
     // MPI may still touch the scratch areas through the freed requests.
     state_.scratch_in.abandon();
     state_.scratch_work.abandon();
+    state_.scratch_check.abandon();
     COLLECTIVE_LOG(kDebug, request_.label() << ": abandoned incomplete requests after failure");
   }
 }

@@ -100,11 +100,14 @@ ProcessStatus PeerLiveness::status(int rank) const {
   return ProcessStatus::kRunning;
 }
 
-int PeerLiveness::first_gone() const {
+std::vector<int> PeerLiveness::gone() const {
+  std::vector<int> ranks;
   for (std::size_t r = 0; r < identities_.size(); ++r) {
-    if (judged_[r] && status(static_cast<int>(r)) == ProcessStatus::kGone) return static_cast<int>(r);
+    if (judged_[r] && status(static_cast<int>(r)) == ProcessStatus::kGone) {
+      ranks.push_back(static_cast<int>(r));
+    }
   }
-  return -1;
+  return ranks;
 }
 
 std::string PeerLiveness::describe(int rank) const {

@@ -37,8 +37,8 @@ class PeerLiveness {
 
   bool empty() const { return identities_.empty(); }
   ProcessStatus status(int rank) const;
-  // The lowest rank (other than ours) whose process is gone; -1 if none.
-  int first_gone() const;
+  // The ranks (other than ours) whose processes are gone, in order.
+  std::vector<int> gone() const;
   // "rank 2 (pid 4711 on node7)"
   std::string describe(int rank) const;
   // " (its process is stopped: SIGSTOP or a debugger)" or "".

@@ -77,8 +77,8 @@ void WaitGuard::checkpoint(const Describer& describe) {
   if (now >= deadline_) fail_timeout(describe());
   if (now >= next_liveness_check_) {
     next_liveness_check_ = now + kLivenessInterval;
-    const int gone = state_->liveness.first_gone();
-    if (gone >= 0) fail_dead_peer(gone, describe());
+    const std::vector<int> gone = state_->liveness.gone();
+    if (!gone.empty()) fail_dead_peers(gone, describe());
   }
   if (!warned_ && now >= warn_at_) {
     warned_ = true;
@@ -104,12 +104,20 @@ void WaitGuard::fail_timeout(const WaitTarget& target) const {
   throw TimeoutError(label(), rank_, cause.str());
 }
 
-void WaitGuard::fail_dead_peer(int rank, const WaitTarget& target) const {
+void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget& target) const {
+  // Every dead rank is named: a survivor that already failed and left may
+  // be among them, next to the rank that died first.
   std::ostringstream cause;
-  cause << state_->liveness.describe(rank) << " died: its process is gone (" << who_
-        << " was waiting for ";
-  if (!target.ranks.empty()) cause << ranks_text(target.ranks) << ": ";
-  cause << target.what << ")";
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) cause << (i + 1 == ranks.size() ? " and " : ", ");
+    cause << state_->liveness.describe(ranks[i]);
+  }
+  cause << (ranks.size() == 1 ? " died: its process is gone (" : " died: their processes are gone (")
+        << who_ << " was waiting for ";
+  for (std::size_t i = 0; i < target.ranks.size(); ++i) {
+    cause << (i == 0 ? "rank " : ", ") << target.ranks[i];
+  }
+  cause << (target.ranks.empty() ? "" : ": ") << target.what << ")";
   throw CommunicationError(label(), rank_, cause.str());
 }
 

@@ -77,7 +77,7 @@ class WaitGuard {
   void checkpoint(const Describer& describe);
   [[noreturn]] void fail_abort() const;
   [[noreturn]] void fail_timeout(const WaitTarget& target) const;
-  [[noreturn]] void fail_dead_peer(int rank, const WaitTarget& target) const;
+  [[noreturn]] void fail_dead_peers(const std::vector<int>& ranks, const WaitTarget& target) const;
   void warn_stall(const WaitTarget& target, Clock::time_point now) const;
   std::string label() const;
   std::string ranks_text(const std::vector<int>& ranks) const;

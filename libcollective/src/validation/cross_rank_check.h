@@ -16,7 +16,7 @@
 // ceil(log2 p) rounds. Measured in docs/errors.md.
 #pragma once
 
-#include <vector>
+#include <span>
 
 #include "core/communicator_state.h"
 #include "core/request.h"
@@ -24,11 +24,12 @@
 
 namespace collective::internal {
 
-// Every rank's fingerprint, indexed by rank. Bounded by request.deadline;
-// uses the call's message tag, before any message of the algorithm.
-std::vector<CallFingerprint> exchange_fingerprints(const CallFingerprint& mine,
-                                                   const Request& request,
-                                                   CommunicatorState& state);
+// Every rank's fingerprint, indexed by rank, in state.scratch_check (valid
+// until the next call). Bounded by request.deadline; uses the call's
+// message tag, before any message of the algorithm.
+std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mine,
+                                                       const Request& request,
+                                                       CommunicatorState& state);
 
 // Exchanges `mine` and raises when the ranks do not agree:
 //  - some rank rejected its arguments: this rank, if it is one of them,
