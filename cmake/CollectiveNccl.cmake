@@ -17,6 +17,13 @@ if(NOT COLLECTIVE_WITH_NCCL STREQUAL "OFF")
   find_library(NCCL_LIBRARY nccl HINTS ${_nccl_hints} PATH_SUFFIXES lib lib64 lib/x86_64-linux-gnu)
   if(CUDAToolkit_FOUND AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
     set(COLLECTIVE_HAVE_NCCL ON)
+    # NCCL ships no CMake package; this target carries its header and library.
+    if(NOT TARGET NCCL::nccl)
+      add_library(NCCL::nccl UNKNOWN IMPORTED)
+      set_target_properties(NCCL::nccl PROPERTIES
+        IMPORTED_LOCATION "${NCCL_LIBRARY}"
+        INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+    endif()
     message(STATUS "libcollective: NCCL path ON (CUDA ${CUDAToolkit_VERSION}, ${NCCL_LIBRARY})")
   elseif(COLLECTIVE_WITH_NCCL STREQUAL "ON")
     message(FATAL_ERROR "COLLECTIVE_WITH_NCCL=ON but CUDA (${CUDAToolkit_FOUND}) or NCCL "
@@ -24,4 +31,6 @@ if(NOT COLLECTIVE_WITH_NCCL STREQUAL "OFF")
   else()
     message(STATUS "libcollective: NCCL path OFF (CUDA or NCCL not found)")
   endif()
+else()
+  message(STATUS "libcollective: NCCL path OFF (COLLECTIVE_WITH_NCCL=OFF)")
 endif()

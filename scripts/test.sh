@@ -5,7 +5,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-extra_install=()
+extra_install=(--with-plot)
 [[ -x scripts/fuzz.sh ]] && extra_install+=(--with-fuzz)
 bash scripts/install_deps.sh "${extra_install[@]}"
 source scripts/mpirun_env.sh

@@ -5,6 +5,9 @@
 #include "algorithms/mpi_passthrough.h"
 #include "algorithms/recursive_doubling.h"
 #include "algorithms/ring.h"
+#ifdef COLLECTIVE_HAVE_NCCL
+#include "algorithms/nccl.h"
+#endif
 
 namespace collective::internal {
 
@@ -17,8 +20,16 @@ namespace {
 const RingAlgorithm kRing;
 const RecursiveDoublingAlgorithm kRecursiveDoubling;
 const MpiPassthroughAlgorithm kMpi;
+#ifdef COLLECTIVE_HAVE_NCCL
+const NcclAlgorithm kNccl;  // last: AUTO reaches it for device buffers, which the others refuse
+#endif
 
-const std::array<const CollectiveAlgorithm*, 3> kAlgorithms = {&kRing, &kRecursiveDoubling, &kMpi};
+const auto kAlgorithms = std::to_array<const CollectiveAlgorithm*>({
+    &kRing, &kRecursiveDoubling, &kMpi,
+#ifdef COLLECTIVE_HAVE_NCCL
+    &kNccl,
+#endif
+});
 
 }  // namespace
 

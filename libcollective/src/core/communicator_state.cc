@@ -51,6 +51,7 @@ CommunicatorState::~CommunicatorState() {
 
 void CommunicatorState::release() {
   freed = true;
+  nccl.reset();
   if (comm == MPI_COMM_NULL) return;
   int finalized = 0;
   MPI_Finalized(&finalized);

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -16,6 +17,15 @@
 #include "transport/peer_liveness.h"
 
 namespace collective::internal {
+
+// State an algorithm builds lazily for one communicator (NCCL
+// communicators, sub-communicators, pinned buffers). Destroyed by
+// CommunicatorState::release(), before the MPI communicator is freed; the
+// destructor must not throw.
+class AlgorithmResources {
+ public:
+  virtual ~AlgorithmResources() = default;
+};
 
 struct CommunicatorState {
   // Takes ownership of `owned_comm` (a duplicate made for the library), sets
@@ -62,6 +72,9 @@ struct CommunicatorState {
   ScratchBuffer scratch_work;
   // Reused by the cross-rank check: every rank's fingerprint of the call.
   ScratchBuffer scratch_check;
+
+  // The NCCL algorithm's communicators and streams (algorithms/nccl_resources.h).
+  std::unique_ptr<AlgorithmResources> nccl;
 
  private:
   void learn_peers(const char* operation);

@@ -8,6 +8,8 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/validate.h"
+#include "gpu/device_runtime.h"
+#include "gpu/memory_kind.h"
 #include "selection/selector.h"
 #include "validation/call_fingerprint.h"
 #include "validation/cross_rank_check.h"
@@ -26,13 +28,8 @@ void apply_options(Request& request, const CommonOptions& options) {
   if (options.timeout.count() < 0) request.timeout = options.timeout;  // rejected by validation
 }
 
-MemoryKind resolve_memory(MemoryKind requested) {
-  // Without the CUDA path every pointer is a host pointer.
-  return requested == MemoryKind::kAuto ? MemoryKind::kHost : requested;
-}
-
 // One rank: the result is the input (MEAN divides by one).
-void run_single_rank(const Request& request) {
+void run_single_rank(const Request& request, int rank) {
   const std::size_t bytes = request.bytes();
   if (bytes == 0 || request.recv == nullptr || request.send == request.recv) return;
   switch (request.kind) {
@@ -40,7 +37,11 @@ void run_single_rank(const Request& request) {
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduce:
-      std::memmove(request.recv, request.send, bytes);
+      if (request.memory == MemoryKind::kDevice) {
+        gpu::copy_device_bytes(request.recv, request.send, bytes, request.label(), rank);
+      } else {
+        std::memmove(request.recv, request.send, bytes);
+      }
       return;
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kBarrier:
@@ -75,7 +76,10 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
   try {
     apply_options(request, options);
     validate_request(request, state.rank, state.size);
-    request.memory = resolve_memory(request.memory);
+    // kAuto asks CUDA (when built in) where the buffers live; a declared
+    // kind is checked against it. Host algorithms refuse device buffers in
+    // their supports(), so device buffers reach NCCL or an UnsupportedError.
+    request.memory = gpu::resolve_memory_kind(request, state.rank);
     selection = select_algorithm(request, state);
   } catch (const Error& error) {
     if (!params.validate || state.size == 1) throw;
@@ -101,7 +105,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
                                            << to_string(request.type) << " -> "
                                            << selection->algorithm->name() << " ("
                                            << selection->reason << ")");
-    if (state.size == 1) return run_single_rank(request);
+    if (state.size == 1) return run_single_rank(request, state.rank);
     selection->algorithm->run(request, state);
   } catch (const CommunicationError& error) {
     // A rank of the call failed or timed out: messages of this call may
@@ -115,8 +119,8 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
 Algorithm resolve_algorithm(const CommunicatorState& state, Request request,
                             const CommonOptions& options) {
   apply_options(request, options);
-  request.memory = resolve_memory(request.memory);
   request.sequence = state.next_sequence;
+  request.memory = gpu::resolve_memory_kind(request, state.rank);
   return select_algorithm(request, state).algorithm->id();
 }
 

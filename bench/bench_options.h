@@ -1,0 +1,78 @@
+// The command line of collective_bench: nccl-tests' flags with their
+// meanings, plus the collective, algorithm, baseline, output, fusion and
+// rules-generation flags of this benchmark. Parsing is pure (no MPI), so
+// every rank parses the same argv to the same options.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "collective/algorithm.h"
+#include "collective/types.h"
+
+namespace collective::bench {
+
+enum class OutputFormat { kTable, kCsv, kJson };
+enum class ProgressMode { kAuto, kOn, kOff };
+
+struct BenchOptions {
+  // Sizes: from min_bytes to max_bytes, multiplying by step_factor, or
+  // adding step_bytes when -i is given. The size is the whole buffer as
+  // nccl-tests counts it (for reduce_scatter the input, for all_gather the
+  // output of all ranks together).
+  std::size_t min_bytes = 8;
+  std::size_t max_bytes = std::size_t{32} << 20;
+  std::size_t step_factor = 2;
+  std::size_t step_bytes = 0;  // > 0: additive steps (-i)
+  int iters = 20;
+  int warmup_iters = 5;
+  bool check = true;
+  std::vector<CollectiveKind> collectives{CollectiveKind::kAllReduce};
+  std::vector<DataType> datatypes{DataType::kFloat32};
+  std::vector<ReduceOp> ops{ReduceOp::kSum};
+  int root = 0;
+  // Named algorithms (auto included) to run, in order. With all_algorithms
+  // every concrete algorithm that supports the call runs first.
+  std::vector<Algorithm> algorithms{Algorithm::kAuto};
+  bool all_algorithms = false;
+  bool baseline_mpi = false;
+  OutputFormat format = OutputFormat::kTable;
+  std::optional<std::string> output_file;
+  std::optional<double> min_busbw_gbs;
+  std::size_t fusion_tensors = 0;  // 0: fusion mode off
+  std::optional<std::string> rules_file;
+  ProgressMode progress = ProgressMode::kAuto;
+  // Test-only (hidden): corrupt one result element before checking.
+  bool inject_error = false;
+
+  // The argv, joined, for the report header.
+  std::string command_line;
+
+  // The sizes of the sweep, in order (duplicates are removed later, after
+  // rounding to whole elements).
+  std::vector<std::size_t> sizes() const;
+};
+
+// A command line that cannot be run; what() says which flag and why.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ParsedCommandLine {
+  BenchOptions options;
+  bool show_help = false;
+  bool show_version = false;
+  std::string help_text;  // the --help screen
+};
+
+// Throws UsageError for unknown flags, malformed values and combinations
+// that make no sense (e.g. -b above -e, --fusion with reduce_scatter).
+ParsedCommandLine parse_command_line(int argc, const char* const* argv);
+
+const char* to_string(OutputFormat format);
+
+}  // namespace collective::bench

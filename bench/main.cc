@@ -1,0 +1,138 @@
+// collective_bench: launch with mpirun; see --help and docs/performance.md.
+// Exit status: 0 all results correct (and busbw at or above --min-busbw),
+// 1 a wrong result or busbw under --min-busbw, 2 a command line that cannot
+// run, 3 a failure during the run.
+#include <mpi.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include "bench_options.h"
+#include "collective/collective.h"
+#include "driver.h"
+#include "fusion.h"
+#include "mpi_baseline.h"
+#include "progress.h"
+#include "report.h"
+#include "rules_file.h"
+#include "run_info.h"
+
+namespace {
+
+using namespace collective;
+using namespace collective::bench;
+
+constexpr int kExitWrong = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitFailure = 3;
+
+// Rank 0 opens --output; every rank learns whether it could.
+std::unique_ptr<std::ofstream> open_output(const BenchOptions& options, int rank) {
+  int ok = 1;
+  std::unique_ptr<std::ofstream> file;
+  if (rank == 0 && options.output_file) {
+    file = std::make_unique<std::ofstream>(*options.output_file);
+    ok = file->good() ? 1 : 0;
+  }
+  MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (!ok) throw BenchError("--output: cannot write " + *options.output_file);
+  return file;
+}
+
+int run(const BenchOptions& options) {
+  Communicator world = Communicator::world();
+  MpiBaseline mpi;
+  const int rank = world.rank();
+  const RunInfo info = gather_run_info(mpi.comm(), options.command_line);
+
+  std::unique_ptr<std::ofstream> file = open_output(options, rank);
+  ReporterGroup reporters;
+  if (rank == 0) {
+    if (file) {
+      reporters.add(make_table_reporter(std::cout));
+      reporters.add(make_reporter(options.format, *file));
+    } else {
+      reporters.add(make_reporter(options.format, std::cout));
+    }
+  }
+  Progress progress(options.progress, rank == 0);
+  BenchContext context{options, world, mpi, rank == 0 ? &reporters : nullptr, progress};
+
+  if (rank == 0) reporters.begin(info, options);
+  RunSummary summary;
+  if (options.fusion_tensors > 0) {
+    FusionDriver driver(context);
+    driver.run();
+    summary = summarize_fusion_rows(driver.rows(), options);
+  } else {
+    SweepDriver driver(context);
+    driver.run();
+    summary = summarize_rows(driver.rows(), options);
+    if (options.rules_file) {
+      const std::optional<int> ranks_per_node =
+          info.min_ranks_per_node == info.max_ranks_per_node
+              ? std::optional<int>(info.min_ranks_per_node)
+              : std::nullopt;
+      const auto rules = derive_rules(driver.rows(), info.nodes, ranks_per_node);
+      int ok = 1;
+      if (rank == 0) {
+        std::ofstream out(*options.rules_file);
+        write_rules(out, rules);
+        ok = out.good() ? 1 : 0;
+      }
+      MPI_Bcast(&ok, 1, MPI_INT, 0, mpi.comm());
+      if (!ok) throw BenchError("--generate-rules: cannot write " + *options.rules_file);
+      summary.rules_file = options.rules_file;
+      summary.rules_written = rules.size();
+    }
+  }
+  if (rank == 0) reporters.end(summary);
+  if (rank == 0 && !summary.busbw_ok) {
+    std::cerr << "collective_bench: average bus bandwidth " << summary.avg_busbw_gbs
+              << " GB/s is under --min-busbw " << *summary.min_busbw_gbs << " GB/s\n";
+  }
+  return summary.wrong == 0 && summary.busbw_ok ? 0 : kExitWrong;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Environment environment(argc, argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+
+  ParsedCommandLine parsed;
+  try {
+    parsed = parse_command_line(argc, argv);
+  } catch (const UsageError& error) {
+    // Every rank parses the same argv, so every rank fails alike.
+    if (rank == 0) {
+      std::cerr << "collective_bench: " << error.what() << "\n(collective_bench --help lists the flags)\n";
+    }
+    return kExitUsage;
+  }
+  if (parsed.show_help || parsed.show_version) {
+    if (rank == 0) {
+      if (parsed.show_version) {
+        std::cout << "collective_bench (libcollective " << version_string() << ", git "
+                  << git_revision() << ")\n";
+      }
+      if (parsed.show_help) std::cout << parsed.help_text;
+    }
+    return 0;
+  }
+
+  try {
+    return run(parsed.options);
+  } catch (const BenchError& error) {
+    // Raised alike on every rank, before any call it concerns.
+    if (rank == 0) std::cerr << "collective_bench: " << error.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& error) {
+    // Other ranks may be inside a collective: end the job rather than hang.
+    std::cerr << "collective_bench: rank " << rank << ": " << error.what() << std::endl;
+    MPI_Abort(MPI_COMM_WORLD, kExitFailure);
+    return kExitFailure;
+  }
+}

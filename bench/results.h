@@ -1,0 +1,81 @@
+// What one measured row holds, whatever the output format.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "collective/algorithm.h"
+#include "collective/types.h"
+#include "time_stats.h"
+
+namespace collective::bench {
+
+struct BaselineResult {
+  TimeStats time;
+  double algbw_gbs = 0;
+  double busbw_gbs = 0;
+  double speedup = 0;       // baseline median time / our median time
+  std::uint64_t wrong = 0;  // summed over ranks
+};
+
+// One placement (out-of-place or in-place) of one row.
+struct PlacementResult {
+  bool measured = false;  // false: the form does not exist (broadcast out-of-place)
+  bool in_place = false;
+  Algorithm algorithm = Algorithm::kAuto;  // what ran (Communicator::last_algorithm)
+  TimeStats time;
+  double algbw_gbs = 0;
+  double busbw_gbs = 0;
+  bool checked = false;
+  std::uint64_t wrong = 0;  // summed over ranks
+  std::optional<BaselineResult> baseline;
+};
+
+// One size of one collective, type, op and requested algorithm.
+struct SizeRow {
+  CollectiveKind collective = CollectiveKind::kAllReduce;
+  std::size_t bytes = 0;  // as nccl-tests counts them (whole buffer)
+  std::size_t count = 0;  // the call's count argument
+  std::size_t element_bytes = 0;
+  DataType type = DataType::kFloat32;
+  std::optional<ReduceOp> op;  // none for all_gather and broadcast
+  int root = -1;               // -1 for collectives without a root
+  Algorithm requested = Algorithm::kAuto;
+  PlacementResult out_of_place;
+  PlacementResult in_place;
+};
+
+// --fusion: N tensors of one size, one by one vs packed.
+struct FusionRow {
+  std::size_t tensor_bytes = 0;
+  std::size_t count = 0;  // elements per tensor
+  std::size_t tensors = 0;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  Algorithm requested = Algorithm::kAuto;
+  Algorithm separate_algorithm = Algorithm::kAuto;
+  Algorithm fused_algorithm = Algorithm::kAuto;
+  TimeStats separate;
+  TimeStats fused;
+  double algbw_gbs = 0;  // fused, over all tensors' bytes
+  double busbw_gbs = 0;
+  double speedup = 0;  // separate median / fused median
+  bool checked = false;
+  std::uint64_t wrong = 0;
+};
+
+struct RunSummary {
+  std::uint64_t wrong = 0;  // ours and baseline, all rows
+  std::size_t measured = 0;
+  double avg_busbw_gbs = 0;
+  std::optional<double> avg_baseline_busbw_gbs;
+  std::optional<double> median_speedup;
+  std::optional<double> min_busbw_gbs;  // --min-busbw
+  bool busbw_ok = true;
+  std::optional<std::string> rules_file;
+  std::size_t rules_written = 0;
+};
+
+}  // namespace collective::bench

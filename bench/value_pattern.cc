@@ -1,0 +1,237 @@
+#include "value_pattern.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "element_types.h"
+
+namespace collective::bench {
+namespace {
+
+// SplitMix64's finalizer: a bijection on 64 bits with full avalanche.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+std::uint64_t hash(std::uint64_t index, std::uint64_t salt) { return mix(index ^ mix(salt)); }
+
+constexpr std::uint64_t kPairSalt = 0x5EED0000ull;
+
+template <typename E>
+std::string describe(typename E::Storage value) {
+  std::ostringstream text;
+  if constexpr (E::kFloating) {
+    text << E::to_double(value);
+  } else {
+    text << static_cast<std::int64_t>(value);
+  }
+  return text.str();
+}
+
+template <typename E>
+typename E::Storage from_integer(std::int64_t value) {
+  if constexpr (E::kFloating) {
+    return E::from_double(static_cast<double>(value));
+  } else {
+    return static_cast<typename E::Storage>(value);  // modular, as C++20 defines it
+  }
+}
+
+template <typename E>
+bool same(typename E::Storage actual, typename E::Storage expected) {
+  if constexpr (E::kFloating) {
+    const double a = E::to_double(actual);
+    const double b = E::to_double(expected);
+    return a == b || (std::isnan(a) && std::isnan(b));
+  } else {
+    return actual == expected;
+  }
+}
+
+// op over every rank's input at `index`, in the arithmetic the library
+// promises: integers wrap, MEAN divides the (wrapped) integer sum with
+// truncation; floating results are exact by construction of the inputs.
+template <typename E>
+typename E::Storage expected_reduction(const ValuePattern& pattern, std::uint64_t index) {
+  using Storage = typename E::Storage;
+  const int ranks = pattern.ranks();
+  const ReduceOp op = pattern.op();
+  if constexpr (E::kFloating) {
+    double value = static_cast<double>(pattern.input(0, index));
+    for (int r = 1; r < ranks; ++r) {
+      const double x = static_cast<double>(pattern.input(r, index));
+      switch (op) {
+        case ReduceOp::kSum:
+        case ReduceOp::kMean: value += x; break;
+        case ReduceOp::kMin: value = std::min(value, x); break;
+        case ReduceOp::kMax: value = std::max(value, x); break;
+        case ReduceOp::kProd: value *= x; break;
+      }
+    }
+    if (op == ReduceOp::kMean) value /= ranks;
+    return E::from_double(value);
+  } else {
+    if (op == ReduceOp::kMin || op == ReduceOp::kMax) {
+      std::int64_t value = pattern.input(0, index);
+      for (int r = 1; r < ranks; ++r) {
+        const std::int64_t x = pattern.input(r, index);
+        value = op == ReduceOp::kMin ? std::min(value, x) : std::max(value, x);
+      }
+      return static_cast<Storage>(value);
+    }
+    std::uint64_t value = static_cast<std::uint64_t>(pattern.input(0, index));
+    for (int r = 1; r < ranks; ++r) {
+      const auto x = static_cast<std::uint64_t>(pattern.input(r, index));
+      value = op == ReduceOp::kProd ? value * x : value + x;
+    }
+    const auto wrapped = static_cast<Storage>(value);
+    if (op != ReduceOp::kMean) return wrapped;
+    return static_cast<Storage>(static_cast<std::int64_t>(wrapped) / ranks);
+  }
+}
+
+template <typename E, typename Expected>
+WrongElements compare(Region result, Expected expected) {
+  using Storage = typename E::Storage;
+  WrongElements wrong;
+  const auto* data = static_cast<const Storage*>(result.data);
+  for (std::size_t i = 0; i < result.count; ++i) {
+    const std::uint64_t index = result.first_index + i;
+    const Storage want = expected(index);
+    if (!same<E>(data[i], want)) {
+      if (wrong.count == 0) {
+        wrong.first_index = index;
+        wrong.first_expected = describe<E>(want);
+        wrong.first_actual = describe<E>(data[i]);
+      }
+      ++wrong.count;
+    }
+  }
+  return wrong;
+}
+
+}  // namespace
+
+ValuePattern::ValuePattern(DataType type, ReduceOp op, int ranks, bool reduction)
+    : type_(type),
+      op_(op),
+      ranks_(ranks),
+      reduction_(reduction),
+      is_unsigned_(type == DataType::kUInt8) {}
+
+ValuePattern ValuePattern::reduction(DataType type, ReduceOp op, int ranks) {
+  return ValuePattern(type, op, ranks, true);
+}
+
+ValuePattern ValuePattern::copy(DataType type, int ranks) {
+  return ValuePattern(type, ReduceOp::kSum, ranks, false);
+}
+
+std::int64_t ValuePattern::input(int rank, std::uint64_t index) const {
+  const std::uint64_t h = hash(index, static_cast<std::uint64_t>(rank));
+  if (!reduction_) {
+    // |value| <= 100: exact in bfloat16 (8 significant bits) and int8.
+    return is_unsigned_ ? static_cast<std::int64_t>(h % 201)
+                        : static_cast<std::int64_t>(h % 201) - 100;
+  }
+  switch (op_) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean: {
+      // A base value the same on every rank plus a deviation that cancels
+      // within each pair of ranks (2k, 2k+1); with an odd count the last rank
+      // deviates by 0. The sum is ranks * base: MEAN is exactly base however
+      // the library divides, and every partial sum stays within 3 * ranks.
+      const std::uint64_t base_hash = hash(index, ~std::uint64_t{0});
+      const std::int64_t base = is_unsigned_ ? static_cast<std::int64_t>(base_hash % 3) + 2
+                                             : static_cast<std::int64_t>(base_hash % 3) - 1;
+      int sign = rank % 2 == 0 ? 1 : -1;
+      if (ranks_ % 2 == 1 && rank == ranks_ - 1) sign = 0;
+      const std::uint64_t pair_hash = hash(index, kPairSalt + static_cast<std::uint64_t>(rank / 2));
+      return base + sign * static_cast<std::int64_t>(1 + (pair_hash & 1));
+    }
+    case ReduceOp::kMin:
+    case ReduceOp::kMax:
+      return is_unsigned_ ? static_cast<std::int64_t>(h % 7) : static_cast<std::int64_t>(h % 7) - 3;
+    case ReduceOp::kProd: {
+      // Signs and powers of two: products are exact until they overflow,
+      // and then overflow the same way in any order (magnitudes only grow).
+      static constexpr std::int64_t kSigned[] = {1, -1, 2, 1};
+      static constexpr std::int64_t kUnsigned[] = {1, 2, 1, 1};
+      return is_unsigned_ ? kUnsigned[h % 4] : kSigned[h % 4];
+    }
+  }
+  return 0;
+}
+
+void fill_inputs(const ValuePattern& pattern, int rank, Region region) {
+  visit_type(pattern.type(), [&](auto element) {
+    using E = decltype(element);
+    auto* data = static_cast<typename E::Storage*>(region.data);
+    for (std::size_t i = 0; i < region.count; ++i) {
+      data[i] = from_integer<E>(pattern.input(rank, region.first_index + i));
+    }
+  });
+}
+
+void fill_sentinel(DataType type, Region region) {
+  visit_type(type, [&](auto element) {
+    using E = decltype(element);
+    using Storage = typename E::Storage;
+    Storage sentinel{};
+    if constexpr (E::kFloating) {
+      sentinel = E::from_double(std::numeric_limits<double>::quiet_NaN());
+    } else {
+      sentinel = std::numeric_limits<Storage>::max();
+    }
+    std::fill_n(static_cast<Storage*>(region.data), region.count, sentinel);
+  });
+}
+
+void fill_timing_values(DataType type, ReduceOp op, Region region) {
+  visit_type(type, [&](auto element) {
+    using E = decltype(element);
+    const auto value = from_integer<E>(op == ReduceOp::kSum ? 0 : 1);
+    std::fill_n(static_cast<typename E::Storage*>(region.data), region.count, value);
+  });
+}
+
+WrongElements check_reduction(const ValuePattern& pattern, Region result) {
+  return visit_type(pattern.type(), [&](auto element) {
+    using E = decltype(element);
+    return compare<E>(result, [&](std::uint64_t index) {
+      return expected_reduction<E>(pattern, index);
+    });
+  });
+}
+
+WrongElements check_copy(const ValuePattern& pattern, Region result, CopySource source) {
+  return visit_type(pattern.type(), [&](auto element) {
+    using E = decltype(element);
+    return compare<E>(result, [&](std::uint64_t index) {
+      return from_integer<E>(pattern.input(source.rank_of(index), index));
+    });
+  });
+}
+
+void corrupt_element(DataType type, Region region, std::size_t index) {
+  if (index >= region.count) return;
+  visit_type(type, [&](auto element) {
+    using E = decltype(element);
+    auto& value = static_cast<typename E::Storage*>(region.data)[index];
+    if constexpr (E::kFloating) {
+      // Small finite values move by one; anything else (inf from an
+      // overflowing product) becomes 0.5, which no input or result is.
+      const double v = E::to_double(value);
+      value = E::from_double(std::isfinite(v) && std::fabs(v) < 256 ? v + 1.0 : 0.5);
+    } else {
+      value = static_cast<typename E::Storage>(value + 1);
+    }
+  });
+}
+
+}  // namespace collective::bench

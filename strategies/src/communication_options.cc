@@ -1,0 +1,60 @@
+#include "collective/distribute/communication_options.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+namespace collective::distribute {
+
+std::string_view to_string(CommunicationImplementation implementation) {
+  switch (implementation) {
+    case CommunicationImplementation::kAuto: return "AUTO";
+    case CommunicationImplementation::kRing: return "RING";
+    case CommunicationImplementation::kNccl: return "NCCL";
+  }
+  return "unknown";
+}
+
+Algorithm host_algorithm_for(CommunicationImplementation implementation) {
+  switch (implementation) {
+    case CommunicationImplementation::kAuto: return Algorithm::kAuto;
+    case CommunicationImplementation::kRing: return Algorithm::kRing;
+    // NCCL serves device memory; host tensors take the ring (tf.distribute's
+    // rule for CommunicationImplementation.NCCL with CPU tensors).
+    case CommunicationImplementation::kNccl: return Algorithm::kRing;
+  }
+  return Algorithm::kAuto;
+}
+
+namespace {
+
+// COLLECTIVE_TIMEOUT, read once, as libcollective reads it (seconds,
+// fractional allowed; 300 when unset). A malformed value falls back to the
+// default here; libcollective reports it with its own error.
+std::chrono::milliseconds process_default_timeout() {
+  static const std::chrono::milliseconds timeout = [] {
+    const char* text = std::getenv("COLLECTIVE_TIMEOUT");
+    if (text != nullptr && *text != '\0') {
+      char* end = nullptr;
+      const double seconds = std::strtod(text, &end);
+      if (end != text && *end == '\0' && std::isfinite(seconds) && seconds > 0) {
+        return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
+      }
+    }
+    return std::chrono::milliseconds(300'000);
+  }();
+  return timeout;
+}
+
+}  // namespace
+
+std::chrono::milliseconds effective_timeout(const CommunicationOptions& options) {
+  if (options.timeout_seconds && std::isfinite(*options.timeout_seconds) &&
+      *options.timeout_seconds > 0) {
+    return std::chrono::milliseconds(
+        static_cast<std::int64_t>(std::ceil(*options.timeout_seconds * 1000.0)));
+  }
+  return process_default_timeout();
+}
+
+}  // namespace collective::distribute

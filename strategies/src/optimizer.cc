@@ -1,0 +1,104 @@
+#include "collective/distribute/optimizer.h"
+
+#include <cmath>
+
+#include "collective/distribute/replica_context.h"
+#include "collective/distribute/strategy.h"
+#include "collective/errors.h"
+#include "context_stack.h"
+#include "element_math.h"
+#include "variable_state.h"
+
+namespace collective::distribute {
+
+SGD::SGD(double learning_rate) : learning_rate_(learning_rate) {
+  if (!std::isfinite(learning_rate) || learning_rate <= 0) {
+    throw InvalidArgumentError("SGD", -1,
+                               "learning_rate must be finite and positive, got " +
+                                   std::to_string(learning_rate));
+  }
+}
+
+namespace {
+
+void validate(const std::vector<std::pair<Tensor, Variable>>& grads_and_vars) {
+  for (std::size_t i = 0; i < grads_and_vars.size(); ++i) {
+    const auto& [gradient, variable] = grads_and_vars[i];
+    if (gradient.dtype() != variable.dtype() || gradient.shape() != variable.shape()) {
+      throw InvalidArgumentError("SGD.apply_gradients", -1,
+                                 "gradient " + std::to_string(i) + " is " + gradient.debug_string() +
+                                     " but variable '" + variable.name() + "' is " +
+                                     Tensor(variable.dtype(), variable.shape()).debug_string());
+    }
+    if (!detail::is_floating(variable.dtype())) {
+      throw InvalidArgumentError("SGD.apply_gradients", -1,
+                                 "variable '" + variable.name() + "' is " +
+                                     std::string(to_string(variable.dtype())) +
+                                     "; gradient steps need a floating type");
+    }
+  }
+}
+
+}  // namespace
+
+void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_and_vars,
+                          bool experimental_aggregate_gradients) {
+  validate(grads_and_vars);
+  // Inside run(), every variable must belong to the running strategy.
+  for (const auto& pair : grads_and_vars) (void)pair.second.value();
+  const detail::ContextFrame* frame = detail::current_frame();
+  ReplicaContext* context = frame != nullptr ? frame->replica : nullptr;
+  if (context == nullptr) {
+    // Cross-replica context: the gradients are final; apply them as given
+    // to every copy (whichever strategy owns the variable).
+    for (const auto& [gradient, variable] : grads_and_vars) {
+      detail::VariableState& state = variable.state();
+      std::lock_guard<std::mutex> lock(state.mutex);
+      for (Tensor& copy : state.copies) detail::subtract_scaled_in_place(copy, gradient, learning_rate_);
+    }
+    iterations_.fetch_add(1);
+    return;
+  }
+  // Replica context: as tf.distribute's optimizers do, sum the gradients over
+  // all replicas (one packed batch_reduce), then apply the same update to
+  // every copy, once, in the cross-replica context.
+  context->merge_call(
+      [this, experimental_aggregate_gradients](
+          Strategy& strategy, const PerReplica<std::vector<std::pair<Tensor, Variable>>>& per_replica) {
+        const auto& first = per_replica[0];
+        for (std::size_t r = 1; r < per_replica.num_replicas(); ++r) {
+          bool same = per_replica[r].size() == first.size();
+          for (std::size_t i = 0; same && i < first.size(); ++i) {
+            same = per_replica[r][i].second.same_variable(first[i].second);
+          }
+          if (!same) {
+            throw MismatchError("SGD.apply_gradients", strategy.extended().worker_index(),
+                                "local replica " + std::to_string(r) +
+                                    " passed different variables than replica 0; every replica "
+                                    "must update the same variables in the same order");
+          }
+        }
+        std::vector<Tensor> gradients;
+        if (experimental_aggregate_gradients) {
+          std::vector<PerReplica<Tensor>> per_variable(first.size());
+          for (std::size_t i = 0; i < first.size(); ++i) {
+            std::vector<Tensor> replicas;
+            for (const auto& list : per_replica.values()) replicas.push_back(list[i].first);
+            per_variable[i] = PerReplica<Tensor>(std::move(replicas));
+          }
+          gradients = strategy.extended().batch_reduce_to(ReduceOp::kSum, per_variable);
+        } else {
+          for (const auto& pair : first) gradients.push_back(pair.first);
+        }
+        for (std::size_t i = 0; i < first.size(); ++i) {
+          Variable target = first[i].second;
+          strategy.extended().update(target, [&](Tensor& copy) {
+            detail::subtract_scaled_in_place(copy, gradients[i], learning_rate_);
+          });
+        }
+        iterations_.fetch_add(1);
+      },
+      grads_and_vars);
+}
+
+}  // namespace collective::distribute

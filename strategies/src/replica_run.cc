@@ -1,0 +1,91 @@
+#include "replica_run.h"
+
+#include <sstream>
+
+#include "collective/distribute/strategy.h"
+#include "context_stack.h"
+
+namespace collective::distribute::detail {
+namespace {
+
+std::string describe_values(const std::vector<Tensor>& values) {
+  std::ostringstream out;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    out << (i ? ", " : "") << to_string(values[i].dtype()) << shape_string(values[i].shape());
+  }
+  return out.str();
+}
+
+}  // namespace
+
+ReplicaRun::ReplicaRun(StrategyImpl& impl)
+    : impl_(impl),
+      rendezvous_(impl.num_local_replicas, impl.timeout, impl.label(), impl.error_rank()) {}
+
+std::vector<Tensor> ReplicaRun::all_reduce(int local_replica, ReduceOp op,
+                                           const std::vector<Tensor>& values) {
+  struct Payload {
+    const std::vector<Tensor>* in;
+    std::vector<Tensor> out;
+  };
+  Payload payload{&values, {}};
+  const std::string signature =
+      "ReplicaContext.all_reduce(" + std::string(to_string(op)) + "; " + describe_values(values) + ")";
+  rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
+    std::vector<PerReplica<Tensor>> per_value(values.size());
+    for (std::size_t v = 0; v < values.size(); ++v) {
+      std::vector<Tensor> replicas;
+      replicas.reserve(payloads.size());
+      for (void* p : payloads) replicas.push_back((*static_cast<Payload*>(p)->in)[v]);
+      per_value[v] = PerReplica<Tensor>(std::move(replicas));
+    }
+    std::vector<Tensor> reduced = impl_.batch_reduce(op, per_value);
+    for (void* p : payloads) static_cast<Payload*>(p)->out = reduced;
+  });
+  return std::move(payload.out);
+}
+
+Tensor ReplicaRun::all_gather(int local_replica, const Tensor& value, int axis) {
+  struct Payload {
+    const Tensor* in;
+    Tensor out;
+  };
+  Payload payload{&value, {}};
+  // Dimensions along axis may differ between replicas; the rest must not
+  // (gather checks), so the signature names dtype, rank and axis only.
+  const std::string signature = "ReplicaContext.all_gather(" + std::string(to_string(value.dtype())) +
+                                ", rank " + std::to_string(value.rank()) + ", axis " +
+                                std::to_string(axis) + ")";
+  rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
+    std::vector<Tensor> replicas;
+    for (void* p : payloads) replicas.push_back(*static_cast<Payload*>(p)->in);
+    const Tensor gathered =
+        impl_.gather(PerReplica<Tensor>(std::move(replicas)), axis, "ReplicaContext.all_gather");
+    for (void* p : payloads) static_cast<Payload*>(p)->out = gathered;
+  });
+  return std::move(payload.out);
+}
+
+std::shared_ptr<const void> ReplicaRun::merge_call(int local_replica, const MergeRequest& request) {
+  struct Payload {
+    const MergeRequest* request;
+    std::shared_ptr<const void> result;
+  };
+  Payload payload{&request, nullptr};
+  const std::string signature =
+      std::string("ReplicaContext.merge_call(result ") + request.result_type->name() +
+      (request.argument_type ? std::string(", argument ") + request.argument_type->name() : "") + ")";
+  rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
+    std::vector<const void*> arguments;
+    arguments.reserve(payloads.size());
+    for (void* p : payloads) arguments.push_back(static_cast<Payload*>(p)->request->argument);
+    // merge_fn runs once, in the cross-replica context, on this thread.
+    FrameGuard merge_frame(ContextFrame::Kind::kMerge, impl_.strategy, nullptr);
+    const MergeRequest& first = *static_cast<Payload*>(payloads[0])->request;
+    std::shared_ptr<const void> result = first.run(*impl_.strategy, arguments);
+    for (void* p : payloads) static_cast<Payload*>(p)->result = result;
+  });
+  return std::move(payload.result);
+}
+
+}  // namespace collective::distribute::detail

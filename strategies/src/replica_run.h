@@ -1,0 +1,32 @@
+// One call of Strategy::run: the rendezvous of its replica threads and the
+// collectives they make through their ReplicaContexts.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collective/distribute/replica_context.h"
+#include "collective/distribute/tensor.h"
+#include "replica_rendezvous.h"
+#include "strategy_impl.h"
+
+namespace collective::distribute::detail {
+
+class ReplicaRun {
+ public:
+  explicit ReplicaRun(StrategyImpl& impl);
+
+  StrategyImpl& impl() { return impl_; }
+  ReplicaRendezvous& rendezvous() { return rendezvous_; }
+
+  std::vector<Tensor> all_reduce(int local_replica, ReduceOp op, const std::vector<Tensor>& values);
+  Tensor all_gather(int local_replica, const Tensor& value, int axis);
+  std::shared_ptr<const void> merge_call(int local_replica, const MergeRequest& request);
+
+ private:
+  StrategyImpl& impl_;
+  ReplicaRendezvous rendezvous_;
+};
+
+}  // namespace collective::distribute::detail

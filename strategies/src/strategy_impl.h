@@ -1,0 +1,88 @@
+// The state every strategy kind shares (StrategyExtended's implementation).
+// The kinds differ only in configuration: how many local replicas, whether
+// variables are mirrored, which cross-device ops, and whether there is a
+// communicator to other workers.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collective/communicator.h"
+#include "collective/distribute/cluster_resolver.h"
+#include "collective/distribute/communication_options.h"
+#include "collective/distribute/cross_device_ops.h"
+#include "collective/distribute/tensor.h"
+#include "collective/distribute/values.h"
+#include "replica_threads.h"
+
+namespace collective::distribute {
+class ReplicaContext;
+class Strategy;
+}
+
+namespace collective::distribute::detail {
+
+struct StrategyImpl {
+  // Configuration, fixed at construction.
+  std::string name;               // "MirroredStrategy"
+  std::uint64_t serial = 0;       // process-unique, for messages and ownership
+  Strategy* strategy = nullptr;   // back pointer, set by Strategy's constructor
+  bool mirrored_variables = false;
+  std::vector<std::string> worker_devices;
+  std::vector<std::string> parameter_devices;
+  int num_local_replicas = 1;
+  int num_workers = 1;
+  int worker_index = 0;
+  CommunicationOptions communication_options;
+  std::chrono::milliseconds timeout{0};
+  std::shared_ptr<CrossDeviceOps> cross_device_ops;
+
+  // Multi-worker only.
+  std::optional<Communicator> communicator;
+  std::shared_ptr<std::mutex> communicator_mutex = std::make_shared<std::mutex>();
+  std::unique_ptr<MPIClusterResolver> cluster_resolver;
+
+  // One context per local replica, made on the first run() and reused, so
+  // a context kept past its run() is still an object that can say so.
+  std::vector<std::unique_ptr<ReplicaContext>> replica_contexts;
+
+  // Replica threads (when num_local_replicas > 1).
+  std::unique_ptr<ReplicaThreads> threads;
+  // Set while a run() is in progress, to refuse a concurrent second one.
+  std::atomic<bool> running{false};
+
+  int num_replicas_in_sync() const { return num_workers * num_local_replicas; }
+  // "MirroredStrategy #2".
+  std::string label() const;
+  // The rank to put in errors: the worker index.
+  int error_rank() const { return worker_index; }
+
+  // Reductions of distributed values (validated; cross-replica or combine).
+  std::vector<Tensor> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor>>& values);
+  // Every replica's value of every worker concatenated along axis.
+  Tensor gather(const PerReplica<Tensor>& value, int axis, const std::string& operation);
+  // True when any worker passes true (one all-reduce across workers).
+  bool any_worker(bool local, const std::string& operation);
+
+  // Fills the configuration common to all kinds (serial, threads, ops).
+  void finish_setup();
+};
+
+// Constructs the configuration of each kind (in the kinds' sources).
+std::unique_ptr<StrategyImpl> make_default_impl();
+
+// Validates that every value has num_local_replicas entries of one dtype and
+// shape; InvalidArgumentError naming operation, value and replica.
+void validate_per_replica(const StrategyImpl& impl, const PerReplica<Tensor>& value,
+                          const std::string& operation, std::size_t value_index);
+
+// Normalizes a possibly negative axis for a tensor of rank `rank`.
+int normalize_axis(int axis, int rank, const std::string& operation, int error_rank);
+
+}  // namespace collective::distribute::detail

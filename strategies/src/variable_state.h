@@ -1,0 +1,32 @@
+// What a Variable handle points to: its copies (one per local replica when
+// mirrored) and the strategy that owns it.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collective/distribute/tensor.h"
+#include "collective/distribute/variable.h"
+
+namespace collective::distribute::detail {
+
+struct VariableState {
+  std::string name;
+  VariableAggregation aggregation = VariableAggregation::kNone;
+  bool trainable = true;
+  std::uint64_t strategy_serial = 0;
+  std::string strategy_name;   // "MirroredStrategy"
+  std::string strategy_label;  // "MirroredStrategy #2"
+  bool mirrored = false;
+  DataType dtype = DataType::kFloat32;
+  Shape shape;
+
+  // Guards copies: replica threads read their own copy while merge
+  // functions (on one thread) update all of them.
+  mutable std::mutex mutex;
+  std::vector<Tensor> copies;
+};
+
+}  // namespace collective::distribute::detail

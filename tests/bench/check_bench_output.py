@@ -1,0 +1,188 @@
+#!/usr/bin/env python3
+"""Checks what collective_bench wrote: its JSON report, its CSV, or a rules
+file from --generate-rules. Exits non-zero naming the first problem.
+
+  check_bench_output.py json FILE --ranks N [--baseline] [--fusion]
+  check_bench_output.py csv FILE --ranks N
+  check_bench_output.py rules FILE --ranks N
+"""
+import argparse
+import csv
+import json
+import math
+import sys
+
+ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
+                 "int8": 1, "uint8": 1, "int32": 4, "int64": 8}
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
+ALGORITHMS = ("ring", "recursive_doubling", "mpi", "shared_memory", "hierarchical", "nccl")
+REQUIRED = ("collective", "bytes", "count", "dtype", "op", "algorithm", "inplace", "time_us",
+            "p50_us", "p99_us", "algbw_gbs", "busbw_gbs", "wrong")
+BASELINE = ("baseline_time_us", "baseline_busbw_gbs", "speedup")
+
+
+def fail(message):
+    sys.exit(f"check_bench_output: {message}")
+
+
+def close(a, b, what, row):
+    if not math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9):
+        fail(f"{what}: {a} != {b} in row {row}")
+
+
+def bus_factor(collective, ranks):
+    if collective == "all_reduce":
+        return 2.0 * (ranks - 1) / ranks
+    if collective in ("reduce_scatter", "all_gather"):
+        return (ranks - 1) / ranks
+    return 1.0
+
+
+def check_row(row, ranks, baseline):
+    for key in REQUIRED:
+        if key not in row:
+            fail(f"row lacks '{key}': {row}")
+    if row["collective"] not in COLLECTIVES:
+        fail(f"unknown collective in {row}")
+    if row["algorithm"] not in ALGORITHMS:
+        fail(f"'algorithm' must name what ran, not '{row['algorithm']}'")
+    if row["dtype"] not in ELEMENT_BYTES:
+        fail(f"unknown dtype in {row}")
+    blocks = ranks if row["collective"] in ("reduce_scatter", "all_gather") else 1
+    if row.get("mode", "collective") == "collective":
+        expected_bytes = row["count"] * ELEMENT_BYTES[row["dtype"]] * blocks
+        if row["bytes"] != expected_bytes:
+            fail(f"bytes {row['bytes']} != count x element x blocks {expected_bytes}: {row}")
+    if not row["p50_us"] <= row["p99_us"] + 1e-9:
+        fail(f"p50 above p99: {row}")
+    if row["time_us"] <= 0:
+        fail(f"non-positive time: {row}")
+    if row.get("mode", "collective") == "collective":
+        close(row["algbw_gbs"], row["bytes"] / row["time_us"] / 1e3, "algbw = bytes / time", row)
+        close(row["busbw_gbs"], row["algbw_gbs"] * bus_factor(row["collective"], ranks),
+              "busbw = algbw x factor", row)
+    if row["wrong"] != 0:
+        fail(f"wrong elements: {row}")
+    if baseline:
+        for key in BASELINE:
+            if key not in row:
+                fail(f"--baseline mpi row lacks '{key}': {row}")
+        close(row["speedup"], row["baseline_p50_us"] / row["p50_us"], "speedup", row)
+        close(row["baseline_busbw_gbs"],
+              row["bytes"] / row["baseline_time_us"] / 1e3 * bus_factor(row["collective"], ranks),
+              "baseline busbw", row)
+
+
+def check_json(path, ranks, baseline, fusion):
+    with open(path) as f:
+        report = json.load(f)
+    for key in ("header", "rows", "summary"):
+        if key not in report:
+            fail(f"no '{key}' object")
+    header = report["header"]
+    for key in ("version", "git_revision", "ranks", "nodes", "min_ranks_per_node",
+                "max_ranks_per_node", "placements", "iters", "warmup_iters", "command_line"):
+        if key not in header:
+            fail(f"header lacks '{key}'")
+    if header["ranks"] != ranks or len(header["placements"]) != ranks:
+        fail(f"header says {header['ranks']} ranks, {len(header['placements'])} placements; "
+             f"expected {ranks}")
+    for p in header["placements"]:
+        if not p["host"] or not p["cpus"]:
+            fail(f"placement without host or CPUs: {p}")
+    rows = report["rows"]
+    if not rows:
+        fail("no rows")
+    placements = set()
+    for row in rows:
+        check_row(row, ranks, baseline)
+        if fusion:
+            if row.get("mode") != "fusion" or row.get("tensors", 0) < 1:
+                fail(f"not a fusion row: {row}")
+            close(row["speedup"], row["separate_p50_us"] / row["p50_us"], "fusion speedup", row)
+        placements.add((row["collective"], row["inplace"]))
+    for collective, _ in placements:
+        if collective != "broadcast" and not fusion:
+            if (collective, True) not in placements or (collective, False) not in placements:
+                fail(f"{collective}: expected out-of-place and in-place rows")
+    summary = report["summary"]
+    if summary["wrong"] != 0 or summary["ok"] is not True:
+        fail(f"summary not ok: {summary}")
+    print(f"{path}: {len(rows)} rows, {ranks} ranks, OK")
+
+
+def check_csv(path, ranks):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        fail("no CSV rows")
+    for raw in rows:
+        row = dict(raw)
+        for key in ("bytes", "count"):
+            row[key] = int(row[key])
+        for key in ("time_us", "p50_us", "p99_us", "algbw_gbs", "busbw_gbs"):
+            row[key] = float(row[key])
+        row["wrong"] = int(row["wrong"])
+        row["inplace"] = row["inplace"] == "true"
+        if int(row["ranks"]) != ranks:
+            fail(f"ranks column {row['ranks']} != {ranks}")
+        baseline = row.get("baseline_time_us", "") != ""
+        if baseline:
+            for key in ("baseline_time_us", "baseline_p50_us", "baseline_busbw_gbs", "speedup"):
+                row[key] = float(row[key])
+        check_row(row, ranks, baseline)
+    print(f"{path}: {len(rows)} CSV rows, OK")
+
+
+def check_rules(path, ranks):
+    with open(path) as f:
+        document = json.load(f)
+    if document.get("version") != 1 or not isinstance(document.get("rules"), list):
+        fail("expected {\"version\": 1, \"rules\": [...]}")
+    previous_end = {}
+    for rule in document["rules"]:
+        allowed = {"collective", "nodes", "ranks_per_node", "min_bytes", "max_bytes", "algorithm"}
+        if not set(rule) <= allowed or not {"collective", "min_bytes", "max_bytes",
+                                             "algorithm"} <= set(rule):
+            fail(f"rule with unexpected or missing keys: {rule}")
+        if rule["collective"] not in COLLECTIVES or rule["algorithm"] not in ALGORITHMS:
+            fail(f"unknown collective or algorithm: {rule}")
+        for key in ("nodes", "ranks_per_node", "min_bytes", "max_bytes"):
+            if key in rule and not isinstance(rule[key], int):
+                fail(f"'{key}' must be an integer: {rule}")
+        if rule.get("ranks_per_node", ranks) * rule.get("nodes", 1) != ranks:
+            fail(f"nodes x ranks_per_node != {ranks}: {rule}")
+        if rule["min_bytes"] > rule["max_bytes"]:
+            fail(f"empty range: {rule}")
+        # Ranges of one collective: from 0, contiguous, ending unbounded.
+        expected_start = previous_end.get(rule["collective"], -1) + 1
+        if rule["min_bytes"] != expected_start:
+            fail(f"range does not continue the previous one (expected min_bytes "
+                 f"{expected_start}): {rule}")
+        previous_end[rule["collective"]] = rule["max_bytes"]
+    for collective, end in previous_end.items():
+        if end != 2**63 - 1:
+            fail(f"{collective}: the last range must extend to every size, ends at {end}")
+    if not previous_end:
+        fail("no rules")
+    print(f"{path}: {len(document['rules'])} rules for {sorted(previous_end)}, OK")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("kind", choices=("json", "csv", "rules"))
+    parser.add_argument("file")
+    parser.add_argument("--ranks", type=int, required=True)
+    parser.add_argument("--baseline", action="store_true")
+    parser.add_argument("--fusion", action="store_true")
+    args = parser.parse_args()
+    if args.kind == "json":
+        check_json(args.file, args.ranks, args.baseline, args.fusion)
+    elif args.kind == "csv":
+        check_csv(args.file, args.ranks)
+    else:
+        check_rules(args.file, args.ranks)
+
+
+if __name__ == "__main__":
+    main()

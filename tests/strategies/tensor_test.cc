@@ -1,0 +1,133 @@
+// Tensor: construction, typed views, conversions (float16/bfloat16 round to
+// nearest even, exhaustively checked), reshape, and the errors.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+
+#include "element_math.h"
+#include "strategies_test_util.h"
+
+namespace collective::distribute {
+namespace {
+
+using testing::tensor_equals;
+using testing::throws_with;
+
+TEST(Tensor, DefaultIsFloat32ScalarZero) {
+  const Tensor t;
+  EXPECT_EQ(t.dtype(), DataType::kFloat32);
+  EXPECT_EQ(t.rank(), 0);
+  EXPECT_EQ(t.num_elements(), 1u);
+  EXPECT_EQ(t.values<float>()[0], 0.0f);
+}
+
+TEST(Tensor, ZeroFilledOfEveryType) {
+  for (int type = 0; type < kNumDataTypes; ++type) {
+    const auto dtype = static_cast<DataType>(type);
+    const Tensor t(dtype, {2, 3});
+    EXPECT_EQ(t.num_elements(), 6u);
+    EXPECT_EQ(t.num_bytes(), 6 * element_size(dtype));
+    EXPECT_TRUE(tensor_equals(t, dtype, {2, 3}, std::vector<double>(6, 0.0), std::string(to_string(dtype))));
+  }
+}
+
+TEST(Tensor, ZeroSizedDimensions) {
+  const Tensor t(DataType::kInt32, {0, 5});
+  EXPECT_EQ(t.num_elements(), 0u);
+  EXPECT_EQ(t.num_bytes(), 0u);
+  EXPECT_EQ(t.dim(1), 5);
+}
+
+TEST(Tensor, FromValuesAndViews) {
+  Tensor t(std::vector<std::int64_t>{1, -2, 3}, Shape{3});
+  EXPECT_EQ(t.dtype(), DataType::kInt64);
+  t.values<std::int64_t>()[1] = 7;
+  EXPECT_TRUE(tensor_equals(t, DataType::kInt64, {3}, {1, 7, 3}));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)t.values<float>(); }, "viewed as float32"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] { Tensor(std::vector<float>{1, 2, 3}, Shape{2, 2}); }, "3 values given for shape [2, 2]"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { Tensor(DataType::kFloat32, {2, -1}); },
+                                                "negative dimension"));
+}
+
+TEST(Tensor, FromDoublesEveryType) {
+  const std::vector<double> values{-3, -1.5, 0, 2.25, 100};
+  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kFloat16, values, {5}), DataType::kFloat16,
+                            {5}, values));
+  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kBFloat16, values, {5}),
+                            DataType::kBFloat16, {5}, values));
+  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kFloat64, values, {5}), DataType::kFloat64,
+                            {5}, values));
+  // Integer types truncate toward zero.
+  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kInt8, values, {5}), DataType::kInt8, {5},
+                            {-3, -1, 0, 2, 100}));
+  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kInt32, values, {5}), DataType::kInt32, {5},
+                            {-3, -1, 0, 2, 100}));
+}
+
+TEST(Tensor, ReshapeKeepsBytes) {
+  const Tensor t(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{2, 3});
+  const Tensor r = t.reshape({3, 2});
+  EXPECT_TRUE(tensor_equals(r, DataType::kFloat32, {3, 2}, {1, 2, 3, 4, 5, 6}));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)t.reshape({4}); }, "cannot reshape"));
+  EXPECT_TRUE(t.identical(t.reshape({2, 3})));
+  EXPECT_FALSE(t.identical(r));
+}
+
+TEST(Tensor, DimChecksAxis) {
+  const Tensor t(DataType::kFloat32, {2, 3});
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)t.dim(2); }, "axis 2 is out of range"));
+}
+
+// Every float16 pattern converts to float and back unchanged (NaNs stay NaN).
+TEST(HalfConversion, RoundTripsEveryPattern) {
+  for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    const auto h = static_cast<std::uint16_t>(bits);
+    const float f = detail::half_to_float(h);
+    const std::uint16_t back = detail::float_to_half(f);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(std::isnan(detail::half_to_float(back))) << "pattern " << bits;
+    } else {
+      ASSERT_EQ(back, h) << "pattern " << bits << " value " << f;
+    }
+  }
+}
+
+// Values halfway between two float16 neighbours round to the even one;
+// values just off the midpoint round to the nearer one.
+TEST(HalfConversion, RoundsToNearestEven) {
+  for (std::uint32_t bits = 0; bits < 0x7BFF; ++bits) {  // positive finite, excluding the largest
+    const float low = detail::half_to_float(static_cast<std::uint16_t>(bits));
+    const float high = detail::half_to_float(static_cast<std::uint16_t>(bits + 1));
+    const double mid = (static_cast<double>(low) + high) / 2;
+    const auto mid_f = static_cast<float>(mid);  // exact: halves have 11 bits
+    const std::uint16_t even = (bits % 2 == 0) ? static_cast<std::uint16_t>(bits)
+                                               : static_cast<std::uint16_t>(bits + 1);
+    ASSERT_EQ(detail::float_to_half(mid_f), even) << "midpoint after pattern " << bits;
+    ASSERT_EQ(detail::float_to_half(std::nextafter(mid_f, 0.0f)), bits) << "below midpoint " << bits;
+    ASSERT_EQ(detail::float_to_half(std::nextafter(mid_f, 1e9f)), bits + 1) << "above midpoint " << bits;
+  }
+  EXPECT_EQ(detail::float_to_half(65519.0f), 0x7BFF);  // largest finite
+  EXPECT_EQ(detail::float_to_half(65520.0f), 0x7C00);  // rounds to infinity
+  EXPECT_EQ(detail::float_to_half(-1e10f), 0xFC00);
+}
+
+TEST(BFloat16Conversion, RoundTripsAndRoundsToNearestEven) {
+  for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
+    const auto b = static_cast<std::uint16_t>(bits);
+    const float f = detail::bfloat16_to_float(b);
+    if (std::isnan(f)) {
+      ASSERT_TRUE(std::isnan(detail::bfloat16_to_float(detail::float_to_bfloat16(f))));
+      continue;
+    }
+    ASSERT_EQ(detail::float_to_bfloat16(f), b) << "pattern " << bits;
+  }
+  // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1).
+  EXPECT_EQ(detail::float_to_bfloat16(1.0f + 0x1.0p-8f), 0x3F80);
+  // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: ties to even (1 + 2^-6).
+  EXPECT_EQ(detail::float_to_bfloat16(1.0f + 3 * 0x1.0p-8f), 0x3F82);
+}
+
+}  // namespace
+}  // namespace collective::distribute
