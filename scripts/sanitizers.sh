@@ -51,11 +51,22 @@ if [[ " $selected " == *" tsan "* ]]; then
   if [[ -d $root/tests/strategies ]]; then
     # TSan needs the whole process instrumented; MPI is not, so only the
     # strategies tests that run without MPI are meaningful here.
-    configure_and_build build-tsan "thread" -DCOLLECTIVE_BUILD_STRATEGIES=ON
-    echo "-- sanitizers: thread: strategies unit tests"
+    # Only the targets those tests need are built.
+    echo "-- sanitizers: configuring build-tsan (COLLECTIVE_SANITIZE=thread)"
+    cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCOLLECTIVE_SANITIZE=thread -DCOLLECTIVE_BUILD_TESTS=ON -DCOLLECTIVE_BUILD_BENCH=OFF \
+      -DCOLLECTIVE_BUILD_STRATEGIES=ON >/dev/null
+    mapfile -t tsan_tests < <(ctest --test-dir "$root/build-tsan" -N -L unit -R '^strategies_' |
+                              sed -n 's/^ *Test *#[0-9]*: //p')
+    if ((${#tsan_tests[@]} == 0)); then
+      echo "sanitizers.sh: no strategies unit tests found in build-tsan" >&2
+      exit 1
+    fi
+    cmake --build "$root/build-tsan" -j "$jobs" --target "${tsan_tests[@]}"
+    echo "-- sanitizers: thread: ${tsan_tests[*]}"
     export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
     ctest --test-dir "$root/build-tsan" --output-on-failure -j "$jobs" --timeout 600 \
-      -L strategies -LE mpi
+      -L unit -R '^strategies_'
   else
     echo "-- sanitizers: thread: skipped (no tests/strategies in this tree)"
   fi
