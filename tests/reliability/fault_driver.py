@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 
 RANKS = 3
 VICTIM = 1
@@ -135,6 +136,13 @@ def alive(pid):
         return False
 
 
+def signal_if_alive(pid, signum):
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
 def survivors():
     return [r for r in range(RANKS) if r != VICTIM]
 
@@ -142,7 +150,8 @@ def survivors():
 def expect_errors(run, error_class, needles, within_s, since):
     """Every survivor prints ERROR of `error_class` containing every needle,
     within `within_s` of `since`; returns the seconds to the last one."""
-    pattern = r"ERROR rank=(\d+) class=(\w+) at=([\d.]+) calls=\d+ what=(.*)"
+    survivor_ranks = "|".join(str(r) for r in survivors())
+    pattern = r"ERROR rank=(%s) class=(\w+) at=([\d.]+) calls=\d+ what=(.*)" % survivor_ranks
     found = run.wait_for(pattern, len(survivors()), within_s + 5, what="an ERROR from every survivor")
     latest = 0.0
     for _, match in found:
@@ -223,7 +232,9 @@ def stop_past_timeout(args):
         os.kill(run.pids[VICTIM], signal.SIGSTOP)
         seconds = expect_errors(run, ("TimeoutError",),
                                 ["timed out after 3 s", victim_needle(run), "stopped"], 6, stopped)
-        os.kill(run.pids[VICTIM], signal.SIGCONT)
+        # mpirun may already have killed the stopped rank (survivors exited
+        # non-zero); otherwise let it run again so that it can be torn down.
+        signal_if_alive(run.pids[VICTIM], signal.SIGCONT)
         run.wait_exit(20)
         return "survivors raised TimeoutError naming the stopped rank %.2f s after SIGSTOP (timeout 3 s)" % seconds
     finally:
@@ -299,8 +310,9 @@ def exit_clean(args):
 
 
 def finish(run):
+    failing = sys.exc_info()[0] is not None
     for (_, stream, text) in run.lines:
-        if text.startswith("ERROR") or "stalled for" in text or "noticed" in text:
+        if failing or text.startswith("ERROR") or "stalled for" in text or "noticed" in text:
             print("  [%s] %s" % (stream, text))
     left = run.cleanup()
     if left:
@@ -339,6 +351,10 @@ def main():
         except Failure as failure:
             failed += 1
             print("FAIL %s: %s" % (name, failure), flush=True)
+        except Exception:  # a bug of the driver itself: still a clear FAIL
+            failed += 1
+            traceback.print_exc()
+            print("FAIL %s: the driver raised (traceback above)" % name, flush=True)
     return 1 if failed else 0
 
 
