@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 11;
   auto comm = collective::Communicator::world();
   const char* validate = std::getenv("COLLECTIVE_VALIDATE");
-  for (std::size_t count : {std::size_t{1}, std::size_t{256}}) {
+  for (std::size_t count : {std::size_t{1}, std::size_t{256}, std::size_t{16384}}) {
     std::vector<float> in(count, 1.0f), out(count, 0.0f);
     for (int i = 0; i < 200; ++i) comm.all_reduce(in.data(), out.data(), count, collective::DataType::kFloat32);
     for (collective::Algorithm algorithm :
