@@ -6,5 +6,6 @@
 #include "collective/environment.h"
 #include "collective/errors.h"
 #include "collective/options.h"
+#include "collective/topology.h"
 #include "collective/types.h"
 #include "collective/version.h"

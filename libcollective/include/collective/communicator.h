@@ -9,9 +9,22 @@
 
 #include "collective/algorithm.h"
 #include "collective/options.h"
+#include "collective/topology.h"
 #include "collective/types.h"
 
 namespace collective {
+
+// tf.distribute's choice of collective implementation
+// (tf.distribute.experimental.CollectiveCommunication), and what each means
+// here (docs/topology.md): AUTO lets the library choose per call from the
+// topology and the message size; RING forces the ring over MPI
+// point-to-point; NCCL forces NCCL (device buffers, builds with NCCL).
+enum class CollectiveCommunication : int { kAuto = 0, kRing, kNccl };
+
+// kAuto -> Algorithm::kAuto, kRing -> Algorithm::kRing,
+// kNccl -> Algorithm::kNccl. Put the result in an options struct's
+// `algorithm`. Throws InvalidArgumentError for a value outside the enum.
+Algorithm to_algorithm(CollectiveCommunication communication);
 
 namespace internal {
 struct CommunicatorState;
@@ -49,6 +62,21 @@ class Communicator {
 
   int rank() const;
   int size() const;
+
+  // The machines this communicator's ranks run on (docs/topology.md).
+  // Identical on every rank; fixed for the communicator's lifetime.
+  const Topology& topology() const;
+
+  // `bytes` of memory that ranks on the same node can read directly: a
+  // buffer from here, passed as an all_reduce send buffer (or in place),
+  // spares the shared-memory algorithms the copy into their segment. Local,
+  // not collective; 64-byte aligned; usable by every communicator and as
+  // an ordinary buffer anywhere. allocate(0) returns nullptr. Throws
+  // CommunicationError when the system refuses the memory.
+  void* allocate(std::size_t bytes);
+  // Releases memory from allocate(); nullptr is ignored. Any other pointer
+  // raises InvalidArgumentError. Not during a collective that reads it.
+  void deallocate(void* memory);
 
   // recv[i] = op over ranks of send[i], on every rank. count elements each.
   void all_reduce(const void* send, void* recv, std::size_t count, DataType type,

@@ -2,9 +2,11 @@
 
 #include <array>
 
+#include "algorithms/hierarchical.h"
 #include "algorithms/mpi_passthrough.h"
 #include "algorithms/recursive_doubling.h"
 #include "algorithms/ring.h"
+#include "algorithms/shared_memory.h"
 #ifdef COLLECTIVE_HAVE_NCCL
 #include "algorithms/nccl.h"
 #endif
@@ -20,12 +22,15 @@ namespace {
 const RingAlgorithm kRing;
 const RecursiveDoublingAlgorithm kRecursiveDoubling;
 const MpiPassthroughAlgorithm kMpi;
+const SharedMemoryAlgorithm kSharedMemory;
+const HierarchicalAlgorithm kHierarchical;
 #ifdef COLLECTIVE_HAVE_NCCL
 const NcclAlgorithm kNccl;  // last: AUTO reaches it for device buffers, which the others refuse
 #endif
 
+// Order of preference: on equal cost estimates AUTO takes the earlier one.
 const auto kAlgorithms = std::to_array<const CollectiveAlgorithm*>({
-    &kRing, &kRecursiveDoubling, &kMpi,
+    &kSharedMemory, &kHierarchical, &kRing, &kRecursiveDoubling, &kMpi,
 #ifdef COLLECTIVE_HAVE_NCCL
     &kNccl,
 #endif

@@ -9,6 +9,8 @@
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "transport/wait_guard.h"
+#include "algorithms/shared_allocation.h"
+#include "topology/communicator_topology.h"
 
 namespace collective {
 namespace {
@@ -58,7 +60,9 @@ std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operat
   MPI_Request request = MPI_REQUEST_NULL;
   internal::check_mpi(MPI_Comm_idup(parent, &copy, &request), "MPI_Comm_idup", operation, rank);
   wait_for_all_ranks(request, operation, rank, "MPI_Comm_idup");
-  return std::make_shared<CommunicatorState>(copy, operation);
+  auto state = std::make_shared<CommunicatorState>(copy, operation);
+  internal::attach_topology(*state, operation);
+  return state;
 }
 
 Request make_request(CollectiveKind kind, const void* send, void* recv, std::size_t count,
@@ -123,11 +127,40 @@ Communicator Communicator::split(int color, int key) const {
   MPI_Comm child = MPI_COMM_NULL;
   internal::check_mpi(MPI_Comm_split(self.comm, color, key, &child), "MPI_Comm_split", kOperation,
                       self.rank);
-  return Communicator(std::make_shared<CommunicatorState>(child, kOperation));
+  auto state = std::make_shared<CommunicatorState>(child, kOperation);
+  internal::attach_topology(*state, kOperation);
+  return Communicator(std::move(state));
 }
 
 int Communicator::rank() const { return state().rank; }
 int Communicator::size() const { return state().size; }
+
+const Topology& Communicator::topology() const {
+  CommunicatorState& self = state();
+  if (!self.topology) {
+    throw InvalidArgumentError("Communicator::topology", self.rank, "the communicator has no topology");
+  }
+  return *self.topology;
+}
+
+void* Communicator::allocate(std::size_t bytes) {
+  return internal::shared_allocations().allocate(bytes, state().rank);
+}
+
+void Communicator::deallocate(void* memory) {
+  internal::shared_allocations().deallocate(memory, state().rank);
+}
+
+Algorithm to_algorithm(CollectiveCommunication communication) {
+  switch (communication) {
+    case CollectiveCommunication::kAuto: return Algorithm::kAuto;
+    case CollectiveCommunication::kRing: return Algorithm::kRing;
+    case CollectiveCommunication::kNccl: return Algorithm::kNccl;
+  }
+  throw InvalidArgumentError("to_algorithm", -1,
+                             "unknown CollectiveCommunication value " +
+                                 std::to_string(static_cast<int>(communication)));
+}
 
 void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DataType type,
                               const AllReduceOptions& options) {

@@ -41,6 +41,13 @@ void CommunicatorState::learn_peers(const char* operation) {
   liveness.adopt(std::move(all), rank);
 }
 
+CommunicatorState::CommunicatorState(std::shared_ptr<const Topology> topology_value, int rank_value)
+    : rank(rank_value),
+      size(topology_value ? topology_value->size() : 1),
+      topology(std::move(topology_value)) {
+  if (topology) host = topology->node(topology->node_of(rank)).host;
+}
+
 CommunicatorState::~CommunicatorState() {
   // Destructors never throw; a failure to free is only logged.
   try {
@@ -52,19 +59,35 @@ CommunicatorState::~CommunicatorState() {
 void CommunicatorState::release() {
   freed = true;
   nccl.reset();
+  // The segment only unmaps memory; it never waits for peers.
+  node_segment.reset();
+  if (cross_node) {
+    if (poisoned && !cross_node->poisoned) cross_node->poisoned = poisoned;
+    cross_node->release();
+    cross_node.reset();
+  }
   if (comm == MPI_COMM_NULL) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized) {
     COLLECTIVE_LOG(kDebug, "communicator outlived MPI_Finalize; not freed");
     comm = MPI_COMM_NULL;
+    node_comm = MPI_COMM_NULL;
     return;
   }
   if (poisoned || abort_requested()) {
     // Requests of the failed call may still reference the communicator;
     // MPI_Comm_free would wait for them. Leave it to MPI_Finalize.
     comm = MPI_COMM_NULL;
+    node_comm = MPI_COMM_NULL;
     return;
+  }
+  if (node_comm != MPI_COMM_NULL) {
+    const int node_rc = MPI_Comm_free(&node_comm);
+    if (node_rc != MPI_SUCCESS) {
+      COLLECTIVE_LOG(kWarn, "MPI_Comm_free (node communicator) failed: " << mpi_error_text(node_rc));
+    }
+    node_comm = MPI_COMM_NULL;
   }
   const int rc = MPI_Comm_free(&comm);
   if (rc != MPI_SUCCESS) {

@@ -4,6 +4,7 @@
 
 #include <mpi.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -12,11 +13,30 @@
 #include <string>
 
 #include "collective/algorithm.h"
+#include "collective/options.h"
+#include "collective/topology.h"
+#include "collective/types.h"
 #include "core/request.h"
 #include "core/scratch_buffer.h"
 #include "transport/peer_liveness.h"
 
 namespace collective::internal {
+
+class NodeSegment;
+class CollectiveAlgorithm;
+
+// One remembered AUTO decision (selection/selector.cc). A decision depends
+// only on the call's shape, the topology and the rules, all fixed for the
+// communicator, so repeated calls look it up instead of re-running the model.
+struct SelectionMemo {
+  const CollectiveAlgorithm* algorithm = nullptr;  // nullptr: empty entry
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  std::size_t count = 0;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  MemoryKind memory = MemoryKind::kHost;
+  Algorithm requested = Algorithm::kAuto;
+};
 
 // State an algorithm builds lazily for one communicator (NCCL
 // communicators, sub-communicators, pinned buffers). Destroyed by
@@ -32,6 +52,9 @@ struct CommunicatorState {
   // MPI_ERRORS_RETURN on it and learns who every rank is (PeerLiveness).
   // `operation` names the call in errors ("Communicator::world").
   explicit CommunicatorState(MPI_Comm owned_comm, const char* operation = "Communicator");
+  // Without MPI: a state for selection experiments (collective_info, tests)
+  // on a topology loaded from a file. Nothing can run on it.
+  CommunicatorState(std::shared_ptr<const Topology> topology, int rank);
   ~CommunicatorState();
   CommunicatorState(const CommunicatorState&) = delete;
   CommunicatorState& operator=(const CommunicatorState&) = delete;
@@ -72,6 +95,23 @@ struct CommunicatorState {
   ScratchBuffer scratch_work;
   // Reused by the cross-rank check: every rank's fingerprint of the call.
   ScratchBuffer scratch_check;
+
+  // Where the ranks run (identical on every rank). Set when a Communicator
+  // is created (topology/communicator_topology.h); null only for internal
+  // states such as cross_node below, which no selection looks at.
+  std::shared_ptr<const Topology> topology;
+  // The ranks of this rank's node (topology->node_of), ordered by rank.
+  MPI_Comm node_comm = MPI_COMM_NULL;
+  // The ranks on other nodes with this rank's local rank, ordered by node;
+  // set only with several nodes and a local rank below the smallest node's
+  // rank count (hierarchical all-reduce runs its ring here).
+  std::unique_ptr<CommunicatorState> cross_node;
+  // The node's shared-memory segment, made by the first collective that
+  // needs it (algorithms/node_segment.h).
+  std::shared_ptr<NodeSegment> node_segment;
+  // AUTO's last few decisions, most recent replaced first.
+  mutable std::array<SelectionMemo, 8> selection_memo{};
+  mutable std::uint32_t selection_memo_next = 0;
 
   // The NCCL algorithm's communicators and streams (algorithms/nccl_resources.h).
   std::unique_ptr<AlgorithmResources> nccl;

@@ -112,6 +112,10 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
   // the splitting uses, so larger values are refused rather than clamped.
   params.max_message_bytes = read_size(lookup, "COLLECTIVE_MAX_MESSAGE_BYTES",
                                        params.max_message_bytes, 64, kMaxMessage);
+  params.shm_slot_bytes = read_size(lookup, "COLLECTIVE_SHM_SLOT_BYTES", params.shm_slot_bytes,
+                                    4096, kMaxMessage);
+  params.shm_small_bytes = read_size(lookup, "COLLECTIVE_SHM_SMALL_BYTES", params.shm_small_bytes,
+                                     0, std::numeric_limits<std::size_t>::max());
   if (const char* value = lookup_set(lookup, "COLLECTIVE_RING_PIPELINE_DEPTH")) {
     params.ring_pipeline_depth = static_cast<int>(read_number(
         "COLLECTIVE_RING_PIPELINE_DEPTH", value, 1, 64, "an integer in 1..64"));

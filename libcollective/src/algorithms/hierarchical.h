@@ -1,0 +1,26 @@
+// Hierarchical all-reduce (docs/topology.md, "hierarchical"): inside each
+// node a reduce-scatter through shared memory, across nodes a ring
+// all-reduce of each region among the ranks that share a local rank, then
+// an all-gather inside each node. Only node-local bytes cross the memory
+// bus more than once; each node sends 2(m-1)/m of the buffer over the
+// network in total for m nodes, split over its owners.
+//
+// Nodes with unequal rank counts: the buffer is cut into as many regions as
+// the smallest node has ranks (k). Local ranks 0..k-1 of every node own a
+// region and take part in the ring of that region; the other local ranks
+// only contribute their input to the node's reduce-scatter and receive the
+// result in the node's all-gather.
+#pragma once
+
+#include "algorithms/algorithm.h"
+
+namespace collective::internal {
+
+class HierarchicalAlgorithm final : public CollectiveAlgorithm {
+ public:
+  Algorithm id() const override { return Algorithm::kHierarchical; }
+  Support supports(const Request& request, const CommunicatorState& state) const override;
+  void run(const Request& request, CommunicatorState& state) const override;
+};
+
+}  // namespace collective::internal

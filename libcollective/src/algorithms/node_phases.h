@@ -1,0 +1,74 @@
+// The steps that the shared-memory and hierarchical algorithms take inside
+// one node, through the node's segment (node_segment.h). A buffer is cut
+// into one region per owner (RegionLayout); every phase walks the regions in
+// rounds, each round moving one piece of every region, so that buffers of
+// any size pass through slots of fixed size and the data of a round stays in
+// cache between the copy in, the reduction and the copy out.
+//
+// Per round, with g the round number and slot = g % depth:
+//   wait until every rank is done with the slot from round g - depth
+//   copy in:   rank r copies its pieces of the other owners' regions into
+//              its staging slot (skipped when its input is in a shared
+//              allocation: owners then read it in place), flag posted = g
+//   reduce:    owner j waits for every rank's posted >= g and reduces piece
+//              j of every input, in local-rank order, flag reduced = g
+//   copy out:  every rank waits for each owner's reduced >= g and copies
+//              the reduced pieces into its output, flag done = g
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "algorithms/node_segment.h"
+#include "core/request.h"
+
+namespace collective::internal {
+
+// Regions of a `count`-element buffer, one per owner: balanced in units of
+// 64 bytes (so owners never write the same cache line), the last region
+// taking the remainder. Region j covers [offset(j), offset(j) + length(j)).
+class RegionLayout {
+ public:
+  RegionLayout(std::size_t count, int owners, std::size_t element_bytes);
+  int owners() const { return owners_; }
+  std::size_t offset(int region) const;
+  std::size_t length(int region) const;
+  std::size_t unit() const { return unit_; }  // elements per 64 bytes
+
+ private:
+  std::size_t count_;
+  int owners_;
+  std::size_t unit_;
+  std::size_t units_;
+};
+
+// One node-level operation of a collective call.
+struct NodeWork {
+  const Request& request;
+  NodeSegment& segment;
+  DataType type;
+  ReduceOp op;       // for the reducing phases
+  int divisor = 1;   // MEAN: divide by this at the end of the reduction
+  // Outputs of at least this many bytes are written with non-temporal
+  // stores (streaming_copy.h): about half the node's last-level cache.
+  std::size_t streaming_bytes = SIZE_MAX;
+};
+
+// All-reduce inside the node, every rank an owner. `small` selects the
+// one-step form for small buffers: every rank reduces the whole buffer
+// itself (one flag wait per round instead of two; the same order, so the
+// same bits). A shared-allocation input is read in place (not with `small`).
+void node_all_reduce(const NodeWork& work, const void* input, void* output, std::size_t count,
+                     bool small);
+
+// Reduce-scatter inside the node to the first layout.owners() local ranks:
+// owner j receives region j of the reduction at output + offset(j). Ranks
+// beyond the owners only contribute.
+void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const void* input,
+                         void* output);
+
+// All-gather inside the node from the owners: region j of owner j's
+// `buffer` is copied into region j of every rank's `buffer`.
+void node_all_gather(const NodeWork& work, const RegionLayout& layout, void* buffer);
+
+}  // namespace collective::internal

@@ -1,0 +1,341 @@
+#include "algorithms/node_segment.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "collective/errors.h"
+#include "core/env_params.h"
+#include "core/log.h"
+#include "core/mpi_check.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define COLLECTIVE_CPU_RELAX() _mm_pause()
+#else
+#define COLLECTIVE_CPU_RELAX() ((void)0)
+#endif
+
+namespace collective::internal {
+namespace {
+
+constexpr std::uint64_t kMagic = 0x636f6c6c5f73686dULL;  // "coll_shm"
+constexpr std::uint32_t kLayoutVersion = 1;
+constexpr std::size_t kPage = 4096;
+// Polls of a flag between yields when ranks have their own processors: a
+// peer that is running answers within a few hundred nanoseconds, and a few
+// microseconds of spinning cost nothing next to a trip through the scheduler.
+constexpr int kSpinsBetweenYields = 256;
+constexpr std::size_t kNameBytes = 64;
+
+struct Header {
+  std::uint64_t magic;
+  std::uint32_t version;
+  std::uint32_t local_size;
+  std::uint64_t slot_bytes;
+  std::uint64_t depth;
+};
+
+struct alignas(128) PaddedFlag {
+  std::atomic<std::uint64_t> value;
+};
+
+struct InputSlot {
+  std::atomic<std::uint64_t> round;  // the round this description is for
+  std::int64_t pid;
+  std::uint64_t id;
+  std::uint64_t mapped_bytes;
+  std::uint64_t offset;
+};
+
+std::size_t round_up(std::size_t value, std::size_t unit) { return (value + unit - 1) / unit * unit; }
+
+std::atomic<std::uint64_t> g_segment_counter{0};
+
+// Waits for a non-blocking MPI operation of the segment's setup, within the
+// call's deadline.
+void wait_setup(MPI_Request& mpi_request, const Request& request, const CommunicatorState& state,
+                const char* what) {
+  const int rank = state.rank;
+  int done = 0;
+  int polls = 0;
+  while (true) {
+    check_mpi(MPI_Test(&mpi_request, &done, MPI_STATUS_IGNORE), "MPI_Test", request.label(), rank);
+    if (done) return;
+    sched_yield();
+    state.check_abort(request);
+    if ((++polls & 63) == 0 && Clock::now() > request.deadline) {
+      throw TimeoutError(request.label(), rank,
+                         std::string("timed out setting up the node's shared-memory segment (") +
+                             what + "); a rank of this node has not reached this call, is "
+                                    "stalled or died");
+    }
+  }
+}
+
+const char* flag_meaning(NodeSegment::Flag flag) {
+  switch (flag) {
+    case NodeSegment::Flag::kPosted: return "post its input";
+    case NodeSegment::Flag::kReduced: return "publish its reduced slice";
+    case NodeSegment::Flag::kDone: return "finish reading the shared slots";
+  }
+  return "?";
+}
+
+}  // namespace
+
+// The data follows the round directly: up to 56 bytes share its line.
+struct alignas(64) InlineBox {
+  std::atomic<std::uint64_t> round;
+  std::byte data[kInlineBytes];
+};
+static_assert(sizeof(InlineBox) == 1024);
+
+struct NodeSegment::Control {
+  PaddedFlag flags[3];
+  alignas(128) InputSlot inputs[kSegmentDepth];
+  alignas(128) InlineBox boxes[kSegmentDepth];
+};
+
+NodeSegment::Control& NodeSegment::control(int local) const {
+  return *reinterpret_cast<Control*>(base_ + controls_offset_ +
+                                     static_cast<std::size_t>(local) * sizeof(Control));
+}
+
+std::byte* NodeSegment::staging(int local, std::uint64_t round) const {
+  const std::size_t slot = static_cast<std::size_t>(round % kSegmentDepth);
+  return base_ + staging_offset_ +
+         (static_cast<std::size_t>(local) * kSegmentDepth + slot) * slot_bytes_;
+}
+
+std::byte* NodeSegment::result(std::uint64_t round) const {
+  return base_ + results_offset_ + static_cast<std::size_t>(round % kSegmentDepth) * slot_bytes_;
+}
+
+std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, CommunicatorState& state,
+                                                 std::size_t slot_bytes) {
+  const std::string operation = request.label();
+  const Topology& topology = *state.topology;
+  const Node& node = topology.node(topology.node_of(state.rank));
+
+  std::shared_ptr<NodeSegment> segment(new NodeSegment());
+  segment->rank_ = state.rank;
+  segment->owner_ = &state;
+  segment->local_rank_ = topology.local_rank(state.rank);
+  segment->local_size_ = static_cast<int>(node.ranks.size());
+  segment->comm_ranks_ = node.ranks;
+  for (auto& seen : segment->seen_) seen.assign(node.ranks.size(), 0);
+  segment->slot_bytes_ = round_up(slot_bytes, kPage);
+  segment->yield_at_once_ =
+      node.processing_units > 0 && segment->local_size_ > node.processing_units;
+  const auto local_size = static_cast<std::size_t>(segment->local_size_);
+  segment->controls_offset_ = kPage;
+  segment->staging_offset_ = round_up(kPage + local_size * sizeof(Control), kPage);
+  segment->results_offset_ =
+      segment->staging_offset_ + local_size * kSegmentDepth * segment->slot_bytes_;
+  segment->mapped_bytes_ = segment->results_offset_ + kSegmentDepth * segment->slot_bytes_;
+
+  // The first local rank creates and names the segment; the name and
+  // whether creation worked travel in one broadcast.
+  char name[kNameBytes] = {0};
+  std::string failure;
+  const bool creator = segment->local_rank_ == 0;
+  int fd = -1;
+  if (creator) {
+    std::snprintf(name, sizeof(name), "/collective-seg-%ld-%llu", static_cast<long>(getpid()),
+                  static_cast<unsigned long long>(g_segment_counter.fetch_add(1)));
+    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0) {
+      failure = std::string("shm_open(") + name + ") failed: " + std::strerror(errno);
+    } else if (ftruncate(fd, static_cast<off_t>(segment->mapped_bytes_)) != 0) {
+      failure = "ftruncate of the node segment to " + std::to_string(segment->mapped_bytes_) +
+                " bytes failed: " + std::strerror(errno) + " (is /dev/shm large enough?)";
+    }
+    if (!failure.empty()) name[0] = '\0';
+  }
+  MPI_Request pending = MPI_REQUEST_NULL;
+  check_mpi(MPI_Ibcast(name, kNameBytes, MPI_CHAR, 0, state.node_comm, &pending), "MPI_Ibcast",
+            operation, state.rank);
+  wait_setup(pending, request, state, "sharing its name");
+  if (!creator) {
+    if (name[0] == '\0') {
+      failure = "the node's first rank could not create the shared-memory segment";
+    } else {
+      fd = shm_open(name, O_RDWR, 0);
+      if (fd < 0) failure = std::string("shm_open(") + name + ") failed: " + std::strerror(errno);
+    }
+  }
+  if (failure.empty()) {
+    void* base = mmap(nullptr, segment->mapped_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (base == MAP_FAILED) {
+      failure = std::string("mmap of the node segment failed: ") + std::strerror(errno);
+    } else {
+      segment->base_ = static_cast<std::byte*>(base);
+    }
+  }
+  if (fd >= 0) close(fd);
+  if (failure.empty()) {
+    auto* header = reinterpret_cast<Header*>(segment->base_);
+    if (creator) {
+      *header = Header{kMagic, kLayoutVersion, static_cast<std::uint32_t>(local_size),
+                       segment->slot_bytes_, kSegmentDepth};
+    }
+  }
+  // Everyone has it mapped (or has failed) before the name goes away.
+  int all_ok = failure.empty() ? 1 : 0;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, state.node_comm, &pending),
+            "MPI_Iallreduce", operation, state.rank);
+  wait_setup(pending, request, state, "agreeing that every rank mapped it");
+  if (creator && name[0] != '\0') shm_unlink(name);
+  if (!failure.empty()) throw CommunicationError(operation, state.rank, failure);
+  if (!all_ok) {
+    throw CommunicationError(operation, state.rank,
+                             "another rank of this node could not map the shared-memory segment");
+  }
+  const auto* header = reinterpret_cast<const Header*>(segment->base_);
+  if (header->magic != kMagic || header->version != kLayoutVersion ||
+      header->local_size != local_size || header->slot_bytes != segment->slot_bytes_) {
+    throw CommunicationError(operation, state.rank,
+                             "the node's shared-memory segment has an unexpected layout (ranks "
+                             "disagree on COLLECTIVE_SHM_SLOT_BYTES?)");
+  }
+  COLLECTIVE_LOG(kDebug, "node segment " << name << ": " << local_size << " ranks, "
+                                         << segment->mapped_bytes_ << " bytes, slots of "
+                                         << segment->slot_bytes_ << " bytes");
+  return segment;
+}
+
+NodeSegment& NodeSegment::of(const Request& request, CommunicatorState& state) {
+  if (!state.node_segment) {
+    const Topology& topology = *state.topology;
+    const std::size_t local_size = topology.node(topology.node_of(state.rank)).ranks.size();
+    // Every owner's piece must hold at least one 64-byte unit.
+    const std::size_t slot = std::max(env_params().shm_slot_bytes, local_size * 64);
+    state.node_segment = create(request, state, slot);
+  }
+  return *state.node_segment;
+}
+
+NodeSegment::~NodeSegment() {
+  if (base_ != nullptr) munmap(base_, mapped_bytes_);
+}
+
+void NodeSegment::publish(Flag flag, std::uint64_t round) {
+  control(local_rank_).flags[static_cast<int>(flag)].value.store(round, std::memory_order_release);
+}
+
+void NodeSegment::finish_round(std::uint64_t round) {
+  Control& own = control(local_rank_);
+  for (PaddedFlag& flag : own.flags) {
+    if (flag.value.load(std::memory_order_relaxed) < round) {
+      flag.value.store(round, std::memory_order_release);
+    }
+  }
+}
+
+bool NodeSegment::reached(int local, Flag flag, std::uint64_t round) const {
+  std::uint64_t& seen = seen_[static_cast<int>(flag)][static_cast<std::size_t>(local)];
+  if (seen >= round) return true;
+  seen = control(local).flags[static_cast<int>(flag)].value.load(std::memory_order_acquire);
+  return seen >= round;
+}
+
+std::byte* NodeSegment::inline_data(int local, std::uint64_t round) const {
+  return control(local).boxes[round % kSegmentDepth].data;
+}
+
+void NodeSegment::publish_inline(std::uint64_t round) {
+  control(local_rank_).boxes[round % kSegmentDepth].round.store(round, std::memory_order_release);
+}
+
+bool NodeSegment::inline_ready(int local, std::uint64_t round) const {
+  return control(local).boxes[round % kSegmentDepth].round.load(std::memory_order_acquire) == round;
+}
+
+void NodeSegment::wait_inline(int local, std::uint64_t round, const Request& request) {
+  if (inline_ready(local, round)) return;
+  unsigned idle_passes = 0;
+  while (!inline_ready(local, round)) stall(local, Flag::kPosted, round, request, idle_passes);
+}
+
+void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request& request,
+                        unsigned& idle_passes) const {
+  ++idle_passes;
+  if (!yield_at_once_ && idle_passes < static_cast<unsigned>(kSpinsBetweenYields)) {
+    COLLECTIVE_CPU_RELAX();
+    return;
+  }
+  sched_yield();
+  if (owner_ != nullptr) owner_->check_abort(request);
+  if ((idle_passes & 15) == 0 && Clock::now() > request.deadline) {
+    fail_timeout(local, flag, round,
+                 control(local).flags[static_cast<int>(flag)].value.load(std::memory_order_acquire),
+                 request);
+  }
+}
+
+void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request& request) {
+  if (reached(local, flag, round)) return;
+  const std::atomic<std::uint64_t>& value = control(local).flags[static_cast<int>(flag)].value;
+  const int spins = yield_at_once_ ? 0 : kSpinsBetweenYields;
+  for (unsigned yields = 1;; ++yields) {
+    for (int i = 0; i < spins; ++i) {
+      COLLECTIVE_CPU_RELAX();
+      if (value.load(std::memory_order_acquire) >= round) return;
+    }
+    sched_yield();
+    if (value.load(std::memory_order_acquire) >= round) return;
+    if (owner_ != nullptr) owner_->check_abort(request);
+    if ((yields & 15) == 0 && Clock::now() > request.deadline) {
+      fail_timeout(local, flag, round, value.load(std::memory_order_acquire), request);
+    }
+  }
+}
+
+void NodeSegment::wait_slot_free(std::uint64_t round, const Request& request) {
+  if (round <= kSegmentDepth) return;
+  for (int local = 0; local < local_size_; ++local) {
+    if (local != local_rank_) wait(local, Flag::kDone, round - kSegmentDepth, request);
+  }
+}
+
+void NodeSegment::publish_input(std::uint64_t round, const SharedRange* range) {
+  InputSlot& slot = control(local_rank_).inputs[round % kSegmentDepth];
+  if (range == nullptr) {
+    slot.round.store(0, std::memory_order_relaxed);
+    return;
+  }
+  slot.pid = range->pid;
+  slot.id = range->id;
+  slot.mapped_bytes = range->mapped_bytes;
+  slot.offset = range->offset;
+  // Made visible to peers by the kPosted flag's release store.
+  slot.round.store(round, std::memory_order_relaxed);
+}
+
+const std::byte* NodeSegment::peer_input(int local, std::uint64_t round, const Request& request) {
+  const InputSlot& slot = control(local).inputs[round % kSegmentDepth];
+  if (slot.round.load(std::memory_order_relaxed) != round) return nullptr;
+  const SharedRange range{slot.pid, slot.id, slot.mapped_bytes, slot.offset};
+  return peer_mappings_.map(range, request.label(), rank_);
+}
+
+void NodeSegment::fail_timeout(int local, Flag flag, std::uint64_t round, std::uint64_t seen,
+                               const Request& request) const {
+  std::ostringstream cause;
+  const double seconds = static_cast<double>(request.timeout.count()) / 1000.0;
+  cause << "timed out after " << seconds << " s (node shared memory) waiting for rank "
+        << comm_rank(local) << " (local rank " << local << " of this node) to "
+        << flag_meaning(flag) << " for round " << round << " (its flag shows round " << seen
+        << "); that rank has not reached this call, is stalled or died"
+        << " (COLLECTIVE_TIMEOUT or the timeout option sets the limit)";
+  throw TimeoutError(request.label(), rank_, cause.str());
+}
+
+}  // namespace collective::internal

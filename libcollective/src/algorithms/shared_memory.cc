@@ -1,0 +1,48 @@
+#include "algorithms/shared_memory.h"
+
+#include "algorithms/node_phases.h"
+#include "algorithms/node_segment.h"
+#include "selection/cost_model.h"
+
+#include <cstdint>
+
+namespace collective::internal {
+namespace {
+
+// Half the node's last-level cache (8 MiB when unknown): a larger output
+// would push everything else out of the cache anyway.
+std::size_t streaming_threshold(const Topology& topology, int rank) {
+  const std::uint64_t cache = topology.node(topology.node_of(rank)).l3_cache_bytes;
+  return cache == 0 ? std::size_t{8} << 20 : static_cast<std::size_t>(cache / 2);
+}
+
+}  // namespace
+
+Support SharedMemoryAlgorithm::supports(const Request& request,
+                                        const CommunicatorState& state) const {
+  if (request.kind != CollectiveKind::kAllReduce) {
+    return Support::no("shared_memory implements all_reduce only (use ring or mpi)");
+  }
+  if (request.memory == MemoryKind::kDevice) {
+    return Support::no("shared_memory serves host buffers only; device buffers need nccl");
+  }
+  if (!state.topology) return Support::no("shared_memory needs the communicator's topology");
+  if (state.topology->node_count() != 1) {
+    return Support::no("shared_memory needs every rank on one node; these ranks span " +
+                       std::to_string(state.topology->node_count()) +
+                       " nodes (use hierarchical)");
+  }
+  return Support::yes();
+}
+
+void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state) const {
+  if (request.count == 0) return;
+  NodeSegment& segment = NodeSegment::of(request, state);
+  NodeWork work{request, segment, request.type, request.op, state.size};
+  work.streaming_bytes = streaming_threshold(*state.topology, state.rank);
+  node_all_reduce(work, request.send, request.recv, request.count,
+                  shared_memory_redundant(request.bytes(), *state.topology,
+                                          state.topology->node_of(state.rank)));
+}
+
+}  // namespace collective::internal

@@ -1,0 +1,22 @@
+// Shared-memory all-reduce (docs/topology.md, "shared_memory"): the ranks of
+// one node reduce through the node's segment. Each rank owns a region of
+// the buffer and reduces it reading every rank's input, then every rank
+// copies every reduced region out; large buffers go through in rounds of
+// fixed-size pieces, with flags in shared memory instead of barriers.
+// Small buffers take a one-step form where every rank reduces all of it.
+// Every element is reduced in local-rank order by exactly one rule, so all
+// ranks get the same bits, run after run.
+#pragma once
+
+#include "algorithms/algorithm.h"
+
+namespace collective::internal {
+
+class SharedMemoryAlgorithm final : public CollectiveAlgorithm {
+ public:
+  Algorithm id() const override { return Algorithm::kSharedMemory; }
+  Support supports(const Request& request, const CommunicatorState& state) const override;
+  void run(const Request& request, CommunicatorState& state) const override;
+};
+
+}  // namespace collective::internal

@@ -1,0 +1,26 @@
+// Gives a new communicator its Topology and the node groups built from it.
+// Collective over the communicator: every rank calls it when the
+// Communicator is created (world, from_mpi, split).
+//
+//  1. Each rank describes its machine with hwloc (machine_probe.h).
+//  2. MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) tells which ranks share a
+//     machine; the descriptions are all-gathered, so every rank builds the
+//     same Topology (a hash of it is compared to make sure).
+//  3. COLLECTIVE_TOPOLOGY_FILE, when set, replaces the machine descriptions
+//     and may split real nodes into smaller virtual ones (docs/topology.md).
+//  4. COLLECTIVE_TOPOLOGY_DUMP, when set, receives the result (once per job).
+//     Every rank also loads COLLECTIVE_RULES_FILE here, so that a bad or
+//     differing rules file fails on all ranks at once.
+//  5. The node communicator and, across nodes, the communicator of ranks
+//     sharing a local rank are split off for the algorithms.
+#pragma once
+
+#include "core/communicator_state.h"
+
+namespace collective::internal {
+
+// Throws InvalidArgumentError (a bad topology file, on every rank alike) or
+// CommunicationError (an MPI failure).
+void attach_topology(CommunicatorState& state, const char* operation);
+
+}  // namespace collective::internal

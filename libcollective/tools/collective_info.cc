@@ -1,0 +1,200 @@
+// collective_info: the topology the library sees and the algorithm AUTO
+// picks for each message size from 8 B to 1 GiB, and why.
+//
+//   mpirun -np 4 collective_info                 the live job's topology
+//   collective_info --topology tests/fixtures/eight_gpu_node.xml --nodes 4 --ranks-per-node 8
+//                                                a machine we do not have
+//   collective_info --topology cluster.json      a dump (COLLECTIVE_TOPOLOGY_DUMP)
+//
+// Options: --collective all_reduce  --type float32  --op sum  --memory host|device
+//          --min-bytes 8  --max-bytes 1G  --dump FILE (write the topology as JSON)
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "collective/collective.h"
+#include "core/communicator_state.h"
+#include "core/env_params.h"
+#include "core/request.h"
+#include "selection/rules_file.h"
+#include "selection/selector.h"
+
+namespace {
+
+using namespace collective;
+
+struct Options {
+  std::string topology_file;
+  int nodes = 0;
+  int ranks_per_node = 0;
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  MemoryKind memory = MemoryKind::kHost;
+  std::size_t min_bytes = 8;
+  std::size_t max_bytes = std::size_t{1} << 30;
+  std::string dump;
+};
+
+[[noreturn]] void usage(const char* complaint) {
+  if (complaint != nullptr) std::fprintf(stderr, "collective_info: %s\n\n", complaint);
+  std::fprintf(stderr,
+               "usage: [mpirun -np N] collective_info [--topology FILE [--nodes N "
+               "--ranks-per-node R]]\n"
+               "         [--collective all_reduce] [--type float32] [--op sum] [--memory "
+               "host|device]\n"
+               "         [--min-bytes 8] [--max-bytes 1G] [--dump FILE]\n"
+               "FILE: a topology dump (JSON), hwloc XML, or an hwloc synthetic description.\n");
+  std::exit(complaint == nullptr ? 0 : 2);
+}
+
+std::size_t parse_bytes(const std::string& text) {
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  std::size_t multiplier = 1;
+  if (*end == 'K' || *end == 'k') multiplier = 1024, ++end;
+  else if (*end == 'M' || *end == 'm') multiplier = std::size_t{1} << 20, ++end;
+  else if (*end == 'G' || *end == 'g') multiplier = std::size_t{1} << 30, ++end;
+  if (end == text.c_str() || *end != '\0') usage(("not a byte count: " + text).c_str());
+  return static_cast<std::size_t>(value) * multiplier;
+}
+
+Options parse(int argc, char** argv) {
+  Options options;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) usage((arg + " needs a value").c_str());
+      return argv[++i];
+    };
+    if (arg == "--help" || arg == "-h") {
+      usage(nullptr);
+    } else if (arg == "--topology") {
+      options.topology_file = value();
+    } else if (arg == "--nodes") {
+      options.nodes = std::atoi(value().c_str());
+    } else if (arg == "--ranks-per-node") {
+      options.ranks_per_node = std::atoi(value().c_str());
+    } else if (arg == "--collective") {
+      const auto kind = parse_collective_kind(value());
+      if (!kind) usage("unknown collective");
+      options.kind = *kind;
+    } else if (arg == "--type") {
+      const auto type = parse_data_type(value());
+      if (!type) usage("unknown type");
+      options.type = *type;
+    } else if (arg == "--op") {
+      const auto op = parse_reduce_op(value());
+      if (!op) usage("unknown op");
+      options.op = *op;
+    } else if (arg == "--memory") {
+      const std::string memory = value();
+      if (memory == "host") options.memory = MemoryKind::kHost;
+      else if (memory == "device") options.memory = MemoryKind::kDevice;
+      else usage("--memory is host or device");
+    } else if (arg == "--min-bytes") {
+      options.min_bytes = parse_bytes(value());
+    } else if (arg == "--max-bytes") {
+      options.max_bytes = parse_bytes(value());
+    } else if (arg == "--dump") {
+      options.dump = value();
+    } else {
+      usage(("unknown option " + arg).c_str());
+    }
+  }
+  if (options.topology_file.empty() && (options.nodes != 0 || options.ranks_per_node != 0)) {
+    usage("--nodes and --ranks-per-node need --topology");
+  }
+  if (options.min_bytes == 0) options.min_bytes = 1;
+  return options;
+}
+
+void print_table(const Options& options, const internal::CommunicatorState& state) {
+  const std::size_t element = element_size(options.type);
+  std::printf("\nAUTO for %s of %s (%s), %s memory:\n", std::string(to_string(options.kind)).c_str(),
+              std::string(to_string(options.type)).c_str(),
+              std::string(to_string(options.op)).c_str(),
+              options.memory == MemoryKind::kDevice ? "device" : "host");
+  if (internal::env_params().forced_algorithm) {
+    std::printf("(COLLECTIVE_ALGORITHM=%s forces every call that asks for AUTO; shown is what "
+                "AUTO itself would pick)\n",
+                std::string(to_string(*internal::env_params().forced_algorithm)).c_str());
+  }
+  std::printf("%12s  %-20s %s\n", "bytes", "algorithm", "why");
+  for (std::size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 2) {
+    internal::Request request;
+    request.kind = options.kind;
+    request.type = options.type;
+    request.op = options.op;
+    request.memory = options.memory;
+    request.count = std::max<std::size_t>(1, bytes / element);
+    try {
+      const internal::Selection selection = internal::select_algorithm(request, state, true);
+      std::printf("%12zu  %-20s %s\n", request.bytes(), selection.algorithm->name(),
+                  selection.reason.c_str());
+    } catch (const Error& error) {
+      std::printf("%12zu  %-20s %s\n", request.bytes(), "(none)", error.cause().c_str());
+    }
+    if (bytes > options.max_bytes / 2) break;
+  }
+}
+
+void print_header(const Topology& topology, const std::string& source) {
+  std::printf("collective_info: libcollective %s (%s), NCCL %s\n", version_string(), git_revision(),
+              built_with_nccl() ? "built in" : "not built");
+  std::printf("topology (%s):\n%s", source.c_str(), topology.describe().c_str());
+  const internal::RuleSet* rules = internal::process_rules();
+  if (rules == nullptr) {
+    std::printf("rules: none (COLLECTIVE_RULES_FILE unset)\n");
+  } else {
+    std::printf("rules: %s, %zu rules\n", rules->origin.c_str(), rules->rules.size());
+    for (std::size_t i = 0; i < rules->rules.size(); ++i) {
+      std::printf("  rule %zu: %s\n", i, rules->rules[i].describe().c_str());
+    }
+  }
+}
+
+void dump(const Topology& topology, const std::string& path) {
+  if (path.empty()) return;
+  std::ofstream out(path, std::ios::trunc);
+  out << topology.to_json();
+  if (!out) {
+    std::fprintf(stderr, "collective_info: cannot write %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::printf("topology written to %s\n", path.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Options options = parse(argc, argv);
+  try {
+    if (!options.topology_file.empty()) {
+      // A machine described by a file: no MPI job needed.
+      auto topology = std::make_shared<const Topology>(
+          Topology::load(options.topology_file, options.nodes, options.ranks_per_node));
+      print_header(*topology, "file " + options.topology_file);
+      dump(*topology, options.dump);
+      internal::CommunicatorState state(topology, 0);
+      print_table(options, state);
+      return 0;
+    }
+    Environment environment(argc, argv);
+    Communicator world = Communicator::world();
+    if (world.rank() == 0) {
+      print_header(world.topology(), "live, " + std::to_string(world.size()) + " ranks under MPI");
+      dump(world.topology(), options.dump);
+      print_table(options, world.state());
+    }
+    world.barrier();
+  } catch (const Error& error) {
+    std::fprintf(stderr, "collective_info: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,169 @@
+// Topologies from files: the fixtures (a laptop as an hwloc synthetic
+// description, a two-socket server and an 8-GPU node as hwloc XML, a
+// 4-node cluster as a dump), the dump round trip, and malformed input.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "collective/errors.h"
+#include "collective/topology.h"
+
+namespace collective {
+namespace {
+
+std::string fixture(const char* name) { return std::string(COLLECTIVE_FIXTURES_DIR) + "/" + name; }
+
+TEST(TopologyFile, LaptopFromSyntheticDescription) {
+  const Topology topology = Topology::load(fixture("laptop.synthetic"), 1, 4);
+  ASSERT_EQ(topology.node_count(), 1);
+  ASSERT_EQ(topology.size(), 4);
+  const Node& node = topology.node(0);
+  EXPECT_EQ(node.packages, 1);
+  EXPECT_EQ(node.numa_nodes, 1);
+  EXPECT_EQ(node.cores, 4);
+  EXPECT_EQ(node.processing_units, 8);
+  EXPECT_EQ(node.memory_bytes, 16000000000u);
+  EXPECT_EQ(node.l3_cache_bytes, 12000000u);
+  EXPECT_TRUE(node.gpus.empty());
+  EXPECT_EQ(node.source.rfind("synthetic ", 0), 0u) << node.source;
+  for (int rank = 0; rank < 4; ++rank) {
+    EXPECT_EQ(topology.node_of(rank), 0);
+    EXPECT_EQ(topology.local_rank(rank), rank);
+  }
+  EXPECT_FALSE(topology.oversubscribed());
+  EXPECT_TRUE(topology.nodes_alike());
+}
+
+TEST(TopologyFile, TwoSocketServerFromHwlocXml) {
+  const Topology topology = Topology::load(fixture("two_socket_server.xml"), 1, 2);
+  const Node& node = topology.node(0);
+  EXPECT_EQ(node.host, "server");
+  EXPECT_EQ(node.packages, 2);
+  EXPECT_EQ(node.numa_nodes, 2);
+  EXPECT_EQ(node.cores, 32);
+  EXPECT_EQ(node.processing_units, 64);
+  EXPECT_EQ(node.memory_bytes, std::uint64_t{256} << 30);
+  EXPECT_EQ(node.l3_cache_bytes, std::uint64_t{32} << 20);
+  EXPECT_TRUE(node.gpus.empty());
+  ASSERT_EQ(node.nics.size(), 3u);
+  EXPECT_EQ(node.nics[0].name, "eth0");
+  EXPECT_EQ(node.nics[0].kind, "ethernet");
+  EXPECT_EQ(node.nics[0].numa_node, 0);
+  EXPECT_EQ(node.nics[0].pci_bus_id, "0000:18:00.0");
+  EXPECT_EQ(node.nics[1].name, "mlx5_0");
+  EXPECT_EQ(node.nics[1].kind, "openfabrics");
+  EXPECT_EQ(node.nics[2].kind, "ipoib");
+}
+
+TEST(TopologyFile, EightGpuNodeFromHwlocXml) {
+  const Topology topology = Topology::load(fixture("eight_gpu_node.xml"), 2, 8);
+  ASSERT_EQ(topology.node_count(), 2);
+  EXPECT_EQ(topology.node(0).host, "gpunode-0");
+  EXPECT_EQ(topology.node(1).host, "gpunode-1");
+  EXPECT_EQ(topology.gpus_per_node(), 8);
+  const Node& node = topology.node(1);
+  ASSERT_EQ(node.gpus.size(), 8u);
+  for (int g = 0; g < 8; ++g) {
+    const GpuDevice& gpu = node.gpus[static_cast<std::size_t>(g)];
+    EXPECT_EQ(gpu.name, "cuda" + std::to_string(g));
+    EXPECT_EQ(gpu.model, "NVIDIA H100 80GB HBM3");
+    EXPECT_EQ(gpu.numa_node, g < 4 ? 0 : 1) << gpu.name;
+  }
+  EXPECT_EQ(node.gpus[0].pci_bus_id, "0000:18:00.0");
+  ASSERT_EQ(node.nics.size(), 2u);
+  EXPECT_EQ(node.nics[1].name, "mlx5_1");
+  EXPECT_EQ(node.nics[1].numa_node, 1);
+  EXPECT_EQ(node.ranks, (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
+  EXPECT_EQ(topology.node_of(9), 1);
+  EXPECT_EQ(topology.local_rank(9), 1);
+}
+
+TEST(TopologyFile, FourNodeClusterDump) {
+  const Topology topology = Topology::load(fixture("four_node_cluster.json"));
+  ASSERT_EQ(topology.node_count(), 4);
+  ASSERT_EQ(topology.size(), 32);
+  EXPECT_EQ(topology.min_ranks_per_node(), 8);
+  EXPECT_EQ(topology.max_ranks_per_node(), 8);
+  EXPECT_TRUE(topology.nodes_alike());
+  for (int rank = 0; rank < 32; ++rank) {
+    EXPECT_EQ(topology.node_of(rank), rank / 8);
+    EXPECT_EQ(topology.local_rank(rank), rank % 8);
+  }
+  EXPECT_EQ(topology.node(3).host, "node4");
+  EXPECT_EQ(topology.node(2).nics[1].kind, "openfabrics");
+  // Replicating the cluster's first machine elsewhere works too.
+  const Topology two = Topology::load(fixture("four_node_cluster.json"), 2, 3);
+  EXPECT_EQ(two.size(), 6);
+  EXPECT_EQ(two.node(1).processing_units, 64);
+}
+
+TEST(TopologyFile, DumpRoundTrips) {
+  const Topology original = Topology::load(fixture("eight_gpu_node.xml"), 3, 5);
+  const std::string json = original.to_json();
+  const Topology again = Topology::parse(json, "round trip");
+  EXPECT_EQ(again.to_json(), json);
+  EXPECT_EQ(again.describe(), original.describe());
+}
+
+TEST(TopologyFile, UnequalNodesFromRankLists) {
+  const Topology topology = Topology::parse(
+      R"({"nodes": [{"host": "a", "processing_units": 4, "ranks": [0, 2, 3]},
+                    {"host": "b", "processing_units": 2, "cores": 2, "ranks": [1]}]})",
+      "inline");
+  EXPECT_EQ(topology.node_count(), 2);
+  EXPECT_EQ(topology.min_ranks_per_node(), 1);
+  EXPECT_EQ(topology.max_ranks_per_node(), 3);
+  EXPECT_FALSE(topology.nodes_alike());
+  EXPECT_EQ(topology.node_of(1), 1);
+  EXPECT_EQ(topology.local_rank(3), 2);
+  EXPECT_EQ(topology.placement(2).local_rank, 1);
+}
+
+TEST(TopologyFile, OversubscriptionIsSeen) {
+  const Topology topology = Topology::parse("package:1 core:2 pu:1", "inline", 1, 4);
+  EXPECT_TRUE(topology.oversubscribed());
+}
+
+std::string load_error(const std::string& text, int nodes = 0, int per_node = 0) {
+  try {
+    Topology::parse(text, "bad.json", nodes, per_node);
+  } catch (const InvalidArgumentError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(TopologyFile, RejectsMalformedDescriptions) {
+  const char* bad[] = {
+      R"({"nodes": []})",
+      R"({"nodes": [{"processing_units": 0, "ranks": [0]}]})",
+      R"({"nodes": [{"ranks": [0]}]})",                                     // no processing_units
+      R"({"nodes": [{"processing_units": 2, "ranks": [1]}]})",              // rank 0 missing
+      R"({"nodes": [{"processing_units": 2, "ranks": [0, 0]}]})",           // twice
+      R"({"nodes": [{"processing_units": 2, "ranks": [0]}], "extra": 1})",  // unknown key
+      R"({"nodes": [{"processing_units": 2, "ranks": [0]}], "version": 2})",
+      R"({"format": "other", "nodes": [{"processing_units": 2, "ranks": [0]}]})",
+      R"({"nodes": [{"processing_units": 2}], "placements": [{"rank": 0, "node": 1}]})",
+      R"({"nodes": [{"processing_units": 2}], "placements": [{"rank": 1, "node": 0}]})",
+      R"({"nodes": [{"processing_units": 2}, {"processing_units": 2}],
+          "placements": [{"rank": 0, "node": 1, "local_rank": 1}]})",
+      R"({"nodes": [{"processing_units": 2, "ranks": [1]}, {"processing_units": 2, "ranks": [0]}],
+          "placements": [{"rank": 0, "node": 0}, {"rank": 1, "node": 1}]})",  // lists disagree
+      R"({"nodes": [{"processing_units": 2, "gpus": [{"model": "x"}], "ranks": [0]}]})",
+      "<topology>not hwloc</topology>",
+      "package:banana",
+      "two\nlines",
+  };
+  for (const char* text : bad) {
+    const std::string error = load_error(text);
+    EXPECT_NE(error, "") << "accepted: " << text;
+    EXPECT_NE(error.find("bad.json"), std::string::npos) << error;
+  }
+  // A machine description places no ranks by itself.
+  EXPECT_NE(load_error("package:1 core:2 pu:1").find("places no ranks"), std::string::npos);
+  EXPECT_NE(load_error("package:1 core:2 pu:1", 2, 0), "");
+  EXPECT_THROW(Topology::load(fixture("does_not_exist.json")), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace collective
