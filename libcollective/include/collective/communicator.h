@@ -37,8 +37,11 @@ struct CommunicatorState;
 //
 // Every collective is blocking: when it returns, the output buffer holds the
 // result. Every rank of the communicator must call the same collectives in
-// the same order with matching count, type, op and root. A call that cannot
+// the same order with matching count, type, op and root: before each call
+// the ranks compare what they were asked to do and all raise MismatchError
+// when they disagree (COLLECTIVE_VALIDATE=0 skips this). A call that cannot
 // finish fails with TimeoutError after its timeout; it never hangs forever.
+// Errors, and which of them leave the communicator usable: docs/errors.md.
 //
 // Counts are element counts (size_t; above 2^31 is fine). In-place forms:
 //   all_reduce / reduce:  send == recv
@@ -121,6 +124,17 @@ class Communicator {
 
   // Number of collectives this communicator has started.
   std::uint64_t sequence_number() const;
+
+  // Makes the communicator unusable, from any thread, at any time: a
+  // collective blocked in this process fails within milliseconds with
+  // CommunicationError ("aborted by Communicator::abort: <reason>"), and
+  // every later call fails at once. Only this process is affected; the
+  // other ranks see this one stop answering (their timeout, or their own
+  // abort). A call inside the mpi algorithm's blocking MPI collective is
+  // released only when that collective returns. See docs/errors.md.
+  void abort(const std::string& reason);
+  // Whether abort() was called on this communicator (any copy).
+  bool aborted() const;
 
   // Releases the underlying MPI communicator now. Later calls on any copy
   // raise InvalidArgumentError. Destruction of the last copy frees it too.

@@ -60,13 +60,16 @@ std::atomic<std::uint64_t> g_segment_counter{0};
 
 // Waits for a non-blocking MPI operation of the segment's setup, within the
 // call's deadline.
-void wait_setup(MPI_Request& mpi_request, const Request& request, int rank, const char* what) {
+void wait_setup(MPI_Request& mpi_request, const Request& request, const CommunicatorState& state,
+                const char* what) {
+  const int rank = state.rank;
   int done = 0;
   int polls = 0;
   while (true) {
     check_mpi(MPI_Test(&mpi_request, &done, MPI_STATUS_IGNORE), "MPI_Test", request.label(), rank);
     if (done) return;
     sched_yield();
+    state.check_abort(request);
     if ((++polls & 63) == 0 && Clock::now() > request.deadline) {
       throw TimeoutError(request.label(), rank,
                          std::string("timed out setting up the node's shared-memory segment (") +
@@ -123,6 +126,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
 
   std::shared_ptr<NodeSegment> segment(new NodeSegment());
   segment->rank_ = state.rank;
+  segment->owner_ = &state;
   segment->local_rank_ = topology.local_rank(state.rank);
   segment->local_size_ = static_cast<int>(node.ranks.size());
   segment->comm_ranks_ = node.ranks;
@@ -158,7 +162,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   MPI_Request pending = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibcast(name, kNameBytes, MPI_CHAR, 0, state.node_comm, &pending), "MPI_Ibcast",
             operation, state.rank);
-  wait_setup(pending, request, state.rank, "sharing its name");
+  wait_setup(pending, request, state, "sharing its name");
   if (!creator) {
     if (name[0] == '\0') {
       failure = "the node's first rank could not create the shared-memory segment";
@@ -187,7 +191,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   int all_ok = failure.empty() ? 1 : 0;
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, state.node_comm, &pending),
             "MPI_Iallreduce", operation, state.rank);
-  wait_setup(pending, request, state.rank, "agreeing that every rank mapped it");
+  wait_setup(pending, request, state, "agreeing that every rank mapped it");
   if (creator && name[0] != '\0') shm_unlink(name);
   if (!failure.empty()) throw CommunicationError(operation, state.rank, failure);
   if (!all_ok) {
@@ -268,6 +272,7 @@ void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request
     return;
   }
   sched_yield();
+  if (owner_ != nullptr) owner_->check_abort(request);
   if ((idle_passes & 15) == 0 && Clock::now() > request.deadline) {
     fail_timeout(local, flag, round,
                  control(local).flags[static_cast<int>(flag)].value.load(std::memory_order_acquire),
@@ -286,6 +291,7 @@ void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request&
     }
     sched_yield();
     if (value.load(std::memory_order_acquire) >= round) return;
+    if (owner_ != nullptr) owner_->check_abort(request);
     if ((yields & 15) == 0 && Clock::now() > request.deadline) {
       fail_timeout(local, flag, round, value.load(std::memory_order_acquire), request);
     }

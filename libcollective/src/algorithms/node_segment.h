@@ -119,6 +119,8 @@ class NodeSegment {
   std::uint64_t round_ = 0;
   bool yield_at_once_ = false;
   int rank_ = 0;
+  // Its communicator: every wait honours Communicator::abort through it.
+  const CommunicatorState* owner_ = nullptr;
   PeerMappings peer_mappings_;
   // The flags last seen of every local rank: monotonic, so a value already
   // seen high enough answers without touching the peer's cache line.

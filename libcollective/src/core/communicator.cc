@@ -5,8 +5,10 @@
 #include "collective/errors.h"
 #include "core/communicator_state.h"
 #include "core/dispatch.h"
+#include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "transport/wait_guard.h"
 #include "algorithms/shared_allocation.h"
 #include "topology/communicator_topology.h"
 
@@ -29,14 +31,36 @@ void require_mpi(const char* operation) {
   }
 }
 
+// Waits for a non-blocking MPI operation that needs every rank of the
+// parent communicator, within COLLECTIVE_TIMEOUT: a rank that never calls
+// fails the others with a TimeoutError instead of blocking them forever.
+void wait_for_all_ranks(MPI_Request& request, const char* operation, int rank,
+                        const char* what) {
+  internal::WaitGuard guard(operation, rank, internal::env_params().timeout, nullptr, what);
+  int done = 0;
+  while (true) {
+    internal::check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test", operation, rank);
+    if (done) return;
+    guard.idle([&] {
+      return internal::WaitTarget{{}, std::string("every rank of the parent communicator to call ") +
+                                          operation};
+    });
+  }
+}
+
 std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operation) {
   MPI_Comm copy = MPI_COMM_NULL;
   // MPI_COMM_WORLD's default handler aborts; ask for return codes on the
   // duplicate (set in CommunicatorState) and check this call by hand.
   int rank = -1;
   MPI_Comm_rank(parent, &rank);
-  internal::check_mpi(MPI_Comm_dup(parent, &copy), "MPI_Comm_dup", operation, rank);
-  auto state = std::make_shared<CommunicatorState>(copy);
+  // A malformed COLLECTIVE_* variable raises here, before MPI is asked for
+  // anything that would then be left half done.
+  (void)internal::env_params();
+  MPI_Request request = MPI_REQUEST_NULL;
+  internal::check_mpi(MPI_Comm_idup(parent, &copy, &request), "MPI_Comm_idup", operation, rank);
+  wait_for_all_ranks(request, operation, rank, "MPI_Comm_idup");
+  auto state = std::make_shared<CommunicatorState>(copy, operation);
   internal::attach_topology(*state, operation);
   return state;
 }
@@ -85,14 +109,26 @@ internal::CommunicatorState& Communicator::state() const {
 
 Communicator Communicator::split(int color, int key) const {
   CommunicatorState& self = state();
+  constexpr const char* kOperation = "Communicator::split";
   if (self.freed) {
-    throw InvalidArgumentError("Communicator::split", self.rank, "the communicator was freed");
+    throw InvalidArgumentError(kOperation, self.rank, "the communicator was freed");
   }
+  if (self.poisoned) {
+    throw CommunicationError(kOperation, self.rank,
+                             "communicator unusable after an earlier failure: " + *self.poisoned);
+  }
+  (void)internal::env_params();  // a malformed variable raises before any MPI call
+  // MPI has no non-blocking split: first make sure, within the timeout,
+  // that every rank has arrived, so MPI_Comm_split itself cannot block on a
+  // rank that never comes.
+  MPI_Request arrival = MPI_REQUEST_NULL;
+  internal::check_mpi(MPI_Ibarrier(self.comm, &arrival), "MPI_Ibarrier", kOperation, self.rank);
+  wait_for_all_ranks(arrival, kOperation, self.rank, "arrival before MPI_Comm_split");
   MPI_Comm child = MPI_COMM_NULL;
-  internal::check_mpi(MPI_Comm_split(self.comm, color, key, &child), "MPI_Comm_split",
-                      "Communicator::split", self.rank);
-  auto state = std::make_shared<CommunicatorState>(child);
-  internal::attach_topology(*state, "Communicator::split");
+  internal::check_mpi(MPI_Comm_split(self.comm, color, key, &child), "MPI_Comm_split", kOperation,
+                      self.rank);
+  auto state = std::make_shared<CommunicatorState>(child, kOperation);
+  internal::attach_topology(*state, kOperation);
   return Communicator(std::move(state));
 }
 
@@ -179,5 +215,9 @@ Algorithm Communicator::last_algorithm() const { return state().last_algorithm; 
 std::uint64_t Communicator::sequence_number() const { return state().next_sequence; }
 
 void Communicator::free() { state().release(); }
+
+void Communicator::abort(const std::string& reason) { state().request_abort(reason); }
+
+bool Communicator::aborted() const { return state().abort_requested(); }
 
 }  // namespace collective

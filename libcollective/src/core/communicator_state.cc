@@ -1,11 +1,17 @@
 #include "core/communicator_state.h"
 
+#include <vector>
+
+#include "collective/errors.h"
+#include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "transport/wait_guard.h"
 
 namespace collective::internal {
 
-CommunicatorState::CommunicatorState(MPI_Comm owned_comm) : comm(owned_comm) {
+CommunicatorState::CommunicatorState(MPI_Comm owned_comm, const char* operation)
+    : comm(owned_comm) {
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -13,6 +19,26 @@ CommunicatorState::CommunicatorState(MPI_Comm owned_comm) : comm(owned_comm) {
   int length = 0;
   MPI_Get_processor_name(name, &length);
   host.assign(name, static_cast<std::size_t>(length));
+  if (size > 1) learn_peers(operation);
+}
+
+void CommunicatorState::learn_peers(const char* operation) {
+  // Every rank has just completed the duplication, so this finishes at
+  // once unless a rank dies in between; it is bounded all the same.
+  const ProcessIdentity mine = own_identity();
+  std::vector<ProcessIdentity> all(static_cast<std::size_t>(size));
+  MPI_Request request = MPI_REQUEST_NULL;
+  check_mpi(MPI_Iallgather(&mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE, comm,
+                           &request),
+            "MPI_Iallgather", operation, rank);
+  WaitGuard guard(operation, rank, env_params().timeout, nullptr, "exchange of process identities");
+  int done = 0;
+  while (true) {
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test", operation, rank);
+    if (done) break;
+    guard.idle([] { return WaitTarget{{}, "every rank of the new communicator"}; });
+  }
+  liveness.adopt(std::move(all), rank);
 }
 
 CommunicatorState::CommunicatorState(std::shared_ptr<const Topology> topology_value, int rank_value)
@@ -49,7 +75,7 @@ void CommunicatorState::release() {
     node_comm = MPI_COMM_NULL;
     return;
   }
-  if (poisoned) {
+  if (poisoned || abort_requested()) {
     // Requests of the failed call may still reference the communicator;
     // MPI_Comm_free would wait for them. Leave it to MPI_Finalize.
     comm = MPI_COMM_NULL;
@@ -68,6 +94,26 @@ void CommunicatorState::release() {
     COLLECTIVE_LOG(kWarn, "MPI_Comm_free failed: " << mpi_error_text(rc));
   }
   comm = MPI_COMM_NULL;
+}
+
+void CommunicatorState::request_abort(const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(abort_mutex_);
+    if (abort_flag.load(std::memory_order_relaxed)) return;
+    abort_reason_ = reason.empty() ? "no reason given" : reason;
+  }
+  abort_flag.store(true, std::memory_order_release);
+}
+
+std::string CommunicatorState::abort_reason() const {
+  std::lock_guard<std::mutex> lock(abort_mutex_);
+  return abort_reason_;
+}
+
+void CommunicatorState::check_abort(const Request& request) const {
+  if (!abort_requested()) return;
+  throw CommunicationError(request.label(), rank,
+                           "aborted by Communicator::abort: " + abort_reason());
 }
 
 }  // namespace collective::internal

@@ -5,8 +5,10 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -14,7 +16,9 @@
 #include "collective/options.h"
 #include "collective/topology.h"
 #include "collective/types.h"
+#include "core/request.h"
 #include "core/scratch_buffer.h"
+#include "transport/peer_liveness.h"
 
 namespace collective::internal {
 
@@ -44,9 +48,10 @@ class AlgorithmResources {
 };
 
 struct CommunicatorState {
-  // Takes ownership of `owned_comm` (a duplicate made for the library) and
-  // sets MPI_ERRORS_RETURN on it.
-  explicit CommunicatorState(MPI_Comm owned_comm);
+  // Takes ownership of `owned_comm` (a duplicate made for the library), sets
+  // MPI_ERRORS_RETURN on it and learns who every rank is (PeerLiveness).
+  // `operation` names the call in errors ("Communicator::world").
+  explicit CommunicatorState(MPI_Comm owned_comm, const char* operation = "Communicator");
   // Without MPI: a state for selection experiments (collective_info, tests)
   // on a topology loaded from a file. Nothing can run on it.
   CommunicatorState(std::shared_ptr<const Topology> topology, int rank);
@@ -56,6 +61,16 @@ struct CommunicatorState {
 
   // Frees the MPI communicator (idempotent); later calls are rejected.
   void release();
+
+  // Communicator::abort: safe from any thread, at any time; the first reason
+  // is kept. The call in progress (if any) fails with CommunicationError at
+  // its next poll, and the communicator is poisoned.
+  void request_abort(const std::string& reason);
+  bool abort_requested() const { return abort_flag.load(std::memory_order_acquire); }
+  // Every wait loop calls this (or WaitGuard, which does): throws
+  // CommunicationError naming the call when abort was requested.
+  void check_abort(const Request& request) const;
+  std::string abort_reason() const;
 
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
@@ -69,9 +84,17 @@ struct CommunicatorState {
   // every later call reports.
   std::optional<std::string> poisoned;
 
+  // Set by request_abort from any thread; read by every wait loop.
+  std::atomic<bool> abort_flag{false};
+
+  // Process of every rank, to tell a dead peer from a slow one.
+  PeerLiveness liveness;
+
   // Reused by the algorithms: incoming segments, partial sums.
   ScratchBuffer scratch_in;
   ScratchBuffer scratch_work;
+  // Reused by the cross-rank check: every rank's fingerprint of the call.
+  ScratchBuffer scratch_check;
 
   // Where the ranks run (identical on every rank). Set when a Communicator
   // is created (topology/communicator_topology.h); null only for internal
@@ -92,6 +115,12 @@ struct CommunicatorState {
 
   // The NCCL algorithm's communicators and streams (algorithms/nccl_resources.h).
   std::unique_ptr<AlgorithmResources> nccl;
+
+ private:
+  void learn_peers(const char* operation);
+
+  mutable std::mutex abort_mutex_;
+  std::string abort_reason_;
 };
 
 }  // namespace collective::internal

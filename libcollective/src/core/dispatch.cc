@@ -1,6 +1,8 @@
 #include "core/dispatch.h"
 
 #include <cstring>
+#include <exception>
+#include <optional>
 
 #include "collective/errors.h"
 #include "core/env_params.h"
@@ -9,6 +11,8 @@
 #include "gpu/device_runtime.h"
 #include "gpu/memory_kind.h"
 #include "selection/selector.h"
+#include "validation/call_fingerprint.h"
+#include "validation/cross_rank_check.h"
 
 namespace collective::internal {
 namespace {
@@ -57,26 +61,57 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
     throw CommunicationError(request.label(), state.rank,
                              "communicator unusable after an earlier failure: " + *state.poisoned);
   }
-  apply_options(request, options);
-  validate_request(request, state.rank, state.size);
-  // kAuto asks CUDA (when built in) where the buffers live; a declared kind
-  // is checked against it. Host algorithms refuse device buffers in their
-  // supports(), so device buffers reach NCCL or an UnsupportedError.
-  request.memory = gpu::resolve_memory_kind(request, state.rank);
+  const EnvParams& params = env_params();  // a malformed variable raises here, on every rank
+  if (state.abort_requested()) {
+    state.poisoned = "aborted by Communicator::abort: " + state.abort_reason();
+    throw CommunicationError(request.label(), state.rank, *state.poisoned);
+  }
 
-  const Selection selection = select_algorithm(request, state);
-  state.last_algorithm = selection.algorithm->id();
-  COLLECTIVE_LOG(kDebug, request.label() << " " << request.count << " x "
-                                         << to_string(request.type) << " -> "
-                                         << selection.algorithm->name() << " ("
-                                         << selection.reason << ")");
-  if (state.size == 1) return run_single_rank(request, state.rank);
+  // This rank's own checks. With validation on, a rejection is not raised
+  // yet: the rank first tells the others (validation/cross_rank_check.h).
+  std::exception_ptr rejection;
+  std::optional<Selection> selection;
+  bool unsupported = false;
+  std::string rejection_cause;
+  try {
+    apply_options(request, options);
+    validate_request(request, state.rank, state.size);
+    // kAuto asks CUDA (when built in) where the buffers live; a declared
+    // kind is checked against it. Host algorithms refuse device buffers in
+    // their supports(), so device buffers reach NCCL or an UnsupportedError.
+    request.memory = gpu::resolve_memory_kind(request, state.rank);
+    selection = select_algorithm(request, state);
+  } catch (const Error& error) {
+    if (!params.validate || state.size == 1) throw;
+    rejection = std::current_exception();
+    unsupported = dynamic_cast<const UnsupportedError*>(&error) != nullptr;
+    rejection_cause = error.cause();
+  }
 
+  // One deadline bounds the whole call: the check and the algorithm.
+  if (request.timeout.count() <= 0) request.timeout = params.timeout;
   request.deadline = Clock::now() + request.timeout;
   try {
-    selection.algorithm->run(request, state);
+    if (params.validate && state.size > 1) {
+      check_across_ranks(rejection ? rejected_fingerprint(request, state.rank, unsupported,
+                                                          rejection_cause)
+                                   : fingerprint_of(request, selection->algorithm->id(), state.rank),
+                         request, state);
+    }
+    if (rejection) std::rethrow_exception(rejection);
+
+    state.last_algorithm = selection->algorithm->id();
+    COLLECTIVE_LOG(kDebug, request.label() << " " << request.count << " x "
+                                           << to_string(request.type) << " -> "
+                                           << selection->algorithm->name() << " ("
+                                           << selection->reason << ")");
+    if (state.size == 1) return run_single_rank(request, state.rank);
+    selection->algorithm->run(request, state);
   } catch (const CommunicationError& error) {
-    state.poisoned = error.what();
+    // A rank of the call failed or timed out: messages of this call may
+    // still be in flight, so no later call on this communicator can trust
+    // what it receives.
+    if (!state.poisoned) state.poisoned = error.what();
     throw;
   }
 }

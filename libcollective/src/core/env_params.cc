@@ -1,47 +1,100 @@
 #include "core/env_params.h"
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <string>
+#include <string_view>
 
 #include "collective/errors.h"
 
 namespace collective::internal {
 namespace {
 
-[[noreturn]] void bad_value(const char* name, const char* value, const char* expected) {
+// Longest accepted timeout: 10^6 s (11.5 days) keeps the milliseconds and
+// every deadline computed from them far from overflow.
+constexpr double kMaxTimeoutSeconds = 1e6;
+
+[[noreturn]] void bad_value(const char* name, const char* value, const std::string& expected) {
   throw InvalidArgumentError("environment", -1,
                              std::string(name) + "=" + value + " is not " + expected);
 }
 
-std::size_t read_size(const char* name, std::size_t fallback, std::size_t minimum) {
-  const char* value = std::getenv(name);
-  if (value == nullptr || *value == '\0') return fallback;
+const char* lookup_set(const EnvLookup& lookup, const char* name) {
+  const char* value = lookup(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+
+// A byte count with an optional K/M/G suffix (powers of 1024), in
+// [minimum, maximum].
+std::size_t read_size(const EnvLookup& lookup, const char* name, std::size_t fallback,
+                      std::size_t minimum, std::size_t maximum) {
+  const char* value = lookup_set(lookup, name);
+  if (value == nullptr) return fallback;
+  const std::string expected = "a byte count in [" + std::to_string(minimum) + ", " +
+                               std::to_string(maximum) + "] (suffix K, M or G allowed)";
+  // strtoull accepts a sign and wraps negatives around: only digits here.
+  if (*value < '0' || *value > '9') bad_value(name, value, expected);
   char* end = nullptr;
   errno = 0;
   const unsigned long long parsed = std::strtoull(value, &end, 10);
-  std::size_t multiplier = 1;
-  if (end != nullptr && (*end == 'K' || *end == 'k')) multiplier = 1024, ++end;
-  else if (end != nullptr && (*end == 'M' || *end == 'm')) multiplier = 1024 * 1024, ++end;
-  else if (end != nullptr && (*end == 'G' || *end == 'g')) multiplier = 1024 * 1024 * 1024, ++end;
-  if (errno != 0 || end == value || *end != '\0' || parsed < minimum / multiplier) {
-    bad_value(name, value, ("a byte count >= " + std::to_string(minimum)).c_str());
+  if (errno != 0) bad_value(name, value, expected);
+  unsigned long long multiplier = 1;
+  switch (*end) {
+    case 'K': case 'k': multiplier = 1ull << 10; ++end; break;
+    case 'M': case 'm': multiplier = 1ull << 20; ++end; break;
+    case 'G': case 'g': multiplier = 1ull << 30; ++end; break;
+    default: break;
   }
-  return static_cast<std::size_t>(parsed) * multiplier;
+  if (*end != '\0' || parsed > std::numeric_limits<std::size_t>::max() / multiplier) {
+    bad_value(name, value, expected);
+  }
+  const std::size_t bytes = static_cast<std::size_t>(parsed * multiplier);
+  if (bytes < minimum || bytes > maximum) bad_value(name, value, expected);
+  return bytes;
 }
 
-EnvParams parse() {
+// A decimal number in [minimum, maximum]; no inf or nan.
+double read_number(const char* name, const char* value, double minimum, double maximum,
+                   const std::string& expected) {
+  char* end = nullptr;
+  errno = 0;
+  const double parsed = std::strtod(value, &end);
+  if (end == value || *end != '\0' || errno != 0 || !std::isfinite(parsed) || parsed < minimum ||
+      parsed > maximum) {
+    bad_value(name, value, expected);
+  }
+  return parsed;
+}
+
+bool read_switch(const EnvLookup& lookup, const char* name, bool fallback) {
+  const char* value = lookup_set(lookup, name);
+  if (value == nullptr) return fallback;
+  const std::string_view text(value);
+  if (text == "1" || text == "on" || text == "ON" || text == "true" || text == "yes") return true;
+  if (text == "0" || text == "off" || text == "OFF" || text == "false" || text == "no") return false;
+  bad_value(name, value, "0 or 1 (also off/on, false/true, no/yes)");
+}
+
+}  // namespace
+
+EnvParams parse_env_params(const EnvLookup& lookup) {
   EnvParams params;
-  if (const char* value = std::getenv("COLLECTIVE_TIMEOUT"); value != nullptr && *value) {
-    char* end = nullptr;
-    const double seconds = std::strtod(value, &end);
-    if (end == value || *end != '\0' || !(seconds > 0)) {
-      bad_value("COLLECTIVE_TIMEOUT", value, "a positive number of seconds");
-    }
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_TIMEOUT")) {
+    const double seconds = read_number("COLLECTIVE_TIMEOUT", value, 0.0, kMaxTimeoutSeconds,
+                                       "a positive number of seconds, at most 1e6");
+    if (!(seconds > 0)) bad_value("COLLECTIVE_TIMEOUT", value, "a positive number of seconds");
     params.timeout = std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
     if (params.timeout.count() == 0) params.timeout = std::chrono::milliseconds(1);
   }
-  if (const char* value = std::getenv("COLLECTIVE_ALGORITHM"); value != nullptr && *value) {
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_STALL_WARNING")) {
+    params.stall_warning_fraction =
+        read_number("COLLECTIVE_STALL_WARNING", value, 0.0, 0.999,
+                    "a fraction of the timeout in [0, 1) (0 turns the warning off)");
+  }
+  params.validate = read_switch(lookup, "COLLECTIVE_VALIDATE", params.validate);
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_ALGORITHM")) {
     params.forced_algorithm = parse_algorithm(value);
     if (!params.forced_algorithm) {
       bad_value("COLLECTIVE_ALGORITHM", value,
@@ -49,30 +102,33 @@ EnvParams parse() {
     }
     if (*params.forced_algorithm == Algorithm::kAuto) params.forced_algorithm.reset();
   }
-  params.ring_segment_bytes =
-      read_size("COLLECTIVE_RING_SEGMENT_BYTES", params.ring_segment_bytes, 64);
+  constexpr std::size_t kMaxMessage = std::size_t{1} << 30;
+  params.ring_segment_bytes = read_size(lookup, "COLLECTIVE_RING_SEGMENT_BYTES",
+                                        params.ring_segment_bytes, 64, kMaxMessage);
   params.small_message_bytes =
-      read_size("COLLECTIVE_SMALL_MESSAGE_BYTES", params.small_message_bytes, 0);
-  params.max_message_bytes =
-      read_size("COLLECTIVE_MAX_MESSAGE_BYTES", params.max_message_bytes, 64);
-  if (params.max_message_bytes > (std::size_t{1} << 30)) params.max_message_bytes = std::size_t{1} << 30;
-  params.shm_slot_bytes = read_size("COLLECTIVE_SHM_SLOT_BYTES", params.shm_slot_bytes, 4096);
-  params.shm_small_bytes = read_size("COLLECTIVE_SHM_SMALL_BYTES", params.shm_small_bytes, 0);
-  if (const char* value = std::getenv("COLLECTIVE_RING_PIPELINE_DEPTH"); value != nullptr && *value) {
-    char* end = nullptr;
-    const long depth = std::strtol(value, &end, 10);
-    if (end == value || *end != '\0' || depth < 1 || depth > 64) {
+      read_size(lookup, "COLLECTIVE_SMALL_MESSAGE_BYTES", params.small_message_bytes, 0,
+                std::numeric_limits<std::size_t>::max());
+  // Above 2^30 B a message's int count could overflow for any element size
+  // the splitting uses, so larger values are refused rather than clamped.
+  params.max_message_bytes = read_size(lookup, "COLLECTIVE_MAX_MESSAGE_BYTES",
+                                       params.max_message_bytes, 64, kMaxMessage);
+  params.shm_slot_bytes = read_size(lookup, "COLLECTIVE_SHM_SLOT_BYTES", params.shm_slot_bytes,
+                                    4096, kMaxMessage);
+  params.shm_small_bytes = read_size(lookup, "COLLECTIVE_SHM_SMALL_BYTES", params.shm_small_bytes,
+                                     0, std::numeric_limits<std::size_t>::max());
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_RING_PIPELINE_DEPTH")) {
+    params.ring_pipeline_depth = static_cast<int>(read_number(
+        "COLLECTIVE_RING_PIPELINE_DEPTH", value, 1, 64, "an integer in 1..64"));
+    if (std::to_string(params.ring_pipeline_depth) != value) {
       bad_value("COLLECTIVE_RING_PIPELINE_DEPTH", value, "an integer in 1..64");
     }
-    params.ring_pipeline_depth = static_cast<int>(depth);
   }
   return params;
 }
 
-}  // namespace
-
 const EnvParams& env_params() {
-  static const EnvParams params = parse();
+  static const EnvParams params =
+      parse_env_params([](const char* name) -> const char* { return std::getenv(name); });
   return params;
 }
 

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 
 #include "collective/algorithm.h"
@@ -11,8 +12,18 @@
 namespace collective::internal {
 
 struct EnvParams {
-  // COLLECTIVE_TIMEOUT (seconds, fractional allowed): default per-call timeout.
+  // COLLECTIVE_TIMEOUT (seconds, fractional allowed, at most 10^6): default
+  // per-call timeout.
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};
+  // COLLECTIVE_STALL_WARNING: fraction of the timeout after which a waiting
+  // call logs one warning naming the ranks it waits for; 0 turns it off.
+  // Half: far beyond normal skew between ranks (milliseconds to seconds),
+  // and it still leaves the other half of the timeout to look at the named
+  // rank (py-spy, gdb) before the call fails.
+  double stall_warning_fraction = 0.5;
+  // COLLECTIVE_VALIDATE: 1 (default) checks before every collective that all
+  // ranks make the same call (docs/errors.md); 0 skips the check.
+  bool validate = true;
   // COLLECTIVE_ALGORITHM: replaces Algorithm::kAuto in every call's options.
   std::optional<Algorithm> forced_algorithm;
   // COLLECTIVE_RING_SEGMENT_BYTES: unit of pipelining in the ring.
@@ -38,8 +49,14 @@ struct EnvParams {
   std::size_t shm_small_bytes = 64 * 1024;
 };
 
-// Parsed on first use; a malformed value raises InvalidArgumentError that
-// names the variable.
+// Looks up one variable: the value, or nullptr when unset.
+using EnvLookup = std::function<const char*(const char* name)>;
+
+// Parses every parameter through `lookup`; a malformed value raises
+// InvalidArgumentError naming the variable. Pure: the fuzzer calls it.
+EnvParams parse_env_params(const EnvLookup& lookup);
+
+// The process's parameters: parse_env_params(getenv), on first use.
 const EnvParams& env_params();
 
 }  // namespace collective::internal

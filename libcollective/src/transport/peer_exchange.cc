@@ -1,7 +1,6 @@
 #include "transport/peer_exchange.h"
 
-#include <sched.h>
-
+#include <algorithm>
 #include <sstream>
 
 #include "collective/errors.h"
@@ -18,19 +17,19 @@ namespace {
 // the standard allows.
 constexpr int kTagSpace = 32767;
 
-// Polls between yields: MPI_Test drives progress, and a few tight polls
-// keep latency low when the peer is already running.
-constexpr int kTightPolls = 64;
-
 }  // namespace
+
+int PeerExchange::tag_for(std::uint64_t sequence) {
+  return static_cast<int>(sequence % kTagSpace);
+}
 
 PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
                            const char* algorithm_name)
     : request_(request),
       state_(state),
       algorithm_name_(algorithm_name),
-      tag_(static_cast<int>(request.sequence % kTagSpace)) {
-}
+      tag_(tag_for(request.sequence)),
+      guard_(request, state, algorithm_name) {}
 
 PeerExchange::~PeerExchange() {
   // Normal paths wait for everything; an exception on the way out leaves
@@ -88,6 +87,7 @@ bool PeerExchange::poll(Pending& pending) {
   int flag = 0;
   if (pending.first != MPI_REQUEST_NULL) {
     const int rc = MPI_Test(&pending.first, &flag, MPI_STATUS_IGNORE);
+    // The label is built only on failure: polls are the hot path.
     if (rc != MPI_SUCCESS) check_mpi(rc, "MPI_Test", request_.label(), state_.rank);
     if (!flag) return false;
   }
@@ -105,31 +105,55 @@ bool PeerExchange::test(Handle handle) { return poll(pending_.at(handle)); }
 
 void PeerExchange::wait(Handle handle) {
   Pending& pending = pending_.at(handle);
-  int polls = 0;
-  while (!poll(pending)) {
-    if (++polls > kTightPolls) {
-      sched_yield();
-      if ((polls & 63) == 0 && Clock::now() > request_.deadline) fail_timeout(pending);
-    }
-  }
+  guard_.begin_wait();
+  while (!poll(pending)) guard_.idle([&] { return describe(pending); });
 }
 
 void PeerExchange::wait_all() {
-  for (std::size_t i = first_open_; i < pending_.size(); ++i) wait(i);
-  first_open_ = pending_.size();
+  guard_.begin_wait();
+  while (first_open_ < pending_.size()) {
+    bool progressed = false;
+    for (std::size_t i = first_open_; i < pending_.size(); ++i) {
+      if (!pending_[i].done && poll(pending_[i])) progressed = true;
+    }
+    while (first_open_ < pending_.size() && pending_[first_open_].done) ++first_open_;
+    if (first_open_ == pending_.size()) break;
+    if (!progressed) guard_.idle([&] { return describe_open(); });
+  }
 }
 
-void PeerExchange::fail_timeout(const Pending& pending) {
-  std::ostringstream cause;
-  const double seconds = static_cast<double>(request_.timeout.count()) / 1000.0;
-  cause << "timed out after " << seconds << " s (" << algorithm_name_ << ") waiting for "
-        << (pending.is_send ? "rank " : "a message from rank ") << pending.peer
-        << (pending.is_send ? " to receive " : " (") << pending.bytes << " B"
-        << (pending.is_send ? "" : ")") << ", " << pending.purpose;
-  if (pending.step >= 0) cause << " step " << pending.step;
-  cause << "; that rank has not reached this call, is stalled or died"
-        << " (COLLECTIVE_TIMEOUT or the timeout option sets the limit)";
-  throw TimeoutError(request_.label(), state_.rank, cause.str());
+WaitTarget PeerExchange::describe(const Pending& pending) const {
+  std::ostringstream what;
+  if (pending.is_send) {
+    what << "to accept a message of " << pending.bytes << " B";
+  } else {
+    what << "a message of " << pending.bytes << " B";
+  }
+  what << " (" << pending.purpose;
+  if (pending.step >= 0) what << " step " << pending.step;
+  what << ")";
+  return WaitTarget{{pending.peer}, what.str()};
+}
+
+WaitTarget PeerExchange::describe_open() const {
+  WaitTarget target;
+  std::size_t messages = 0;
+  const Pending* example = nullptr;
+  for (std::size_t i = first_open_; i < pending_.size(); ++i) {
+    const Pending& pending = pending_[i];
+    if (pending.done) continue;
+    ++messages;
+    if (example == nullptr) example = &pending;
+    if (std::find(target.ranks.begin(), target.ranks.end(), pending.peer) == target.ranks.end()) {
+      target.ranks.push_back(pending.peer);
+    }
+  }
+  std::sort(target.ranks.begin(), target.ranks.end());
+  if (example != nullptr) {
+    target.what = std::to_string(messages) + (messages == 1 ? " transfer" : " transfers") +
+                  " outstanding, e.g. " + describe(*example).what;
+  }
+  return target;
 }
 
 void PeerExchange::cancel_outstanding() noexcept {
@@ -152,6 +176,7 @@ void PeerExchange::cancel_outstanding() noexcept {
     // MPI may still touch the scratch areas through the freed requests.
     state_.scratch_in.abandon();
     state_.scratch_work.abandon();
+    state_.scratch_check.abandon();
     COLLECTIVE_LOG(kDebug, request_.label() << ": abandoned incomplete requests after failure");
   }
 }

@@ -1,0 +1,101 @@
+// The rules every wait loop of the library follows, in one place, so that
+// no wait can hang: spin briefly, then yield the processor (ranks may be
+// oversubscribed); stop at once when Communicator::abort was called; log
+// one stall warning naming the awaited ranks at COLLECTIVE_STALL_WARNING of
+// the timeout; fail fast when a rank on this host died; raise TimeoutError
+// at the deadline.
+//
+// Usage, in any loop that waits (MPI requests, shared-memory flags, ...):
+//   WaitGuard guard(request, state, "shared_memory");
+//   while (!ready()) guard.idle([&] { return WaitTarget{{peer}, "flag of rank 3"}; });
+// The describe callback runs only when a report is due.
+#pragma once
+
+#include <sched.h>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "core/communicator_state.h"
+#include "core/request.h"
+
+namespace collective::internal {
+
+// What a loop waits for: the ranks, and a phrase for the messages
+// ("a message of 64 B from rank 1 (ring all-gather step 2)").
+struct WaitTarget {
+  std::vector<int> ranks;
+  std::string what;
+};
+
+class WaitGuard {
+ public:
+  // For a collective call: its label, deadline and timeout; `who` names the
+  // algorithm or phase ("ring", "cross-rank check").
+  WaitGuard(const Request& request, CommunicatorState& state, const char* who);
+  // For waits outside a collective (communicator creation); `state` may be
+  // null (no abort flag, no liveness table yet).
+  WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
+            CommunicatorState* state, const char* who);
+
+  // Starts a new wait: the first polls spin without yielding.
+  void begin_wait() { polls_ = 0; }
+
+  // Called after every poll that found nothing ready.
+  template <typename Describe>
+  void idle(Describe&& describe) {
+    if (++polls_ <= kTightPolls) return;
+    sched_yield();
+    if (abort_flag_ != nullptr && abort_flag_->load(std::memory_order_relaxed)) fail_abort();
+    // After a yield the clock is cheap by comparison (vDSO, tens of ns),
+    // and an oversubscribed yield can take a whole time slice.
+    if (Clock::now() >= next_check_) {
+      checkpoint(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
+    }
+  }
+
+ private:
+  // A non-owning reference to the caller's describe callback.
+  struct Describer {
+    const void* callable;
+    WaitTarget (*call)(const void*);
+    WaitTarget operator()() const { return call(callable); }
+  };
+  template <typename F>
+  static WaitTarget call_describe(const void* callable) {
+    return (*static_cast<const F*>(callable))();
+  }
+
+  // Polls that spin before the first yield: MPI_Test drives progress, and a
+  // few tight polls keep latency low when the peer is already running.
+  static constexpr int kTightPolls = 64;
+
+  void checkpoint(const Describer& describe);
+  [[noreturn]] void fail_abort() const;
+  [[noreturn]] void fail_timeout(const WaitTarget& target) const;
+  [[noreturn]] void fail_dead_peers(const std::vector<int>& ranks, const WaitTarget& target) const;
+  void warn_stall(const WaitTarget& target, Clock::time_point now) const;
+  std::string label() const;
+  std::string ranks_text(const std::vector<int>& ranks) const;
+
+  const Request* request_ = nullptr;
+  const char* operation_ = nullptr;
+  CommunicatorState* state_ = nullptr;
+  const std::atomic<bool>* abort_flag_ = nullptr;
+  int rank_;
+  const char* who_;
+  std::chrono::milliseconds timeout_;
+  Clock::time_point start_;
+  Clock::time_point deadline_;
+  Clock::time_point warn_at_;
+  Clock::time_point next_liveness_check_;
+  Clock::time_point next_check_;  // earliest of the three above
+  bool warned_ = false;
+  int polls_ = 0;
+};
+
+}  // namespace collective::internal

@@ -1,0 +1,210 @@
+#include "validation/call_fingerprint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <vector>
+
+#include "collective/types.h"
+
+namespace collective::internal {
+namespace {
+
+bool has_op(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter ||
+         kind == CollectiveKind::kReduce;
+}
+
+bool has_root(CollectiveKind kind) {
+  return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kReduce;
+}
+
+CallFingerprint describe_call(const Request& request, int rank) {
+  CallFingerprint print;
+  print.sequence = request.sequence;
+  print.rank = rank;
+  print.kind = static_cast<std::int16_t>(request.kind);
+  const bool barrier = request.kind == CollectiveKind::kBarrier;
+  print.count = barrier ? 0 : request.count;
+  print.type = barrier ? -1 : static_cast<std::int16_t>(request.type);
+  print.op = has_op(request.kind) ? static_cast<std::int16_t>(request.op) : -1;
+  print.root = has_root(request.kind) ? request.root : -1;
+  print.requested = static_cast<std::int8_t>(request.requested);
+  print.algorithm = print.requested;
+  return print;
+}
+
+// The fields that must agree, in the order they are printed.
+enum Field { kKind, kCount, kType, kOp, kRoot, kAlgorithm, kNumFields };
+
+bool same_field(const CallFingerprint& a, const CallFingerprint& b, Field field) {
+  switch (field) {
+    case kKind: return a.kind == b.kind;
+    case kCount: return a.count == b.count;
+    case kType: return a.type == b.type;
+    case kOp: return a.op == b.op;
+    case kRoot: return a.root == b.root;
+    case kAlgorithm: return a.algorithm == b.algorithm;
+    default: return true;
+  }
+}
+
+bool same_call(const CallFingerprint& a, const CallFingerprint& b) {
+  for (int field = 0; field < kNumFields; ++field) {
+    if (!same_field(a, b, static_cast<Field>(field))) return false;
+  }
+  return true;
+}
+
+void print_field(std::ostream& out, const CallFingerprint& print, Field field) {
+  switch (field) {
+    case kKind:
+      out << to_string(static_cast<CollectiveKind>(print.kind));
+      return;
+    case kCount:
+      out << "count=" << print.count;
+      return;
+    case kType:
+      out << "type=" << to_string(static_cast<DataType>(print.type));
+      return;
+    case kOp:
+      if (print.op < 0) out << "op=none";
+      else out << "op=" << to_string(static_cast<ReduceOp>(print.op));
+      return;
+    case kRoot:
+      if (print.root < 0) out << "root=none";
+      else out << "root=" << print.root;
+      return;
+    case kAlgorithm:
+      out << "algorithm=" << to_string(static_cast<Algorithm>(print.algorithm));
+      if (print.requested != print.algorithm) {
+        out << " (requested " << to_string(static_cast<Algorithm>(print.requested)) << ")";
+      }
+      return;
+    default:
+      return;
+  }
+}
+
+// "rank 3", "ranks 0-2", "ranks 0, 2 and 5-7"
+std::string rank_list(const std::vector<int>& ranks) {
+  std::vector<std::string> runs;
+  for (std::size_t i = 0; i < ranks.size();) {
+    std::size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    runs.push_back(j == i ? std::to_string(ranks[i])
+                          : std::to_string(ranks[i]) + "-" + std::to_string(ranks[j]));
+    i = j + 1;
+  }
+  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    if (k > 0) text += k + 1 == runs.size() ? " and " : ", ";
+    text += runs[k];
+  }
+  return text;
+}
+
+// At most this many distinct calls are spelled out in one message.
+constexpr std::size_t kMaxGroupsShown = 8;
+
+Verdict mismatch(std::span<const CallFingerprint> all) {
+  // Ranks grouped by identical calls, groups in order of their first rank.
+  std::vector<std::vector<int>> groups;
+  std::vector<const CallFingerprint*> representative;
+  for (const CallFingerprint& print : all) {
+    std::size_t g = 0;
+    while (g < groups.size() && !same_call(*representative[g], print)) ++g;
+    if (g == groups.size()) {
+      groups.emplace_back();
+      representative.push_back(&print);
+    }
+    groups[g].push_back(print.rank);
+  }
+  bool differs[kNumFields] = {};
+  for (int field = 0; field < kNumFields; ++field) {
+    for (const CallFingerprint* print : representative) {
+      differs[field] |= !same_field(*representative[0], *print, static_cast<Field>(field));
+    }
+  }
+  std::ostringstream cause;
+  cause << "the ranks disagree on this call: ";
+  for (std::size_t g = 0; g < groups.size() && g < kMaxGroupsShown; ++g) {
+    if (g > 0) cause << ", ";
+    cause << rank_list(groups[g]);
+    const CallFingerprint& print = *representative[g];
+    const auto kind = static_cast<CollectiveKind>(print.kind);
+    for (int field = 0; field < kNumFields; ++field) {
+      const auto f = static_cast<Field>(field);
+      const bool relevant = (f != kOp || has_op(kind)) && (f != kRoot || has_root(kind)) &&
+                            ((f != kCount && f != kType) || kind != CollectiveKind::kBarrier);
+      // Different collectives: each with its own arguments; the same
+      // collective: only what differs.
+      if (differs[kKind] ? relevant && f != kAlgorithm : differs[f]) {
+        cause << " ";
+        print_field(cause, print, f);
+      }
+    }
+  }
+  if (groups.size() > kMaxGroupsShown) {
+    cause << " and " << groups.size() - kMaxGroupsShown << " more different calls";
+  }
+  cause << ". Every rank must make the same collective calls in the same order, with the same "
+           "count, type, op, root and algorithm";
+  return Verdict{Verdict::kMismatch, false, cause.str()};
+}
+
+}  // namespace
+
+CallFingerprint fingerprint_of(const Request& request, Algorithm selected, int rank) {
+  CallFingerprint print = describe_call(request, rank);
+  print.algorithm = static_cast<std::int8_t>(selected);
+  return print;
+}
+
+CallFingerprint rejected_fingerprint(const Request& request, int rank, bool unsupported,
+                                     const std::string& cause) {
+  CallFingerprint print = describe_call(request, rank);
+  print.status = unsupported ? CallFingerprint::kRejectedUnsupported
+                             : CallFingerprint::kRejectedInvalid;
+  const std::size_t room = sizeof(print.rejection) - 1;
+  if (cause.size() <= room) {
+    std::memcpy(print.rejection, cause.data(), cause.size());
+  } else {
+    std::memcpy(print.rejection, cause.data(), room - 3);
+    std::memcpy(print.rejection + room - 3, "...", 3);
+  }
+  return print;
+}
+
+Verdict judge(std::span<const CallFingerprint> all) {
+  std::vector<const CallFingerprint*> rejecting;
+  for (const CallFingerprint& print : all) {
+    if (print.rejected()) rejecting.push_back(&print);
+  }
+  if (!rejecting.empty()) {
+    Verdict verdict{Verdict::kRejected, true, ""};
+    std::ostringstream cause;
+    std::vector<int> ranks;
+    for (const CallFingerprint* print : rejecting) {
+      ranks.push_back(print->rank);
+      verdict.unsupported &= print->status == CallFingerprint::kRejectedUnsupported;
+    }
+    cause << rank_list(ranks) << (ranks.size() == 1 ? " rejected its" : " rejected their")
+          << " arguments for this call, so no rank ran it: ";
+    for (std::size_t i = 0; i < rejecting.size() && i < kMaxGroupsShown; ++i) {
+      if (i > 0) cause << "; ";
+      std::string text(rejecting[i]->rejection,
+                       strnlen(rejecting[i]->rejection, sizeof(rejecting[i]->rejection)));
+      cause << "rank " << rejecting[i]->rank << ": " << text;
+    }
+    if (rejecting.size() > kMaxGroupsShown) cause << "; ...";
+    verdict.cause = cause.str();
+    return verdict;
+  }
+  for (const CallFingerprint& print : all) {
+    if (!same_call(print, all[0])) return mismatch(all);
+  }
+  return Verdict{};
+}
+
+}  // namespace collective::internal

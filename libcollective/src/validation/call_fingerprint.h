@@ -1,0 +1,61 @@
+// A compact description of one collective call, which every rank sends to
+// every other before the call runs (cross_rank_check.h): ranks that
+// disagree all fail with one clear error instead of hanging or returning
+// different results.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "collective/algorithm.h"
+#include "core/request.h"
+
+namespace collective::internal {
+
+// Fixed layout: exchanged as bytes between ranks of one build.
+struct CallFingerprint {
+  enum Status : std::uint8_t {
+    kValid = 0,
+    kRejectedInvalid,      // the rank raised InvalidArgumentError locally
+    kRejectedUnsupported,  // the rank raised UnsupportedError locally
+  };
+
+  std::uint64_t sequence = 0;
+  std::uint64_t count = 0;  // 0 for barrier
+  std::int32_t rank = -1;
+  std::int32_t root = -1;     // -1: the collective has no root
+  std::int16_t kind = 0;
+  std::int16_t type = -1;     // -1 for barrier
+  std::int16_t op = -1;       // -1: the collective has no op
+  std::int8_t algorithm = 0;  // the one selected: the protocol depends on it
+  std::int8_t requested = 0;  // what the caller (or COLLECTIVE_ALGORITHM) asked
+  std::uint8_t status = kValid;
+  std::uint8_t reserved[7] = {};
+  char rejection[216] = {};  // a rejecting rank's cause, truncated
+
+  bool rejected() const { return status != kValid; }
+};
+static_assert(sizeof(CallFingerprint) == 256, "exchanged as 256 bytes");
+
+// The fingerprint of a valid request that will run `selected`.
+CallFingerprint fingerprint_of(const Request& request, Algorithm selected, int rank);
+
+// The fingerprint of a request this rank rejected with `cause`.
+CallFingerprint rejected_fingerprint(const Request& request, int rank, bool unsupported,
+                                     const std::string& cause);
+
+// The outcome of comparing every rank's fingerprint.
+struct Verdict {
+  enum Kind { kAgree, kRejected, kMismatch };
+  Kind kind = kAgree;
+  bool unsupported = false;  // kRejected: every rejection was UnsupportedError
+  // Why, naming ranks and their values: "rank 0 count=4 op=sum, rank 1
+  // count=8 op=max".
+  std::string cause;
+};
+
+// `all[r]` is rank r's fingerprint.
+Verdict judge(std::span<const CallFingerprint> all);
+
+}  // namespace collective::internal

@@ -1,0 +1,45 @@
+// The check every collective makes before it runs (unless
+// COLLECTIVE_VALIDATE=0): each rank contributes the fingerprint of its call
+// (call_fingerprint.h) and receives every other rank's, then all ranks
+// reach the same verdict from the same data.
+//
+// A rank that rejected its own arguments still takes part, with a
+// "rejected" fingerprint, so the others learn at once which rank refused
+// and why, instead of waiting for it until the timeout. A rank that has not
+// reached the call is named by the stall warning and the timeout (the
+// direct exchange knows exactly whose fingerprint is missing). After the
+// check every rank knows all ranks are present and agree, which is what
+// lets the mpi algorithm enter a blocking MPI collective safely.
+//
+// Cost: one round of (p-1) 256-byte messages each way, up to
+// kDirectExchangeMaxRanks ranks; above that a dissemination all-gather of
+// ceil(log2 p) rounds. Measured in docs/errors.md.
+#pragma once
+
+#include <span>
+
+#include "core/communicator_state.h"
+#include "core/request.h"
+#include "validation/call_fingerprint.h"
+
+namespace collective::internal {
+
+// Every rank's fingerprint, indexed by rank, in state.scratch_check (valid
+// until the next call). Bounded by request.deadline; uses the call's
+// message tag, before any message of the algorithm.
+std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mine,
+                                                       const Request& request,
+                                                       CommunicatorState& state);
+
+// Exchanges `mine` and raises when the ranks do not agree:
+//  - some rank rejected its arguments: this rank, if it is one of them,
+//    returns (the caller raises its own error); the others raise
+//    InvalidArgumentError (UnsupportedError when every rejection was one)
+//    naming the rejecting ranks and their causes;
+//  - the calls differ: MismatchError on every rank, naming each rank's
+//    values.
+// The communicator stays usable after either error.
+void check_across_ranks(const CallFingerprint& mine, const Request& request,
+                        CommunicatorState& state);
+
+}  // namespace collective::internal

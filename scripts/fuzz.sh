@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Fuzzing job of CI (scripts/test.sh calls this when it exists): builds the
+# libFuzzer targets of tests/fuzz with clang into build-fuzz and runs each
+# for FUZZ_SECONDS (20 by default), starting from the seeds in
+# tests/fuzz/corpus/<target>/ plus what earlier runs found (kept in
+# build-fuzz/corpus/). A crash, a sanitizer report or a broken invariant
+# fails the job, naming the target and the input saved under
+# build-fuzz/artifacts/. Needs clang and libclang-rt-14-dev
+# (scripts/install_deps.sh --with-fuzz).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+seconds=${FUZZ_SECONDS:-20}
+build=$root/build-fuzz
+compiler=${FUZZ_CXX:-clang++}
+if ! command -v "$compiler" >/dev/null; then
+  echo "fuzz.sh: $compiler not found; install clang and libclang-rt-14-dev (scripts/install_deps.sh --with-fuzz)" >&2
+  exit 1
+fi
+echo "-- fuzz: building tests/fuzz with $compiler"
+cmake -S "$root/tests/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$compiler" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$(nproc)"
+mkdir -p "$build/artifacts"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+failed=()
+while read -r target; do
+  [[ -n $target ]] || continue
+  corpus=$build/corpus/$target
+  mkdir -p "$corpus"
+  seeds=()
+  [[ -d $root/tests/fuzz/corpus/$target ]] && seeds=("$root/tests/fuzz/corpus/$target")
+  echo "-- fuzz: $target for ${seconds} s"
+  if ! "$build/$target" "$corpus" "${seeds[@]}" -max_total_time="$seconds" -timeout=5 \
+       -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/artifacts/$target-" \
+       >"$build/$target.log" 2>&1; then
+    tail -40 "$build/$target.log" >&2
+    failed+=("$target")
+  else
+    grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$build/$target.log" | tail -1 || true
+  fi
+done <"$build/fuzzers.txt"
+if ((${#failed[@]})); then
+  echo "fuzz.sh: FAILED: ${failed[*]} (inputs in $build/artifacts/)" >&2
+  exit 1
+fi
+echo "-- fuzz: passed"

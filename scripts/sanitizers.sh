@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Sanitizer jobs of CI (scripts/test.sh calls this when it exists):
+#  1. AddressSanitizer + UndefinedBehaviorSanitizer: builds into build-asan
+#     (COLLECTIVE_SANITIZE="address;undefined") and runs the reliability
+#     tests (faults included) and the unit, mpi and strategies tests, except
+#     the multi-gigabyte and long-running ones (labels `large`, `load`) and
+#     the exhaustive sweeps (GTEST_FILTER).
+#  2. ThreadSanitizer for the threaded strategies code: builds into
+#     build-tsan and runs the strategies unit tests, when tests/strategies
+#     exists.
+# Self-contained and idempotent (reuses the build folders); exits non-zero
+# on the first failure. SANITIZER_JOBS=asan or =tsan runs one job only.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+source scripts/mpirun_env.sh
+jobs=$(nproc)
+selected=${SANITIZER_JOBS:-asan tsan}
+
+# Open MPI is not built with ASan: its allocations that live until exit are
+# reported as leaks, so leak checking is off (the load test checks memory
+# growth instead). Everything else aborts with a report.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+
+configure_and_build() {  # folder, sanitizers, extra cmake args...
+  local folder=$1 sanitizers=$2
+  shift 2
+  echo "-- sanitizers: building $folder (COLLECTIVE_SANITIZE=$sanitizers)"
+  cmake -S "$root" -B "$root/$folder" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCOLLECTIVE_SANITIZE="$sanitizers" -DCOLLECTIVE_BUILD_TESTS=ON -DCOLLECTIVE_BUILD_BENCH=OFF \
+    "$@" >/dev/null
+  cmake --build "$root/$folder" -j "$jobs"
+}
+
+if [[ " $selected " == *" asan "* ]]; then
+  configure_and_build build-asan "address;undefined"
+  echo "-- sanitizers: address;undefined: reliability tests (faults included)"
+  ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" --timeout 600 \
+    -L reliability -LE "large|load"
+  # The exhaustive sweeps take many minutes under ASan; every algorithm and
+  # collective still runs instrumented in the reliability tests above
+  # (boundary counts, numerics), so here they are filtered out.
+  echo "-- sanitizers: address;undefined: unit, mpi and strategies tests (without the sweeps)"
+  GTEST_FILTER=${SANITIZER_GTEST_FILTER:--SweepTest.*:DeterminismTest.*:LargeCountTest.*} \
+    ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" --timeout 600 \
+    -L "unit|mpi|strategies" -LE "large|load|reliability"
+fi
+
+if [[ " $selected " == *" tsan "* ]]; then
+  if [[ -d $root/tests/strategies ]]; then
+    # TSan needs the whole process instrumented; MPI is not, so only the
+    # strategies tests that run without MPI are meaningful here.
+    # Only the targets those tests need are built.
+    echo "-- sanitizers: configuring build-tsan (COLLECTIVE_SANITIZE=thread)"
+    cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCOLLECTIVE_SANITIZE=thread -DCOLLECTIVE_BUILD_TESTS=ON -DCOLLECTIVE_BUILD_BENCH=OFF \
+      -DCOLLECTIVE_BUILD_STRATEGIES=ON >/dev/null
+    mapfile -t tsan_tests < <(ctest --test-dir "$root/build-tsan" -N -L unit -R '^strategies_' |
+                              sed -n 's/^ *Test *#[0-9]*: //p')
+    if ((${#tsan_tests[@]} == 0)); then
+      echo "sanitizers.sh: no strategies unit tests found in build-tsan" >&2
+      exit 1
+    fi
+    cmake --build "$root/build-tsan" -j "$jobs" --target "${tsan_tests[@]}"
+    echo "-- sanitizers: thread: ${tsan_tests[*]}"
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+    ctest --test-dir "$root/build-tsan" --output-on-failure -j "$jobs" --timeout 600 \
+      -L unit -R '^strategies_'
+  else
+    echo "-- sanitizers: thread: skipped (no tests/strategies in this tree)"
+  fi
+fi
+echo "-- sanitizers: passed"

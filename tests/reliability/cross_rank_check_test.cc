@@ -1,0 +1,368 @@
+// Ranks that disagree about a call all fail, at once, with one message that
+// names the call's sequence number and each rank's values; a rank that
+// rejects its own arguments makes every other rank fail at once, naming
+// it. Afterwards the communicator works normally (every test ends with a
+// good call, which would itself fail if the ranks had drifted apart).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "collective/collective.h"
+#include "expect_error.h"
+
+namespace collective {
+namespace {
+
+using testing::expect_raises;
+
+// A mismatch needs two ranks (at one rank these tests have nothing to do).
+#define REQUIRE_RANKS(minimum) \
+  if (size < (minimum)) GTEST_SKIP() << "needs " << (minimum) << " ranks"
+
+class CrossRankCheckTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rank = comm.rank();
+    size = comm.size();
+    last = size - 1;
+    send.assign(64 * static_cast<std::size_t>(size), 1.0f);
+    recv.assign(64 * static_cast<std::size_t>(size), -7.0f);
+  }
+
+  // The ranks still agree and the communicator still works.
+  void expect_healthy() {
+    std::vector<float> values(33, static_cast<float>(rank + 1));
+    comm.all_reduce(std::span<float>(values));
+    for (float v : values) ASSERT_EQ(v, static_cast<float>(size * (size + 1) / 2)) << "rank " << rank;
+  }
+
+  std::string label(const char* kind) const {
+    return std::string(kind) + " #" + std::to_string(comm.sequence_number());
+  }
+
+  Communicator comm = Communicator::world();
+  int rank = 0;
+  int size = 1;
+  int last = 0;
+  std::vector<float> send;
+  std::vector<float> recv;
+};
+
+TEST_F(CrossRankCheckTest, CountMismatchNamesEveryRanksCount) {
+  REQUIRE_RANKS(2);
+  const std::size_t count = rank == 0 ? 4 : 8;
+  const std::string operation = label("all_reduce");
+  expect_raises<MismatchError>(
+      [&] { comm.all_reduce(send.data(), recv.data(), count, DataType::kFloat32); },
+      {operation, "rank 0 count=4", (size == 2 ? "rank 1 count=8" : "ranks 1-" + std::to_string(last) + " count=8")},
+      rank);
+  for (float v : recv) ASSERT_EQ(v, -7.0f) << "a mismatched call touched the output";
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, TypeMismatch) {
+  REQUIRE_RANKS(2);
+  std::vector<double> wide(16, 1.0);
+  const std::string operation = label("all_reduce");
+  expect_raises<MismatchError>(
+      [&] {
+        if (rank == last) comm.all_reduce(wide.data(), wide.data(), 4, DataType::kFloat64);
+        else comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32);
+      },
+      {operation, "type=float32", "rank " + std::to_string(last) + " type=float64"}, rank);
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, OpMismatch) {
+  REQUIRE_RANKS(2);
+  AllReduceOptions options;
+  options.op = rank == 0 ? ReduceOp::kSum : ReduceOp::kMax;
+  const std::string operation = label("all_reduce");
+  expect_raises<MismatchError>(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, options); },
+      {operation, "rank 0 op=sum", "op=max"}, rank);
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, RootMismatch) {
+  REQUIRE_RANKS(2);
+  BroadcastOptions options;
+  options.root = rank == last ? 1 : 0;
+  const std::string operation = label("broadcast");
+  expect_raises<MismatchError>(
+      [&] { comm.broadcast(recv.data(), 4, DataType::kFloat32, options); },
+      {operation, "root=0", "rank " + std::to_string(last) + " root=1"}, rank);
+  ReduceOptions reduce_options;
+  reduce_options.root = rank == 0 ? last : 0;
+  expect_raises<MismatchError>(
+      [&] { comm.reduce(send.data(), recv.data(), 4, DataType::kFloat32, reduce_options); },
+      {label("reduce"), "rank 0 root=" + std::to_string(last)}, rank);
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, DifferentCollectives) {
+  REQUIRE_RANKS(2);
+  const std::string sequence = "#" + std::to_string(comm.sequence_number());
+  expect_raises<MismatchError>(
+      [&] {
+        if (rank == 0) comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32);
+        else comm.broadcast(recv.data(), 4, DataType::kFloat32);
+      },
+      {sequence, "rank 0 all_reduce count=4 type=float32 op=sum", "broadcast count=4 type=float32 root=0"},
+      rank);
+  expect_raises<MismatchError>(
+      [&] {
+        if (rank == last) comm.barrier();
+        else comm.all_gather(send.data(), recv.data(), 4, DataType::kFloat32);
+      },
+      {"all_gather count=4", "rank " + std::to_string(last) + " barrier"}, rank);
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, TwoCollectivesInDifferentOrder) {
+  REQUIRE_RANKS(2);
+  // Even ranks: all_reduce then broadcast; odd ranks the other way round.
+  // Both calls fail on every rank, and nothing is left in flight.
+  const bool even = rank % 2 == 0;
+  for (int call = 0; call < 2; ++call) {
+    const bool reduce_now = (call == 0) == even;
+    expect_raises<MismatchError>(
+        [&] {
+          if (reduce_now) comm.all_reduce(send.data(), recv.data(), 8, DataType::kFloat32);
+          else comm.broadcast(recv.data(), 8, DataType::kFloat32);
+        },
+        {"the ranks disagree", "all_reduce", "broadcast"}, rank);
+  }
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, SkippedCallIsCaughtAtTheNextCall) {
+  REQUIRE_RANKS(2);
+  // Every rank but the last broadcasts and then all-reduces; the last rank
+  // skips the broadcast, so its all_reduce meets the others' broadcast.
+  comm.all_reduce(send.data(), recv.data(), 8, DataType::kFloat32);
+  const std::string sequence = "#" + std::to_string(comm.sequence_number());
+  expect_raises<MismatchError>(
+      [&] {
+        if (rank != last) comm.broadcast(recv.data(), 8, DataType::kFloat32);
+        comm.all_reduce(send.data(), recv.data(), 8, DataType::kFloat32);
+      },
+      {sequence, "broadcast", "rank " + std::to_string(last) + " all_reduce"}, rank);
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, SkippedIdenticalCallTimesOutNamingTheRank) {
+  REQUIRE_RANKS(2);
+  // A skipped call that looks exactly like the next one cannot be told
+  // apart by its arguments: the ranks that made it wait at the next call
+  // for the rank that is done, and the timeout names that rank.
+  Communicator scratch = comm.split(0, rank);
+  AllReduceOptions options;
+  options.timeout = std::chrono::milliseconds(1500);
+  const int calls = rank == last ? 1 : 2;
+  std::vector<float> values(8, 1.0f);
+  if (rank == last) {
+    scratch.all_reduce(values.data(), values.data(), 8, DataType::kFloat32, options);
+  } else {
+    scratch.all_reduce(values.data(), values.data(), 8, DataType::kFloat32, options);
+    const auto raised = expect_raises<TimeoutError>(
+        [&] { scratch.all_reduce(values.data(), values.data(), 8, DataType::kFloat32, options); },
+        {"all_reduce #1", "rank " + std::to_string(last), "cross-rank check"}, rank);
+    EXPECT_LT(raised.seconds, 10.0);
+  }
+  (void)calls;
+  MPI_Barrier(MPI_COMM_WORLD);
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, MismatchAfterFiveHundredGoodCalls) {
+  REQUIRE_RANKS(2);
+  std::vector<std::int32_t> values(5);
+  for (int call = 0; call < 500; ++call) {
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = rank + call + static_cast<int>(i);
+    comm.all_reduce(std::span<std::int32_t>(values));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(values[i], size * (call + static_cast<int>(i)) + size * (size - 1) / 2)
+          << "rank " << rank << " call " << call << " index " << i;
+    }
+  }
+  const std::string operation = label("all_reduce");
+  expect_raises<MismatchError>(
+      [&] {
+        comm.all_reduce(values.data(), values.data(), rank == last ? 4 : 5, DataType::kInt32);
+      },
+      {operation, "count=5", "rank " + std::to_string(last) + " count=4"}, rank);
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, AlgorithmMismatch) {
+  REQUIRE_RANKS(2);
+  AllReduceOptions options;
+  options.algorithm = rank == 0 ? Algorithm::kRing : Algorithm::kMpi;
+  expect_raises<MismatchError>(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, options); },
+      {"rank 0 algorithm=ring", "algorithm=mpi"}, rank);
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, BlockCountMismatchInReduceScatterAndAllGather) {
+  REQUIRE_RANKS(2);
+  expect_raises<MismatchError>(
+      [&] { comm.reduce_scatter(send.data(), recv.data(), rank == 0 ? 3 : 2, DataType::kFloat32); },
+      {"reduce_scatter", "rank 0 count=3", "count=2"}, rank);
+  expect_raises<MismatchError>(
+      [&] { comm.all_gather(send.data(), recv.data(), rank == last ? 1 : 2, DataType::kFloat32); },
+      {"all_gather", "count=2", "rank " + std::to_string(last) + " count=1"}, rank);
+  expect_healthy();
+}
+
+TEST_F(CrossRankCheckTest, ManyDistinctCallsAreGrouped) {
+  REQUIRE_RANKS(3);
+  // Every rank a different count: each appears once, in rank order.
+  std::vector<std::string> needles;
+  for (int r = 0; r < size; ++r) {
+    needles.push_back("rank " + std::to_string(r) + " count=" + std::to_string(r + 1));
+  }
+  const auto raised = expect_raises<MismatchError>(
+      [&] {
+        comm.all_reduce(send.data(), recv.data(), static_cast<std::size_t>(rank + 1),
+                        DataType::kFloat32);
+      },
+      {"the ranks disagree"}, rank);
+  for (const std::string& needle : needles) {
+    EXPECT_NE(raised.message.find(needle), std::string::npos) << raised.message;
+  }
+  expect_healthy();
+}
+
+// Bad input on one rank only: that rank raises its own InvalidArgumentError
+// and every other rank an error naming it and the cause, at once.
+class OneRankBadInputTest : public CrossRankCheckTest {
+ protected:
+  template <typename Error, typename Bad, typename Good>
+  void expect_one_rank_rejected(Bad bad, Good good, const std::string& cause) {
+    const std::string operation = "#" + std::to_string(comm.sequence_number());
+    const std::string culprit = "rank " + std::to_string(last);
+    if (rank == last) {
+      expect_raises<Error>(bad, {operation, cause}, rank);
+    } else {
+      const auto raised = expect_raises<Error>(
+          good, {operation, culprit + " rejected its arguments", cause}, rank);
+      EXPECT_EQ(raised.message.find("timed out"), std::string::npos) << raised.message;
+    }
+    for (float v : recv) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
+    ++tried;
+  }
+  void TearDown() override {
+    if (!HasFatalFailure() && size > 1) expect_healthy();
+  }
+  int tried = 0;
+};
+
+TEST_F(OneRankBadInputTest, EveryKindOfBadInput) {
+  REQUIRE_RANKS(2);
+  auto good_reduce = [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32); };
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.all_reduce(nullptr, recv.data(), 4, DataType::kFloat32); }, good_reduce,
+      "send buffer is null");
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.all_reduce(send.data(), nullptr, 4, DataType::kFloat32); }, good_reduce,
+      "recv buffer is null");
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.all_reduce(send.data(), send.data() + 1, 4, DataType::kFloat32); }, good_reduce,
+      "overlap");
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, static_cast<DataType>(42)); },
+      good_reduce, "unknown data type (DataType value 42)");
+  AllReduceOptions bad_op;
+  bad_op.op = static_cast<ReduceOp>(17);
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, bad_op); },
+      good_reduce, "unknown reduce op (ReduceOp value 17)");
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] {
+        comm.all_reduce(send.data(), recv.data(), std::numeric_limits<std::size_t>::max() / 2,
+                        DataType::kFloat32);
+      },
+      good_reduce, "overflows the byte size");
+  AllReduceOptions negative_timeout;
+  negative_timeout.timeout = std::chrono::milliseconds(-1);
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, negative_timeout); },
+      good_reduce, "negative timeout");
+  BroadcastOptions bad_root;
+  bad_root.root = size + 3;
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.broadcast(recv.data(), 4, DataType::kFloat32, bad_root); },
+      [&] { comm.broadcast(recv.data(), 4, DataType::kFloat32); },
+      "root " + std::to_string(size + 3) + " is outside");
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.broadcast(nullptr, 4, DataType::kFloat32); },
+      [&] { comm.broadcast(recv.data(), 4, DataType::kFloat32); }, "buffer is null");
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.reduce_scatter(send.data(), send.data() + 3, 4, DataType::kFloat32); },
+      [&] { comm.reduce_scatter(send.data(), recv.data(), 4, DataType::kFloat32); },
+      "recv == send + rank * recv_count");
+  expect_one_rank_rejected<InvalidArgumentError>(
+      [&] { comm.all_gather(recv.data() + 1, recv.data(), 4, DataType::kFloat32); },
+      [&] { comm.all_gather(send.data(), recv.data(), 4, DataType::kFloat32); },
+      "send == recv + rank * send_count");
+  // Host buffers declared as device memory (with or without a GPU, and
+  // whether NCCL is built in or not): refused, naming the declaration.
+  AllReduceOptions device;
+  device.memory = MemoryKind::kDevice;
+  device.algorithm = Algorithm::kRing;
+  AllReduceOptions host;
+  host.algorithm = Algorithm::kRing;
+  expect_one_rank_rejected<Error>(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, device); },
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, host); },
+      "evice");
+  // An algorithm that cannot serve the call, forced on one rank.
+  BarrierOptions ring_barrier;
+  ring_barrier.algorithm = Algorithm::kRing;
+  expect_one_rank_rejected<UnsupportedError>([&] { comm.barrier(ring_barrier); },
+                                             [&] { comm.barrier(); },
+                                             "ring does not implement barrier");
+  if (rank == 0) std::printf("[ one-rank bad inputs tried: %d ]\n", tried);
+}
+
+TEST_F(OneRankBadInputTest, UseAfterFreeOnOneRankTimesOutNamingIt) {
+  REQUIRE_RANKS(2);
+  // A freed communicator has no MPI communicator left to tell the others
+  // with: they wait for that rank, and the timeout names it.
+  Communicator doomed = comm.split(0, rank);
+  AllReduceOptions options;
+  options.timeout = std::chrono::milliseconds(1500);
+  std::vector<float> values(4, 1.0f);
+  if (rank == last) {
+    doomed.free();
+    expect_raises<InvalidArgumentError>(
+        [&] { doomed.all_reduce(values.data(), values.data(), 4, DataType::kFloat32, options); },
+        {"all_reduce #0", "freed"}, rank);
+  } else {
+    expect_raises<TimeoutError>(
+        [&] { doomed.all_reduce(values.data(), values.data(), 4, DataType::kFloat32, options); },
+        {"all_reduce #0", "rank " + std::to_string(last)}, rank);
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
+}
+
+TEST_F(CrossRankCheckTest, BadInputOnEveryRankRaisesLocallyOnEach) {
+  // Every rank rejects: each raises its own error (the check still runs,
+  // so every rank also learns the others refused too).
+  expect_raises<InvalidArgumentError>(
+      [&] { comm.all_reduce(nullptr, recv.data(), 4, DataType::kFloat32); },
+      {label("all_reduce"), "send buffer is null", "rank " + std::to_string(rank)}, rank);
+  expect_raises<InvalidArgumentError>(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, static_cast<DataType>(-1)); },
+      {"unknown data type"}, rank);
+  expect_healthy();
+}
+
+}  // namespace
+}  // namespace collective

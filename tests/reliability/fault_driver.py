@@ -1,0 +1,362 @@
+#!/usr/bin/env python3
+"""Fault tests with real processes: runs collective_fault_worker under
+mpirun, harms one rank (SIGKILL, SIGSTOP, never calling, leaving early) and
+checks that every other rank ends within a bound with the expected message,
+and that no process is left behind. ctest runs one scenario per test:
+
+    fault_driver.py --mpiexec mpiexec --worker collective_fault_worker SCENARIO
+
+Open MPI (4.1) tears the whole job down when a rank dies or exits without
+MPI_Finalize; with --enable-recovery it lets the survivors run on, and then
+the library itself must notice. Scenarios cover both. Each prints how long
+the failure took to surface (from the harm to the survivors' last error, or
+to mpirun's exit when mpirun tears the job down)."""
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+
+RANKS = 3
+VICTIM = 1
+
+
+class Failure(Exception):
+    pass
+
+
+class MpiRun:
+    """mpirun with its stdout and stderr collected line by line, with times."""
+
+    def __init__(self, args, worker_args, timeout_s, recovery=False, validate=True):
+        env = dict(os.environ)
+        env.update({
+            "OMPI_ALLOW_RUN_AS_ROOT": "1",
+            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+            "COLLECTIVE_TIMEOUT": str(timeout_s),
+            "COLLECTIVE_VALIDATE": "1" if validate else "0",
+        })
+        command = [args.mpiexec, "-n", str(RANKS), "--oversubscribe", "--bind-to", "none"]
+        if recovery:
+            command.append("--enable-recovery")
+        command += [args.worker] + [str(a) for a in worker_args]
+        print("$ " + " ".join(command), flush=True)
+        self.lines = []  # (time, stream, text)
+        self.lock = threading.Lock()
+        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        env=env, text=True, start_new_session=True)
+        self.readers = [threading.Thread(target=self._read, args=(self.process.stdout, "out")),
+                        threading.Thread(target=self._read, args=(self.process.stderr, "err"))]
+        for reader in self.readers:
+            reader.start()
+        self.pids = {}
+        self.exit_time = None
+
+    def _read(self, stream, name):
+        for line in stream:
+            with self.lock:
+                self.lines.append((time.time(), name, line.rstrip("\n")))
+
+    def matching(self, pattern, stream="out"):
+        regex = re.compile(pattern)
+        with self.lock:
+            return [(t, m) for (t, s, text) in self.lines if s == stream
+                    for m in [regex.search(text)] if m]
+
+    def wait_for(self, pattern, count, within_s, stream="out", what=None):
+        deadline = time.time() + within_s
+        while time.time() < deadline:
+            found = self.matching(pattern, stream)
+            if len(found) >= count:
+                return found
+            if self.process.poll() is not None and len(self.matching(pattern, stream)) < count:
+                time.sleep(0.2)  # let the readers drain
+                found = self.matching(pattern, stream)
+                if len(found) >= count:
+                    return found
+                raise Failure("mpirun exited (rc %s) before %s" % (self.process.returncode,
+                                                                   what or pattern))
+            time.sleep(0.02)
+        raise Failure("not seen within %.0f s: %s" % (within_s, what or pattern))
+
+    def wait_ready(self):
+        for _, match in self.wait_for(r"READY rank=(\d+) pid=(\d+)", RANKS, 60, what="every READY"):
+            self.pids[int(match.group(1))] = int(match.group(2))
+        return time.time()
+
+    def wait_exit(self, within_s):
+        try:
+            self.process.wait(timeout=within_s)
+        except subprocess.TimeoutExpired:
+            raise Failure("mpirun still running %.0f s later" % within_s)
+        self.exit_time = time.time()
+        for reader in self.readers:
+            reader.join(timeout=5)
+        return self.process.returncode
+
+    def cleanup(self):
+        """Kills whatever is left; returns the worker pids that were still alive."""
+        left = []
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self.process.wait()
+        deadline = time.time() + 5
+        for pid in self.pids.values():
+            while alive(pid) and time.time() < deadline:
+                time.sleep(0.05)
+            if alive(pid):
+                left.append(pid)
+                try:
+                    os.kill(pid, signal.SIGCONT)
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        return left
+
+    def dump(self):
+        with self.lock:
+            for (t, s, text) in self.lines:
+                print("  [%s] %s" % (s, text))
+
+
+def alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+        return state not in ("Z", "X")
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+
+
+def signal_if_alive(pid, signum):
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def survivors():
+    return [r for r in range(RANKS) if r != VICTIM]
+
+
+def expect_errors(run, error_class, needles, within_s, since):
+    """Every survivor prints ERROR of `error_class` containing every needle,
+    within `within_s` of `since`; returns the seconds to the last one."""
+    survivor_ranks = "|".join(str(r) for r in survivors())
+    pattern = r"ERROR rank=(%s) class=(\w+) at=([\d.]+) calls=\d+ what=(.*)" % survivor_ranks
+    found = run.wait_for(pattern, len(survivors()), within_s + 5, what="an ERROR from every survivor")
+    latest = 0.0
+    for _, match in found:
+        rank, klass, at, what = int(match.group(1)), match.group(2), float(match.group(3)), match.group(4)
+        if rank == VICTIM:
+            continue
+        if klass not in error_class:
+            raise Failure("rank %d raised %s, expected %s: %s" % (rank, klass, error_class, what))
+        for needle in needles:
+            if needle not in what:
+                raise Failure("rank %d: '%s' missing from: %s" % (rank, needle, what))
+        latest = max(latest, at - since)
+    if latest > within_s:
+        raise Failure("the last survivor failed %.2f s after the fault, bound %.1f s" % (latest, within_s))
+    return latest
+
+
+def victim_needle(run):
+    return "rank %d (pid %d" % (VICTIM, run.pids[VICTIM])
+
+
+# Each scenario returns a one-line summary with the time to surface.
+
+def kill_mid_loop(args, recovery, algorithm="auto"):
+    run = MpiRun(args, ["loop", VICTIM, 60, algorithm], timeout_s=20, recovery=recovery)
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=2000", RANKS, 60, what="2000 calls on every rank")
+        killed = time.time()
+        os.kill(run.pids[VICTIM], signal.SIGKILL)
+        if recovery:
+            seconds = expect_errors(run, ("CommunicationError",), [victim_needle(run), "died"], 5, killed)
+            run.wait_exit(30)
+            return "survivors raised CommunicationError naming the dead rank %.2f s after SIGKILL" % seconds
+        run.wait_exit(20)
+        text = "\n".join(line for (_, _, line) in run.lines)
+        if not re.search(r"rank %d .*(signal 9|Killed)" % VICTIM, text, re.S):
+            raise Failure("mpirun did not report rank %d killed" % VICTIM)
+        return "mpirun tore the job down %.2f s after SIGKILL, naming rank %d" % (run.exit_time - killed, VICTIM)
+    finally:
+        finish(run)
+
+
+def stop_then_resume(args):
+    # Stopped longer than the stall warning (half of 8 s), shorter than the
+    # timeout: every rank warns, naming the stopped rank, then all finish.
+    run = MpiRun(args, ["loop", VICTIM, 7], timeout_s=8)
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
+        stopped = time.time()
+        os.kill(run.pids[VICTIM], signal.SIGSTOP)
+        warnings = run.wait_for(r"stalled for .* waiting for .*rank %d \(pid %d .*stopped" %
+                                (VICTIM, run.pids[VICTIM]), len(survivors()), 8, stream="err",
+                                what="a stall warning naming the stopped rank from every survivor")
+        warned = max(t for t, _ in warnings) - stopped
+        time.sleep(max(0.0, 5.5 - (time.time() - stopped)))
+        os.kill(run.pids[VICTIM], signal.SIGCONT)
+        resumed = time.time() - stopped
+        run.wait_for(r"DONE rank=\d+", RANKS, 30, what="DONE from every rank")
+        rc = run.wait_exit(20)
+        if rc != 0:
+            raise Failure("mpirun exited %d after the resumed run" % rc)
+        if run.matching(r"ERROR"):
+            raise Failure("an error after resuming")
+        return ("stall warning naming the stopped rank %.2f s after SIGSTOP (timeout 8 s); "
+                "SIGCONT at %.1f s; every rank finished" % (warned, resumed))
+    finally:
+        finish(run)
+
+
+def stop_past_timeout(args):
+    run = MpiRun(args, ["loop", VICTIM, 60], timeout_s=3)
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
+        stopped = time.time()
+        os.kill(run.pids[VICTIM], signal.SIGSTOP)
+        seconds = expect_errors(run, ("TimeoutError",),
+                                ["timed out after 3 s", victim_needle(run), "stopped"], 6, stopped)
+        # mpirun may already have killed the stopped rank (survivors exited
+        # non-zero); otherwise let it run again so that it can be torn down.
+        signal_if_alive(run.pids[VICTIM], signal.SIGCONT)
+        run.wait_exit(20)
+        return "survivors raised TimeoutError naming the stopped rank %.2f s after SIGSTOP (timeout 3 s)" % seconds
+    finally:
+        finish(run)
+
+
+def never_call(args):
+    run = MpiRun(args, ["never_call", VICTIM], timeout_s=3)
+    try:
+        ready = run.wait_ready()
+        seconds = expect_errors(run, ("TimeoutError",),
+                                ["all_reduce #0", "timed out after 3 s", victim_needle(run),
+                                 "cross-rank check"], 6, ready)
+        run.wait_exit(20)
+        return "survivors raised TimeoutError at all_reduce #0 naming the absent rank %.2f s after start (timeout 3 s)" % seconds
+    finally:
+        finish(run)
+
+
+def never_world(args):
+    run = MpiRun(args, ["never_world", VICTIM], timeout_s=3)
+    try:
+        ready = run.wait_ready()
+        seconds = expect_errors(run, ("TimeoutError",),
+                                ["Communicator::world", "timed out after 3 s", "MPI_Comm_idup"], 6, ready)
+        run.wait_exit(20)
+        return "survivors raised TimeoutError in Communicator::world %.2f s after start (timeout 3 s)" % seconds
+    finally:
+        finish(run)
+
+
+def exit_abrupt(args, recovery):
+    run = MpiRun(args, ["exit_abrupt", VICTIM, 60], timeout_s=20, recovery=recovery)
+    try:
+        run.wait_ready()
+        left = run.wait_for(r"LEAVING rank=%d" % VICTIM, 1, 60, what="the victim leaving")[0][0]
+        if recovery:
+            seconds = expect_errors(run, ("CommunicationError",), [victim_needle(run), "died"], 5, left)
+            run.wait_exit(30)
+            return "survivors raised CommunicationError naming the departed rank %.2f s after it left" % seconds
+        run.wait_exit(20)
+        text = "\n".join(line for (_, _, line) in run.lines)
+        if "rank %d" % VICTIM not in text:
+            raise Failure("mpirun did not name rank %d" % VICTIM)
+        return "mpirun tore the job down %.2f s after rank %d left, naming it" % (run.exit_time - left, VICTIM)
+    finally:
+        finish(run)
+
+
+def exit_clean(args):
+    # The victim finalizes MPI and returns while the others go on: whether it
+    # lingers in MPI_Finalize (a timeout) or is gone (dead-peer detection),
+    # the survivors fail naming it.
+    run = MpiRun(args, ["exit_clean", VICTIM, 60], timeout_s=3)
+    try:
+        run.wait_ready()
+        left = run.wait_for(r"LEAVING rank=%d" % VICTIM, 1, 60, what="the victim leaving")[0][0]
+        seconds = expect_errors(run, ("TimeoutError", "CommunicationError"), [victim_needle(run)], 6, left)
+        # Open MPI 4.1's mpirun can hang once the job is over when one rank
+        # had entered MPI_Finalize and the others then exited non-zero
+        # (every worker gone, mpirun ignoring SIGTERM). That is mpirun's
+        # own bug, outside the library: it is noted and mpirun is killed.
+        note = ""
+        try:
+            run.wait_exit(10)
+        except Failure:
+            if any(alive(pid) for pid in run.pids.values()):
+                raise
+            note = "; mpirun itself hung after every worker had exited (Open MPI 4.1) and was killed"
+        return "survivors failed naming the finalized rank %.2f s after it left (timeout 3 s)%s" % (seconds, note)
+    finally:
+        finish(run)
+
+
+def finish(run):
+    failing = sys.exc_info()[0] is not None
+    for (_, stream, text) in run.lines:
+        if failing or text.startswith("ERROR") or "stalled for" in text or "noticed" in text:
+            print("  [%s] %s" % (stream, text))
+    left = run.cleanup()
+    if left:
+        run.dump()
+        raise Failure("processes left behind: %s" % left)
+
+
+SCENARIOS = {
+    "kill_mid_loop": lambda a: kill_mid_loop(a, recovery=False),
+    "kill_mid_loop_mpi_algorithm": lambda a: kill_mid_loop(a, recovery=False, algorithm="mpi"),
+    "kill_mid_loop_recovery": lambda a: kill_mid_loop(a, recovery=True),
+    "kill_mid_loop_recovery_ring": lambda a: kill_mid_loop(a, recovery=True, algorithm="ring"),
+    "stop_then_resume": stop_then_resume,
+    "stop_past_timeout": stop_past_timeout,
+    "never_call": never_call,
+    "never_world": never_world,
+    "exit_abrupt": lambda a: exit_abrupt(a, recovery=False),
+    "exit_abrupt_recovery": lambda a: exit_abrupt(a, recovery=True),
+    "exit_clean": exit_clean,
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--mpiexec", required=True)
+    parser.add_argument("--worker", required=True)
+    parser.add_argument("scenario", choices=sorted(SCENARIOS) + ["all"])
+    args = parser.parse_args()
+    names = sorted(SCENARIOS) if args.scenario == "all" else [args.scenario]
+    failed = 0
+    for name in names:
+        start = time.time()
+        try:
+            summary = SCENARIOS[name](args)
+            print("PASS %s: %s [%.1f s]" % (name, summary, time.time() - start), flush=True)
+        except Failure as failure:
+            failed += 1
+            print("FAIL %s: %s" % (name, failure), flush=True)
+        except Exception:  # a bug of the driver itself: still a clear FAIL
+            failed += 1
+            traceback.print_exc()
+            print("FAIL %s: the driver raised (traceback above)" % name, flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,118 @@
+// The process that fault_driver.py starts under mpirun and then harms
+// (SIGKILL, SIGSTOP, ...). Not a test by itself: it prints what happened,
+// one line per event, for the driver to check:
+//   READY rank=<r> pid=<pid>
+//   PROGRESS rank=<r> calls=<n>
+//   ERROR rank=<r> class=<TimeoutError|CommunicationError|...> at=<unix s> what=<message>
+//   DONE rank=<r> calls=<n>
+// After an error a rank leaves with _exit(3): MPI_Finalize can block on a
+// dead peer (docs/errors.md).
+//
+//   collective_fault_worker <scenario> <victim rank> [seconds] [algorithm]
+// scenarios:
+//   loop         every rank all-reduces until rank 0 has run `seconds`
+//   never_call   the victim never makes the first collective
+//   never_world  the victim never creates the communicator
+//   exit_abrupt  the victim leaves with _exit(0) after 20 calls
+//   exit_clean   the victim returns from main (MPI_Finalize) after 20 calls
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collective/collective.h"
+
+namespace {
+
+double unix_seconds() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+void say(const std::string& line) {
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+const char* class_of(const collective::Error& error) {
+  if (dynamic_cast<const collective::TimeoutError*>(&error)) return "TimeoutError";
+  if (dynamic_cast<const collective::CommunicationError*>(&error)) return "CommunicationError";
+  if (dynamic_cast<const collective::MismatchError*>(&error)) return "MismatchError";
+  if (dynamic_cast<const collective::InvalidArgumentError*>(&error)) return "InvalidArgumentError";
+  return "Error";
+}
+
+[[noreturn]] void sleep_forever() {
+  for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: %s <scenario> <victim rank> [seconds] [algorithm]\n", argv[0]);
+    return 2;
+  }
+  const std::string scenario = argv[1];
+  const int victim = std::atoi(argv[2]);
+  const double seconds = argc > 3 ? std::atof(argv[3]) : 10.0;
+  collective::AllReduceOptions options;
+  if (argc > 4) options.algorithm = collective::parse_algorithm(argv[4]).value_or(collective::Algorithm::kAuto);
+
+  collective::Environment environment(argc, argv);
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  say("READY rank=" + std::to_string(world_rank) + " pid=" + std::to_string(getpid()));
+  const bool is_victim = world_rank == victim;
+  if (scenario == "never_world" && is_victim) sleep_forever();
+
+  long calls = 0;
+  try {
+    auto comm = collective::Communicator::world();
+    const int rank = comm.rank();
+    if (scenario == "never_call" && is_victim) sleep_forever();
+    std::vector<float> values(1024);
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      for (int i = 0; i < 100; ++i) {
+        for (std::size_t k = 0; k < values.size(); ++k) values[k] = static_cast<float>(rank + k % 7);
+        comm.all_reduce(values.data(), values.data(), values.size(), collective::DataType::kFloat32,
+                        options);
+        ++calls;
+        const float expected = static_cast<float>(comm.size() * (comm.size() - 1) / 2);
+        if (values[0] != expected) {
+          say("WRONG rank=" + std::to_string(rank) + " value=" + std::to_string(values[0]));
+          std::_Exit(4);
+        }
+        if ((scenario == "exit_abrupt" || scenario == "exit_clean") && is_victim && calls == 20) {
+          say("LEAVING rank=" + std::to_string(rank) + " calls=20");
+          if (scenario == "exit_abrupt") std::_Exit(0);
+          comm.free();
+          return 0;  // Environment's destructor calls MPI_Finalize
+        }
+      }
+      if (calls % 1000 == 0) {
+        say("PROGRESS rank=" + std::to_string(rank) + " calls=" + std::to_string(calls));
+      }
+      // Rank 0 decides when to stop, and everyone learns it together.
+      std::int32_t more =
+          rank == 0 ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds
+                    : 0;
+      comm.all_reduce(&more, &more, 1, collective::DataType::kInt32,
+                      [] { collective::AllReduceOptions o; o.op = collective::ReduceOp::kMax; return o; }());
+      if (!more) break;
+    }
+    say("DONE rank=" + std::to_string(rank) + " calls=" + std::to_string(calls));
+  } catch (const collective::Error& error) {
+    char stamp[32];
+    std::snprintf(stamp, sizeof(stamp), "%.3f", unix_seconds());
+    say("ERROR rank=" + std::to_string(world_rank) + " class=" + class_of(error) + " at=" + stamp +
+        " calls=" + std::to_string(calls) + " what=" + error.what());
+    std::_Exit(3);
+  }
+  return 0;
+}

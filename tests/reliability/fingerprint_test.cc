@@ -1,0 +1,120 @@
+// The verdicts of the cross-rank check, without MPI: which calls agree,
+// and what the messages say when they do not.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "validation/call_fingerprint.h"
+
+namespace collective::internal {
+namespace {
+
+Request call(CollectiveKind kind, std::size_t count, DataType type = DataType::kFloat32,
+             ReduceOp op = ReduceOp::kSum, int root = 0) {
+  Request request;
+  request.kind = kind;
+  request.count = count;
+  request.type = type;
+  request.op = op;
+  request.root = root;
+  request.sequence = 17;
+  return request;
+}
+
+std::vector<CallFingerprint> prints(const std::vector<Request>& requests,
+                                    Algorithm algorithm = Algorithm::kRing) {
+  std::vector<CallFingerprint> all;
+  for (std::size_t r = 0; r < requests.size(); ++r) {
+    all.push_back(fingerprint_of(requests[r], algorithm, static_cast<int>(r)));
+  }
+  return all;
+}
+
+TEST(FingerprintTest, IdenticalCallsAgree) {
+  const auto all = prints({call(CollectiveKind::kAllReduce, 4), call(CollectiveKind::kAllReduce, 4),
+                           call(CollectiveKind::kAllReduce, 4)});
+  EXPECT_EQ(judge(all).kind, Verdict::kAgree);
+}
+
+TEST(FingerprintTest, FieldsThatDoNotApplyAreIgnored) {
+  // all_gather has no op, all_reduce no root, barrier no count or type.
+  auto a = call(CollectiveKind::kAllGather, 4, DataType::kInt8, ReduceOp::kSum, 0);
+  auto b = call(CollectiveKind::kAllGather, 4, DataType::kInt8, ReduceOp::kMax, 3);
+  EXPECT_EQ(judge(prints({a, b})).kind, Verdict::kAgree);
+  auto c = call(CollectiveKind::kBarrier, 0);
+  auto d = call(CollectiveKind::kBarrier, 99, DataType::kInt64);
+  EXPECT_EQ(judge(prints({c, d})).kind, Verdict::kAgree);
+}
+
+TEST(FingerprintTest, MismatchNamesOnlyTheFieldsThatDiffer) {
+  const auto verdict = judge(prints({call(CollectiveKind::kAllReduce, 4, DataType::kFloat32, ReduceOp::kSum),
+                                     call(CollectiveKind::kAllReduce, 8, DataType::kFloat32, ReduceOp::kMax)}));
+  ASSERT_EQ(verdict.kind, Verdict::kMismatch);
+  EXPECT_NE(verdict.cause.find("rank 0 count=4 op=sum, rank 1 count=8 op=max"), std::string::npos)
+      << verdict.cause;
+  EXPECT_EQ(verdict.cause.find("type="), std::string::npos) << verdict.cause;
+}
+
+TEST(FingerprintTest, RanksWithTheSameCallAreGroupedInRuns) {
+  std::vector<Request> requests(7, call(CollectiveKind::kAllReduce, 4));
+  requests[3].count = 5;
+  requests[6].count = 5;
+  const auto verdict = judge(prints(requests));
+  ASSERT_EQ(verdict.kind, Verdict::kMismatch);
+  EXPECT_NE(verdict.cause.find("ranks 0-2 and 4-5 count=4, ranks 3 and 6 count=5"), std::string::npos)
+      << verdict.cause;
+}
+
+TEST(FingerprintTest, DifferentCollectivesAreSpelledOutInFull) {
+  const auto verdict = judge(prints({call(CollectiveKind::kAllReduce, 4),
+                                     call(CollectiveKind::kBroadcast, 4, DataType::kFloat32, ReduceOp::kSum, 1)}));
+  ASSERT_EQ(verdict.kind, Verdict::kMismatch);
+  EXPECT_NE(verdict.cause.find("rank 0 all_reduce count=4 type=float32 op=sum, rank 1 broadcast "
+                               "count=4 type=float32 root=1"),
+            std::string::npos)
+      << verdict.cause;
+}
+
+TEST(FingerprintTest, AlgorithmShowsWhatWasRequested) {
+  auto all = prints({call(CollectiveKind::kAllReduce, 4), call(CollectiveKind::kAllReduce, 4)});
+  all[1].algorithm = static_cast<std::int8_t>(Algorithm::kMpi);
+  all[1].requested = static_cast<std::int8_t>(Algorithm::kAuto);
+  const auto verdict = judge(all);
+  ASSERT_EQ(verdict.kind, Verdict::kMismatch);
+  EXPECT_NE(verdict.cause.find("rank 1 algorithm=mpi (requested auto)"), std::string::npos)
+      << verdict.cause;
+}
+
+TEST(FingerprintTest, RejectionsComeFirstAndCarryTheCause) {
+  auto all = prints({call(CollectiveKind::kAllReduce, 4), call(CollectiveKind::kAllReduce, 8),
+                     call(CollectiveKind::kAllReduce, 4)});
+  all[2] = rejected_fingerprint(call(CollectiveKind::kAllReduce, 4), 2, false,
+                                "send buffer is null with count 4");
+  const auto verdict = judge(all);
+  ASSERT_EQ(verdict.kind, Verdict::kRejected);
+  EXPECT_FALSE(verdict.unsupported);
+  EXPECT_NE(verdict.cause.find("rank 2 rejected its arguments"), std::string::npos) << verdict.cause;
+  EXPECT_NE(verdict.cause.find("rank 2: send buffer is null with count 4"), std::string::npos)
+      << verdict.cause;
+}
+
+TEST(FingerprintTest, LongCausesAreTruncatedVisibly) {
+  const std::string cause(300, 'x');
+  const auto print = rejected_fingerprint(call(CollectiveKind::kAllReduce, 4), 0, true, cause);
+  const std::string kept(print.rejection);
+  EXPECT_EQ(kept.size(), sizeof(print.rejection) - 1);
+  EXPECT_EQ(kept.substr(kept.size() - 3), "...");
+  const std::vector<CallFingerprint> all = {print};
+  EXPECT_TRUE(judge(all).unsupported);
+}
+
+TEST(FingerprintTest, TooManyDistinctCallsAreSummarized) {
+  std::vector<Request> requests;
+  for (int r = 0; r < 20; ++r) requests.push_back(call(CollectiveKind::kAllReduce, static_cast<std::size_t>(r)));
+  const auto verdict = judge(prints(requests));
+  EXPECT_NE(verdict.cause.find("and 12 more different calls"), std::string::npos) << verdict.cause;
+}
+
+}  // namespace
+}  // namespace collective::internal
