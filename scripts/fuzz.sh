@@ -23,6 +23,11 @@ cmake -S "$root/tests/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$compiler" \
 cmake --build "$build" -j "$(nproc)"
 mkdir -p "$build/artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+# hwloc parses XML with libxml2 when its plugin is installed, and libxml2
+# leaks about 100 bytes on some malformed documents (reported from the
+# unloaded plugin, so no suppression can name it). The fuzzers use hwloc's
+# own XML parser instead, keeping leak detection on for the library's code.
+export HWLOC_LIBXML=0
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 failed=()
 while read -r target; do
@@ -31,8 +36,14 @@ while read -r target; do
   mkdir -p "$corpus"
   seeds=()
   [[ -d $root/tests/fuzz/corpus/$target ]] && seeds=("$root/tests/fuzz/corpus/$target")
-  echo "-- fuzz: $target for ${seconds} s"
-  if ! "$build/$target" "$corpus" "${seeds[@]}" -max_total_time="$seconds" -timeout=5 \
+  # tests/fuzz/<target>.options: extra libFuzzer flags for one target (a
+  # later flag overrides an earlier one), with a comment saying why.
+  extra=()
+  if [[ -f $root/tests/fuzz/$target.options ]]; then
+    mapfile -t extra < <(grep -v '^#' "$root/tests/fuzz/$target.options" | grep -v '^$')
+  fi
+  echo "-- fuzz: $target for ${seconds} s ${extra[*]}"
+  if ! "$build/$target" "$corpus" "${seeds[@]}" -max_total_time="$seconds" -timeout=5 "${extra[@]}" \
        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/artifacts/$target-" \
        >"$build/$target.log" 2>&1; then
     tail -40 "$build/$target.log" >&2

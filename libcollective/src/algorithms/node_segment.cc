@@ -58,24 +58,25 @@ std::size_t round_up(std::size_t value, std::size_t unit) { return (value + unit
 
 std::atomic<std::uint64_t> g_segment_counter{0};
 
-// Waits for a non-blocking MPI operation of the segment's setup, within the
-// call's deadline.
+// Waits for a non-blocking MPI operation of the segment's setup, under the
+// library's wait policy (transport/wait_guard.h).
 void wait_setup(MPI_Request& mpi_request, const Request& request, const CommunicatorState& state,
-                const char* what) {
-  const int rank = state.rank;
+                const std::vector<int>& node_ranks, const char* what) {
+  WaitGuard guard(request, state, "shared_memory setup");
   int done = 0;
-  int polls = 0;
   while (true) {
-    check_mpi(MPI_Test(&mpi_request, &done, MPI_STATUS_IGNORE), "MPI_Test", request.label(), rank);
+    check_mpi(MPI_Test(&mpi_request, &done, MPI_STATUS_IGNORE), "MPI_Test", request.label(),
+              state.rank);
     if (done) return;
-    sched_yield();
-    state.check_abort(request);
-    if ((++polls & 63) == 0 && Clock::now() > request.deadline) {
-      throw TimeoutError(request.label(), rank,
-                         std::string("timed out setting up the node's shared-memory segment (") +
-                             what + "); a rank of this node has not reached this call, is "
-                                    "stalled or died");
-    }
+    guard.idle([&] {
+      WaitTarget target;
+      for (int rank : node_ranks) {
+        if (rank != state.rank) target.ranks.push_back(rank);
+      }
+      target.what = std::string("the ranks of this node, setting up its shared-memory segment (") +
+                    what + ")";
+      return target;
+    });
   }
 }
 
@@ -162,7 +163,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   MPI_Request pending = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibcast(name, kNameBytes, MPI_CHAR, 0, state.node_comm, &pending), "MPI_Ibcast",
             operation, state.rank);
-  wait_setup(pending, request, state, "sharing its name");
+  wait_setup(pending, request, state, node.ranks, "sharing its name");
   if (!creator) {
     if (name[0] == '\0') {
       failure = "the node's first rank could not create the shared-memory segment";
@@ -191,7 +192,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   int all_ok = failure.empty() ? 1 : 0;
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, state.node_comm, &pending),
             "MPI_Iallreduce", operation, state.rank);
-  wait_setup(pending, request, state, "agreeing that every rank mapped it");
+  wait_setup(pending, request, state, node.ranks, "agreeing that every rank mapped it");
   if (creator && name[0] != '\0') shm_unlink(name);
   if (!failure.empty()) throw CommunicationError(operation, state.rank, failure);
   if (!all_ok) {
@@ -264,37 +265,46 @@ void NodeSegment::wait_inline(int local, std::uint64_t round, const Request& req
   while (!inline_ready(local, round)) stall(local, Flag::kPosted, round, request, idle_passes);
 }
 
+WaitGuard& NodeSegment::guard(const Request& request) {
+  if (!guard_ || !guard_->guards(request)) guard_.emplace(request, *owner_, "shared_memory");
+  return *guard_;
+}
+
+WaitTarget NodeSegment::describe_wait(int local, Flag flag, std::uint64_t round) const {
+  std::ostringstream what;
+  what << "local rank " << local << " of this node to " << flag_meaning(flag) << " for round "
+       << round << " (its flag shows round "
+       << control(local).flags[static_cast<int>(flag)].value.load(std::memory_order_acquire) << ")";
+  return WaitTarget{{comm_rank(local)}, what.str()};
+}
+
 void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request& request,
-                        unsigned& idle_passes) const {
+                        unsigned& idle_passes) {
   ++idle_passes;
   if (!yield_at_once_ && idle_passes < static_cast<unsigned>(kSpinsBetweenYields)) {
     COLLECTIVE_CPU_RELAX();
     return;
   }
-  sched_yield();
-  if (owner_ != nullptr) owner_->check_abort(request);
-  if ((idle_passes & 15) == 0 && Clock::now() > request.deadline) {
-    fail_timeout(local, flag, round,
-                 control(local).flags[static_cast<int>(flag)].value.load(std::memory_order_acquire),
-                 request);
+  WaitGuard& waiting = guard(request);
+  // The caller spun already: yield on this pass.
+  if (idle_passes == (yield_at_once_ ? 1u : static_cast<unsigned>(kSpinsBetweenYields))) {
+    waiting.begin_wait();
   }
+  waiting.idle([&] { return describe_wait(local, flag, round); });
 }
 
 void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request& request) {
   if (reached(local, flag, round)) return;
   const std::atomic<std::uint64_t>& value = control(local).flags[static_cast<int>(flag)].value;
   const int spins = yield_at_once_ ? 0 : kSpinsBetweenYields;
-  for (unsigned yields = 1;; ++yields) {
-    for (int i = 0; i < spins; ++i) {
-      COLLECTIVE_CPU_RELAX();
-      if (value.load(std::memory_order_acquire) >= round) return;
-    }
-    sched_yield();
+  for (int i = 0; i < spins; ++i) {
+    COLLECTIVE_CPU_RELAX();
     if (value.load(std::memory_order_acquire) >= round) return;
-    if (owner_ != nullptr) owner_->check_abort(request);
-    if ((yields & 15) == 0 && Clock::now() > request.deadline) {
-      fail_timeout(local, flag, round, value.load(std::memory_order_acquire), request);
-    }
+  }
+  WaitGuard& waiting = guard(request);
+  waiting.begin_wait();
+  while (value.load(std::memory_order_acquire) < round) {
+    waiting.idle([&] { return describe_wait(local, flag, round); });
   }
 }
 
@@ -324,18 +334,6 @@ const std::byte* NodeSegment::peer_input(int local, std::uint64_t round, const R
   if (slot.round.load(std::memory_order_relaxed) != round) return nullptr;
   const SharedRange range{slot.pid, slot.id, slot.mapped_bytes, slot.offset};
   return peer_mappings_.map(range, request.label(), rank_);
-}
-
-void NodeSegment::fail_timeout(int local, Flag flag, std::uint64_t round, std::uint64_t seen,
-                               const Request& request) const {
-  std::ostringstream cause;
-  const double seconds = static_cast<double>(request.timeout.count()) / 1000.0;
-  cause << "timed out after " << seconds << " s (node shared memory) waiting for rank "
-        << comm_rank(local) << " (local rank " << local << " of this node) to "
-        << flag_meaning(flag) << " for round " << round << " (its flag shows round " << seen
-        << "); that rank has not reached this call, is stalled or died"
-        << " (COLLECTIVE_TIMEOUT or the timeout option sets the limit)";
-  throw TimeoutError(request.label(), rank_, cause.str());
 }
 
 }  // namespace collective::internal

@@ -14,10 +14,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <optional>
 #include <vector>
 
 #include "algorithms/shared_allocation.h"
 #include "core/communicator_state.h"
+#include "transport/wait_guard.h"
 #include "core/request.h"
 
 namespace collective::internal {
@@ -75,9 +77,10 @@ class NodeSegment {
   // Waits until `local`'s flag reaches `round`.
   void wait(int local, Flag flag, std::uint64_t round, const Request& request);
   // For progress loops: a pass did nothing because `local`'s flag had not
-  // reached `round`. Spins or yields; raises TimeoutError at the deadline.
+  // reached `round`. Spins, then waits under the WaitGuard policy (abort,
+  // stall warning, dead ranks, TimeoutError at the deadline).
   void stall(int local, Flag flag, std::uint64_t round, const Request& request,
-             unsigned& idle_passes) const;
+             unsigned& idle_passes);
   // Waits until every local rank's kDone reaches round - kSegmentDepth, so
   // that this rank may overwrite its slots of `round`.
   void wait_slot_free(std::uint64_t round, const Request& request);
@@ -104,8 +107,6 @@ class NodeSegment {
   struct Control;
   NodeSegment() = default;
   Control& control(int local) const;
-  [[noreturn]] void fail_timeout(int local, Flag flag, std::uint64_t round, std::uint64_t seen,
-                                 const Request& request) const;
 
   std::byte* base_ = nullptr;
   std::size_t mapped_bytes_ = 0;
@@ -119,8 +120,12 @@ class NodeSegment {
   std::uint64_t round_ = 0;
   bool yield_at_once_ = false;
   int rank_ = 0;
-  // Its communicator: every wait honours Communicator::abort through it.
+  // Its communicator, and the WaitGuard of the call in progress (made at
+  // its first wait): every wait follows the library's wait policy.
   const CommunicatorState* owner_ = nullptr;
+  std::optional<WaitGuard> guard_;
+  WaitGuard& guard(const Request& request);
+  WaitTarget describe_wait(int local, Flag flag, std::uint64_t round) const;
   PeerMappings peer_mappings_;
   // The flags last seen of every local rank: monotonic, so a value already
   // seen high enough answers without touching the peer's cache line.

@@ -19,7 +19,7 @@ double seconds(std::chrono::milliseconds duration) {
 
 }  // namespace
 
-WaitGuard::WaitGuard(const Request& request, CommunicatorState& state, const char* who)
+WaitGuard::WaitGuard(const Request& request, const CommunicatorState& state, const char* who)
     : request_(&request),
       state_(&state),
       abort_flag_(&state.abort_flag),
@@ -37,7 +37,7 @@ WaitGuard::WaitGuard(const Request& request, CommunicatorState& state, const cha
 }
 
 WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
-                     CommunicatorState* state, const char* who)
+                     const CommunicatorState* state, const char* who)
     : operation_(operation),
       state_(state),
       abort_flag_(state != nullptr ? &state->abort_flag : nullptr),

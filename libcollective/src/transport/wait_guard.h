@@ -36,14 +36,19 @@ class WaitGuard {
  public:
   // For a collective call: its label, deadline and timeout; `who` names the
   // algorithm or phase ("ring", "cross-rank check").
-  WaitGuard(const Request& request, CommunicatorState& state, const char* who);
+  WaitGuard(const Request& request, const CommunicatorState& state, const char* who);
   // For waits outside a collective (communicator creation); `state` may be
   // null (no abort flag, no liveness table yet).
   WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
-            CommunicatorState* state, const char* who);
+            const CommunicatorState* state, const char* who);
 
   // Starts a new wait: the first polls spin without yielding.
   void begin_wait() { polls_ = 0; }
+  // Whether this guard was made for `request` (loops that keep one guard
+  // across calls make a new one for each call).
+  bool guards(const Request& request) const {
+    return request_ == &request && deadline_ == request.deadline;
+  }
 
   // Called after every poll that found nothing ready.
   template <typename Describe>
@@ -84,7 +89,7 @@ class WaitGuard {
 
   const Request* request_ = nullptr;
   const char* operation_ = nullptr;
-  CommunicatorState* state_ = nullptr;
+  const CommunicatorState* state_ = nullptr;
   const std::atomic<bool>* abort_flag_ = nullptr;
   int rank_;
   const char* who_;
