@@ -14,6 +14,7 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "transport/shared_futex.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -26,12 +27,19 @@ namespace collective::internal {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x636f6c6c5f73686dULL;  // "coll_shm"
-constexpr std::uint32_t kLayoutVersion = 1;
+constexpr std::uint32_t kLayoutVersion = 2;
 constexpr std::size_t kPage = 4096;
 // Polls of a flag between yields when ranks have their own processors: a
 // peer that is running answers within a few hundred nanoseconds, and a few
 // microseconds of spinning cost nothing next to a trip through the scheduler.
 constexpr int kSpinsBetweenYields = 256;
+// How long a wait yields before it sleeps on the flag (shared_futex.h).
+// Ranks with processors of their own: a peer that is late by more than a
+// millisecond is not about to answer, and the processor may serve the
+// application's other threads. More ranks than processors: after a few
+// yields, since a yield need not hand the processor to the peer.
+constexpr std::chrono::microseconds kSleepAfter{1000};
+constexpr std::chrono::microseconds kSleepAfterOversubscribed{20};
 constexpr std::size_t kNameBytes = 64;
 
 struct Header {
@@ -44,6 +52,7 @@ struct Header {
 
 struct alignas(128) PaddedFlag {
   std::atomic<std::uint64_t> value;
+  std::atomic<std::uint32_t> sleepers;  // peers asleep on `value`
 };
 
 struct InputSlot {
@@ -102,6 +111,7 @@ struct NodeSegment::Control {
   PaddedFlag flags[3];
   alignas(128) InputSlot inputs[kSegmentDepth];
   alignas(128) InlineBox boxes[kSegmentDepth];
+  alignas(128) std::atomic<std::uint32_t> box_sleepers;  // peers asleep on a box's round
 };
 
 NodeSegment::Control& NodeSegment::control(int local) const {
@@ -228,14 +238,15 @@ NodeSegment::~NodeSegment() {
 }
 
 void NodeSegment::publish(Flag flag, std::uint64_t round) {
-  control(local_rank_).flags[static_cast<int>(flag)].value.store(round, std::memory_order_release);
+  PaddedFlag& own = control(local_rank_).flags[static_cast<int>(flag)];
+  store_and_wake(own.value, own.sleepers, round);
 }
 
 void NodeSegment::finish_round(std::uint64_t round) {
   Control& own = control(local_rank_);
   for (PaddedFlag& flag : own.flags) {
     if (flag.value.load(std::memory_order_relaxed) < round) {
-      flag.value.store(round, std::memory_order_release);
+      store_and_wake(flag.value, flag.sleepers, round);
     }
   }
 }
@@ -252,7 +263,8 @@ std::byte* NodeSegment::inline_data(int local, std::uint64_t round) const {
 }
 
 void NodeSegment::publish_inline(std::uint64_t round) {
-  control(local_rank_).boxes[round % kSegmentDepth].round.store(round, std::memory_order_release);
+  Control& own = control(local_rank_);
+  store_and_wake(own.boxes[round % kSegmentDepth].round, own.box_sleepers, round);
 }
 
 bool NodeSegment::inline_ready(int local, std::uint64_t round) const {
@@ -261,13 +273,36 @@ bool NodeSegment::inline_ready(int local, std::uint64_t round) const {
 
 void NodeSegment::wait_inline(int local, std::uint64_t round, const Request& request) {
   if (inline_ready(local, round)) return;
-  unsigned idle_passes = 0;
-  while (!inline_ready(local, round)) stall(local, Flag::kPosted, round, request, idle_passes);
+  Control& peer = control(local);
+  std::atomic<std::uint64_t>& box_round = peer.boxes[round % kSegmentDepth].round;
+  auto sleep = [&](std::chrono::microseconds limit) {
+    const std::uint64_t seen = box_round.load(std::memory_order_acquire);
+    if (seen != round) sleep_while(box_round, peer.box_sleepers, seen, limit);
+  };
+  for (int i = 0; i < (yield_at_once_ ? 0 : kSpinsBetweenYields); ++i) {
+    COLLECTIVE_CPU_RELAX();
+    if (inline_ready(local, round)) return;
+  }
+  WaitGuard& waiting = guard(request);
+  waiting.begin_wait();
+  while (!inline_ready(local, round)) {
+    waiting.idle([&] { return describe_wait(local, Flag::kPosted, round); }, sleep);
+  }
 }
 
 WaitGuard& NodeSegment::guard(const Request& request) {
-  if (!guard_ || !guard_->guards(request)) guard_.emplace(request, *owner_, "shared_memory");
+  if (!guard_ || !guard_->guards(request)) {
+    guard_.emplace(request, *owner_, "shared_memory");
+    guard_->set_sleep_after(yield_at_once_ ? kSleepAfterOversubscribed : kSleepAfter);
+  }
   return *guard_;
+}
+
+void NodeSegment::sleep_on(int local, Flag flag, std::uint64_t round,
+                           std::chrono::microseconds limit) {
+  PaddedFlag& peer = control(local).flags[static_cast<int>(flag)];
+  const std::uint64_t seen = peer.value.load(std::memory_order_acquire);
+  if (seen < round) sleep_while(peer.value, peer.sleepers, seen, limit);
 }
 
 WaitTarget NodeSegment::describe_wait(int local, Flag flag, std::uint64_t round) const {
@@ -290,7 +325,8 @@ void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request
   if (idle_passes == (yield_at_once_ ? 1u : static_cast<unsigned>(kSpinsBetweenYields))) {
     waiting.begin_wait();
   }
-  waiting.idle([&] { return describe_wait(local, flag, round); });
+  waiting.idle([&] { return describe_wait(local, flag, round); },
+               [&](std::chrono::microseconds limit) { sleep_on(local, flag, round, limit); });
 }
 
 void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request& request) {
@@ -304,7 +340,8 @@ void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request&
   WaitGuard& waiting = guard(request);
   waiting.begin_wait();
   while (value.load(std::memory_order_acquire) < round) {
-    waiting.idle([&] { return describe_wait(local, flag, round); });
+    waiting.idle([&] { return describe_wait(local, flag, round); },
+                 [&](std::chrono::microseconds limit) { sleep_on(local, flag, round, limit); });
   }
 }
 

@@ -5,11 +5,13 @@
 //
 // Ranks synchronize through monotonically increasing round numbers in the
 // flags, never through a barrier: a rank waits only for the flags it needs,
-// polling with sched_yield and giving up at the call's deadline with a
-// TimeoutError that names the rank it waited for.
+// polling, then yielding, then sleeping on the flag (shared_futex.h), and
+// gives up at the call's deadline with a TimeoutError that names the rank
+// it waited for.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -126,6 +128,8 @@ class NodeSegment {
   std::optional<WaitGuard> guard_;
   WaitGuard& guard(const Request& request);
   WaitTarget describe_wait(int local, Flag flag, std::uint64_t round) const;
+  // Sleeps until `local`'s flag changes, if it is still short of `round`.
+  void sleep_on(int local, Flag flag, std::uint64_t round, std::chrono::microseconds limit);
   PeerMappings peer_mappings_;
   // The flags last seen of every local rank: monotonic, so a value already
   // seen high enough answers without touching the peer's cache line.

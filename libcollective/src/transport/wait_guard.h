@@ -1,6 +1,8 @@
 // The rules every wait loop of the library follows, in one place, so that
 // no wait can hang: spin briefly, then yield the processor (ranks may be
-// oversubscribed); stop at once when Communicator::abort was called; log
+// oversubscribed), and where the loop can sleep until the awaited value
+// changes (shared-memory flags), sleep once yielding has lasted
+// sleep_after; stop at once when Communicator::abort was called; log
 // one stall warning naming the awaited ranks at COLLECTIVE_STALL_WARNING of
 // the timeout; fail fast when a rank on this host died; raise TimeoutError
 // at the deadline.
@@ -44,6 +46,8 @@ class WaitGuard {
 
   // Starts a new wait: the first polls spin without yielding.
   void begin_wait() { polls_ = 0; }
+  // How long a wait yields before it sleeps (idle with a `sleep`).
+  void set_sleep_after(Clock::duration duration) { sleep_after_ = duration; }
   // Whether this guard was made for `request` (loops that keep one guard
   // across calls make a new one for each call).
   bool guards(const Request& request) const {
@@ -55,12 +59,26 @@ class WaitGuard {
   void idle(Describe&& describe) {
     if (++polls_ <= kTightPolls) return;
     sched_yield();
-    if (abort_flag_ != nullptr && abort_flag_->load(std::memory_order_relaxed)) fail_abort();
+    check(describe, Clock::now());
+  }
+
+  // As idle(), for a wait that can sleep until what it polls changes:
+  // `sleep(limit)` blocks until then or for at most `limit`, and takes the
+  // place of the yield once the wait has yielded for sleep_after.
+  template <typename Describe, typename Sleep>
+  void idle(Describe&& describe, Sleep&& sleep) {
+    if (++polls_ <= kTightPolls) return;
     // After a yield the clock is cheap by comparison (vDSO, tens of ns),
     // and an oversubscribed yield can take a whole time slice.
-    if (Clock::now() >= next_check_) {
-      checkpoint(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
+    Clock::time_point now = Clock::now();
+    if (polls_ == kTightPolls + 1) yielding_since_ = now;
+    if (now - yielding_since_ < sleep_after_) {
+      sched_yield();
+    } else {
+      sleep(kSleepSlice);
+      now = Clock::now();
     }
+    check(describe, now);
   }
 
  private:
@@ -78,6 +96,17 @@ class WaitGuard {
   // Polls that spin before the first yield: MPI_Test drives progress, and a
   // few tight polls keep latency low when the peer is already running.
   static constexpr int kTightPolls = 64;
+  // The longest sleep between two looks at the abort flag and the clock:
+  // short next to any timeout, long next to a system call.
+  static constexpr std::chrono::microseconds kSleepSlice{1000};
+
+  template <typename Describe>
+  void check(Describe& describe, Clock::time_point now) {
+    if (abort_flag_ != nullptr && abort_flag_->load(std::memory_order_relaxed)) fail_abort();
+    if (now >= next_check_) {
+      checkpoint(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
+    }
+  }
 
   void checkpoint(const Describer& describe);
   [[noreturn]] void fail_abort() const;
@@ -101,6 +130,8 @@ class WaitGuard {
   Clock::time_point next_check_;  // earliest of the three above
   bool warned_ = false;
   int polls_ = 0;
+  Clock::duration sleep_after_ = std::chrono::milliseconds(1);
+  Clock::time_point yielding_since_;
 };
 
 }  // namespace collective::internal
