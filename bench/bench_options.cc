@@ -253,7 +253,18 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   po::variables_map values;
   try {
     const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
-    po::store(po::command_line_parser(argc, argv).options(all).style(style).run(), values);
+    const po::parsed_options tokens =
+        po::command_line_parser(argc, argv).options(all).style(style).run();
+    // No flag takes positional arguments: a stray word (a value after a
+    // flag that takes none, a mistyped flag without its dash) would
+    // otherwise be dropped without a word.
+    const std::vector<std::string> stray =
+        po::collect_unrecognized(tokens.options, po::include_positional);
+    if (!stray.empty()) {
+      throw UsageError("unexpected argument '" + stray.front() +
+                       "': collective_bench takes flags only (a value belongs after its flag)");
+    }
+    po::store(tokens, values);
     po::notify(values);
   } catch (const po::error& error) {
     throw UsageError(error.what());

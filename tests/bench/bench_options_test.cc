@@ -170,6 +170,21 @@ TEST(BenchOptions, RefusalsNameTheFlag) {
   EXPECT_NE(refusal({"--min", "8"}), "(accepted)");
 }
 
+TEST(BenchOptions, RefusesStrayArgumentsNamingThem) {
+  // Found by bench_command_line_fuzzer: words that belong to no flag were
+  // dropped, so "-b 8 foo" ran as "-b 8".
+  EXPECT_NE(refusal({"-b", "8", "foo"}).find("'foo'"), std::string::npos);
+  EXPECT_NE(refusal({"stray"}).find("unexpected argument 'stray'"), std::string::npos);
+  // A value given twice: the second has no flag.
+  EXPECT_NE(refusal({"-e", "1M", "2M"}).find("'2M'"), std::string::npos);
+  // After "--" every word is positional, and refused the same way.
+  EXPECT_NE(refusal({"--", "-b"}).find("'-b'"), std::string::npos);
+  // A flag without a value (--inject-error) does not swallow the next word.
+  EXPECT_NE(refusal({"--inject-error", "1"}).find("'1'"), std::string::npos);
+  // Values that look like words are still values.
+  EXPECT_EQ(options({"-a", "ring", "-o", "max"}).algorithms, std::vector<Algorithm>{Algorithm::kRing});
+}
+
 TEST(BenchOptions, FusionIsAnAllReduceComparison) {
   const BenchOptions o = options({"--fusion", "16"});
   EXPECT_EQ(o.fusion_tensors, 16u);
