@@ -218,8 +218,12 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
        "mpi: also time the matching MPI collective on the same buffers, alternating with ours "
        "iteration by iteration, and print its time and our speed-up")
       ("fusion", po::value<std::string>(),
-       "N: all-reduce N tensors of each size one by one, and packed into one buffer with one "
-       "all-reduce; report the ratio")
+       "N: all-reduce N tensors of each size through the strategies layer (CollectiveAllReduce): "
+       "reduce one by one against one batch_reduce that packs them; report the ratio. -a auto "
+       "or ring (CommunicationOptions::implementation; all means ring)")
+      ("bytes-per-pack", po::value<std::string>(),
+       "B: with --fusion, CommunicationOptions::bytes_per_pack of the batch_reduce (K, M, G "
+       "suffixes; default 0: all tensors in one pack)")
       ("generate-rules", po::value<std::string>(),
        "FILE: time every candidate algorithm at every size and write the rules file that AUTO "
        "loads (COLLECTIVE_RULES_FILE)");
@@ -349,6 +353,21 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       throw UsageError("--fusion compares our one-by-one and packed all-reduces; it takes no "
                        "--baseline");
     }
+    // What a strategies user can ask for: CommunicationImplementation AUTO
+    // and RING (NCCL on host memory runs the ring too).
+    for (Algorithm algorithm : options.algorithms) {
+      if (algorithm != Algorithm::kAuto && algorithm != Algorithm::kRing) {
+        throw UsageError("--fusion measures the strategies layer, whose CommunicationOptions "
+                         "request auto or ring only: -a " +
+                         std::string(to_string(algorithm)) +
+                         " cannot be asked for there (give -a auto, ring, or all for ring)");
+      }
+    }
+    if (given("bytes-per-pack")) {
+      options.fusion_bytes_per_pack = parse_size_flag("--bytes-per-pack", text("bytes-per-pack"));
+    }
+  } else if (given("bytes-per-pack")) {
+    throw UsageError("--bytes-per-pack sets how --fusion's batch_reduce packs; give --fusion N too");
   }
   if (given("generate-rules")) {
     options.rules_file = text("generate-rules");

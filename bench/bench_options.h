@@ -42,7 +42,13 @@ struct BenchOptions {
   OutputFormat format = OutputFormat::kTable;
   std::optional<std::string> output_file;
   std::optional<double> min_busbw_gbs;
-  std::size_t fusion_tensors = 0;  // 0: fusion mode off
+  // --fusion N: N tensors per size through the strategies layer, reduce
+  // one by one against one batch_reduce (fusion.h). Only auto and ring can
+  // be requested there; -a all means ring. 0: fusion mode off.
+  std::size_t fusion_tensors = 0;
+  // --bytes-per-pack: the batch_reduce's CommunicationOptions::bytes_per_pack
+  // (0: every tensor in one pack).
+  std::size_t fusion_bytes_per_pack = 0;
   std::optional<std::string> rules_file;
   ProgressMode progress = ProgressMode::kAuto;
   // Test-only (hidden): corrupt one result element before checking.

@@ -1,34 +1,22 @@
-// --fusion N: N tensors of each size all-reduced one by one, against the
-// same tensors packed into one buffer, all-reduced once and unpacked (the
-// packing of tf.distribute's batch_reduce and Horovod's tensor fusion),
-// alternating iteration by iteration. Reports the ratio of median times.
+// --fusion N: what tensor fusion gains a user of the strategies layer. For
+// each size, N tensors go through MultiWorkerMirroredStrategy's cross-device
+// ops (CollectiveAllReduce, one replica per rank), reduced one by one with
+// reduce() against all at once with batch_reduce(), which packs them into
+// few all-reduces (CommunicationOptions::bytes_per_pack), alternating
+// iteration by iteration. Reports the ratio of median times.
+//
+// Built from fusion.cc when the strategies layer is built, otherwise from
+// fusion_unavailable.cc, which refuses the run.
 #pragma once
-
-#include <vector>
 
 #include "driver.h"
 
 namespace collective::bench {
 
-class FusionDriver {
- public:
-  explicit FusionDriver(BenchContext& context)
-      : context_(context), injector_(context.options.inject_error) {}
-
-  void run();
-  const std::vector<FusionRow>& rows() const { return rows_; }
-
- private:
-  FusionRow measure(std::size_t count, DataType type, ReduceOp op, Algorithm algorithm);
-
-  BenchContext& context_;
-  ErrorInjector injector_;
-  std::vector<AlignedBuffer> tensors_;
-  AlignedBuffer packed_;
-  std::vector<FusionRow> rows_;
-};
-
-// Totals over fusion rows, as summarize_rows does for size rows.
-RunSummary summarize_fusion_rows(const std::vector<FusionRow>& rows, const BenchOptions& options);
+// Runs the fusion sweep of context.options (fusion_tensors > 0), reporting
+// rows as they are measured, and returns the totals. Throws BenchError on
+// every rank alike, before any call, when the run cannot go on (no
+// strategies layer in this build, an algorithm that cannot serve a call).
+RunSummary run_fusion(BenchContext& context);
 
 }  // namespace collective::bench

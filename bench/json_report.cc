@@ -62,6 +62,7 @@ class JsonReporter final : public Reporter {
     json_.field("check", options.check);
     json_.field("baseline", options.baseline_mpi ? "mpi" : "none");
     json_.field("fusion_tensors", static_cast<std::uint64_t>(options.fusion_tensors));
+    json_.field("fusion_bytes_per_pack", static_cast<std::uint64_t>(options.fusion_bytes_per_pack));
     json_.field("time", "slowest rank per iteration; time_us is the mean over iterations");
     json_.field("gb", 1e9);
     json_.key("placements");

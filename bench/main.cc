@@ -62,9 +62,7 @@ int run(const BenchOptions& options) {
   if (rank == 0) reporters.begin(info, options);
   RunSummary summary;
   if (options.fusion_tensors > 0) {
-    FusionDriver driver(context);
-    driver.run();
-    summary = summarize_fusion_rows(driver.rows(), options);
+    summary = run_fusion(context);
   } else {
     SweepDriver driver(context);
     driver.run();

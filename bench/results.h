@@ -47,16 +47,22 @@ struct SizeRow {
   PlacementResult in_place;
 };
 
-// --fusion: N tensors of one size, one by one vs packed.
+// --fusion: N tensors of one size through the strategies layer, reduced
+// one by one and with one batch_reduce.
 struct FusionRow {
   std::size_t tensor_bytes = 0;
   std::size_t count = 0;  // elements per tensor
   std::size_t tensors = 0;
+  std::size_t bytes_per_pack = 0;  // CommunicationOptions::bytes_per_pack (0: one pack)
+  std::size_t packs = 0;           // cross-worker all-reduces per batch_reduce
   DataType type = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
-  Algorithm requested = Algorithm::kAuto;
-  Algorithm separate_algorithm = Algorithm::kAuto;
-  Algorithm fused_algorithm = Algorithm::kAuto;
+  Algorithm requested = Algorithm::kAuto;  // auto or ring: CommunicationImplementation
+  // What the library ran (Communicator::last_algorithm), for the last
+  // tensor and the last pack; none when no cross-worker call ran (one rank:
+  // the strategies layer calls no collective).
+  std::optional<Algorithm> separate_algorithm;
+  std::optional<Algorithm> fused_algorithm;
   TimeStats separate;
   TimeStats fused;
   double algbw_gbs = 0;  // fused, over all tensors' bytes
@@ -65,6 +71,11 @@ struct FusionRow {
   bool checked = false;
   std::uint64_t wrong = 0;
 };
+
+// "ring", or "none" for an algorithm that did not run.
+inline std::string algorithm_name(const std::optional<Algorithm>& algorithm) {
+  return algorithm ? std::string(to_string(*algorithm)) : std::string("none");
+}
 
 struct RunSummary {
   std::uint64_t wrong = 0;  // ours and baseline, all rows

@@ -59,7 +59,7 @@ std::vector<Field> flatten(const FusionRow& row) {
   add(fields, "op", std::string(to_string(row.op)));
   add(fields, "root", std::int64_t{-1});
   add(fields, "requested", std::string(to_string(row.requested)));
-  add(fields, "algorithm", std::string(to_string(row.fused_algorithm)));
+  add(fields, "algorithm", algorithm_name(row.fused_algorithm));
   add(fields, "inplace", true);
   add_time(fields, "", row.fused);
   add(fields, "algbw_gbs", row.algbw_gbs);
@@ -67,7 +67,9 @@ std::vector<Field> flatten(const FusionRow& row) {
   add(fields, "checked", row.checked);
   add(fields, "wrong", row.checked ? FieldValue(row.wrong) : FieldValue());
   add(fields, "tensors", static_cast<std::uint64_t>(row.tensors));
-  add(fields, "separate_algorithm", std::string(to_string(row.separate_algorithm)));
+  add(fields, "bytes_per_pack", static_cast<std::uint64_t>(row.bytes_per_pack));
+  add(fields, "packs", static_cast<std::uint64_t>(row.packs));
+  add(fields, "separate_algorithm", algorithm_name(row.separate_algorithm));
   add_time(fields, "separate_", row.separate);
   add(fields, "speedup", row.speedup);
   return fields;
@@ -78,7 +80,8 @@ const std::vector<std::string>& csv_columns() {
       "mode", "collective", "bytes", "count", "dtype", "op", "root", "requested", "algorithm",
       "inplace", "time_us", "p50_us", "p99_us", "algbw_gbs", "busbw_gbs", "checked", "wrong",
       "baseline_time_us", "baseline_p50_us", "baseline_p99_us", "baseline_algbw_gbs",
-      "baseline_busbw_gbs", "baseline_wrong", "speedup", "tensors", "separate_algorithm",
+      "baseline_busbw_gbs", "baseline_wrong", "speedup", "tensors", "bytes_per_pack", "packs",
+      "separate_algorithm",
       "separate_time_us", "separate_p50_us", "separate_p99_us"};
   return kColumns;
 }

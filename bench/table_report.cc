@@ -89,20 +89,20 @@ class TableReporter final : public Reporter {
     if (!in_fusion_section_) {
       in_fusion_section_ = true;
       in_collective_section_ = false;
-      print_fusion_header(row.tensors);
+      print_fusion_header(row.tensors, row.bytes_per_pack);
     }
     std::string algorithm = row.requested == Algorithm::kAuto ? "auto:" : "";
-    algorithm += std::string(to_string(row.separate_algorithm));
+    algorithm += algorithm_name(row.separate_algorithm);
     if (row.fused_algorithm != row.separate_algorithm) {
       algorithm += '/';
-      algorithm += to_string(row.fused_algorithm);
+      algorithm += algorithm_name(row.fused_algorithm);
     }
-    out_ << format("%12zu %12zu %9s %6s %7zu %28s %11.2f %9.2f %11.2f %9.2f %9.2f %7.2f %7.2f %8.2f "
-                   "%6s",
+    out_ << format("%12zu %12zu %9s %6s %7zu %5zu %28s %11.2f %9.2f %11.2f %9.2f %9.2f %7.2f "
+                   "%7.2f %8.2f %6s",
                    row.tensor_bytes, row.count, std::string(to_string(row.type)).c_str(),
-                   std::string(to_string(row.op)).c_str(), row.tensors, algorithm.c_str(),
-                   row.separate.mean_us, row.separate.p50_us, row.fused.mean_us, row.fused.p50_us,
-                   row.fused.p99_us, row.algbw_gbs, row.busbw_gbs, row.speedup,
+                   std::string(to_string(row.op)).c_str(), row.tensors, row.packs,
+                   algorithm.c_str(), row.separate.mean_us, row.separate.p50_us, row.fused.mean_us,
+                   row.fused.p50_us, row.fused.p99_us, row.algbw_gbs, row.busbw_gbs, row.speedup,
                    wrong_text(row.checked, row.wrong).c_str())
          << "\n";
     out_.flush();
@@ -190,19 +190,23 @@ class TableReporter final : public Reporter {
     out_ << prefix_unit << placement_unit << placement_unit << "\n";
   }
 
-  void print_fusion_header(std::size_t tensors) {
+  void print_fusion_header(std::size_t tensors, std::size_t bytes_per_pack) {
     out_ << "# fusion: " << tensors
-         << " tensors per size, all-reduced one by one vs packed into one buffer, one all_reduce, "
-            "unpacked\n";
-    out_ << "# speedup = one-by-one p50 / packed p50; algbw and busbw of the packed all_reduce "
+         << " tensors per size through the strategies layer (CollectiveAllReduce, one replica "
+            "per rank): reduce() one by one vs one batch_reduce() packing them, bytes_per_pack "
+         << bytes_per_pack << (bytes_per_pack == 0 ? " (one pack)" : "") << "\n";
+    out_ << "# packs = all-reduces per batch_reduce; algorithm = what the library ran one by one"
+            "/packed (none: one rank, no cross-worker call)\n";
+    out_ << "# speedup = one-by-one p50 / batch_reduce p50; algbw and busbw of the batch_reduce "
             "over all tensors' bytes\n";
-    out_ << format("#%11s %12s %9s %6s %7s %28s %11s %9s %11s %9s %9s %7s %7s %8s %6s",
-                   "tensor size", "count", "type", "redop", "tensors", "algorithm", "one-by-one",
-                   "p50", "packed", "p50", "p99", "algbw", "busbw", "speedup", "#wrong")
+    out_ << format("#%11s %12s %9s %6s %7s %5s %28s %11s %9s %11s %9s %9s %7s %7s %8s %6s",
+                   "tensor size", "count", "type", "redop", "tensors", "packs", "algorithm",
+                   "one-by-one", "p50", "batched", "p50", "p99", "algbw", "busbw", "speedup",
+                   "#wrong")
          << "\n";
-    out_ << format("#%11s %12s %9s %6s %7s %28s %11s %9s %11s %9s %9s %7s %7s %8s %6s", "(B)",
-                   "(elements)", "", "", "", "", "(us)", "(us)", "(us)", "(us)", "(us)", "(GB/s)",
-                   "(GB/s)", "", "")
+    out_ << format("#%11s %12s %9s %6s %7s %5s %28s %11s %9s %11s %9s %9s %7s %7s %8s %6s", "(B)",
+                   "(elements)", "", "", "", "", "", "(us)", "(us)", "(us)", "(us)", "(us)",
+                   "(GB/s)", "(GB/s)", "", "")
          << "\n";
   }
 

@@ -193,6 +193,27 @@ TEST(BenchOptions, FusionIsAnAllReduceComparison) {
   EXPECT_NE(refusal({"--fusion", "4", "--baseline", "mpi"}).find("--fusion"), std::string::npos);
 }
 
+TEST(BenchOptions, FusionRequestsWhatCommunicationOptionsCan) {
+  // The strategies layer's CommunicationImplementation reaches auto and ring.
+  EXPECT_EQ(options({"--fusion", "4", "-a", "ring,auto"}).algorithms,
+            (std::vector<Algorithm>{Algorithm::kRing, Algorithm::kAuto}));
+  EXPECT_TRUE(options({"--fusion", "4", "-a", "all"}).all_algorithms);
+  for (const char* unreachable : {"shared_memory", "recursive_doubling", "mpi", "hierarchical",
+                                  "nccl"}) {
+    const std::string why = refusal({"--fusion", "4", "-a", unreachable});
+    EXPECT_NE(why.find("--fusion"), std::string::npos) << why;
+    EXPECT_NE(why.find(std::string("-a ") + unreachable), std::string::npos) << why;
+  }
+}
+
+TEST(BenchOptions, BytesPerPackBelongsToFusion) {
+  EXPECT_EQ(options({"--fusion", "4"}).fusion_bytes_per_pack, 0u);
+  EXPECT_EQ(options({"--fusion", "4", "--bytes-per-pack", "64K"}).fusion_bytes_per_pack, 65536u);
+  EXPECT_NE(refusal({"--bytes-per-pack", "1K"}).find("--fusion"), std::string::npos);
+  EXPECT_NE(refusal({"--fusion", "4", "--bytes-per-pack", "lots"}).find("--bytes-per-pack"),
+            std::string::npos);
+}
+
 TEST(BenchOptions, GenerateRulesSweepsEveryCollectiveAndAlgorithm) {
   const BenchOptions o = options({"--generate-rules", "rules.json"});
   EXPECT_EQ(o.rules_file, "rules.json");
@@ -218,7 +239,7 @@ TEST(BenchOptions, InjectErrorIsHiddenFromHelp) {
   for (const char* flag : {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes", "--iters",
                            "--warmup_iters", "--check", "--datatype", "--op", "--root",
                            "--collective", "--algorithm", "--baseline", "--format", "--output",
-                           "--min-busbw", "--fusion", "--generate-rules"}) {
+                           "--min-busbw", "--fusion", "--bytes-per-pack", "--generate-rules"}) {
     EXPECT_NE(parsed.help_text.find(flag), std::string::npos) << flag;
   }
 }

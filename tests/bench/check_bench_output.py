@@ -44,7 +44,10 @@ def check_row(row, ranks, baseline):
             fail(f"row lacks '{key}': {row}")
     if row["collective"] not in COLLECTIVES:
         fail(f"unknown collective in {row}")
-    if row["algorithm"] not in ALGORITHMS:
+    # A fusion row at one rank ran no library call (the strategies layer
+    # makes no cross-worker all-reduce with one worker): "none".
+    ran_nothing = row.get("mode") == "fusion" and (ranks == 1 or row["count"] == 0)
+    if row["algorithm"] not in ALGORITHMS and not (ran_nothing and row["algorithm"] == "none"):
         fail(f"'algorithm' must name what ran, not '{row['algorithm']}'")
     if row["dtype"] not in ELEMENT_BYTES:
         fail(f"unknown dtype in {row}")
@@ -71,6 +74,19 @@ def check_row(row, ranks, baseline):
         close(row["baseline_busbw_gbs"],
               row["bytes"] / row["baseline_time_us"] / 1e3 * bus_factor(row["collective"], ranks),
               "baseline busbw", row)
+
+
+def expected_packs(row):
+    """CommunicationOptions::bytes_per_pack as documented: 0 packs every
+    tensor into one buffer; otherwise consecutive tensors share a pack while
+    it stays within the limit, and a larger tensor is a pack of its own."""
+    tensors, size, limit = row["tensors"], row["bytes"], row["bytes_per_pack"]
+    if size == 0:
+        return 0  # nothing to reduce: no pack
+    if limit == 0:
+        return 1
+    per_pack = max(1, limit // size)
+    return -(-tensors // per_pack)
 
 
 def check_json(path, ranks, baseline, fusion):
@@ -100,6 +116,9 @@ def check_json(path, ranks, baseline, fusion):
             if row.get("mode") != "fusion" or row.get("tensors", 0) < 1:
                 fail(f"not a fusion row: {row}")
             close(row["speedup"], row["separate_p50_us"] / row["p50_us"], "fusion speedup", row)
+            if row["packs"] != expected_packs(row):
+                fail(f"batch_reduce made {row['packs']} packs, expected {expected_packs(row)}: "
+                     f"{row}")
         placements.add((row["collective"], row["inplace"]))
     for collective, _ in placements:
         if collective != "broadcast" and not fusion:
