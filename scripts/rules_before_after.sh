@@ -13,6 +13,8 @@
 #   OUT_DIR    where the rules, JSON reports and tables go [a new /tmp dir]
 #   MIN_BYTES, MAX_BYTES  the sweep, factor 2 [8, 64M]
 #   ITERS, WARMUP         timed and warm-up iterations per size [20, 5]
+#   GEN_ITERS  timed iterations per size and algorithm when generating [50]:
+#              one generating sweep decides the rules, so it gets more
 #   ROUNDS     runs without and with the rules, alternating [3]
 #   FORM       out-of-place or in-place rows in the table [out-of-place]
 #   MAX_LOAD, WAIT_S  before starting, wait up to WAIT_S seconds for the
@@ -36,8 +38,9 @@ out=$(cd "$out" && pwd)
 
 binding=(--bind-to core)
 (( np > $(nproc) )) && binding=(--oversubscribe --bind-to none)
-sweep=(-C all_reduce -d float32 -o sum -b "${MIN_BYTES:-8}" -e "${MAX_BYTES:-64M}" -f 2
-       -n "${ITERS:-20}" -w "${WARMUP:-5}" --progress off)
+sizes=(-C all_reduce -d float32 -o sum -b "${MIN_BYTES:-8}" -e "${MAX_BYTES:-64M}" -f 2
+       -w "${WARMUP:-5}" --progress off)
+sweep=("${sizes[@]}" -n "${ITERS:-20}")
 rules=$out/rules_np$np.json
 loads=$out/load.txt
 : > "$loads"
@@ -58,7 +61,7 @@ while awk -v l="$(load1)" -v m="${MAX_LOAD:-1.0}" 'BEGIN { exit !(l >= m) }' && 
 done
 
 note_load "generate"
-run_bench --generate-rules "$rules" "${sweep[@]}" > "$out/generate_np$np.txt"
+run_bench --generate-rules "$rules" "${sizes[@]}" -n "${GEN_ITERS:-50}" > "$out/generate_np$np.txt"
 
 for round in $(seq 1 "$rounds"); do
   note_load "without rules, round $round"
@@ -70,10 +73,10 @@ for round in $(seq 1 "$rounds"); do
 done
 note_load "end"
 
-python3 - "$out" "$np" "$rounds" "$form" "$rules" "${binding[*]}" "${sweep[*]}" <<'EOF'
+python3 - "$out" "$np" "$rounds" "$form" "$rules" "${binding[*]}" "${sweep[*]}" "${GEN_ITERS:-50}" "${sizes[*]}" <<'EOF'
 import json, os, statistics, sys
 
-out, np, rounds, form, rules_path, binding, sweep = sys.argv[1:]
+out, np, rounds, form, rules_path, binding, sweep, gen_iters, sizes_args = sys.argv[1:]
 inplace = form == "in-place"
 
 
@@ -119,7 +122,8 @@ def algorithms(runs, size):
 
 with open(rules_path) as f:
     rules = json.load(f)["rules"]
-print(f"Rules written by --generate-rules ({os.path.basename(rules_path)}):\n")
+print(f"Rules written by --generate-rules ({os.path.basename(rules_path)}, every algorithm at every "
+      f"size, {gen_iters} timed iterations each):\n")
 print("| bytes | algorithm |")
 print("|---|---|")
 for rule in rules:
@@ -151,14 +155,17 @@ for size in sizes:
 
 
 def geomean(values):
-    return statistics.geometric_mean(values) if values else float("nan")
+    return f"{statistics.geometric_mean(values):.3f}" if values else "–"
 
 
 print(f"\n`*`: the rules changed AUTO's choice ({len(changed)} of {len(sizes)} sizes). "
-      f"Geometric mean of with / without: {geomean(ratios):.3f} over all sizes, "
-      f"{geomean(changed):.3f} over the changed ones.")
-print(f"\nCommand: `scripts/rules_before_after.sh {np}` (collective_bench {sweep}); "
-      f"reports in {out}. Load average before each run:\n")
+      f"Geometric mean of with / without: {geomean(ratios)} over all sizes, "
+      f"{geomean(changed)} over the changed ones.")
+print(f"\nCommand: `scripts/rules_before_after.sh {np}`, which runs `mpirun -np {np} {binding} "
+      f"collective_bench --generate-rules {os.path.basename(rules_path)} {sizes_args} -n {gen_iters}`, "
+      f"then alternately `collective_bench {sweep} -a auto --baseline mpi --format json` without "
+      f"and with `COLLECTIVE_RULES_FILE={os.path.basename(rules_path)}`; reports in {out}. "
+      f"Load average before each run:\n")
 with open(os.path.join(out, "load.txt")) as f:
     for line in f:
         print(f"    {line.rstrip()}")
