@@ -11,7 +11,7 @@ namespace {
 
 // ---- Constants. Each says what it stands for and why this value. ----------
 // Measured values come from the development machine (2-core AMD EPYC VM,
-// Open MPI 4.1.4 with vader and CMA); docs/performance-topology.md has the
+// Open MPI 4.1.4 with vader and CMA); docs/performance.md has the
 // runs. They need to order the algorithms correctly, not predict times.
 
 // A flag hand-off between two ranks on their own cores: one cache line
