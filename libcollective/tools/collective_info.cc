@@ -20,6 +20,7 @@
 #include "core/communicator_state.h"
 #include "core/env_params.h"
 #include "core/request.h"
+#include "selection/cost_model.h"
 #include "selection/rules_file.h"
 #include "selection/selector.h"
 
@@ -147,6 +148,9 @@ void print_header(const Topology& topology, const std::string& source) {
   std::printf("collective_info: libcollective %s (%s), NCCL %s\n", version_string(), git_revision(),
               built_with_nccl() ? "built in" : "not built");
   std::printf("topology (%s):\n%s", source.c_str(), topology.describe().c_str());
+  if (topology.node_count() > 1) {
+    std::printf("between nodes: %s\n", internal::describe_network(topology).c_str());
+  }
   const internal::RuleSet* rules = internal::process_rules();
   if (rules == nullptr) {
     std::printf("rules: none (COLLECTIVE_RULES_FILE unset)\n");

@@ -23,7 +23,14 @@ using testing::expect_raises;
 #define REQUIRE_RANKS(minimum) \
   if (size < (minimum)) GTEST_SKIP() << "needs " << (minimum) << " ranks"
 
-class CrossRankCheckTest : public ::testing::Test {
+// The check travels two ways (validation/cross_rank_check.h): over MPI
+// messages, and, once a single-node communicator has its shared-memory
+// segment, through the segment's boxes, where a small all_reduce carries
+// its input beside the fingerprint. Every test runs both ways, each on a
+// communicator of its own.
+enum class CheckPath { kMpiMessages, kNodeBoard };
+
+class CrossRankCheckTest : public ::testing::TestWithParam<CheckPath> {
  protected:
   void SetUp() override {
     rank = comm.rank();
@@ -31,6 +38,14 @@ class CrossRankCheckTest : public ::testing::Test {
     last = size - 1;
     send.assign(64 * static_cast<std::size_t>(size), 1.0f);
     recv.assign(64 * static_cast<std::size_t>(size), -7.0f);
+    if (GetParam() == CheckPath::kNodeBoard) {
+      if (comm.topology().node_count() != 1) GTEST_SKIP() << "the ranks span nodes: no node board";
+      // A shared-memory call sets up the segment the check then uses.
+      AllReduceOptions options;
+      options.algorithm = Algorithm::kSharedMemory;
+      std::vector<float> warm(4, 1.0f);
+      comm.all_reduce(warm.data(), warm.data(), warm.size(), DataType::kFloat32, options);
+    }
   }
 
   // The ranks still agree and the communicator still works.
@@ -44,7 +59,7 @@ class CrossRankCheckTest : public ::testing::Test {
     return std::string(kind) + " #" + std::to_string(comm.sequence_number());
   }
 
-  Communicator comm = Communicator::world();
+  Communicator comm = Communicator::world().split(0, Communicator::world().rank());
   int rank = 0;
   int size = 1;
   int last = 0;
@@ -52,7 +67,7 @@ class CrossRankCheckTest : public ::testing::Test {
   std::vector<float> recv;
 };
 
-TEST_F(CrossRankCheckTest, CountMismatchNamesEveryRanksCount) {
+TEST_P(CrossRankCheckTest, CountMismatchNamesEveryRanksCount) {
   REQUIRE_RANKS(2);
   const std::size_t count = rank == 0 ? 4 : 8;
   const std::string operation = label("all_reduce");
@@ -64,7 +79,7 @@ TEST_F(CrossRankCheckTest, CountMismatchNamesEveryRanksCount) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, TypeMismatch) {
+TEST_P(CrossRankCheckTest, TypeMismatch) {
   REQUIRE_RANKS(2);
   std::vector<double> wide(16, 1.0);
   const std::string operation = label("all_reduce");
@@ -77,7 +92,7 @@ TEST_F(CrossRankCheckTest, TypeMismatch) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, OpMismatch) {
+TEST_P(CrossRankCheckTest, OpMismatch) {
   REQUIRE_RANKS(2);
   AllReduceOptions options;
   options.op = rank == 0 ? ReduceOp::kSum : ReduceOp::kMax;
@@ -88,7 +103,7 @@ TEST_F(CrossRankCheckTest, OpMismatch) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, RootMismatch) {
+TEST_P(CrossRankCheckTest, RootMismatch) {
   REQUIRE_RANKS(2);
   BroadcastOptions options;
   options.root = rank == last ? 1 : 0;
@@ -104,7 +119,7 @@ TEST_F(CrossRankCheckTest, RootMismatch) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, DifferentCollectives) {
+TEST_P(CrossRankCheckTest, DifferentCollectives) {
   REQUIRE_RANKS(2);
   const std::string sequence = "#" + std::to_string(comm.sequence_number());
   expect_raises<MismatchError>(
@@ -123,7 +138,7 @@ TEST_F(CrossRankCheckTest, DifferentCollectives) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, TwoCollectivesInDifferentOrder) {
+TEST_P(CrossRankCheckTest, TwoCollectivesInDifferentOrder) {
   REQUIRE_RANKS(2);
   // Even ranks: all_reduce then broadcast; odd ranks the other way round.
   // Both calls fail on every rank, and nothing is left in flight.
@@ -140,7 +155,7 @@ TEST_F(CrossRankCheckTest, TwoCollectivesInDifferentOrder) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, SkippedCallIsCaughtAtTheNextCall) {
+TEST_P(CrossRankCheckTest, SkippedCallIsCaughtAtTheNextCall) {
   REQUIRE_RANKS(2);
   // Every rank but the last broadcasts and then all-reduces; the last rank
   // skips the broadcast, so its all_reduce meets the others' broadcast.
@@ -155,7 +170,7 @@ TEST_F(CrossRankCheckTest, SkippedCallIsCaughtAtTheNextCall) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, SkippedIdenticalCallTimesOutNamingTheRank) {
+TEST_P(CrossRankCheckTest, SkippedIdenticalCallTimesOutNamingTheRank) {
   REQUIRE_RANKS(2);
   // A skipped call that looks exactly like the next one cannot be told
   // apart by its arguments: the ranks that made it wait at the next call
@@ -179,7 +194,7 @@ TEST_F(CrossRankCheckTest, SkippedIdenticalCallTimesOutNamingTheRank) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, MismatchAfterFiveHundredGoodCalls) {
+TEST_P(CrossRankCheckTest, MismatchAfterFiveHundredGoodCalls) {
   REQUIRE_RANKS(2);
   std::vector<std::int32_t> values(5);
   for (int call = 0; call < 500; ++call) {
@@ -199,7 +214,7 @@ TEST_F(CrossRankCheckTest, MismatchAfterFiveHundredGoodCalls) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, AlgorithmMismatch) {
+TEST_P(CrossRankCheckTest, AlgorithmMismatch) {
   REQUIRE_RANKS(2);
   AllReduceOptions options;
   options.algorithm = rank == 0 ? Algorithm::kRing : Algorithm::kMpi;
@@ -209,7 +224,7 @@ TEST_F(CrossRankCheckTest, AlgorithmMismatch) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, BlockCountMismatchInReduceScatterAndAllGather) {
+TEST_P(CrossRankCheckTest, BlockCountMismatchInReduceScatterAndAllGather) {
   REQUIRE_RANKS(2);
   expect_raises<MismatchError>(
       [&] { comm.reduce_scatter(send.data(), recv.data(), rank == 0 ? 3 : 2, DataType::kFloat32); },
@@ -220,7 +235,7 @@ TEST_F(CrossRankCheckTest, BlockCountMismatchInReduceScatterAndAllGather) {
   expect_healthy();
 }
 
-TEST_F(CrossRankCheckTest, ManyDistinctCallsAreGrouped) {
+TEST_P(CrossRankCheckTest, ManyDistinctCallsAreGrouped) {
   REQUIRE_RANKS(3);
   // Every rank a different count: each appears once, in rank order.
   std::vector<std::string> needles;
@@ -263,7 +278,7 @@ class OneRankBadInputTest : public CrossRankCheckTest {
   int tried = 0;
 };
 
-TEST_F(OneRankBadInputTest, EveryKindOfBadInput) {
+TEST_P(OneRankBadInputTest, EveryKindOfBadInput) {
   REQUIRE_RANKS(2);
   auto good_reduce = [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32); };
   expect_one_rank_rejected<InvalidArgumentError>(
@@ -331,7 +346,7 @@ TEST_F(OneRankBadInputTest, EveryKindOfBadInput) {
   if (rank == 0) std::printf("[ one-rank bad inputs tried: %d ]\n", tried);
 }
 
-TEST_F(OneRankBadInputTest, UseAfterFreeOnOneRankTimesOutNamingIt) {
+TEST_P(OneRankBadInputTest, UseAfterFreeOnOneRankTimesOutNamingIt) {
   REQUIRE_RANKS(2);
   // A freed communicator has no MPI communicator left to tell the others
   // with: they wait for that rank, and the timeout names it.
@@ -352,7 +367,7 @@ TEST_F(OneRankBadInputTest, UseAfterFreeOnOneRankTimesOutNamingIt) {
   MPI_Barrier(MPI_COMM_WORLD);
 }
 
-TEST_F(CrossRankCheckTest, BadInputOnEveryRankRaisesLocallyOnEach) {
+TEST_P(CrossRankCheckTest, BadInputOnEveryRankRaisesLocallyOnEach) {
   // Every rank rejects: each raises its own error (the check still runs,
   // so every rank also learns the others refused too).
   expect_raises<InvalidArgumentError>(
@@ -363,6 +378,31 @@ TEST_F(CrossRankCheckTest, BadInputOnEveryRankRaisesLocallyOnEach) {
       {"unknown data type"}, rank);
   expect_healthy();
 }
+
+TEST_P(CrossRankCheckTest, SmallAndLargeCountsDisagree) {
+  REQUIRE_RANKS(2);
+  // Rank 0's input fits the box and rides with its fingerprint; the
+  // others' does not: all must still meet in the check and fail alike.
+  const std::size_t count = rank == 0 ? 4 : 100000;
+  std::vector<float> large_send(count, 1.0f);
+  std::vector<float> large_recv(count, -7.0f);
+  expect_raises<MismatchError>(
+      [&] { comm.all_reduce(large_send.data(), large_recv.data(), count, DataType::kFloat32); },
+      {label("all_reduce"), "rank 0 count=4", "count=100000"}, rank);
+  for (float v : large_recv) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
+  expect_healthy();
+}
+
+std::string path_name(const ::testing::TestParamInfo<CheckPath>& info) {
+  return info.param == CheckPath::kMpiMessages ? "MpiMessages" : "NodeBoard";
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, CrossRankCheckTest,
+                         ::testing::Values(CheckPath::kMpiMessages, CheckPath::kNodeBoard),
+                         path_name);
+INSTANTIATE_TEST_SUITE_P(Paths, OneRankBadInputTest,
+                         ::testing::Values(CheckPath::kMpiMessages, CheckPath::kNodeBoard),
+                         path_name);
 
 }  // namespace
 }  // namespace collective

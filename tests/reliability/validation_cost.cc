@@ -2,6 +2,8 @@
 // check costs: run it with COLLECTIVE_VALIDATE=1 and =0, alternating (see
 // measure_validation_cost.sh). Also times MPI_Allreduce in the same run as
 // the reference. Not a test: prints medians, one line per configuration.
+// `auto` is what a caller gets (on one node: shared_memory, whose check
+// goes through the node segment and, up to 976 B, rides with the input).
 //
 //   mpirun -np 4 collective_validation_cost [iterations] [repeats]
 #include <mpi.h>
@@ -50,7 +52,8 @@ int main(int argc, char** argv) {
     std::vector<float> in(count, 1.0f), out(count, 0.0f);
     for (int i = 0; i < 200; ++i) comm.all_reduce(in.data(), out.data(), count, collective::DataType::kFloat32);
     for (collective::Algorithm algorithm :
-         {collective::Algorithm::kRecursiveDoubling, collective::Algorithm::kMpi}) {
+         {collective::Algorithm::kAuto, collective::Algorithm::kRecursiveDoubling,
+          collective::Algorithm::kMpi}) {
       collective::AllReduceOptions options;
       options.algorithm = algorithm;
       const double ours = median_microseconds(iterations, repeats, [&] {

@@ -2,7 +2,7 @@
 // all-reduce: the library's algorithms against Open MPI's own MPI_Allreduce,
 // alternating in the same run, with the machine's copy bandwidth measured
 // alongside. Stands in until collective_bench lands; commands and results
-// are in docs/performance-topology.md.
+// are in docs/performance.md.
 //
 //   mpirun -np 2 --bind-to core allreduce_timing [--min-bytes 8] [--max-bytes 256M]
 //       [--reps 7] [--algorithms auto,shared_memory,ring] [--allocated] [--in-place]

@@ -3,6 +3,7 @@
 // errors, and forced algorithms that cannot serve a call.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <memory>
 #include <random>
 #include <string>
@@ -152,6 +153,166 @@ TEST(Selection, EveryEstimateIsPositiveAndGrowsWithSize) {
       }
     }
   }
+}
+
+// ---- network bandwidth from NIC link speeds ---------------------------------
+
+// 4 nodes x 4 ranks; node i's NICs are `nics[i]` (JSON array text).
+Topology four_nodes(const std::array<std::string, 4>& nics) {
+  std::string text = R"({"nodes": [)";
+  for (int i = 0; i < 4; ++i) {
+    text += std::string(i == 0 ? "" : ", ") + R"({"host": "n)" + std::to_string(i) +
+            R"(", "processing_units": 16, "l3_cache_bytes": 33554432, "nics": )" +
+            nics[static_cast<std::size_t>(i)] + R"(, "ranks": [)";
+    for (int r = 0; r < 4; ++r) text += (r == 0 ? "" : ", ") + std::to_string(4 * i + r);
+    text += "]}";
+  }
+  return Topology::parse(text + "]}", "four_nodes");
+}
+
+Topology four_alike(const std::string& nic) { return four_nodes({nic, nic, nic, nic}); }
+
+std::string eth0(const char* bits_per_second) {
+  return std::string(R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": )") +
+         bits_per_second + "}]";
+}
+
+TEST(CostModel, NetworkBandwidthComesFromTheLinkSpeed) {
+  const Topology slow = four_alike(eth0("1000000000"));      // 1 Gb/s
+  const Topology ten = four_alike(eth0("10000000000"));      // 10 Gb/s, the assumed speed
+  const Topology fast = four_alike(eth0("100000000000"));    // 100 Gb/s
+  const Topology unknown = four_alike(R"([{"name": "eth0", "kind": "ethernet"}])");
+
+  EXPECT_EQ(link_cost(LinkKind::kNetwork, slow).bytes_per_second, 125e6);
+  EXPECT_EQ(link_cost(LinkKind::kNetwork, ten).bytes_per_second, 1.25e9);
+  EXPECT_EQ(link_cost(LinkKind::kNetwork, fast).bytes_per_second, 12.5e9);
+  // Latency stays the assumed constant whatever the speed.
+  for (const Topology* topology : {&slow, &ten, &fast, &unknown}) {
+    EXPECT_EQ(link_cost(LinkKind::kNetwork, *topology).latency_seconds, 25e-6);
+  }
+  const NetworkModel measured = network_model(slow);
+  EXPECT_STREQ(measured.kind, "ethernet");
+  EXPECT_EQ(measured.link_bits_per_second, 1'000'000'000u);
+  EXPECT_EQ(measured.node_without_speed, -1);
+
+  // Unknown speeds: the assumed 10 Gb/s, so every estimate equals the 10 Gb/s one.
+  const NetworkModel assumed = network_model(unknown);
+  EXPECT_EQ(assumed.link_bits_per_second, 0u);
+  EXPECT_EQ(assumed.node_without_speed, 0);
+  EXPECT_EQ(assumed.cost.bytes_per_second, 1.25e9);
+  for (const Algorithm algorithm :
+       {Algorithm::kHierarchical, Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
+    for (std::size_t bytes = 8; bytes <= GiB; bytes *= 8) {
+      const auto guessed = model_seconds(algorithm, all_reduce(bytes), unknown);
+      const auto at_ten = model_seconds(algorithm, all_reduce(bytes), ten);
+      ASSERT_TRUE(guessed && at_ten);
+      EXPECT_EQ(*guessed, *at_ten) << to_string(algorithm) << " " << bytes;
+    }
+  }
+
+  // Cross-node estimates follow the speed...
+  for (const Algorithm algorithm :
+       {Algorithm::kHierarchical, Algorithm::kRing, Algorithm::kRecursiveDoubling}) {
+    const auto at_slow = model_seconds(algorithm, all_reduce(16 * MiB), slow);
+    const auto at_ten = model_seconds(algorithm, all_reduce(16 * MiB), ten);
+    const auto at_fast = model_seconds(algorithm, all_reduce(16 * MiB), fast);
+    ASSERT_TRUE(at_slow && at_ten && at_fast);
+    EXPECT_GT(*at_slow, *at_ten) << to_string(algorithm);
+    EXPECT_GT(*at_ten, *at_fast) << to_string(algorithm);
+  }
+  // ...and so do the choices: at 16 KiB the slow links make moving fewer
+  // bytes between nodes (hierarchical) worth its extra steps; the fast ones
+  // do not.
+  EXPECT_EQ(chosen(all_reduce(16 * KiB), *detached(slow)), Algorithm::kHierarchical);
+  EXPECT_EQ(chosen(all_reduce(16 * KiB), *detached(ten)), Algorithm::kHierarchical);
+  EXPECT_EQ(chosen(all_reduce(16 * KiB), *detached(unknown)), Algorithm::kHierarchical);
+  EXPECT_EQ(chosen(all_reduce(16 * KiB), *detached(fast)), Algorithm::kRecursiveDoubling);
+}
+
+TEST(CostModel, SlowestNodesBestUsableNicDecides) {
+  // Per node the fastest Ethernet/IPoIB link (25, 40, 100, 50 Gb/s); the
+  // OpenFabrics device on two nodes only is not used, whatever its rate.
+  const Topology mixed = four_nodes(
+      {R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 1000000000},
+           {"name": "eth1", "kind": "ethernet", "link_bits_per_second": 25000000000}])",
+       eth0("40000000000"),
+       R"([{"name": "eth0", "kind": "ethernet"},
+           {"name": "ib0", "kind": "ipoib", "link_bits_per_second": 100000000000},
+           {"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": 400000000000}])",
+       R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 50000000000},
+           {"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": 400000000000}])"});
+  const NetworkModel model = network_model(mixed);
+  EXPECT_STREQ(model.kind, "ethernet");
+  EXPECT_EQ(model.link_bits_per_second, 25'000'000'000u);
+  EXPECT_EQ(model.cost.bytes_per_second, 3.125e9);
+  EXPECT_EQ(model.cost.latency_seconds, 25e-6);
+
+  // One node without a usable speed (its only NIC unknown, or an
+  // OpenFabrics device TCP does not use, or none): the assumption.
+  for (const char* without : {R"([{"name": "eth0", "kind": "ethernet"}])",
+                              R"([{"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": 100000000000}])",
+                              "[]"}) {
+    const Topology partial = four_nodes({eth0("25000000000"), eth0("25000000000"), without,
+                                         eth0("25000000000")});
+    const NetworkModel fallback = network_model(partial);
+    EXPECT_EQ(fallback.link_bits_per_second, 0u) << without;
+    EXPECT_EQ(fallback.node_without_speed, 2) << without;
+    EXPECT_EQ(fallback.cost.bytes_per_second, 1.25e9) << without;
+  }
+}
+
+TEST(CostModel, FabricBandwidthComesFromPortRates) {
+  auto hca = [](const char* bits_per_second) {
+    return std::string(R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 400000000000},)") +
+           R"({"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": )" + bits_per_second +
+           "}]";
+  };
+  // The slowest node's port (100 Gb/s), not the faster Ethernet.
+  const NetworkModel hundred =
+      network_model(four_nodes({hca("200000000000"), hca("200000000000"), hca("100000000000"),
+                                hca("200000000000")}));
+  EXPECT_STREQ(hundred.kind, "openfabrics");
+  EXPECT_EQ(hundred.link_bits_per_second, 100'000'000'000u);
+  EXPECT_EQ(hundred.cost.bytes_per_second, 12.5e9);
+  EXPECT_EQ(hundred.cost.latency_seconds, 3e-6);
+  const NetworkModel hdr = network_model(four_alike(hca("200000000000")));
+  EXPECT_EQ(hdr.cost.bytes_per_second, 25e9);
+  // A port rate unknown on one node: the assumed fabric bandwidth (the
+  // Ethernet speed does not stand in for it).
+  const NetworkModel assumed =
+      network_model(four_nodes({hca("200000000000"), hca("0"), hca("200000000000"),
+                                hca("200000000000")}));
+  EXPECT_STREQ(assumed.kind, "openfabrics");
+  EXPECT_EQ(assumed.link_bits_per_second, 0u);
+  EXPECT_EQ(assumed.node_without_speed, 1);
+  EXPECT_EQ(assumed.cost.bytes_per_second, 12.5e9);
+  // The cluster fixture's HCAs report 100 Gb/s.
+  const NetworkModel cluster = network_model(Topology::load(fixture("four_node_cluster.json")));
+  EXPECT_STREQ(cluster.kind, "openfabrics");
+  EXPECT_EQ(cluster.link_bits_per_second, 100'000'000'000u);
+}
+
+TEST(CostModel, ReasonSaysWhetherBandwidthWasMeasured) {
+  const Topology slow = four_alike(eth0("1000000000"));
+  const Topology unknown = four_alike(R"([{"name": "eth0", "kind": "ethernet"}])");
+  EXPECT_EQ(describe_network(slow),
+            "network ethernet 0.125 GB/s measured from the link (slowest node's best: 1 Gb/s), "
+            "latency 25 us assumed");
+  EXPECT_EQ(describe_network(unknown),
+            "network ethernet 1.25 GB/s assumed (node 0 (n0) reports no ethernet or ipoib link "
+            "speed), latency 25 us assumed");
+  const Selection measured =
+      select_algorithm_with_rules(all_reduce(MiB), *detached(slow), nullptr, true);
+  EXPECT_NE(measured.reason.find("4 nodes x 4 ranks, 1048576 B, " + describe_network(slow) + ": "),
+            std::string::npos)
+      << measured.reason;
+  const Selection assumed =
+      select_algorithm_with_rules(all_reduce(MiB), *detached(unknown), nullptr, true);
+  EXPECT_NE(assumed.reason.find(describe_network(unknown)), std::string::npos) << assumed.reason;
+  // One node: no network in the reason.
+  const Selection local = select_algorithm_with_rules(
+      all_reduce(MiB), *detached(Topology::load(fixture("laptop.synthetic"), 1, 2)), nullptr, true);
+  EXPECT_EQ(local.reason.find("network"), std::string::npos) << local.reason;
 }
 
 // ---- rules file -----------------------------------------------------------

@@ -53,6 +53,8 @@ TEST(TopologyFile, TwoSocketServerFromHwlocXml) {
   EXPECT_EQ(node.nics[1].name, "mlx5_0");
   EXPECT_EQ(node.nics[1].kind, "openfabrics");
   EXPECT_EQ(node.nics[2].kind, "ipoib");
+  // hwloc XML carries no link speed: unknown, never this machine's.
+  for (const NetworkDevice& nic : node.nics) EXPECT_EQ(nic.link_bits_per_second, 0u) << nic.name;
 }
 
 TEST(TopologyFile, EightGpuNodeFromHwlocXml) {
@@ -73,6 +75,7 @@ TEST(TopologyFile, EightGpuNodeFromHwlocXml) {
   ASSERT_EQ(node.nics.size(), 2u);
   EXPECT_EQ(node.nics[1].name, "mlx5_1");
   EXPECT_EQ(node.nics[1].numa_node, 1);
+  EXPECT_EQ(node.nics[1].link_bits_per_second, 0u);
   EXPECT_EQ(node.ranks, (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15}));
   EXPECT_EQ(topology.node_of(9), 1);
   EXPECT_EQ(topology.local_rank(9), 1);
@@ -90,7 +93,11 @@ TEST(TopologyFile, FourNodeClusterDump) {
     EXPECT_EQ(topology.local_rank(rank), rank % 8);
   }
   EXPECT_EQ(topology.node(3).host, "node4");
+  ASSERT_EQ(topology.node(2).nics.size(), 3u);
+  EXPECT_EQ(topology.node(2).nics[0].link_bits_per_second, 25'000'000'000u);   // eth0
   EXPECT_EQ(topology.node(2).nics[1].kind, "openfabrics");
+  EXPECT_EQ(topology.node(2).nics[1].link_bits_per_second, 100'000'000'000u);  // mlx5_0
+  EXPECT_EQ(topology.node(2).nics[2].link_bits_per_second, 100'000'000'000u);  // ib0
   // Replicating the cluster's first machine elsewhere works too.
   const Topology two = Topology::load(fixture("four_node_cluster.json"), 2, 3);
   EXPECT_EQ(two.size(), 6);
@@ -103,6 +110,46 @@ TEST(TopologyFile, DumpRoundTrips) {
   const Topology again = Topology::parse(json, "round trip");
   EXPECT_EQ(again.to_json(), json);
   EXPECT_EQ(again.describe(), original.describe());
+}
+
+TEST(TopologyFile, DumpRoundTripKeepsLinkSpeeds) {
+  const Topology original = Topology::parse(
+      R"({"nodes": [{"host": "a", "processing_units": 2, "ranks": [0],
+                     "nics": [{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 25000000000},
+                              {"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": 200000000000},
+                              {"name": "eth1", "kind": "ethernet"}]},
+                    {"host": "b", "processing_units": 2, "ranks": [1],
+                     "nics": [{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 1000000000000000}]}]})",
+      "speeds");
+  const std::vector<NetworkDevice>& a = original.node(0).nics;
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[0].link_bits_per_second, 25'000'000'000u);
+  EXPECT_EQ(a[1].link_bits_per_second, 200'000'000'000u);
+  EXPECT_EQ(a[2].link_bits_per_second, 0u);  // absent: unknown
+  EXPECT_EQ(original.node(1).nics[0].link_bits_per_second, 1'000'000'000'000'000u);  // the bound
+
+  const std::string json = original.to_json();
+  EXPECT_NE(json.find(R"("name": "mlx5_0", "kind": "openfabrics", "pci_bus_id": "", "numa_node": -1, "link_bits_per_second": 200000000000})"),
+            std::string::npos)
+      << json;
+  EXPECT_NE(json.find(R"("name": "eth1", "kind": "ethernet", "pci_bus_id": "", "numa_node": -1, "link_bits_per_second": 0})"),
+            std::string::npos)
+      << json;
+  const Topology again = Topology::parse(json, "round trip");
+  EXPECT_EQ(again.to_json(), json);
+  for (int n = 0; n < 2; ++n) {
+    ASSERT_EQ(again.node(n).nics.size(), original.node(n).nics.size());
+    for (std::size_t i = 0; i < original.node(n).nics.size(); ++i) {
+      EXPECT_EQ(again.node(n).nics[i].link_bits_per_second,
+                original.node(n).nics[i].link_bits_per_second)
+          << "node " << n << " nic " << i;
+    }
+  }
+  // People see the speeds too (collective_info prints describe()).
+  const std::string text = again.describe();
+  EXPECT_NE(text.find("eth0 (ethernet, 25 Gb/s) mlx5_0 (openfabrics, 200 Gb/s) eth1 (ethernet, speed unknown)"),
+            std::string::npos)
+      << text;
 }
 
 TEST(TopologyFile, UnequalNodesFromRankLists) {
@@ -150,6 +197,14 @@ TEST(TopologyFile, RejectsMalformedDescriptions) {
       R"({"nodes": [{"processing_units": 2, "ranks": [1]}, {"processing_units": 2, "ranks": [0]}],
           "placements": [{"rank": 0, "node": 0}, {"rank": 1, "node": 1}]})",  // lists disagree
       R"({"nodes": [{"processing_units": 2, "gpus": [{"model": "x"}], "ranks": [0]}]})",
+      // Link speeds: whole, non-negative, at most 1 Pb/s, spelled right.
+      R"({"nodes": [{"processing_units": 2, "nics": [{"name": "e", "link_bits_per_second": -1}], "ranks": [0]}]})",
+      R"({"nodes": [{"processing_units": 2, "nics": [{"name": "e", "link_bits_per_second": "10G"}], "ranks": [0]}]})",
+      R"({"nodes": [{"processing_units": 2, "nics": [{"name": "e", "link_bits_per_second": 1.5e9}], "ranks": [0]}]})",
+      R"({"nodes": [{"processing_units": 2, "nics": [{"name": "e", "link_bits_per_second": 1000000000000001}], "ranks": [0]}]})",
+      R"({"nodes": [{"processing_units": 2, "nics": [{"name": "e", "link_bits_per_second": null}], "ranks": [0]}]})",
+      R"({"nodes": [{"processing_units": 2, "nics": [{"name": "e", "link_bit_per_second": 1000}], "ranks": [0]}]})",
+      R"({"nodes": [{"processing_units": 2, "link_bits_per_second": 1000, "ranks": [0]}]})",
       "<topology>not hwloc</topology>",
       "package:banana",
       "two\nlines",
@@ -159,6 +214,10 @@ TEST(TopologyFile, RejectsMalformedDescriptions) {
     EXPECT_NE(error, "") << "accepted: " << text;
     EXPECT_NE(error.find("bad.json"), std::string::npos) << error;
   }
+  const std::string speed_error = load_error(
+      R"({"nodes": [{"processing_units": 2, "nics": [{"name": "e", "link_bits_per_second": -1}], "ranks": [0]}]})");
+  EXPECT_NE(speed_error.find("nodes[0].nics[0]"), std::string::npos) << speed_error;
+  EXPECT_NE(speed_error.find("\"link_bits_per_second\""), std::string::npos) << speed_error;
   // A machine description places no ranks by itself.
   EXPECT_NE(load_error("package:1 core:2 pu:1").find("places no ranks"), std::string::npos);
   EXPECT_NE(load_error("package:1 core:2 pu:1", 2, 0), "");

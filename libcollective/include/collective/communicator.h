@@ -16,7 +16,7 @@ namespace collective {
 
 // tf.distribute's choice of collective implementation
 // (tf.distribute.experimental.CollectiveCommunication), and what each means
-// here (docs/topology.md): AUTO lets the library choose per call from the
+// here (docs/algorithms.md): AUTO lets the library choose per call from the
 // topology and the message size; RING forces the ring over MPI
 // point-to-point; NCCL forces NCCL (device buffers, builds with NCCL).
 enum class CollectiveCommunication : int { kAuto = 0, kRing, kNccl };

@@ -20,12 +20,18 @@ struct GpuDevice {
   int numa_node = -1;      // logical index of the nearest NUMA node; -1: unknown
 };
 
-// A network interface (Ethernet or an OpenFabrics/InfiniBand port).
+// A network interface (Ethernet, IP over InfiniBand, or an OpenFabrics
+// device such as an InfiniBand or RoCE HCA).
 struct NetworkDevice {
   std::string name;  // "eth0", "mlx5_0"
   std::string kind;  // "ethernet", "ipoib" (IP over InfiniBand), "openfabrics" or "other"
   std::string pci_bus_id;
   int numa_node = -1;
+  // The link's data rate as the OS reports it (Ethernet and IPoIB: the
+  // interface's speed; OpenFabrics: the fastest active port's rate); 0 when
+  // unknown (link down, a virtual NIC without one, a description from hwloc
+  // XML or a synthetic topology).
+  std::uint64_t link_bits_per_second = 0;
 };
 
 // One machine (a shared-memory domain: the ranks MPI_Comm_split_type with

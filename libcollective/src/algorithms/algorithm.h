@@ -39,6 +39,15 @@ class CollectiveAlgorithm {
     return std::nullopt;
   }
 
+  // Whether run() can make the cross-rank check itself, in the exchange it
+  // makes anyway (then request.carried_check is set). Ranks may answer
+  // differently only when their calls differ, which the check reports.
+  virtual bool carries_check(const Request& request, CommunicatorState& state) const {
+    (void)request;
+    (void)state;
+    return false;
+  }
+
   // Runs the collective. The request has been validated, the communicator
   // has at least two ranks, and supports() said yes.
   virtual void run(const Request& request, CommunicatorState& state) const = 0;

@@ -128,17 +128,7 @@ void all_reduce_small(const NodeWork& work, const void* input, void* output, std
     segment.wait_slot_free(round, work.request);
     std::memcpy(segment.inline_data(r, round), input, count * element);
     segment.publish_inline(round);
-    for (int q = 0; q < ranks; ++q) {
-      if (q == r) {
-        sources[q] = input;
-        continue;
-      }
-      segment.wait_inline(q, round, work.request);
-      sources[q] = segment.inline_data(q, round);
-    }
-    reduce_sources(output, sources, ranks, count, work.type, work.op, work.divisor);
-    segment.finish_round(round);
-    return;
+    return node_all_reduce_boxes(work, round, input, output, count);
   }
   const std::size_t piece = std::max<std::size_t>(1, segment.slot_bytes() / element);
   for (std::size_t first = 0; first < count; first += piece) {
@@ -163,6 +153,25 @@ void all_reduce_small(const NodeWork& work, const void* input, void* output, std
 }
 
 }  // namespace
+
+void node_all_reduce_boxes(const NodeWork& work, std::uint64_t round, const void* input,
+                           void* output, std::size_t count) {
+  NodeSegment& segment = work.segment;
+  const int r = segment.local_rank();
+  const int ranks = segment.local_size();
+  SourceList list(ranks);
+  const void** sources = list.data();
+  for (int q = 0; q < ranks; ++q) {
+    if (q == r) {
+      sources[q] = input;
+      continue;
+    }
+    segment.wait_inline(q, round, work.request);
+    sources[q] = segment.inline_data(q, round);
+  }
+  reduce_sources(output, sources, ranks, count, work.type, work.op, work.divisor);
+  segment.finish_round(round);
+}
 
 RegionLayout::RegionLayout(std::size_t count, int owners, std::size_t element_bytes)
     : count_(count),

@@ -61,6 +61,13 @@ struct NodeWork {
 void node_all_reduce(const NodeWork& work, const void* input, void* output, std::size_t count,
                      bool small);
 
+// The one-round form for inputs of at most kInlineBytes, once every rank's
+// input is in its box of `round` (posted by post_inline, or by the
+// cross-rank check that carried it): every rank reduces all boxes itself,
+// in local-rank order, then finishes the round.
+void node_all_reduce_boxes(const NodeWork& work, std::uint64_t round, const void* input,
+                           void* output, std::size_t count);
+
 // Reduce-scatter inside the node to the first layout.owners() local ranks:
 // owner j receives region j of the reduction at output + offset(j). Ranks
 // beyond the owners only contribute.

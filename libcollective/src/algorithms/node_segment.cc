@@ -15,13 +15,8 @@
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "transport/shared_futex.h"
+#include "util/cpu_relax.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define COLLECTIVE_CPU_RELAX() _mm_pause()
-#else
-#define COLLECTIVE_CPU_RELAX() ((void)0)
-#endif
 
 namespace collective::internal {
 namespace {
@@ -103,7 +98,7 @@ const char* flag_meaning(NodeSegment::Flag flag) {
 // The data follows the round directly: up to 56 bytes share its line.
 struct alignas(64) InlineBox {
   std::atomic<std::uint64_t> round;
-  std::byte data[kInlineBytes];
+  std::byte payload[kBoxPayloadBytes];
 };
 static_assert(sizeof(InlineBox) == 1024);
 
@@ -258,8 +253,8 @@ bool NodeSegment::reached(int local, Flag flag, std::uint64_t round) const {
   return seen >= round;
 }
 
-std::byte* NodeSegment::inline_data(int local, std::uint64_t round) const {
-  return control(local).boxes[round % kSegmentDepth].data;
+std::byte* NodeSegment::call_header(int local, std::uint64_t round) const {
+  return control(local).boxes[round % kSegmentDepth].payload;
 }
 
 void NodeSegment::publish_inline(std::uint64_t round) {
@@ -271,29 +266,37 @@ bool NodeSegment::inline_ready(int local, std::uint64_t round) const {
   return control(local).boxes[round % kSegmentDepth].round.load(std::memory_order_acquire) == round;
 }
 
-void NodeSegment::wait_inline(int local, std::uint64_t round, const Request& request) {
-  if (inline_ready(local, round)) return;
+void NodeSegment::sleep_on_box(int local, std::uint64_t round, std::chrono::microseconds limit) {
   Control& peer = control(local);
   std::atomic<std::uint64_t>& box_round = peer.boxes[round % kSegmentDepth].round;
-  auto sleep = [&](std::chrono::microseconds limit) {
-    const std::uint64_t seen = box_round.load(std::memory_order_acquire);
-    if (seen != round) sleep_while(box_round, peer.box_sleepers, seen, limit);
-  };
-  for (int i = 0; i < (yield_at_once_ ? 0 : kSpinsBetweenYields); ++i) {
-    COLLECTIVE_CPU_RELAX();
+  const std::uint64_t seen = box_round.load(std::memory_order_acquire);
+  if (seen != round) sleep_while(box_round, peer.box_sleepers, seen, limit);
+}
+
+int NodeSegment::spins_before_yield() const { return yield_at_once_ ? 0 : kSpinsBetweenYields; }
+
+std::chrono::microseconds NodeSegment::sleep_after() const {
+  return yield_at_once_ ? kSleepAfterOversubscribed : kSleepAfter;
+}
+
+void NodeSegment::wait_inline(int local, std::uint64_t round, const Request& request) {
+  if (inline_ready(local, round)) return;
+  for (int i = 0; i < spins_before_yield(); ++i) {
+    cpu_relax();
     if (inline_ready(local, round)) return;
   }
   WaitGuard& waiting = guard(request);
   waiting.begin_wait();
   while (!inline_ready(local, round)) {
-    waiting.idle([&] { return describe_wait(local, Flag::kPosted, round); }, sleep);
+    waiting.idle([&] { return describe_wait(local, Flag::kPosted, round); },
+                 [&](std::chrono::microseconds limit) { sleep_on_box(local, round, limit); });
   }
 }
 
 WaitGuard& NodeSegment::guard(const Request& request) {
   if (!guard_ || !guard_->guards(request)) {
     guard_.emplace(request, *owner_, "shared_memory");
-    guard_->set_sleep_after(yield_at_once_ ? kSleepAfterOversubscribed : kSleepAfter);
+    guard_->set_sleep_after(sleep_after());
   }
   return *guard_;
 }
@@ -317,7 +320,7 @@ void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request
                         unsigned& idle_passes) {
   ++idle_passes;
   if (!yield_at_once_ && idle_passes < static_cast<unsigned>(kSpinsBetweenYields)) {
-    COLLECTIVE_CPU_RELAX();
+    cpu_relax();
     return;
   }
   WaitGuard& waiting = guard(request);
@@ -334,7 +337,7 @@ void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request&
   const std::atomic<std::uint64_t>& value = control(local).flags[static_cast<int>(flag)].value;
   const int spins = yield_at_once_ ? 0 : kSpinsBetweenYields;
   for (int i = 0; i < spins; ++i) {
-    COLLECTIVE_CPU_RELAX();
+    cpu_relax();
     if (value.load(std::memory_order_acquire) >= round) return;
   }
   WaitGuard& waiting = guard(request);

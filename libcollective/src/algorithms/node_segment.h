@@ -32,10 +32,16 @@ namespace collective::internal {
 // more ranks than cores), at a segment of (ranks + 1) x 4 slots.
 inline constexpr int kSegmentDepth = 4;
 
-// Inputs up to this size travel in a per-rank box whose first 8 bytes are
-// the round it holds: a reader polls the round and finds the data in the
-// same cache lines, one transfer between cores instead of two.
-inline constexpr std::size_t kInlineBytes = 1024 - 8;
+// Each rank has a 1 KiB box per slot whose first 8 bytes are the round it
+// holds: a reader polls the round and finds what follows in the same cache
+// lines, one transfer between cores instead of two. After the round comes
+// the call header (the first bytes of the call's fingerprint, for the
+// cross-rank check: validation/node_board_check.h), then up to
+// kInlineBytes of input. A rank that rejected its call carries no input,
+// and its whole fingerprint, with the cause, takes the box.
+inline constexpr std::size_t kBoxPayloadBytes = 1024 - 8;
+inline constexpr std::size_t kCallHeaderBytes = 40;
+inline constexpr std::size_t kInlineBytes = kBoxPayloadBytes - kCallHeaderBytes;
 
 class NodeSegment {
  public:
@@ -87,13 +93,22 @@ class NodeSegment {
   // that this rank may overwrite its slots of `round`.
   void wait_slot_free(std::uint64_t round, const Request& request);
 
-  // The inline box of `local` for `round`: data, after the round field.
-  std::byte* inline_data(int local, std::uint64_t round) const;
+  // The inline box of `local` for `round`: its call header (kBoxPayloadBytes
+  // from there), and its input, after the header.
+  std::byte* call_header(int local, std::uint64_t round) const;
+  std::byte* inline_data(int local, std::uint64_t round) const {
+    return call_header(local, round) + kCallHeaderBytes;
+  }
   // Marks this rank's box for `round` filled (release).
   void publish_inline(std::uint64_t round);
   // Has `local` filled its box for `round`? (Never blocks.)
   bool inline_ready(int local, std::uint64_t round) const;
   void wait_inline(int local, std::uint64_t round, const Request& request);
+  // Sleeps until `local`'s box changes, if it does not hold `round` yet.
+  void sleep_on_box(int local, std::uint64_t round, std::chrono::microseconds limit);
+  // Polls before a waiter yields, and how long it yields before it sleeps.
+  int spins_before_yield() const;
+  std::chrono::microseconds sleep_after() const;
 
   // Zero-copy inputs: where this rank's input of `round` lies (valid=false:
   // in its staging slot), and reading a peer's.

@@ -3,6 +3,7 @@
 #include "algorithms/node_phases.h"
 #include "algorithms/node_segment.h"
 #include "selection/cost_model.h"
+#include "validation/node_board_check.h"
 
 #include <cstdint>
 
@@ -35,7 +36,24 @@ Support SharedMemoryAlgorithm::supports(const Request& request,
   return Support::yes();
 }
 
+bool SharedMemoryAlgorithm::carries_check(const Request& request,
+                                          CommunicatorState& state) const {
+  return request.count > 0 && request.bytes() <= kInlineBytes && node_board(state) != nullptr &&
+         shared_memory_redundant(request.bytes(), *state.topology,
+                                 state.topology->node_of(state.rank));
+}
+
 void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state) const {
+  if (request.carried_check != nullptr) {
+    // The input rides in the box with the fingerprint; once the check
+    // agrees, every rank's input is there.
+    NodeSegment& segment = *node_board(state);
+    NodeWork work{request, segment, request.type, request.op, state.size};
+    const std::uint64_t round =
+        check_on_node(segment, *request.carried_check, request, state,
+                      {static_cast<const std::byte*>(request.send), request.bytes()});
+    return node_all_reduce_boxes(work, round, request.send, request.recv, request.count);
+  }
   if (request.count == 0) return;
   NodeSegment& segment = NodeSegment::of(request, state);
   NodeWork work{request, segment, request.type, request.op, state.size};

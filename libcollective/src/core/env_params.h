@@ -37,11 +37,11 @@ struct EnvParams {
   // transfers are split (MPI counts are int).
   std::size_t max_message_bytes = std::size_t{1} << 30;
 
-  // Shared-memory algorithms (docs/topology.md).
+  // Shared-memory algorithms (docs/algorithms.md).
   // COLLECTIVE_SHM_SLOT_BYTES: staging slot per rank and round in the node
   // segment; the unit a large buffer is pipelined in. 256 KiB keeps a
   // round's staging (ranks x slot) and results inside the last-level cache
-  // and measured best on the development machine (docs/performance-topology.md).
+  // and measured best on the development machine (docs/performance.md).
   std::size_t shm_slot_bytes = 256 * 1024;
   // COLLECTIVE_SHM_SMALL_BYTES: up to this size every rank of a node may
   // reduce the whole buffer itself (one flag wait per round instead of

@@ -13,6 +13,8 @@
 
 namespace collective::internal {
 
+struct CallFingerprint;
+
 using Clock = std::chrono::steady_clock;
 
 struct Request {
@@ -31,6 +33,10 @@ struct Request {
   std::chrono::milliseconds timeout{0};
   Clock::time_point deadline{};
   std::uint64_t sequence = 0;
+  // Set when the algorithm makes the cross-rank check itself, inside its
+  // first exchange (CollectiveAlgorithm::carries_check): this rank's
+  // fingerprint of the call.
+  const CallFingerprint* carried_check = nullptr;
 
   std::size_t element_bytes() const;
   // Bytes of one rank's contribution (the `count` above times element size).

@@ -2,16 +2,19 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <string_view>
 
 #include "algorithms/node_segment.h"
 #include "core/env_params.h"
+#include "topology/link_speed.h"
 
 namespace collective::internal {
 namespace {
 
 // ---- Constants. Each says what it stands for and why this value. ----------
 // Measured values come from the development machine (2-core AMD EPYC VM,
-// Open MPI 4.1.4 with vader and CMA); docs/performance-topology.md has the
+// Open MPI 4.1.4 with vader and CMA); docs/performance.md has the
 // runs. They need to order the algorithms correctly, not predict times.
 
 // A flag hand-off between two ranks on their own cores: one cache line
@@ -46,12 +49,15 @@ constexpr double kLocalMpiOversubscribedLatencySeconds = 2.5e-6;
 
 // Between nodes over TCP (Ethernet): kernel network stacks on both sides,
 // ~25 us for a small message; 10 Gb/s = 1.25 GB/s for the node's NIC, the
-// common data-centre Ethernet, assumed when nothing better is known (hwloc
-// reports no link speed).
+// common data-centre Ethernet. The latency is always assumed (nothing
+// reports it); the bandwidth only when some node's NICs report no link
+// speed (network_model below).
 constexpr double kEthernetLatencySeconds = 25e-6;
 constexpr double kEthernetBytesPerSecond = 1.25e9;
 // Nodes with an OpenFabrics (InfiniBand/RoCE) device: ~3 us and 100 Gb/s
 // (12.5 GB/s), an EDR/HDR100 port; the model assumes MPI uses the fabric.
+// As for Ethernet, the latency is always assumed and the bandwidth only
+// when some node's OpenFabrics device reports no active port's rate.
 constexpr double kFabricLatencySeconds = 3e-6;
 constexpr double kFabricBytesPerSecond = 12.5e9;
 // ---------------------------------------------------------------------------
@@ -95,6 +101,13 @@ bool has_fabric(const Topology& topology) {
     if (!any) return false;
   }
   return !topology.nodes().empty();
+}
+
+// Whether a NIC carries the traffic of the network the model picked: MPI
+// over the fabric uses the OpenFabrics device, TCP any IP interface
+// (Ethernet or IP over InfiniBand).
+bool carries(bool fabric, const NetworkDevice& nic) {
+  return fabric ? nic.kind == "openfabrics" : nic.kind == "ethernet" || nic.kind == "ipoib";
 }
 
 // How many ring edges leave the busiest node: flows that share its NIC.
@@ -230,6 +243,59 @@ bool shared_memory_redundant(std::size_t bytes, const Topology& topology, int no
   return redundant_is_cheaper(shape);
 }
 
+NetworkModel network_model(const Topology& topology) {
+  const bool fabric = has_fabric(topology);
+  NetworkModel model{fabric ? "openfabrics" : "ethernet",
+                     fabric ? LinkCost{kFabricLatencySeconds, kFabricBytesPerSecond}
+                            : LinkCost{kEthernetLatencySeconds, kEthernetBytesPerSecond},
+                     0, -1};
+  // Bandwidth from the links: a node's traffic can leave through its
+  // fastest NIC of that kind, and every ring or exchange between nodes goes
+  // at the pace of the slowest node, so the slowest node's best speed. Only
+  // when every node reports one: a node without a known speed could be the
+  // slowest, so then the assumed constant stays.
+  std::uint64_t slowest = 0;
+  for (int i = 0; i < topology.node_count(); ++i) {
+    std::uint64_t best = 0;
+    for (const NetworkDevice& nic : topology.node(i).nics) {
+      if (carries(fabric, nic)) best = std::max(best, nic.link_bits_per_second);
+    }
+    if (best == 0) {
+      model.node_without_speed = i;
+      return model;
+    }
+    slowest = slowest == 0 ? best : std::min(slowest, best);
+  }
+  if (slowest == 0) return model;  // no nodes
+  model.link_bits_per_second = slowest;
+  // The line rate in bytes, as the assumed constants are (10 Gb/s = 1.25
+  // GB/s): neither counts protocol overhead, so the two compare.
+  model.cost.bytes_per_second = static_cast<double>(slowest) / 8.0;
+  return model;
+}
+
+std::string describe_network(const Topology& topology) {
+  const NetworkModel model = network_model(topology);
+  char number[32];
+  std::string text = "network ";
+  text += model.kind;
+  std::snprintf(number, sizeof(number), " %.3g GB/s ", model.cost.bytes_per_second / 1e9);
+  text += number;
+  if (model.link_bits_per_second != 0) {
+    text += "measured from the link (slowest node's best: " +
+            link_speed_text(model.link_bits_per_second) + ")";
+  } else if (model.node_without_speed >= 0) {
+    const Node& node = topology.node(model.node_without_speed);
+    const bool fabric = std::string_view(model.kind) == "openfabrics";
+    text += "assumed (node " + std::to_string(model.node_without_speed) + " (" + node.host +
+            ") reports no " + (fabric ? "openfabrics" : "ethernet or ipoib") + " link speed)";
+  } else {
+    text += "assumed";
+  }
+  std::snprintf(number, sizeof(number), ", latency %.3g us assumed", model.cost.latency_seconds * 1e6);
+  return text + number;
+}
+
 LinkCost link_cost(LinkKind kind, const Topology& topology) {
   double factor = 1.0;  // ranks per processing unit on the busiest node
   for (const Node& node : topology.nodes()) {
@@ -247,8 +313,7 @@ LinkCost link_cost(LinkKind kind, const Topology& topology) {
                              : kLocalMpiLatencySeconds,
               kLocalMpiBytesPerSecond};
     case LinkKind::kNetwork:
-      return has_fabric(topology) ? LinkCost{kFabricLatencySeconds, kFabricBytesPerSecond}
-                                  : LinkCost{kEthernetLatencySeconds, kEthernetBytesPerSecond};
+      return network_model(topology).cost;
   }
   return {kLocalMpiLatencySeconds, kLocalMpiBytesPerSecond};
 }

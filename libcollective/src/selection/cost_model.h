@@ -2,9 +2,10 @@
 // topology and the message size, as latency x steps + bytes / bandwidth for
 // each kind of link the algorithm uses, plus the memory traffic of the
 // shared-memory steps. Every constant is in cost_model.cc with its reason;
-// docs/topology.md derives the formulas.
+// docs/algorithms.md ("The cost model") states the formulas.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -26,9 +27,26 @@ struct LinkCost {
   double bytes_per_second;   // per flow
 };
 
-// The link costs this model assumes for a topology (oversubscription and
-// NIC kind change them).
+// The link costs this model assumes for a topology (oversubscription, NIC
+// kind and NIC link speeds change them).
 LinkCost link_cost(LinkKind kind, const Topology& topology);
+
+// The network between nodes as the model sees it: which kind of link MPI is
+// taken to use, its cost, and whether the bandwidth is measured (every
+// node's NICs of that kind report a link speed) or the assumed constant.
+struct NetworkModel {
+  const char* kind;                    // "openfabrics", or "ethernet" (TCP over Ethernet/IPoIB)
+  LinkCost cost;
+  std::uint64_t link_bits_per_second;  // the speed the bandwidth comes from; 0: assumed
+  int node_without_speed;              // when assumed, the first node lacking a speed; else -1
+};
+NetworkModel network_model(const Topology& topology);
+
+// One phrase for logs and collective_info: "network openfabrics 12.5 GB/s
+// measured from the link (slowest node's best: 100 Gb/s), latency 3 us
+// assumed", or "network ethernet 1.25 GB/s assumed (node 1 (h2) reports no
+// ethernet or ipoib link speed), latency 25 us assumed".
+std::string describe_network(const Topology& topology);
 
 // Whether shared_memory should let every rank of `node` reduce the whole
 // buffer itself (one hand-off a round) rather than split the work (two):

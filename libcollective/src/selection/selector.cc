@@ -114,7 +114,10 @@ std::optional<Selection> from_cost_model(const Request& request, const Communica
   Selection selection{best, {}};
   if (explain) {
     selection.reason = "cost model, " + shape_text(*state.topology) + ", " +
-                       std::to_string(request.bytes()) + " B: " + candidates.str();
+                       std::to_string(request.bytes()) + " B" +
+                       (state.topology->node_count() > 1 ? ", " + describe_network(*state.topology)
+                                                         : std::string()) +
+                       ": " + candidates.str();
   }
   return selection;
 }

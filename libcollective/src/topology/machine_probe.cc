@@ -14,6 +14,7 @@
 
 #include "collective/errors.h"
 #include "core/log.h"
+#include "topology/link_speed.h"
 
 namespace collective::internal {
 namespace {
@@ -199,6 +200,9 @@ void load_this_machine(CachedMachine& cache) {
     return;
   }
   cache.machine = describe(topology.handle, local_host_name(), "hwloc");
+  // hwloc knows no link speeds; the kernel does, for this machine only
+  // (descriptions from XML or synthetic text keep 0: unknown).
+  read_link_speeds("/sys", cache.machine);
   cache.from_hwloc = true;
 }
 

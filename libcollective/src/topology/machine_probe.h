@@ -18,6 +18,7 @@ struct MachineProbe {
 // This process's machine and binding. hwloc runs once per process (about
 // 20 ms with I/O discovery); later calls return the cached result, except
 // for the binding, which is read again (a process may rebind itself).
+// Each NIC's link speed comes from sysfs (topology/link_speed.h).
 // When hwloc fails, the machine is described from sysconf with a warning
 // (host name, processors) and `machine.source` says so.
 MachineProbe probe_this_machine();

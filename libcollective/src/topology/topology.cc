@@ -1,11 +1,12 @@
 // The Topology value: accessors, consistency checks and the description
-// for people. Serialization lives in topology_json.cc.
+// for people. Serialization lives in topology_file.cc.
 #include "collective/topology.h"
 
 #include <algorithm>
 #include <sstream>
 
 #include "collective/errors.h"
+#include "topology/link_speed.h"
 
 namespace collective {
 namespace {
@@ -171,7 +172,10 @@ std::string Topology::describe() const {
     }
     out << "; NICs:";
     if (n.nics.empty()) out << " none";
-    for (const NetworkDevice& nic : n.nics) out << " " << nic.name << " (" << nic.kind << ")";
+    for (const NetworkDevice& nic : n.nics) {
+      out << " " << nic.name << " (" << nic.kind << ", "
+          << internal::link_speed_text(nic.link_bits_per_second) << ")";
+    }
     out << " [" << n.source << "]\n";
     for (const int rank : n.ranks) {
       const RankPlacement& place = placements_[static_cast<std::size_t>(rank)];

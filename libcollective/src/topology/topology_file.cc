@@ -16,6 +16,7 @@ constexpr int kFormatVersion = 1;
 // Upper bounds that reject nonsense without limiting any real machine.
 constexpr std::int64_t kMaxCount = 1 << 24;
 constexpr std::int64_t kMaxRanks = 1 << 24;
+constexpr std::int64_t kMaxLinkBitsPerSecond = 1'000'000'000'000'000;  // 1 Pb/s
 
 std::string device_json(const GpuDevice& gpu) {
   std::ostringstream out;
@@ -29,7 +30,7 @@ std::string device_json(const NetworkDevice& nic) {
   std::ostringstream out;
   out << "{\"name\": " << json::quote(nic.name) << ", \"kind\": " << json::quote(nic.kind)
       << ", \"pci_bus_id\": " << json::quote(nic.pci_bus_id) << ", \"numa_node\": " << nic.numa_node
-      << "}";
+      << ", \"link_bits_per_second\": " << nic.link_bits_per_second << "}";
   return out.str();
 }
 
@@ -60,6 +61,8 @@ NetworkDevice nic_from_json(const json::Value& value, const std::string& where) 
   nic.kind = reader.string("kind", "other");
   nic.pci_bus_id = reader.string("pci_bus_id", "");
   nic.numa_node = static_cast<int>(reader.integer("numa_node", -1, -1, kMaxCount));
+  nic.link_bits_per_second = static_cast<std::uint64_t>(
+      reader.integer("link_bits_per_second", 0, 0, kMaxLinkBitsPerSecond));
   reader.finish();
   return nic;
 }

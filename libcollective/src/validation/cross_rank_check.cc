@@ -5,6 +5,7 @@
 
 #include "collective/errors.h"
 #include "transport/peer_exchange.h"
+#include "validation/node_board_check.h"
 
 namespace collective::internal {
 namespace {
@@ -71,7 +72,15 @@ std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mi
 
 void check_across_ranks(const CallFingerprint& mine, const Request& request,
                         CommunicatorState& state) {
-  const std::span<const CallFingerprint> all = exchange_fingerprints(mine, request, state);
+  if (NodeSegment* board = node_board(state)) {
+    board->finish_round(check_on_node(*board, mine, request, state, {}));
+    return;
+  }
+  raise_unless_agreed(exchange_fingerprints(mine, request, state), mine, request, state);
+}
+
+void raise_unless_agreed(std::span<const CallFingerprint> all, const CallFingerprint& mine,
+                         const Request& request, const CommunicatorState& state) {
   // A rank number that is not the sender's would mean a message from some
   // other exchange matched: refuse rather than judge garbage.
   for (std::size_t r = 0; r < all.size(); ++r) {

@@ -31,7 +31,14 @@ std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mi
                                                        const Request& request,
                                                        CommunicatorState& state);
 
-// Exchanges `mine` and raises when the ranks do not agree:
+// Raises when the ranks' fingerprints `all` (rank r's at all[r]) do not
+// agree, as check_across_ranks describes.
+void raise_unless_agreed(std::span<const CallFingerprint> all, const CallFingerprint& mine,
+                         const Request& request, const CommunicatorState& state);
+
+// Exchanges `mine` (through the node's segment when every rank is on one
+// node and it exists: node_board_check.h) and raises when the ranks do not
+// agree:
 //  - some rank rejected its arguments: this rank, if it is one of them,
 //    returns (the caller raises its own error); the others raise
 //    InvalidArgumentError (UnsupportedError when every rejection was one)
