@@ -46,7 +46,17 @@ loads=$out/load.txt
 : > "$loads"
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
-note_load() { echo "$1: $(uptime)" >> "$loads"; }
+# The load average, and the share of CPU time the hypervisor took (steal)
+# since the previous note: on a VM, a busy host slows every rank.
+cpu_times() { awk '/^cpu /{ print $9, $2 + $3 + $4 + $5 + $6 + $7 + $8 + $9 }' /proc/stat; }
+last_cpu=$(cpu_times)
+note_load() {
+  local now; now=$(cpu_times)
+  local steal; steal=$(awk -v a="$last_cpu" -v b="$now" 'BEGIN { split(a, x, " "); split(b, y, " ");
+    d = y[2] - x[2]; printf "%.1f%%", (d > 0 ? 100 * (y[1] - x[1]) / d : 0) }')
+  echo "$1: $(uptime | sed 's/^ *//'); steal since the previous note $steal" >> "$loads"
+  last_cpu=$now
+}
 # One bounded mpirun of collective_bench. The ranks run on this node and
 # inherit mpirun's environment, so COLLECTIVE_RULES_FILE set or unset around
 # a call is what its ranks see (the JSON header records it; checked below).
