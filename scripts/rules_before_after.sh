@@ -21,6 +21,7 @@
 #              1-minute load average to fall below MAX_LOAD [1.0, 300];
 #              the load before every run is printed either way
 #   RUN_TIMEOUT  seconds allowed to each mpirun [900]
+#   SUMMARY_ONLY=1  run nothing: print the table of the reports in OUT_DIR
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 source "$root/scripts/mpirun_env.sh"
@@ -43,7 +44,7 @@ sizes=(-C all_reduce -d float32 -o sum -b "${MIN_BYTES:-8}" -e "${MAX_BYTES:-64M
 sweep=("${sizes[@]}" -n "${ITERS:-20}")
 rules=$out/rules_np$np.json
 loads=$out/load.txt
-: > "$loads"
+[[ ${SUMMARY_ONLY:-0} == 1 ]] || : > "$loads"
 
 load1() { cut -d' ' -f1 /proc/loadavg; }
 # The load average, and the share of CPU time the hypervisor took (steal)
@@ -63,6 +64,7 @@ note_load() {
 run_bench() { timeout "$run_timeout" mpirun -np "$np" "${binding[@]}" "$bench" "$@"; }
 unset COLLECTIVE_RULES_FILE
 
+if [[ ${SUMMARY_ONLY:-0} != 1 ]]; then
 # A quiet machine if one comes within WAIT_S; the measurement goes ahead
 # either way, with the load on record.
 deadline=$((SECONDS + ${WAIT_S:-300}))
@@ -82,6 +84,7 @@ for round in $(seq 1 "$rounds"); do
     --output "$out/with_np${np}_$round.json" > "$out/with_np${np}_$round.txt"
 done
 note_load "end"
+fi
 
 python3 - "$out" "$np" "$rounds" "$form" "$rules" "${binding[*]}" "${sweep[*]}" "${GEN_ITERS:-50}" "${sizes[*]}" <<'EOF'
 import json, os, statistics, sys
@@ -148,7 +151,7 @@ print(f"\nall_reduce float32 sum, {np} ranks ({binding}), {form}; medians over {
 print("| size | without: AUTO ran | p50 | vs MPI | with rules: AUTO ran | p50 | vs MPI "
       "| with / without | MPI_Allreduce p50 |")
 print("|---:|---|---:|---:|---|---:|---:|---:|---:|")
-ratios, changed = [], []
+ratios, changed, unchanged = [], [], []
 for size in sizes:
     a = column(without, size, "p50_us")
     b = column(with_, size, "p50_us")
@@ -156,8 +159,7 @@ for size in sizes:
     ratio = b / a
     ratios.append(ratio)
     alg_a, alg_b = algorithms(without, size), algorithms(with_, size)
-    if alg_a != alg_b:
-        changed.append(ratio)
+    (changed if alg_a != alg_b else unchanged).append(ratio)
     mark = "" if alg_a == alg_b else " *"
     print(f"| {size_text(size)} | {alg_a} | {a:.2f} | {column(without, size, 'speedup'):.2f} "
           f"| {alg_b}{mark} | {b:.2f} | {column(with_, size, 'speedup'):.2f} | {ratio:.2f} "
@@ -170,7 +172,8 @@ def geomean(values):
 
 print(f"\n`*`: the rules changed AUTO's choice ({len(changed)} of {len(sizes)} sizes). "
       f"Geometric mean of with / without: {geomean(ratios)} over all sizes, "
-      f"{geomean(changed)} over the changed ones.")
+      f"{geomean(changed)} over the changed ones, {geomean(unchanged)} over the unchanged ones "
+      f"(the same algorithm both times: how far run-to-run noise alone moves the ratio).")
 print(f"\nCommand: `scripts/rules_before_after.sh {np}`, which runs `mpirun -np {np} {binding} "
       f"collective_bench --generate-rules {os.path.basename(rules_path)} {sizes_args} -n {gen_iters}`, "
       f"then alternately `collective_bench {sweep} -a auto --baseline mpi --format json` without "
