@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
+#include <charconv>
 #include <cstring>
+#include <optional>
+#include <system_error>
 #include <vector>
 
 #include "collective/types.h"
@@ -33,11 +35,17 @@ double median_seconds(int repetitions, Body body) {
   return times[times.size() / 2];
 }
 
-}  // namespace
+// A whole decimal number of at least `minimum`, or nothing.
+template <typename Integer>
+std::optional<Integer> parse_argument(const char* text, Integer minimum) {
+  Integer value{};
+  const char* end = text + std::strlen(text);
+  const auto [stop, error] = std::from_chars(text, end, value);
+  if (error != std::errc() || stop != end || value < minimum) return std::nullopt;
+  return value;
+}
 
-int main(int argc, char** argv) {
-  const std::size_t bytes = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (32u << 20);
-  const int repetitions = argc > 2 ? std::atoi(argv[2]) : 20;
+int run(std::size_t bytes, int repetitions) {
   std::vector<unsigned char> a(bytes, 1), b(bytes, 2), out(bytes, 0);
   // Small values in every type: bytes of 1 and 2 are valid numbers everywhere.
   const double copy = median_seconds(repetitions, [&] { std::memcpy(out.data(), a.data(), bytes); });
@@ -63,4 +71,20 @@ int main(int argc, char** argv) {
     }
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Anything else (--help, "1M", a third argument) gets the usage line
+  // rather than being read as 0 bytes or 0 repetitions.
+  const auto bytes = argc > 1 ? parse_argument<std::size_t>(argv[1], 1) : std::size_t{32} << 20;
+  const auto repetitions = argc > 2 ? parse_argument<int>(argv[2], 1) : 20;
+  if (argc > 3 || !bytes || !repetitions) {
+    std::fprintf(stderr,
+                 "usage: collective_kernel_bench [bytes-per-buffer >= 1 (default 33554432)] "
+                 "[repetitions >= 1 (default 20)]\n");
+    return 2;
+  }
+  return run(*bytes, *repetitions);
 }
