@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -198,6 +202,47 @@ TEST(SharedMemory, TimeoutNamesTheMissingRank) {
   }
   MPI_Barrier(MPI_COMM_WORLD);
   ASSERT_TRUE(all_ranks_agree(!HasFailure()));
+}
+
+// A process that died during a segment's setup, or with allocations
+// alive, leaves its shared-memory names behind; a later process that gets
+// the same pid must not fail on them. Stale objects for the next names this
+// process could use are made first, then the library must still work.
+TEST(SharedMemory, StaleNamesOfADeadProcessWithTheSamePidAreReplaced) {
+  Communicator world = Communicator::world();
+  if (world.size() < 2) GTEST_SKIP() << "needs 2 ranks";
+  const std::string pid = std::to_string(getpid());
+  constexpr int kNames = 256;  // more than this process makes before here
+  std::vector<std::string> stale;
+  for (int i = 0; i < kNames; ++i) {
+    for (const char* prefix : {"/collective-seg-", "/collective-mem-"}) {
+      const std::string name = prefix + pid + "-" + std::to_string(i);
+      const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd >= 0) {  // taken names belong to this process's live objects
+        close(fd);
+        stale.push_back(name);
+      }
+    }
+  }
+  ASSERT_GT(stale.size(), std::size_t{kNames}) << "rank " << world.rank();
+  MPI_Barrier(MPI_COMM_WORLD);
+  {
+    // A new communicator makes a new segment; allocate makes a new object.
+    Communicator fresh = world.split(0, world.rank());
+    const std::size_t count = 100000;
+    auto* data = static_cast<float*>(fresh.allocate(count * sizeof(float)));
+    for (std::size_t i = 0; i < count; ++i) data[i] = static_cast<float>(fresh.rank() + 1);
+    AllReduceOptions options;
+    options.algorithm = Algorithm::kSharedMemory;
+    fresh.all_reduce(data, data, count, DataType::kFloat32, options);
+    const float expected = static_cast<float>(fresh.size() * (fresh.size() + 1) / 2);
+    for (std::size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(data[i], expected) << "rank " << fresh.rank() << " index " << i;
+    }
+    fresh.deallocate(data);
+  }
+  for (const std::string& name : stale) shm_unlink(name.c_str());
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 TEST(Hierarchical, EveryLayoutTypeAndOp) {

@@ -157,14 +157,30 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
     std::snprintf(name, sizeof(name), "/collective-seg-%ld-%llu", static_cast<long>(getpid()),
                   static_cast<unsigned long long>(g_segment_counter.fetch_add(1)));
     fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 && errno == EEXIST) {
+      // Left by a process that had this pid and died during its setup: no
+      // live process but this one can own a name with this pid in it.
+      COLLECTIVE_LOG(kInfo, "removing the stale shared-memory object " << name);
+      shm_unlink(name);
+      fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    }
     if (fd < 0) {
       failure = std::string("shm_open(") + name + ") failed: " + std::strerror(errno);
     } else if (ftruncate(fd, static_cast<off_t>(segment->mapped_bytes_)) != 0) {
       failure = "ftruncate of the node segment to " + std::to_string(segment->mapped_bytes_) +
                 " bytes failed: " + std::strerror(errno) + " (is /dev/shm large enough?)";
+      shm_unlink(name);
     }
     if (!failure.empty()) name[0] = '\0';
   }
+  // The name goes away when this function returns, by any path (a peer
+  // that dies during the setup makes it throw): nothing is left behind.
+  struct UnlinkOnReturn {
+    const char* name;
+    ~UnlinkOnReturn() {
+      if (name != nullptr) shm_unlink(name);
+    }
+  } unlink_on_return{creator && name[0] != '\0' ? name : nullptr};
   MPI_Request pending = MPI_REQUEST_NULL;
   check_mpi(MPI_Ibcast(name, kNameBytes, MPI_CHAR, 0, state.node_comm, &pending), "MPI_Ibcast",
             operation, state.rank);
@@ -198,7 +214,10 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, state.node_comm, &pending),
             "MPI_Iallreduce", operation, state.rank);
   wait_setup(pending, request, state, node.ranks, "agreeing that every rank mapped it");
-  if (creator && name[0] != '\0') shm_unlink(name);
+  if (unlink_on_return.name != nullptr) {
+    shm_unlink(name);
+    unlink_on_return.name = nullptr;
+  }
   if (!failure.empty()) throw CommunicationError(operation, state.rank, failure);
   if (!all_ok) {
     throw CommunicationError(operation, state.rank,

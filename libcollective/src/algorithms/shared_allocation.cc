@@ -37,7 +37,14 @@ void* SharedAllocations::allocate(std::size_t bytes, int rank) {
   const std::uint64_t id = next_id_++;
   const std::string name = shared_allocation_name(getpid(), id);
   const std::size_t mapped = page_rounded(bytes);
-  const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    // Left by a dead process that had this pid (a crash skips the unlink
+    // at exit): no live process but this one can own the name.
+    COLLECTIVE_LOG(kInfo, "removing the stale shared-memory object " << name);
+    shm_unlink(name.c_str());
+    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  }
   if (fd < 0) {
     throw CommunicationError(operation, rank, "shm_open(" + name + ") failed: " + errno_text());
   }
