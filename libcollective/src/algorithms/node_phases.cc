@@ -223,6 +223,7 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
   std::uint64_t next_reduce = first;
   std::uint64_t next_gather = first;
   unsigned idle_passes = 0;
+  EventSleeper sleeper(segment.event());
   // Whom the last pass waited for, for the timeout message.
   int blocking = r;
   Flag blocking_flag = Flag::kPosted;
@@ -286,8 +287,9 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
     }
     if (progressed) {
       idle_passes = 0;
+      sleeper.stop();
     } else {
-      segment.stall(blocking, blocking_flag, blocking_round, work.request, idle_passes);
+      segment.stall(blocking, blocking_flag, blocking_round, work.request, idle_passes, sleeper);
     }
   }
 }

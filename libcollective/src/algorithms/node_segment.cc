@@ -14,7 +14,7 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
-#include "transport/shared_futex.h"
+#include "transport/shared_event.h"
 #include "util/cpu_relax.h"
 
 
@@ -22,13 +22,13 @@ namespace collective::internal {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x636f6c6c5f73686dULL;  // "coll_shm"
-constexpr std::uint32_t kLayoutVersion = 2;
+constexpr std::uint32_t kLayoutVersion = 3;
 constexpr std::size_t kPage = 4096;
 // Polls of a flag between yields when ranks have their own processors: a
 // peer that is running answers within a few hundred nanoseconds, and a few
 // microseconds of spinning cost nothing next to a trip through the scheduler.
 constexpr int kSpinsBetweenYields = 256;
-// How long a wait yields before it sleeps on the flag (shared_futex.h).
+// How long a wait yields before it sleeps on the node event (shared_event.h).
 // Ranks with processors of their own: a peer that is late by more than a
 // millisecond is not about to answer, and the processor may serve the
 // application's other threads. More ranks than processors: after a few
@@ -47,8 +47,12 @@ struct Header {
 
 struct alignas(128) PaddedFlag {
   std::atomic<std::uint64_t> value;
-  std::atomic<std::uint32_t> sleepers;  // peers asleep on `value`
 };
+
+// The node's event, which every publish moves while a rank sleeps: on its
+// own line of the header page, after the header.
+constexpr std::size_t kEventOffset = 128;
+static_assert(sizeof(Header) <= kEventOffset);
 
 struct InputSlot {
   std::atomic<std::uint64_t> round;  // the round this description is for
@@ -106,7 +110,6 @@ struct NodeSegment::Control {
   PaddedFlag flags[3];
   alignas(128) InputSlot inputs[kSegmentDepth];
   alignas(128) InlineBox boxes[kSegmentDepth];
-  alignas(128) std::atomic<std::uint32_t> box_sleepers;  // peers asleep on a box's round
 };
 
 NodeSegment::Control& NodeSegment::control(int local) const {
@@ -252,17 +255,19 @@ NodeSegment::~NodeSegment() {
 }
 
 void NodeSegment::publish(Flag flag, std::uint64_t round) {
-  PaddedFlag& own = control(local_rank_).flags[static_cast<int>(flag)];
-  store_and_wake(own.value, own.sleepers, round);
+  control(local_rank_).flags[static_cast<int>(flag)].value.store(round,
+                                                                 std::memory_order_seq_cst);
+  event().notify();
 }
 
 void NodeSegment::finish_round(std::uint64_t round) {
   Control& own = control(local_rank_);
   for (PaddedFlag& flag : own.flags) {
     if (flag.value.load(std::memory_order_relaxed) < round) {
-      store_and_wake(flag.value, flag.sleepers, round);
+      flag.value.store(round, std::memory_order_seq_cst);
     }
   }
+  event().notify();
 }
 
 bool NodeSegment::reached(int local, Flag flag, std::uint64_t round) const {
@@ -277,19 +282,16 @@ std::byte* NodeSegment::call_header(int local, std::uint64_t round) const {
 }
 
 void NodeSegment::publish_inline(std::uint64_t round) {
-  Control& own = control(local_rank_);
-  store_and_wake(own.boxes[round % kSegmentDepth].round, own.box_sleepers, round);
+  control(local_rank_).boxes[round % kSegmentDepth].round.store(round, std::memory_order_seq_cst);
+  event().notify();
 }
 
 bool NodeSegment::inline_ready(int local, std::uint64_t round) const {
   return control(local).boxes[round % kSegmentDepth].round.load(std::memory_order_acquire) == round;
 }
 
-void NodeSegment::sleep_on_box(int local, std::uint64_t round, std::chrono::microseconds limit) {
-  Control& peer = control(local);
-  std::atomic<std::uint64_t>& box_round = peer.boxes[round % kSegmentDepth].round;
-  const std::uint64_t seen = box_round.load(std::memory_order_acquire);
-  if (seen != round) sleep_while(box_round, peer.box_sleepers, seen, limit);
+SharedEvent& NodeSegment::event() const {
+  return *reinterpret_cast<SharedEvent*>(base_ + kEventOffset);
 }
 
 int NodeSegment::spins_before_yield() const { return yield_at_once_ ? 0 : kSpinsBetweenYields; }
@@ -306,9 +308,10 @@ void NodeSegment::wait_inline(int local, std::uint64_t round, const Request& req
   }
   WaitGuard& waiting = guard(request);
   waiting.begin_wait();
+  EventSleeper sleeper(event());
   while (!inline_ready(local, round)) {
     waiting.idle([&] { return describe_wait(local, Flag::kPosted, round); },
-                 [&](std::chrono::microseconds limit) { sleep_on_box(local, round, limit); });
+                 [&](std::chrono::microseconds limit) { sleeper.sleep(limit); });
   }
 }
 
@@ -320,13 +323,6 @@ WaitGuard& NodeSegment::guard(const Request& request) {
   return *guard_;
 }
 
-void NodeSegment::sleep_on(int local, Flag flag, std::uint64_t round,
-                           std::chrono::microseconds limit) {
-  PaddedFlag& peer = control(local).flags[static_cast<int>(flag)];
-  const std::uint64_t seen = peer.value.load(std::memory_order_acquire);
-  if (seen < round) sleep_while(peer.value, peer.sleepers, seen, limit);
-}
-
 WaitTarget NodeSegment::describe_wait(int local, Flag flag, std::uint64_t round) const {
   std::ostringstream what;
   what << "local rank " << local << " of this node to " << flag_meaning(flag) << " for round "
@@ -336,7 +332,7 @@ WaitTarget NodeSegment::describe_wait(int local, Flag flag, std::uint64_t round)
 }
 
 void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request& request,
-                        unsigned& idle_passes) {
+                        unsigned& idle_passes, EventSleeper& sleeper) {
   ++idle_passes;
   if (!yield_at_once_ && idle_passes < static_cast<unsigned>(kSpinsBetweenYields)) {
     cpu_relax();
@@ -348,7 +344,7 @@ void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request
     waiting.begin_wait();
   }
   waiting.idle([&] { return describe_wait(local, flag, round); },
-               [&](std::chrono::microseconds limit) { sleep_on(local, flag, round, limit); });
+               [&](std::chrono::microseconds limit) { sleeper.sleep(limit); });
 }
 
 void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request& request) {
@@ -361,9 +357,10 @@ void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request&
   }
   WaitGuard& waiting = guard(request);
   waiting.begin_wait();
+  EventSleeper sleeper(event());
   while (value.load(std::memory_order_acquire) < round) {
     waiting.idle([&] { return describe_wait(local, flag, round); },
-                 [&](std::chrono::microseconds limit) { sleep_on(local, flag, round, limit); });
+                 [&](std::chrono::microseconds limit) { sleeper.sleep(limit); });
   }
 }
 

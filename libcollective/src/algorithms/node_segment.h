@@ -5,7 +5,7 @@
 //
 // Ranks synchronize through monotonically increasing round numbers in the
 // flags, never through a barrier: a rank waits only for the flags it needs,
-// polling, then yielding, then sleeping on the flag (shared_futex.h), and
+// polling, then yielding, then sleeping on the node event (shared_event.h), and
 // gives up at the call's deadline with a TimeoutError that names the rank
 // it waited for.
 #pragma once
@@ -21,6 +21,7 @@
 
 #include "algorithms/shared_allocation.h"
 #include "core/communicator_state.h"
+#include "transport/shared_event.h"
 #include "transport/wait_guard.h"
 #include "core/request.h"
 
@@ -85,10 +86,12 @@ class NodeSegment {
   // Waits until `local`'s flag reaches `round`.
   void wait(int local, Flag flag, std::uint64_t round, const Request& request);
   // For progress loops: a pass did nothing because `local`'s flag had not
-  // reached `round`. Spins, then waits under the WaitGuard policy (abort,
-  // stall warning, dead ranks, TimeoutError at the deadline).
+  // reached `round` (among others). Spins, then waits under the WaitGuard
+  // policy (abort, stall warning, dead ranks, TimeoutError at the
+  // deadline), sleeping through `sleeper` once yielding has lasted; the
+  // loop calls sleeper.stop() when a pass makes progress.
   void stall(int local, Flag flag, std::uint64_t round, const Request& request,
-             unsigned& idle_passes);
+             unsigned& idle_passes, EventSleeper& sleeper);
   // Waits until every local rank's kDone reaches round - kSegmentDepth, so
   // that this rank may overwrite its slots of `round`.
   void wait_slot_free(std::uint64_t round, const Request& request);
@@ -104,8 +107,8 @@ class NodeSegment {
   // Has `local` filled its box for `round`? (Never blocks.)
   bool inline_ready(int local, std::uint64_t round) const;
   void wait_inline(int local, std::uint64_t round, const Request& request);
-  // Sleeps until `local`'s box changes, if it does not hold `round` yet.
-  void sleep_on_box(int local, std::uint64_t round, std::chrono::microseconds limit);
+  // What every publish moves while a rank of the node sleeps.
+  SharedEvent& event() const;
   // Polls before a waiter yields, and how long it yields before it sleeps.
   int spins_before_yield() const;
   std::chrono::microseconds sleep_after() const;
@@ -143,8 +146,6 @@ class NodeSegment {
   std::optional<WaitGuard> guard_;
   WaitGuard& guard(const Request& request);
   WaitTarget describe_wait(int local, Flag flag, std::uint64_t round) const;
-  // Sleeps until `local`'s flag changes, if it is still short of `round`.
-  void sleep_on(int local, Flag flag, std::uint64_t round, std::chrono::microseconds limit);
   PeerMappings peer_mappings_;
   // The flags last seen of every local rank: monotonic, so a value already
   // seen high enough answers without touching the peer's cache line.

@@ -49,9 +49,10 @@ void wait_for_boxes(NodeSegment& segment, std::uint64_t round, const Request& re
   }
   WaitGuard guard(request, state, "cross-rank check");
   guard.set_sleep_after(segment.sleep_after());
+  EventSleeper sleeper(segment.event());
   while (!advance()) {
     guard.idle([&] { return missing_boxes(segment, round); },
-               [&](std::chrono::microseconds limit) { segment.sleep_on_box(next, round, limit); });
+               [&](std::chrono::microseconds limit) { sleeper.sleep(limit); });
   }
 }
 
