@@ -8,6 +8,7 @@
 #
 #   scripts/measure_node_allreduce.sh [build dir]
 #   RUNS=3 REPS=7 SECONDS_PER_VARIANT=0.03 MAX_BYTES=256M RANKS="2 4"
+#   RAW_DIR=dir keeps every run's raw allreduce_timing output there
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
@@ -19,8 +20,13 @@ reps=${REPS:-7}
 seconds=${SECONDS_PER_VARIANT:-0.03}
 max_bytes=${MAX_BYTES:-256M}
 ranks_list=${RANKS:-2 4}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+if [[ -n ${RAW_DIR:-} ]]; then
+  work=$RAW_DIR
+  mkdir -p "$work"
+else
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' EXIT
+fi
 
 launch() {  # ranks
   if (($1 <= $(nproc))); then
