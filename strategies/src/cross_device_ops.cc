@@ -1,6 +1,7 @@
 #include "collective/distribute/cross_device_ops.h"
 
 #include <cstring>
+#include <memory>
 #include <map>
 
 #include "collective/errors.h"
@@ -74,26 +75,40 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
   }
 
   // One contiguous buffer per replica: the tensor itself when there is one,
-  // else the concatenation (the packing copy).
-  std::vector<std::vector<std::byte>> staging;
+  // else the concatenation (the packing copy). Buffers that are written in
+  // full before they are read are left uninitialized: zero-filling a
+  // megabyte costs as much as copying it.
+  std::vector<std::unique_ptr<std::byte[]>> staging;
   std::vector<const void*> inputs(replicas);
-  if (indices.size() == 1) {
+  const bool single = indices.size() == 1;
+  if (single) {
     for (std::size_t r = 0; r < replicas; ++r) inputs[r] = values[indices.front()][r].raw_data();
   } else {
     staging.resize(replicas);
     for (std::size_t r = 0; r < replicas; ++r) {
-      staging[r].resize(total * element);
+      staging[r].reset(new std::byte[total * element]);
       std::size_t offset = 0;
       for (std::size_t index : indices) {
         const Tensor& t = values[index][r];
-        if (t.num_bytes() > 0) std::memcpy(staging[r].data() + offset, t.raw_data(), t.num_bytes());
+        if (t.num_bytes() > 0) std::memcpy(staging[r].get() + offset, t.raw_data(), t.num_bytes());
         offset += t.num_bytes();
       }
-      inputs[r] = staging[r].data();
+      inputs[r] = staging[r].get();
     }
   }
 
-  std::vector<std::byte> output(total * element);
+  // A single tensor is reduced straight into its result; packed tensors
+  // into one buffer that is split afterwards.
+  Tensor single_result;
+  std::unique_ptr<std::byte[]> packed_output;
+  std::byte* output_data = nullptr;
+  if (single) {
+    single_result = Tensor(type, values[indices.front()][0].shape());
+    output_data = static_cast<std::byte*>(single_result.raw_data());
+  } else {
+    packed_output.reset(new std::byte[total * element]);
+    output_data = packed_output.get();
+  }
   std::vector<const void*> shifted(replicas);
   for (const PackRange& pack : plan_packs(sizes, element)) {
     if (pack.num_elements == 0) continue;
@@ -101,21 +116,25 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
     for (std::size_t r = 0; r < replicas; ++r) {
       shifted[r] = static_cast<const std::byte*>(inputs[r]) + offset;
     }
-    reduce_replica_buffers(op, type, shifted, output.data() + offset, pack.num_elements);
-    reduce_pack_across_workers(op, type, output.data() + offset, pack.num_elements);
+    reduce_replica_buffers(op, type, shifted, output_data + offset, pack.num_elements);
+    reduce_pack_across_workers(op, type, output_data + offset, pack.num_elements);
     packs_reduced_.fetch_add(1);
   }
   if (op == ReduceOp::kMean) {
-    detail::divide_in_place(type, output.data(), total,
+    detail::divide_in_place(type, output_data, total,
                             static_cast<std::int64_t>(replicas) * num_workers());
   }
 
   std::vector<Tensor> results;
+  if (single) {
+    results.push_back(std::move(single_result));
+    return results;
+  }
   std::size_t offset = 0;
   for (std::size_t index : indices) {
     Tensor result(type, values[index][0].shape());
     if (result.num_bytes() > 0) {
-      std::memcpy(result.raw_data(), output.data() + offset, result.num_bytes());
+      std::memcpy(result.raw_data(), output_data + offset, result.num_bytes());
     }
     offset += result.num_bytes();
     results.push_back(std::move(result));
