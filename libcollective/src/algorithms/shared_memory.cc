@@ -10,11 +10,16 @@
 namespace collective::internal {
 namespace {
 
-// Half the node's last-level cache (8 MiB when unknown): a larger output
-// would push everything else out of the cache anyway.
+// Outputs of at least this size per rank go straight to memory: once the
+// node's ranks together write half its last-level cache (8 MiB when
+// unknown), the outputs would push the pipeline's slots out of the cache
+// anyway. Every rank of the node writes its own output, so the cache is
+// shared among them.
 std::size_t streaming_threshold(const Topology& topology, int rank) {
-  const std::uint64_t cache = topology.node(topology.node_of(rank)).l3_cache_bytes;
-  return cache == 0 ? std::size_t{8} << 20 : static_cast<std::size_t>(cache / 2);
+  const Node& node = topology.node(topology.node_of(rank));
+  const std::uint64_t cache = node.l3_cache_bytes == 0 ? std::uint64_t{16} << 20 : node.l3_cache_bytes;
+  const std::uint64_t ranks = node.ranks.empty() ? 1 : node.ranks.size();
+  return static_cast<std::size_t>(cache / 2 / ranks);
 }
 
 }  // namespace
