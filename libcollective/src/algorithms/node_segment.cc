@@ -15,7 +15,6 @@
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "transport/shared_event.h"
-#include "util/cpu_relax.h"
 
 
 namespace collective::internal {
@@ -159,14 +158,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   if (creator) {
     std::snprintf(name, sizeof(name), "/collective-seg-%ld-%llu", static_cast<long>(getpid()),
                   static_cast<unsigned long long>(g_segment_counter.fetch_add(1)));
-    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 && errno == EEXIST) {
-      // Left by a process that had this pid and died during its setup: no
-      // live process but this one can own a name with this pid in it.
-      COLLECTIVE_LOG(kInfo, "removing the stale shared-memory object " << name);
-      shm_unlink(name);
-      fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    }
+    fd = create_own_shared_object(name);
     if (fd < 0) {
       failure = std::string("shm_open(") + name + ") failed: " + std::strerror(errno);
     } else if (ftruncate(fd, static_cast<off_t>(segment->mapped_bytes_)) != 0) {
@@ -178,6 +170,8 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   }
   // The name goes away when this function returns, by any path (a peer
   // that dies during the setup makes it throw): nothing is left behind.
+  // Every rank has it mapped (or has failed) by then: the return comes
+  // after the agreement below.
   struct UnlinkOnReturn {
     const char* name;
     ~UnlinkOnReturn() {
@@ -217,10 +211,6 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, state.node_comm, &pending),
             "MPI_Iallreduce", operation, state.rank);
   wait_setup(pending, request, state, node.ranks, "agreeing that every rank mapped it");
-  if (unlink_on_return.name != nullptr) {
-    shm_unlink(name);
-    unlink_on_return.name = nullptr;
-  }
   if (!failure.empty()) throw CommunicationError(operation, state.rank, failure);
   if (!all_ok) {
     throw CommunicationError(operation, state.rank,
@@ -302,17 +292,9 @@ std::chrono::microseconds NodeSegment::sleep_after() const {
 
 void NodeSegment::wait_inline(int local, std::uint64_t round, const Request& request) {
   if (inline_ready(local, round)) return;
-  for (int i = 0; i < spins_before_yield(); ++i) {
-    cpu_relax();
-    if (inline_ready(local, round)) return;
-  }
-  WaitGuard& waiting = guard(request);
-  waiting.begin_wait();
-  EventSleeper sleeper(event());
-  while (!inline_ready(local, round)) {
-    waiting.idle([&] { return describe_wait(local, Flag::kPosted, round); },
-                 [&](std::chrono::microseconds limit) { sleeper.sleep(limit); });
-  }
+  wait_until([&] { return inline_ready(local, round); },
+             [&]() -> WaitGuard& { return guard(request); },
+             [&] { return describe_wait(local, Flag::kPosted, round); });
 }
 
 WaitGuard& NodeSegment::guard(const Request& request) {
@@ -334,15 +316,14 @@ WaitTarget NodeSegment::describe_wait(int local, Flag flag, std::uint64_t round)
 void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request& request,
                         unsigned& idle_passes, EventSleeper& sleeper) {
   ++idle_passes;
-  if (!yield_at_once_ && idle_passes < static_cast<unsigned>(kSpinsBetweenYields)) {
+  const auto spins = static_cast<unsigned>(spins_before_yield());
+  if (idle_passes < spins) {
     cpu_relax();
     return;
   }
   WaitGuard& waiting = guard(request);
   // The caller spun already: yield on this pass.
-  if (idle_passes == (yield_at_once_ ? 1u : static_cast<unsigned>(kSpinsBetweenYields))) {
-    waiting.begin_wait();
-  }
+  if (idle_passes == std::max(spins, 1u)) waiting.begin_wait();
   waiting.idle([&] { return describe_wait(local, flag, round); },
                [&](std::chrono::microseconds limit) { sleeper.sleep(limit); });
 }
@@ -350,18 +331,9 @@ void NodeSegment::stall(int local, Flag flag, std::uint64_t round, const Request
 void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request& request) {
   if (reached(local, flag, round)) return;
   const std::atomic<std::uint64_t>& value = control(local).flags[static_cast<int>(flag)].value;
-  const int spins = yield_at_once_ ? 0 : kSpinsBetweenYields;
-  for (int i = 0; i < spins; ++i) {
-    cpu_relax();
-    if (value.load(std::memory_order_acquire) >= round) return;
-  }
-  WaitGuard& waiting = guard(request);
-  waiting.begin_wait();
-  EventSleeper sleeper(event());
-  while (value.load(std::memory_order_acquire) < round) {
-    waiting.idle([&] { return describe_wait(local, flag, round); },
-                 [&](std::chrono::microseconds limit) { sleeper.sleep(limit); });
-  }
+  wait_until([&] { return value.load(std::memory_order_acquire) >= round; },
+             [&]() -> WaitGuard& { return guard(request); },
+             [&] { return describe_wait(local, flag, round); });
 }
 
 void NodeSegment::wait_slot_free(std::uint64_t round, const Request& request) {

@@ -23,6 +23,7 @@
 #include "core/communicator_state.h"
 #include "transport/shared_event.h"
 #include "transport/wait_guard.h"
+#include "util/cpu_relax.h"
 #include "core/request.h"
 
 namespace collective::internal {
@@ -112,6 +113,24 @@ class NodeSegment {
   // Polls before a waiter yields, and how long it yields before it sleeps.
   int spins_before_yield() const;
   std::chrono::microseconds sleep_after() const;
+
+  // The one way the segment's waits wait: polls `ready()` a while, then
+  // under the WaitGuard that `make_guard()` returns (made only when the
+  // polls did not do; its sleep_after set by the caller) yields, then
+  // sleeps on event() until `ready()`. `describe` names what it waits for.
+  template <typename Ready, typename MakeGuard, typename Describe>
+  void wait_until(Ready&& ready, MakeGuard&& make_guard, Describe&& describe) {
+    for (int i = 0; i < spins_before_yield(); ++i) {
+      cpu_relax();
+      if (ready()) return;
+    }
+    WaitGuard& waiting = make_guard();
+    waiting.begin_wait();
+    EventSleeper sleeper(event());
+    while (!ready()) {
+      waiting.idle(describe, [&](std::chrono::microseconds limit) { sleeper.sleep(limit); });
+    }
+  }
 
   // Zero-copy inputs: where this rank's input of `round` lies (valid=false:
   // in its staging slot), and reading a peer's.

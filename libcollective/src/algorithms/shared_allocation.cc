@@ -27,6 +27,16 @@ std::string shared_allocation_name(std::int64_t pid, std::uint64_t id) {
   return "/collective-mem-" + std::to_string(pid) + "-" + std::to_string(id);
 }
 
+int create_own_shared_object(const char* name) {
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    COLLECTIVE_LOG(kInfo, "removing the stale shared-memory object " << name);
+    shm_unlink(name);
+    fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  }
+  return fd;
+}
+
 void* SharedAllocations::allocate(std::size_t bytes, int rank) {
   if (bytes == 0) return nullptr;
   const char* operation = "Communicator::allocate";
@@ -37,14 +47,7 @@ void* SharedAllocations::allocate(std::size_t bytes, int rank) {
   const std::uint64_t id = next_id_++;
   const std::string name = shared_allocation_name(getpid(), id);
   const std::size_t mapped = page_rounded(bytes);
-  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  if (fd < 0 && errno == EEXIST) {
-    // Left by a dead process that had this pid (a crash skips the unlink
-    // at exit): no live process but this one can own the name.
-    COLLECTIVE_LOG(kInfo, "removing the stale shared-memory object " << name);
-    shm_unlink(name.c_str());
-    fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-  }
+  const int fd = create_own_shared_object(name.c_str());
   if (fd < 0) {
     throw CommunicationError(operation, rank, "shm_open(" + name + ") failed: " + errno_text());
   }

@@ -2,11 +2,11 @@
 
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <vector>
 
 #include "transport/wait_guard.h"
-#include "util/cpu_relax.h"
 #include "validation/cross_rank_check.h"
 
 namespace collective::internal {
@@ -43,17 +43,14 @@ void wait_for_boxes(NodeSegment& segment, std::uint64_t round, const Request& re
     return next == ranks;
   };
   if (advance()) return;
-  for (int i = 0; i < segment.spins_before_yield(); ++i) {
-    cpu_relax();
-    if (advance()) return;
-  }
-  WaitGuard guard(request, state, "cross-rank check");
-  guard.set_sleep_after(segment.sleep_after());
-  EventSleeper sleeper(segment.event());
-  while (!advance()) {
-    guard.idle([&] { return missing_boxes(segment, round); },
-               [&](std::chrono::microseconds limit) { sleeper.sleep(limit); });
-  }
+  std::optional<WaitGuard> guard;
+  segment.wait_until(advance,
+                     [&]() -> WaitGuard& {
+                       guard.emplace(request, state, "cross-rank check");
+                       guard->set_sleep_after(segment.sleep_after());
+                       return *guard;
+                     },
+                     [&] { return missing_boxes(segment, round); });
 }
 
 // The usual case, decided without copying: every box holds this call's
