@@ -92,16 +92,14 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
   if (request.timeout.count() <= 0) request.timeout = params.timeout;
   request.deadline = Clock::now() + request.timeout;
   try {
-    CallFingerprint carried;
+    CallFingerprint mine;
     if (params.validate && state.size > 1) {
+      mine = rejection ? rejected_fingerprint(request, state.rank, unsupported, rejection_cause)
+                       : fingerprint_of(request, selection->algorithm->id(), state.rank);
       if (!rejection && selection->algorithm->carries_check(request, state)) {
-        carried = fingerprint_of(request, selection->algorithm->id(), state.rank);
-        request.carried_check = &carried;
+        request.carried_check = &mine;  // the algorithm makes the check
       } else {
-        check_across_ranks(
-            rejection ? rejected_fingerprint(request, state.rank, unsupported, rejection_cause)
-                      : fingerprint_of(request, selection->algorithm->id(), state.rank),
-            request, state);
+        check_across_ranks(mine, request, state);
       }
     }
     if (rejection) std::rethrow_exception(rejection);
