@@ -180,6 +180,22 @@ std::string load_error(const std::string& text, int nodes = 0, int per_node = 0)
   return "";
 }
 
+// hwloc's time grows faster than the objects a synthetic description
+// names: too large a machine is refused before hwloc sees it, whether its
+// levels are typed ("core:N") or bare arities ("N", as hwloc also accepts),
+// while attribute numbers such as size=32MB are not counted.
+TEST(TopologyFile, OversizedSyntheticMachinesAreRefusedBeforeHwloc) {
+  for (const char* text : {" 34086", "package:2 core:4096 pu:1", "2 2048 2", "core:16000000"}) {
+    const std::string error = load_error(text, 1, 1);
+    EXPECT_NE(error.find("more than 4096 processing units"), std::string::npos)
+        << "\"" << text << "\": " << error;
+  }
+  const Topology fits = Topology::parse("package:2 l3:1(size=33554432) core:16 pu:2", "inline", 1, 1);
+  EXPECT_EQ(fits.node(0).processing_units, 64);
+  const Topology bare = Topology::parse("2 4 2", "inline", 1, 1);
+  EXPECT_EQ(bare.node(0).processing_units, 16);
+}
+
 TEST(TopologyFile, RejectsMalformedDescriptions) {
   const char* bad[] = {
       R"({"nodes": []})",

@@ -3,6 +3,7 @@
 #include <hwloc.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
@@ -252,22 +253,39 @@ Node machine_from_hwloc_xml(const std::string& xml, const std::string& origin) {
   return describe(topology.handle, "", "hwloc-xml " + origin);
 }
 
-// hwloc builds every object a synthetic description names: bound the
-// product of the level counts before asking it (a typo such as core:16000000
-// would otherwise build millions of objects).
+// hwloc builds every object a synthetic description names, in time that
+// grows faster than their number: bound the product of the level counts
+// before asking it. A level is "type:N" or a bare arity "N" (hwloc accepts
+// both); "(...)" attributes such as l3:1(size=32MB) are not counts. 4096
+// processing units is 8x the largest nodes sold today; a typo such as
+// core:16000000, or a bare "34086" (found by the fuzzer: over a minute in
+// hwloc), is refused at once.
 void check_synthetic_size(const std::string& description, const std::string& origin) {
-  constexpr unsigned long long kMaxObjects = 1ull << 20;
+  constexpr unsigned long long kMaxObjects = 4096;
   unsigned long long product = 1;
   std::size_t at = 0;
-  while ((at = description.find(':', at)) != std::string::npos) {
-    ++at;
+  while (at < description.size()) {
+    // One whitespace-separated level, its attributes left out.
+    while (at < description.size() && std::isspace(static_cast<unsigned char>(description[at]))) ++at;
+    std::size_t end = at;
+    int depth = 0;
+    std::string level;
+    while (end < description.size() &&
+           (depth > 0 || !std::isspace(static_cast<unsigned char>(description[end])))) {
+      const char c = description[end++];
+      if (c == '(') ++depth;
+      if (depth == 0) level += c;
+      if (c == ')' && depth > 0) --depth;
+    }
+    at = end;
+    const std::size_t colon = level.rfind(':');
+    const std::size_t first = colon == std::string::npos ? 0 : colon + 1;
     unsigned long long count = 0;
     bool digits = false;
-    while (at < description.size() && description[at] >= '0' && description[at] <= '9') {
-      count = count * 10 + static_cast<unsigned long long>(description[at] - '0');
+    for (std::size_t k = first; k < level.size() && level[k] >= '0' && level[k] <= '9'; ++k) {
+      count = count * 10 + static_cast<unsigned long long>(level[k] - '0');
       digits = true;
       if (count > kMaxObjects) break;
-      ++at;
     }
     if (!digits) continue;
     product *= count == 0 ? 1 : count;
