@@ -44,6 +44,17 @@ struct Pieces {
   }
 };
 
+using CopyFunction = void (*)(void*, const void*, std::size_t);
+
+void plain_copy(void* destination, const void* source, std::size_t bytes) {
+  std::memcpy(destination, source, bytes);
+}
+
+// How a rank writes what its peers will read from a slot.
+CopyFunction slot_copy(Handoff handoff) {
+  return handoff == Handoff::kThroughMemory ? streaming_copy : plain_copy;
+}
+
 const std::byte* bytes_at(const void* base, std::size_t elements, std::size_t element) {
   return static_cast<const std::byte*>(base) + elements * element;
 }
@@ -55,14 +66,15 @@ std::byte* bytes_at(void* base, std::size_t elements, std::size_t element) {
 // every region except its own (which only it reads), or of all regions when
 // it owns none.
 void stage_input(NodeSegment& segment, const Pieces& pieces, std::size_t k, std::uint64_t round,
-                 const void* input, std::size_t element) {
+                 const void* input, std::size_t element, Handoff handoff) {
   std::byte* stage = segment.staging(segment.local_rank(), round);
+  const CopyFunction copy = slot_copy(handoff);
   for (int j = 0; j < pieces.layout.owners(); ++j) {
     if (j == segment.local_rank()) continue;
     const std::size_t length = pieces.length(j, k);
     if (length == 0) continue;
-    std::memcpy(stage + static_cast<std::size_t>(j) * pieces.piece * element,
-                bytes_at(input, pieces.begin(j, k), element), length * element);
+    copy(stage + static_cast<std::size_t>(j) * pieces.piece * element,
+         bytes_at(input, pieces.begin(j, k), element), length * element);
   }
 }
 
@@ -135,7 +147,8 @@ void all_reduce_small(const NodeWork& work, const void* input, void* output, std
     const std::size_t length = std::min(piece, count - first);
     const std::uint64_t round = segment.begin_round();
     segment.wait_slot_free(round, work.request);
-    std::memcpy(segment.staging(r, round), bytes_at(input, first, element), length * element);
+    slot_copy(work.handoff)(segment.staging(r, round), bytes_at(input, first, element),
+                            length * element);
     segment.publish_input(round, nullptr);
     segment.publish(Flag::kPosted, round);
     for (int q = 0; q < ranks; ++q) {
@@ -205,9 +218,13 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
   std::vector<const void*> sources(static_cast<std::size_t>(ranks));
   // An output larger than the cache share goes straight to memory.
   const bool stream_output = count * element >= work.streaming_bytes;
-  const auto copy_out = stream_output ? streaming_copy : [](void* d, const void* s, std::size_t n) {
-    std::memcpy(d, s, n);
-  };
+  const CopyFunction copy_out = stream_output ? streaming_copy : plain_copy;
+  // Through memory, an owner reduces its piece into private scratch (in its
+  // own cache), streams it to the result slot, and copies its own part of
+  // the output from the scratch rather than back from memory.
+  const bool through_memory = work.handoff == Handoff::kThroughMemory;
+  std::byte* reduced_here =
+      through_memory ? segment.private_scratch(pieces.piece * element) : nullptr;
 
   // A progress loop rather than one round after another: each pass does
   // whatever the flags allow (copy in ahead while slots are free, reduce a
@@ -251,7 +268,7 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
         segment.publish_input(next_copy, &*shared);
       } else {
         segment.publish_input(next_copy, nullptr);
-        stage_input(segment, pieces, k, next_copy, input, element);
+        stage_input(segment, pieces, k, next_copy, input, element, work.handoff);
       }
       segment.publish(Flag::kPosted, next_copy);
       ++next_copy;
@@ -263,10 +280,17 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
         all_reached(Flag::kPosted, next_reduce) &&
         (next_reduce <= depth || all_reached(Flag::kDone, next_reduce - depth))) {
       const std::size_t k = next_reduce - first;
-      reduce_own_piece(
-          work, pieces, k, next_reduce, input,
-          segment.result(next_reduce) + static_cast<std::size_t>(r) * pieces.piece * element,
-          sources);
+      std::byte* slot =
+          segment.result(next_reduce) + static_cast<std::size_t>(r) * pieces.piece * element;
+      reduce_own_piece(work, pieces, k, next_reduce, input, through_memory ? reduced_here : slot,
+                       sources);
+      if (through_memory) {
+        // Its own input piece is read by no one else, so the output may
+        // take the result now even when it is the input.
+        const std::size_t bytes = pieces.length(r, k) * element;
+        streaming_copy(slot, reduced_here, bytes);
+        copy_out(bytes_at(output, pieces.begin(r, k), element), reduced_here, bytes);
+      }
       segment.publish(Flag::kReduced, next_reduce);
       ++next_reduce;
       progressed = true;
@@ -277,7 +301,7 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
       const std::byte* results = segment.result(next_gather);
       for (int j = 0; j < ranks; ++j) {
         const std::size_t length = pieces.length(j, k);
-        if (length == 0) continue;
+        if (length == 0 || (through_memory && j == r)) continue;
         copy_out(bytes_at(output, pieces.begin(j, k), element),
                  results + static_cast<std::size_t>(j) * pieces.piece * element, length * element);
       }
@@ -314,7 +338,7 @@ void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const
       segment.publish_input(round, &*shared);
     } else {
       segment.publish_input(round, nullptr);
-      stage_input(segment, pieces, k, round, input, element);
+      stage_input(segment, pieces, k, round, input, element, work.handoff);
     }
     segment.publish(Flag::kPosted, round);
     if (r < layout.owners()) {

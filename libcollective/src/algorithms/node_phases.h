@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "algorithms/handoff_tuner.h"
 #include "algorithms/node_segment.h"
 #include "core/request.h"
 
@@ -52,6 +53,9 @@ struct NodeWork {
   // Outputs of at least this many bytes are written with non-temporal
   // stores (streaming_copy.h): about half the node's last-level cache.
   std::size_t streaming_bytes = SIZE_MAX;
+  // How the slots are written (handoff_tuner.h): through memory, staging
+  // and result slots take non-temporal stores.
+  Handoff handoff = Handoff::kThroughCache;
 };
 
 // All-reduce inside the node, every rank an owner. `small` selects the

@@ -21,7 +21,7 @@ namespace collective::internal {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x636f6c6c5f73686dULL;  // "coll_shm"
-constexpr std::uint32_t kLayoutVersion = 3;
+constexpr std::uint32_t kLayoutVersion = 4;
 constexpr std::size_t kPage = 4096;
 // Polls of a flag between yields when ranks have their own processors: a
 // peer that is running answers within a few hundred nanoseconds, and a few
@@ -52,6 +52,20 @@ struct alignas(128) PaddedFlag {
 // own line of the header page, after the header.
 constexpr std::size_t kEventOffset = 128;
 static_assert(sizeof(Header) <= kEventOffset);
+// The handoff preferences (handoff_tuner.h), written by the first local
+// rank now and then, read by every rank once per call: lines of their own.
+constexpr std::size_t kHandoffBoardOffset = 256;
+static_assert(kEventOffset + sizeof(SharedEvent) <= kHandoffBoardOffset);
+static_assert(kHandoffBoardOffset + sizeof(HandoffBoard) <= kPage);
+
+std::optional<Handoff> forced_handoff() {
+  switch (env_params().shm_handoff) {
+    case ShmHandoff::kThroughCache: return Handoff::kThroughCache;
+    case ShmHandoff::kThroughMemory: return Handoff::kThroughMemory;
+    case ShmHandoff::kMeasured: break;
+  }
+  return std::nullopt;
+}
 
 struct InputSlot {
   std::atomic<std::uint64_t> round;  // the round this description is for
@@ -223,6 +237,8 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
                              "the node's shared-memory segment has an unexpected layout (ranks "
                              "disagree on COLLECTIVE_SHM_SLOT_BYTES?)");
   }
+  segment->handoff_.emplace(*reinterpret_cast<HandoffBoard*>(segment->base_ + kHandoffBoardOffset),
+                            creator, forced_handoff());
   COLLECTIVE_LOG(kDebug, "node segment " << name << ": " << local_size << " ranks, "
                                          << segment->mapped_bytes_ << " bytes, slots of "
                                          << segment->slot_bytes_ << " bytes");

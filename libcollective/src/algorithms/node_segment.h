@@ -19,7 +19,9 @@
 #include <optional>
 #include <vector>
 
+#include "algorithms/handoff_tuner.h"
 #include "algorithms/shared_allocation.h"
+#include "core/scratch_buffer.h"
 #include "core/communicator_state.h"
 #include "transport/shared_event.h"
 #include "transport/wait_guard.h"
@@ -139,6 +141,12 @@ class NodeSegment {
   // staged its input. Call only after waiting for its kPosted.
   const std::byte* peer_input(int local, std::uint64_t round, const Request& request);
 
+  // Which way data goes between the ranks (handoff_tuner.h).
+  HandoffTuner& handoff() { return *handoff_; }
+  // This rank's own scratch, for a piece that is reduced before it is
+  // written to a slot; reused across calls.
+  std::byte* private_scratch(std::size_t bytes) { return private_scratch_.get(bytes); }
+
   // Spinning is pointless when ranks outnumber processors: yield at once.
   void set_yield_at_once(bool value) { yield_at_once_ = value; }
 
@@ -169,6 +177,8 @@ class NodeSegment {
   // The flags last seen of every local rank: monotonic, so a value already
   // seen high enough answers without touching the peer's cache line.
   mutable std::vector<std::uint64_t> seen_[3];
+  std::optional<HandoffTuner> handoff_;
+  ScratchBuffer private_scratch_;
 };
 
 }  // namespace collective::internal

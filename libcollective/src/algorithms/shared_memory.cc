@@ -63,9 +63,16 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
   NodeSegment& segment = NodeSegment::of(request, state);
   NodeWork work{request, segment, request.type, request.op, state.size};
   work.streaming_bytes = streaming_threshold(*state.topology, state.rank);
-  node_all_reduce(work, request.send, request.recv, request.count,
-                  shared_memory_redundant(request.bytes(), *state.topology,
-                                          state.topology->node_of(state.rank)));
+  const bool small = shared_memory_redundant(request.bytes(), *state.topology,
+                                             state.topology->node_of(state.rank));
+  if (request.bytes() <= kInlineBytes) {
+    // Boxes, not slots: nothing to choose.
+    return node_all_reduce(work, request.send, request.recv, request.count, small);
+  }
+  const HandoffTuner::Choice handoff = segment.handoff().choose(request.bytes());
+  work.handoff = handoff.handoff;
+  node_all_reduce(work, request.send, request.recv, request.count, small);
+  segment.handoff().record(handoff, request.bytes());
 }
 
 }  // namespace collective::internal

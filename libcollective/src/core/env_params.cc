@@ -116,6 +116,18 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
                                     4096, kMaxMessage);
   params.shm_small_bytes = read_size(lookup, "COLLECTIVE_SHM_SMALL_BYTES", params.shm_small_bytes,
                                      0, std::numeric_limits<std::size_t>::max());
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_SHM_HANDOFF")) {
+    const std::string text = value;
+    if (text == "auto") {
+      params.shm_handoff = ShmHandoff::kMeasured;
+    } else if (text == "cache") {
+      params.shm_handoff = ShmHandoff::kThroughCache;
+    } else if (text == "memory") {
+      params.shm_handoff = ShmHandoff::kThroughMemory;
+    } else {
+      bad_value("COLLECTIVE_SHM_HANDOFF", value, "one of auto, cache, memory");
+    }
+  }
   if (const char* value = lookup_set(lookup, "COLLECTIVE_RING_PIPELINE_DEPTH")) {
     params.ring_pipeline_depth = static_cast<int>(read_number(
         "COLLECTIVE_RING_PIPELINE_DEPTH", value, 1, 64, "an integer in 1..64"));
