@@ -17,11 +17,12 @@
 
 namespace {
 
-constexpr std::array<const char*, 8> kVariables = {
+constexpr std::array<const char*, 9> kVariables = {
     "COLLECTIVE_TIMEOUT",          "COLLECTIVE_STALL_WARNING",
     "COLLECTIVE_VALIDATE",         "COLLECTIVE_ALGORITHM",
     "COLLECTIVE_RING_SEGMENT_BYTES", "COLLECTIVE_SMALL_MESSAGE_BYTES",
-    "COLLECTIVE_MAX_MESSAGE_BYTES",  "COLLECTIVE_RING_PIPELINE_DEPTH"};
+    "COLLECTIVE_MAX_MESSAGE_BYTES",  "COLLECTIVE_RING_PIPELINE_DEPTH",
+    "COLLECTIVE_SHM_HANDOFF"};
 
 [[noreturn]] void finding(const char* what) {
   std::fprintf(stderr, "env_params_fuzzer: %s\n", what);

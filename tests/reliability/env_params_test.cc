@@ -34,6 +34,7 @@ TEST(EnvParamsTest, Defaults) {
   EXPECT_TRUE(params.validate);
   EXPECT_FALSE(params.forced_algorithm.has_value());
   EXPECT_EQ(params.max_message_bytes, std::size_t{1} << 30);
+  EXPECT_EQ(params.shm_handoff, ShmHandoff::kMeasured);
 }
 
 TEST(EnvParamsTest, AcceptedValues) {
@@ -50,6 +51,9 @@ TEST(EnvParamsTest, AcceptedValues) {
   EXPECT_EQ(params.max_message_bytes, 65536u);
   EXPECT_EQ(params.ring_pipeline_depth, 8);
   EXPECT_TRUE(parse({{"COLLECTIVE_VALIDATE", "1"}}).validate);
+  EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "memory"}}).shm_handoff, ShmHandoff::kThroughMemory);
+  EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "cache"}}).shm_handoff, ShmHandoff::kThroughCache);
+  EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "auto"}}).shm_handoff, ShmHandoff::kMeasured);
 }
 
 TEST(EnvParamsTest, RefusedValues) {
@@ -68,6 +72,7 @@ TEST(EnvParamsTest, RefusedValues) {
     expect_refused("COLLECTIVE_RING_PIPELINE_DEPTH", value);
   }
   expect_refused("COLLECTIVE_ALGORITHM", "fastest");
+  for (const char* value : {"Memory", "nt", "cache "}) expect_refused("COLLECTIVE_SHM_HANDOFF", value);
 }
 
 }  // namespace
