@@ -8,10 +8,15 @@
 namespace collective::internal {
 namespace {
 
-// After the first trials, one call in this many tries the other way: the
-// machine's state lasts seconds to minutes, and a trial of the slower way
-// costs up to 3x one call, so about 3% at worst.
-constexpr std::uint64_t kTrialPeriod = 64;
+// One call in this many, on average, tries the other way: the machine's
+// state lasts seconds to minutes, and a trial of the slower way costs up to
+// 2-3x one call, so a few percent at worst.
+constexpr std::uint64_t kTrialOneIn = 32;
+
+// A class's first call runs on cold buffers (page faults, empty caches):
+// trials and timing start from its call with this index.
+constexpr std::uint64_t kFirstTimedCall = 1;
+constexpr std::uint64_t kFirstTrialCall = 2;
 
 int size_class(std::size_t bytes) {
   if (bytes == 0) return 0;
@@ -22,9 +27,24 @@ Handoff other(Handoff handoff) {
   return handoff == Handoff::kThroughCache ? Handoff::kThroughMemory : Handoff::kThroughCache;
 }
 
+std::uint8_t encode(Handoff handoff) { return static_cast<std::uint8_t>(1 + static_cast<int>(handoff)); }
+
+// 0 (undecided) and anything unexpected read as through the cache.
+Handoff decode(std::uint8_t value) {
+  return value == 2 ? Handoff::kThroughMemory : Handoff::kThroughCache;
+}
+
 double steady_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// splitmix64's finalizer: consecutive call numbers give unrelated bits.
+std::uint64_t mix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
 }
 
 }  // namespace
@@ -39,24 +59,28 @@ HandoffTuner::HandoffTuner(HandoffBoard& board, bool leader, std::optional<Hando
   if (!clock_) clock_ = steady_seconds;
 }
 
-bool HandoffTuner::is_trial(std::uint64_t index) {
-  // 1, 3, 7, 15, 31, 63 (a new class learns fast), then every 64th.
-  if (index < kTrialPeriod) return std::has_single_bit(index + 1) && index > 0;
-  return index % kTrialPeriod == kTrialPeriod - 1;
+bool HandoffTuner::trial_offered(std::uint64_t call) { return mix(call) % kTrialOneIn == 0; }
+
+Handoff HandoffTuner::preferred(int size_class) const {
+  const std::uint8_t own = board_.preferred[size_class].load(std::memory_order_relaxed);
+  return decode(own != 0 ? own : board_.latest.load(std::memory_order_relaxed));
 }
 
 HandoffTuner::Choice HandoffTuner::choose(std::size_t bytes) {
   const int c = size_class(bytes);
-  if (forced_) return Choice{*forced_, c, false, 0.0};
-  ClassState& state = classes_[c];
-  const bool trial = is_trial(state.calls++);
-  const auto preferred = static_cast<Handoff>(
-      board_.preferred[c].load(std::memory_order_relaxed) & 1u);
-  return Choice{trial ? other(preferred) : preferred, c, trial, leader_ ? clock_() : 0.0};
+  if (forced_) return Choice{*forced_, c, false, false, 0.0};
+  const std::uint64_t index = classes_[c].calls++;
+  if (trial_offered(calls_++)) trial_due_ = true;
+  const bool trial = trial_due_ && index >= kFirstTrialCall;
+  if (trial) trial_due_ = false;
+  const bool timed = leader_ && index >= kFirstTimedCall && !after_trial_;
+  after_trial_ = trial;
+  const Handoff way = preferred(c);
+  return Choice{trial ? other(way) : way, c, trial, timed, timed ? clock_() : 0.0};
 }
 
 void HandoffTuner::record(const Choice& choice, std::size_t bytes) {
-  if (forced_ || !leader_ || bytes == 0) return;
+  if (!choice.timed || bytes == 0) return;
   const double cost = (clock_() - choice.started) / static_cast<double>(bytes);
   ClassState& state = classes_[choice.size_class];
   double& measured = state.seconds_per_byte[static_cast<int>(choice.handoff)];
@@ -67,9 +91,10 @@ void HandoffTuner::record(const Choice& choice, std::size_t bytes) {
   const double memory = state.seconds_per_byte[1];
   if (cache == 0 || memory == 0) return;
   const Handoff faster = memory < cache ? Handoff::kThroughMemory : Handoff::kThroughCache;
+  board_.latest.store(encode(faster), std::memory_order_relaxed);
   std::atomic<std::uint8_t>& slot = board_.preferred[choice.size_class];
-  if (static_cast<Handoff>(slot.load(std::memory_order_relaxed)) != faster) {
-    slot.store(static_cast<std::uint8_t>(faster), std::memory_order_relaxed);
+  if (slot.load(std::memory_order_relaxed) != encode(faster)) {
+    slot.store(encode(faster), std::memory_order_relaxed);
     const std::size_t low = std::size_t{1} << choice.size_class;
     COLLECTIVE_LOG(kDebug, "shared_memory: calls of " << low << " to " << 2 * low - 1
                                                       << " B now hand data over "

@@ -18,12 +18,17 @@
 // momentarily use different ways (one read a newer preference than
 // another) are still correct.
 //
-// Choosing: the node's first local rank times every call, by size class
-// (powers of two), and publishes the faster way per class in the segment's
-// board; every rank reads the board when a call starts. The same calls of a
-// class on every rank (calls 1, 3, 7, 15, 31, 63, then every 64th) try the
-// other way, so a change of the machine is noticed: a few percent of the
-// calls, at most, run the slower way.
+// Choosing: the node's first local rank (the leader) times the calls, by
+// size class (powers of two), and publishes the faster way per class in
+// the segment's header page; every rank reads it when a call starts. A
+// class not decided yet takes the way decided last for any class, since a
+// change of the machine moves every size alike (so a sweep over sizes need
+// not learn each one). Now and then a call tries the other way, so that a
+// change is noticed: the first chance (a class's third call; its first is
+// cold and not timed), then one call in 32 on average, at pseudo-random
+// calls (so no pattern of alternating sizes always hands the trials to the
+// same one). Every rank counts the same calls, so all try on the same ones.
+// The call after a trial is not timed (the trial left the caches colder).
 #pragma once
 
 #include <atomic>
@@ -42,10 +47,13 @@ const char* handoff_name(Handoff handoff);
 // Size classes: class c holds calls of [2^c, 2^(c+1)) bytes.
 inline constexpr int kHandoffClasses = 64;
 
-// The leader's published preference per size class. Lives in shared memory;
-// zeroed memory means "through the cache" everywhere.
+// The leader's published preferences. Lives in shared memory; zeroed
+// memory means nothing decided (through the cache).
 struct HandoffBoard {
+  // Per size class: 0 undecided, else 1 + Handoff.
   std::atomic<std::uint8_t> preferred[kHandoffClasses];
+  // The way decided last, for any class (same encoding).
+  std::atomic<std::uint8_t> latest;
 };
 
 class HandoffTuner {
@@ -63,6 +71,7 @@ class HandoffTuner {
     Handoff handoff;
     int size_class;
     bool trial;      // the way not preferred, tried to notice a change
+    bool timed;      // the leader records this call
     double started;  // clock at the choice
   };
 
@@ -71,18 +80,23 @@ class HandoffTuner {
   // The call chosen for has completed (a call that failed is not recorded).
   void record(const Choice& choice, std::size_t bytes);
 
-  // Is call `index` of a size class (0, 1, ...) a trial of the other way?
-  static bool is_trial(std::uint64_t index);
+  // Does the pseudo-random schedule offer a trial at the node's call
+  // number `call` (0, 1, ...)? About one call in 32.
+  static bool trial_offered(std::uint64_t call);
 
  private:
   struct ClassState {
     std::uint64_t calls = 0;
     double seconds_per_byte[2] = {0, 0};  // 0: not measured yet
   };
+  Handoff preferred(int size_class) const;
   HandoffBoard& board_;
   bool leader_;
   std::optional<Handoff> forced_;
   Clock clock_;
+  std::uint64_t calls_ = 0;     // every chosen call of this rank
+  bool trial_due_ = true;       // offered, not yet taken (the class was too new)
+  bool after_trial_ = false;    // the previous call was a trial
   ClassState classes_[kHandoffClasses];
 };
 
