@@ -4,7 +4,8 @@
 # through memory, and measured (COLLECTIVE_SHM_HANDOFF=cache|memory|auto),
 # each beside Open MPI's MPI_Allreduce and the copy bound in the same run.
 # The three ways alternate run by run, ROUNDS times, and each way's runs
-# are split by the machine's state (tests/topology/median_by_machine_state.py).
+# are printed one row per run with the machine's state during it
+# (tests/topology/handoff_table.py).
 #
 #   scripts/measure_handoff.sh [ranks] [build dir]
 #   ROUNDS=3 MIN_BYTES=64K MAX_BYTES=128M REPS=3 RAW_DIR=dir
@@ -36,9 +37,6 @@ for ((round = 1; round <= rounds; ++round)); do
       "$binary" "${arguments[@]}" >"$work/np${ranks}_${way}_run${round}.txt"
   done
 done
-for way in cache memory auto; do
-  echo
-  echo "### $ranks ranks, COLLECTIVE_SHM_HANDOFF=$way: \`${launch[*]} $binary ${arguments[*]}\`, $rounds runs"
-  echo
-  python3 "$root/tests/topology/median_by_machine_state.py" "$work"/np"${ranks}"_"${way}"_run*.txt
-done
+echo "### $ranks ranks: \`COLLECTIVE_SHM_HANDOFF=<way> ${launch[*]} $binary ${arguments[*]}\`"
+echo
+python3 "$root/tests/topology/handoff_table.py" "$work" "$ranks"

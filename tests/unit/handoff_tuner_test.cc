@@ -44,9 +44,9 @@ class HandoffTunerTest : public testing::Test {
   double now_ = 0;
 };
 
-TEST_F(HandoffTunerTest, TrialsAreOfferedAboutOnceInThirtyTwoCalls) {
+TEST_F(HandoffTunerTest, TrialsAreOfferedAboutOnceInSixtyFourCalls) {
   int offered = 0;
-  for (std::uint64_t call = 0; call < 32000; ++call) offered += HandoffTuner::trial_offered(call);
+  for (std::uint64_t call = 0; call < 64000; ++call) offered += HandoffTuner::trial_offered(call);
   EXPECT_GT(offered, 800);
   EXPECT_LT(offered, 1200);
 }
@@ -80,9 +80,9 @@ TEST_F(HandoffTunerTest, LeaderFollowsTheMachineBothWays) {
   ASSERT_GT(moved_after, 0) << "never moved to memory";
   EXPECT_LE(moved_after, 3);
   // The cache recovers, which only a trial can see: back within a few
-  // offers (about 32 calls each).
+  // offers (about 64 calls each).
   int calls = 0;
-  while (published() == kMemory && calls < 400) {
+  while (published() == kMemory && calls < 800) {
     call(tuner, 1e-3, 2e-3);
     ++calls;
   }

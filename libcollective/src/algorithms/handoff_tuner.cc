@@ -11,7 +11,7 @@ namespace {
 // One call in this many, on average, tries the other way: the machine's
 // state lasts seconds to minutes, and a trial of the slower way costs up to
 // 2-3x one call, so a few percent at worst.
-constexpr std::uint64_t kTrialOneIn = 32;
+constexpr std::uint64_t kTrialOneIn = 64;
 
 // A class's first call runs on cold buffers (page faults, empty caches):
 // trials and timing start from its call with this index.

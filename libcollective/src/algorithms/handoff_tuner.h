@@ -25,7 +25,7 @@
 // change of the machine moves every size alike (so a sweep over sizes need
 // not learn each one). Now and then a call tries the other way, so that a
 // change is noticed: the first chance (a class's third call; its first is
-// cold and not timed), then one call in 32 on average, at pseudo-random
+// cold and not timed), then one call in 64 on average, at pseudo-random
 // calls (so no pattern of alternating sizes always hands the trials to the
 // same one). Every rank counts the same calls, so all try on the same ones.
 // The call after a trial is not timed (the trial left the caches colder).
@@ -81,7 +81,7 @@ class HandoffTuner {
   void record(const Choice& choice, std::size_t bytes);
 
   // Does the pseudo-random schedule offer a trial at the node's call
-  // number `call` (0, 1, ...)? About one call in 32.
+  // number `call` (0, 1, ...)? About one call in 64.
   static bool trial_offered(std::uint64_t call);
 
  private:
