@@ -5,24 +5,27 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
+# Each phase's start and the seconds since the script began, so a CI log
+# shows where the time goes.
+phase() { echo "== $1 ($(date +%T), ${SECONDS} s in)"; }
 extra_install=(--with-plot)
 [[ -x scripts/fuzz.sh ]] && extra_install+=(--with-fuzz)
 bash scripts/install_deps.sh "${extra_install[@]}"
 source scripts/mpirun_env.sh
 
-echo "== build"
+phase build
 bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=ON
-echo "== tests"
+phase tests
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 
 if [[ -x scripts/sanitizers.sh ]]; then
-  echo "== sanitizers"
+  phase sanitizers
   bash scripts/sanitizers.sh
 fi
 if [[ -x scripts/fuzz.sh ]]; then
-  echo "== fuzzing"
+  phase fuzzing
   # 10 s per target in CI (fuzz.sh's own default is 20): every seed runs, and
   # the corpus grows across runs of the same checkout.
   FUZZ_SECONDS=${FUZZ_SECONDS:-10} bash scripts/fuzz.sh
 fi
-echo "== all tests passed"
+echo "== all tests passed (${SECONDS} s)"
