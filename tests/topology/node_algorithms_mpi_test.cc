@@ -150,16 +150,23 @@ TEST(SharedMemory, MixedCallsReuseSlotsSafely) {
   ASSERT_TRUE(all_ranks_agree(!HasFailure()));
 }
 
+// `count` floats in [-1, 1), different on every rank: their sum depends on
+// the order of the additions.
+std::vector<float> random_floats(std::size_t count, unsigned seed, int rank) {
+  std::mt19937 random(seed + static_cast<unsigned>(rank));
+  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
+  std::vector<float> values(count);
+  for (float& x : values) x = value(random);
+  return values;
+}
+
 // Random floats: the sum depends on the order, which is fixed, so every
 // rank holds the same bits, and so does a second run.
 TEST(SharedMemory, BitwiseIdenticalOnEveryRankAndRun) {
   Communicator world = Communicator::world();
   for (const Algorithm algorithm : {Algorithm::kSharedMemory, Algorithm::kHierarchical}) {
     for (const std::size_t count : {std::size_t{1000}, std::size_t{300000}}) {
-      std::mt19937 random(static_cast<unsigned>(77 + world.rank()));
-      std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-      std::vector<float> input(count);
-      for (float& x : input) x = value(random);
+      const std::vector<float> input = random_floats(count, 77, world.rank());
       std::vector<float> first(count);
       std::vector<float> second(count);
       AllReduceOptions options;
@@ -186,10 +193,7 @@ TEST(SharedMemory, BitwiseIdenticalOnEveryRankAndRun) {
 TEST(SharedMemory, BitwiseIdenticalWhicheverWayTheSlotsAreHandedOver) {
   for (const std::size_t count : {std::size_t{3000}, std::size_t{200000}, std::size_t{700001}}) {
     Communicator world = Communicator::world();
-    std::mt19937 random(static_cast<unsigned>(5 + world.rank()));
-    std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-    std::vector<float> input(count);
-    for (float& x : input) x = value(random);
+    const std::vector<float> input = random_floats(count, 5, world.rank());
     std::vector<float> first(count);
     std::vector<float> again(count);
     AllReduceOptions options;

@@ -66,7 +66,8 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
   const bool small = shared_memory_redundant(request.bytes(), *state.topology,
                                              state.topology->node_of(state.rank));
   if (request.bytes() <= kInlineBytes) {
-    // Boxes, not slots: nothing to choose.
+    // Latency-bound calls, handed over in the inline boxes when the one-step
+    // form takes them: the handoff way is not worth timing.
     return node_all_reduce(work, request.send, request.recv, request.count, small);
   }
   const HandoffTuner::Choice handoff = segment.handoff().choose(request.bytes());
