@@ -34,7 +34,7 @@ TEST(EnvParamsTest, Defaults) {
   EXPECT_TRUE(params.validate);
   EXPECT_FALSE(params.forced_algorithm.has_value());
   EXPECT_EQ(params.max_message_bytes, std::size_t{1} << 30);
-  EXPECT_EQ(params.shm_handoff, ShmHandoff::kMeasured);
+  EXPECT_EQ(params.shm_handoff, std::nullopt);
 }
 
 TEST(EnvParamsTest, AcceptedValues) {
@@ -51,9 +51,9 @@ TEST(EnvParamsTest, AcceptedValues) {
   EXPECT_EQ(params.max_message_bytes, 65536u);
   EXPECT_EQ(params.ring_pipeline_depth, 8);
   EXPECT_TRUE(parse({{"COLLECTIVE_VALIDATE", "1"}}).validate);
-  EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "memory"}}).shm_handoff, ShmHandoff::kThroughMemory);
-  EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "cache"}}).shm_handoff, ShmHandoff::kThroughCache);
-  EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "auto"}}).shm_handoff, ShmHandoff::kMeasured);
+  EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "memory"}}).shm_handoff, Handoff::kThroughMemory);
+  EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "cache"}}).shm_handoff, Handoff::kThroughCache);
+  EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "auto"}}).shm_handoff, std::nullopt);
 }
 
 TEST(EnvParamsTest, RefusedValues) {

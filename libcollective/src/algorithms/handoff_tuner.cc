@@ -49,10 +49,6 @@ std::uint64_t mix(std::uint64_t x) {
 
 }  // namespace
 
-const char* handoff_name(Handoff handoff) {
-  return handoff == Handoff::kThroughCache ? "through the cache" : "through memory";
-}
-
 HandoffTuner::HandoffTuner(HandoffBoard& board, bool leader, std::optional<Handoff> forced,
                            Clock clock)
     : board_(board), leader_(leader), forced_(forced), clock_(std::move(clock)) {

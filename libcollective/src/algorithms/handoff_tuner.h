@@ -38,11 +38,9 @@
 #include <functional>
 #include <optional>
 
+#include "algorithms/handoff.h"
+
 namespace collective::internal {
-
-enum class Handoff : std::uint8_t { kThroughCache = 0, kThroughMemory = 1 };
-
-const char* handoff_name(Handoff handoff);
 
 // Size classes: class c holds calls of [2^c, 2^(c+1)) bytes.
 inline constexpr int kHandoffClasses = 64;

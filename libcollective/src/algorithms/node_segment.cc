@@ -58,15 +58,6 @@ constexpr std::size_t kHandoffBoardOffset = 256;
 static_assert(kEventOffset + sizeof(SharedEvent) <= kHandoffBoardOffset);
 static_assert(kHandoffBoardOffset + sizeof(HandoffBoard) <= kPage);
 
-std::optional<Handoff> forced_handoff() {
-  switch (env_params().shm_handoff) {
-    case ShmHandoff::kThroughCache: return Handoff::kThroughCache;
-    case ShmHandoff::kThroughMemory: return Handoff::kThroughMemory;
-    case ShmHandoff::kMeasured: break;
-  }
-  return std::nullopt;
-}
-
 struct InputSlot {
   std::atomic<std::uint64_t> round;  // the round this description is for
   std::int64_t pid;
@@ -238,7 +229,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
                              "disagree on COLLECTIVE_SHM_SLOT_BYTES?)");
   }
   segment->handoff_.emplace(*reinterpret_cast<HandoffBoard*>(segment->base_ + kHandoffBoardOffset),
-                            creator, forced_handoff());
+                            creator, env_params().shm_handoff);
   COLLECTIVE_LOG(kDebug, "node segment " << name << ": " << local_size << " ranks, "
                                          << segment->mapped_bytes_ << " bytes, slots of "
                                          << segment->slot_bytes_ << " bytes");

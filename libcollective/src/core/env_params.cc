@@ -119,11 +119,11 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
   if (const char* value = lookup_set(lookup, "COLLECTIVE_SHM_HANDOFF")) {
     const std::string text = value;
     if (text == "auto") {
-      params.shm_handoff = ShmHandoff::kMeasured;
+      params.shm_handoff.reset();
     } else if (text == "cache") {
-      params.shm_handoff = ShmHandoff::kThroughCache;
+      params.shm_handoff = Handoff::kThroughCache;
     } else if (text == "memory") {
-      params.shm_handoff = ShmHandoff::kThroughMemory;
+      params.shm_handoff = Handoff::kThroughMemory;
     } else {
       bad_value("COLLECTIVE_SHM_HANDOFF", value, "one of auto, cache, memory");
     }

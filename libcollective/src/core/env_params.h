@@ -7,13 +7,10 @@
 #include <functional>
 #include <optional>
 
+#include "algorithms/handoff.h"
 #include "collective/algorithm.h"
 
 namespace collective::internal {
-
-// How the shared-memory algorithms hand data between ranks
-// (algorithms/handoff_tuner.h): measured per size class, or forced.
-enum class ShmHandoff { kMeasured, kThroughCache, kThroughMemory };
 
 struct EnvParams {
   // COLLECTIVE_TIMEOUT (seconds, fractional allowed, at most 10^6): default
@@ -51,9 +48,10 @@ struct EnvParams {
   // reduce the whole buffer itself (one flag wait per round instead of
   // two), when the cost model says the duplicated work is cheaper.
   std::size_t shm_small_bytes = 64 * 1024;
-  // COLLECTIVE_SHM_HANDOFF: auto (measured: whichever way is faster now),
-  // cache or memory (always that way; for tests and measurements).
-  ShmHandoff shm_handoff = ShmHandoff::kMeasured;
+  // COLLECTIVE_SHM_HANDOFF: auto (none here: the way is measured, see
+  // algorithms/handoff_tuner.h), cache or memory (always that way; for
+  // tests and measurements).
+  std::optional<Handoff> shm_handoff;
 };
 
 // Looks up one variable: the value, or nullptr when unset.
