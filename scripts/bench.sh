@@ -12,7 +12,5 @@ bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=OFF
 np=${NP:-2}
 args=("$@")
 [[ ${#args[@]} -eq 0 ]] && args=(-b 8 -e 128M -f 8 -a all --baseline mpi -c 1)
-# One core per rank where there are enough cores; otherwise no binding.
-binding=(--bind-to core)
-(( np > $(nproc) )) && binding=(--bind-to none)
+read -ra binding <<<"$(binding_for "$np")"
 exec mpirun -np "$np" "${binding[@]}" build/bench/collective_bench "${args[@]}"

@@ -24,11 +24,8 @@ else
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
 fi
-if ((ranks <= $(nproc))); then
-  launch=(mpirun -np "$ranks" --bind-to core)
-else
-  launch=(mpirun -np "$ranks" --oversubscribe --bind-to none)
-fi
+read -ra binding <<<"$(binding_for "$ranks")"
+launch=(mpirun -np "$ranks" "${binding[@]}")
 arguments=(--reps "${REPS:-3}" --seconds 0.02 --min-bytes "${MIN_BYTES:-64K}"
            --max-bytes "${MAX_BYTES:-128M}" --algorithms shared_memory)
 for ((round = 1; round <= rounds; ++round)); do

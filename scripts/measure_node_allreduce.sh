@@ -29,11 +29,7 @@ else
 fi
 
 launch() {  # ranks
-  if (($1 <= $(nproc))); then
-    echo "mpirun -np $1 --bind-to core"
-  else
-    echo "mpirun -np $1 --oversubscribe --bind-to none"
-  fi
+  echo "mpirun -np $1 $(binding_for "$1")"
 }
 
 for ((run = 1; run <= runs; ++run)); do

@@ -3,3 +3,10 @@
 export OMPI_ALLOW_RUN_AS_ROOT=1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_rmaps_base_oversubscribe=1
+
+# The binding for N ranks on this machine: one core each where there are
+# enough cores, else none (more ranks than cores share them; Open MPI would
+# refuse to bind two ranks to one core). Prints the mpirun flags.
+binding_for() {
+  if (($1 <= $(nproc))); then echo "--bind-to core"; else echo "--oversubscribe --bind-to none"; fi
+}

@@ -37,8 +37,7 @@ out=$(cd "$out" && pwd)
 [[ -x $bench ]] || { echo "rules_before_after: no $bench (build first: scripts/build.sh)" >&2; exit 2; }
 [[ $form == out-of-place || $form == in-place ]] || { echo "rules_before_after: FORM is out-of-place or in-place" >&2; exit 2; }
 
-binding=(--bind-to core)
-(( np > $(nproc) )) && binding=(--oversubscribe --bind-to none)
+read -ra binding <<<"$(binding_for "$np")"
 sizes=(-C all_reduce -d float32 -o sum -b "${MIN_BYTES:-8}" -e "${MAX_BYTES:-64M}" -f 2
        -w "${WARMUP:-5}" --progress off)
 sweep=("${sizes[@]}" -n "${ITERS:-20}")
