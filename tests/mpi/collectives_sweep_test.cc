@@ -12,9 +12,11 @@ namespace collective {
 namespace {
 
 using testing::TypedBuffer;
-using testing::check_elements;
+using testing::check_periodic;
 using testing::expected_value;
+using testing::fill_periodic;
 using testing::input_value;
+using testing::value_period;
 
 const std::vector<std::size_t> kCounts = {0, 1, 7, 1023, (std::size_t{1} << 20) + 3};
 const std::vector<DataType> kTypes = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
@@ -56,7 +58,9 @@ TEST_F(SweepTest, AllReduce) {
             TypedBuffer send(type, count);
             TypedBuffer recv(type, count);
             recv.poison();
-            for (std::size_t i = 0; i < count; ++i) send.set(i, input_value(op, type, rank, i));
+            const std::size_t period = value_period(op);
+            fill_periodic(send, 0, count, period,
+                          [&](std::size_t i) { return input_value(op, type, rank, i); });
             AllReduceOptions options;
             options.op = op;
             options.algorithm = algorithm;
@@ -66,7 +70,7 @@ TEST_F(SweepTest, AllReduce) {
               comm.all_reduce(send.data(), recv.data(), count, type, options);
             }
             const TypedBuffer& result = in_place ? send : recv;
-            ASSERT_TRUE(check_elements(result, 0, count, rank, [&](std::size_t i) {
+            ASSERT_TRUE(check_periodic(result, 0, count, rank, period, [&](std::size_t i) {
               return expected_value(op, type, size, i);
             }));
             if (algorithm != Algorithm::kAuto) EXPECT_EQ(comm.last_algorithm(), algorithm);
@@ -88,7 +92,9 @@ TEST_F(SweepTest, ReduceScatter) {
             TypedBuffer send(type, total);
             TypedBuffer recv(type, count);
             recv.poison();
-            for (std::size_t i = 0; i < total; ++i) send.set(i, input_value(op, type, rank, i));
+            const std::size_t period = value_period(op);
+            fill_periodic(send, 0, total, period,
+                          [&](std::size_t i) { return input_value(op, type, rank, i); });
             ReduceScatterOptions options;
             options.op = op;
             options.algorithm = algorithm;
@@ -98,8 +104,8 @@ TEST_F(SweepTest, ReduceScatter) {
             } else {
               comm.reduce_scatter(send.data(), recv.data(), count, type, options);
             }
-            ASSERT_TRUE(check_elements(in_place ? send : recv, in_place ? own : 0, count, rank,
-                                       [&](std::size_t i) {
+            ASSERT_TRUE(check_periodic(in_place ? send : recv, in_place ? own : 0, count, rank,
+                                       period, [&](std::size_t i) {
                                          return expected_value(op, type, size, own + i);
                                        }));
           }
@@ -119,22 +125,25 @@ TEST_F(SweepTest, AllGather) {
           TypedBuffer send(type, count);
           TypedBuffer recv(type, total);
           recv.poison();
-          auto value = [&](int from, std::size_t i) {
-            return input_value(ReduceOp::kMax, type, from, i);
+          const std::size_t period = value_period(ReduceOp::kMax);
+          auto values_of = [&](int from) {
+            return [&, from](std::size_t i) { return input_value(ReduceOp::kMax, type, from, i); };
           };
           const std::size_t own = static_cast<std::size_t>(rank) * count;
           AllGatherOptions options;
           options.algorithm = algorithm;
           if (in_place) {
-            for (std::size_t i = 0; i < count; ++i) recv.set(own + i, value(rank, i));
+            fill_periodic(recv, own, count, period, values_of(rank));
             comm.all_gather(recv.at(own), recv.data(), count, type, options);
           } else {
-            for (std::size_t i = 0; i < count; ++i) send.set(i, value(rank, i));
+            fill_periodic(send, 0, count, period, values_of(rank));
             comm.all_gather(send.data(), recv.data(), count, type, options);
           }
-          ASSERT_TRUE(check_elements(recv, 0, total, rank, [&](std::size_t i) {
-            return value(static_cast<int>(i / count), i % count);
-          }));
+          for (int from = 0; from < size; ++from) {
+            SCOPED_TRACE("block of rank " + std::to_string(from));
+            ASSERT_TRUE(check_periodic(recv, static_cast<std::size_t>(from) * count, count, rank,
+                                       period, values_of(from)));
+          }
         }
       }
     }
@@ -151,14 +160,13 @@ TEST_F(SweepTest, Broadcast) {
           TypedBuffer buffer(type, count);
           buffer.poison();
           auto value = [&](std::size_t i) { return input_value(ReduceOp::kMax, type, root, i); };
-          if (rank == root) {
-            for (std::size_t i = 0; i < count; ++i) buffer.set(i, value(i));
-          }
+          const std::size_t period = value_period(ReduceOp::kMax);
+          if (rank == root) fill_periodic(buffer, 0, count, period, value);
           BroadcastOptions options;
           options.algorithm = algorithm;
           options.root = root;
           comm.broadcast(buffer.data(), count, type, options);
-          ASSERT_TRUE(check_elements(buffer, 0, count, rank, value));
+          ASSERT_TRUE(check_periodic(buffer, 0, count, rank, period, value));
         }
       }
     }
@@ -177,7 +185,9 @@ TEST_F(SweepTest, Reduce) {
               TypedBuffer send(type, count);
               TypedBuffer recv(type, count);
               recv.poison();
-              for (std::size_t i = 0; i < count; ++i) send.set(i, input_value(op, type, rank, i));
+              const std::size_t period = value_period(op);
+              fill_periodic(send, 0, count, period,
+                            [&](std::size_t i) { return input_value(op, type, rank, i); });
               ReduceOptions options;
               options.op = op;
               options.algorithm = algorithm;
@@ -186,7 +196,7 @@ TEST_F(SweepTest, Reduce) {
               comm.reduce(send.data(), use_in_place ? send.data() : recv.data(), count, type,
                           options);
               if (rank == root) {
-                ASSERT_TRUE(check_elements(use_in_place ? send : recv, 0, count, rank,
+                ASSERT_TRUE(check_periodic(use_in_place ? send : recv, 0, count, rank, period,
                                            [&](std::size_t i) {
                                              return expected_value(op, type, size, i);
                                            }));
@@ -197,6 +207,39 @@ TEST_F(SweepTest, Reduce) {
       }
     }
   }
+}
+
+// The sweeps fill and check a period at a time: the inputs must repeat.
+TEST(SweepValues, InputsRepeatWithTheirPeriod) {
+  for (DataType type : kTypes) {
+    for (ReduceOp op : kOps) {
+      const std::size_t period = value_period(op);
+      for (int from = 0; from < 4; ++from) {
+        for (std::size_t i = 0; i < 3 * period; ++i) {
+          ASSERT_EQ(input_value(op, type, from, i), input_value(op, type, from, i + period))
+              << to_string(type) << " " << to_string(op) << " rank " << from << " index " << i;
+        }
+      }
+    }
+  }
+}
+
+// A wrong element found by the periodic check is reported as check_elements
+// reports it.
+TEST(SweepValues, PeriodicCheckFindsOneWrongElement) {
+  TypedBuffer buffer(DataType::kFloat32, 1000);
+  auto value = [](std::size_t i) { return input_value(ReduceOp::kSum, DataType::kFloat32, 1, i); };
+  fill_periodic(buffer, 0, 1000, value_period(ReduceOp::kSum), value);
+  EXPECT_TRUE(check_periodic(buffer, 0, 1000, 0, value_period(ReduceOp::kSum), value));
+  buffer.set(777, 1000.0);
+  const ::testing::AssertionResult result =
+      check_periodic(buffer, 0, 1000, 0, value_period(ReduceOp::kSum), value);
+  ASSERT_FALSE(result);
+  EXPECT_NE(std::string(result.message()).find("1 of 1000 elements wrong"), std::string::npos);
+  EXPECT_NE(std::string(result.message()).find("index 777: expected " +
+                                               std::to_string(static_cast<int>(value(777)))),
+            std::string::npos)
+      << result.message();
 }
 
 TEST_F(SweepTest, Barrier) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -129,9 +130,38 @@ inline double expected_value(ReduceOp op, DataType type, int size, std::size_t i
   if (type == DataType::kFloat64) return acc / size;
   // float32 arithmetic, then the storage type's rounding.
   const float mean = static_cast<float>(acc) / static_cast<float>(size);
-  TypedBuffer rounded(type, 1);
-  rounded.set(0, mean);
-  return rounded.get(0);
+  std::byte rounded[8];
+  TypedBuffer::store(type, rounded, 0, mean);
+  return TypedBuffer::load(type, rounded, 0);
+}
+
+// input_value, and so expected_value, repeat along the index with this
+// period (the moduli above): the helpers below work a period at a time,
+// which keeps sweeps over millions of elements quick.
+inline std::size_t value_period(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+    case ReduceOp::kMean: return 11;
+    case ReduceOp::kProd: return 5;
+    case ReduceOp::kMin:
+    case ReduceOp::kMax: return 101;
+  }
+  return 1;
+}
+
+// Sets elements offset .. offset+count-1 to value(0) .. value(count-1), for
+// a value(i) that repeats every `period` indices: one period is converted,
+// then copied along.
+template <typename Value>
+void fill_periodic(TypedBuffer& buffer, std::size_t offset, std::size_t count, std::size_t period,
+                   Value value) {
+  const std::size_t element = element_size(buffer.type());
+  TypedBuffer pattern(buffer.type(), period);
+  for (std::size_t i = 0; i < period && i < count; ++i) pattern.set(i, value(i));
+  for (std::size_t first = 0; first < count; first += period) {
+    const std::size_t length = std::min(period, count - first);
+    std::memcpy(buffer.at(offset + first), pattern.data(), length * element);
+  }
 }
 
 // Compares every element; reports up to 5 mismatches and the total, each
@@ -156,6 +186,31 @@ template <typename Expected>
   if (wrong == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << wrong << " of " << count << " elements wrong"
                                        << report.str();
+}
+
+// check_elements for an expected(i) that repeats every `period` indices:
+// compares the bytes a period at a time against the expected values'
+// encoding, and hands over to check_elements (same verdict, same report)
+// when any differ or when an expected value has no exact encoding.
+template <typename Expected>
+::testing::AssertionResult check_periodic(const TypedBuffer& actual, std::size_t offset,
+                                          std::size_t count, int rank, std::size_t period,
+                                          Expected expected) {
+  const std::size_t element = element_size(actual.type());
+  TypedBuffer pattern(actual.type(), period);
+  for (std::size_t i = 0; i < period && i < count; ++i) {
+    const double want = expected(i);
+    pattern.set(i, want);
+    if (!(pattern.get(i) == want)) return check_elements(actual, offset, count, rank, expected);
+  }
+  const auto* bytes = static_cast<const std::byte*>(actual.data());
+  for (std::size_t first = 0; first < count; first += period) {
+    const std::size_t length = std::min(period, count - first);
+    if (std::memcmp(bytes + (offset + first) * element, pattern.data(), length * element) != 0) {
+      return check_elements(actual, offset, count, rank, expected);
+    }
+  }
+  return ::testing::AssertionSuccess();
 }
 
 }  // namespace collective::testing
