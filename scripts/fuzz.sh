@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzzing job of CI (scripts/test.sh calls this when it exists): builds the
 # libFuzzer targets of tests/fuzz with clang into build-fuzz and runs each
-# for FUZZ_SECONDS (20 by default), starting from the seeds in
+# for FUZZ_SECONDS (20 by default), one per core at a time, starting from the seeds in
 # tests/fuzz/corpus/<target>/ plus what earlier runs found (kept in
 # build-fuzz/corpus/). A crash, a sanitizer report or a broken invariant
 # fails the job, naming the target and the input saved under
@@ -29,16 +29,17 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 # own XML parser instead, keeping leak detection on for the library's code.
 export HWLOC_LIBXML=0
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-failed=()
-while read -r target; do
-  [[ -n $target ]] || continue
-  corpus=$build/corpus/$target
+# One target, its log in build-fuzz/<target>.log; a failure leaves
+# build-fuzz/<target>.failed behind.
+run_target() {
+  local target=$1
+  local corpus=$build/corpus/$target
   mkdir -p "$corpus"
-  seeds=()
+  local seeds=()
   [[ -d $root/tests/fuzz/corpus/$target ]] && seeds=("$root/tests/fuzz/corpus/$target")
   # tests/fuzz/<target>.options: extra libFuzzer flags for one target (a
   # later flag overrides an earlier one), with a comment saying why.
-  extra=()
+  local extra=()
   if [[ -f $root/tests/fuzz/$target.options ]]; then
     mapfile -t extra < <(grep -v '^#' "$root/tests/fuzz/$target.options" | grep -v '^$')
   fi
@@ -46,12 +47,30 @@ while read -r target; do
   if ! "$build/$target" "$corpus" "${seeds[@]}" -max_total_time="$seconds" -timeout=5 "${extra[@]}" \
        -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix="$build/artifacts/$target-" \
        >"$build/$target.log" 2>&1; then
+    touch "$build/$target.failed"
+  fi
+}
+
+# A fuzzer uses one core: run as many at once as there are cores.
+parallel=$(nproc)
+mapfile -t targets <"$build/fuzzers.txt"
+rm -f "$build"/*.failed
+for target in "${targets[@]}"; do
+  [[ -n $target ]] || continue
+  while (($(jobs -rp | wc -l) >= parallel)); do wait -n || true; done
+  run_target "$target" &
+done
+wait
+failed=()
+for target in "${targets[@]}"; do
+  [[ -n $target ]] || continue
+  if [[ -f $build/$target.failed ]]; then
     tail -40 "$build/$target.log" >&2
     failed+=("$target")
   else
-    grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$build/$target.log" | tail -1 || true
+    echo "-- fuzz: $target: $(grep -E "stat::number_of_executed_units|Done [0-9]+ runs" "$build/$target.log" | tail -1 || true)"
   fi
-done <"$build/fuzzers.txt"
+done
 if ((${#failed[@]})); then
   echo "fuzz.sh: FAILED: ${failed[*]} (inputs in $build/artifacts/)" >&2
   exit 1
