@@ -31,32 +31,51 @@ sanitizer_build_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo
                        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG"
                        "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG")
 
-configure_and_build() {  # folder, sanitizers, extra cmake args...
+configure() {  # folder, sanitizers, extra cmake args...
   local folder=$1 sanitizers=$2
   shift 2
-  echo "-- sanitizers: building $folder (COLLECTIVE_SANITIZE=$sanitizers)"
+  echo "-- sanitizers: configuring $folder (COLLECTIVE_SANITIZE=$sanitizers)"
   cmake -S "$root" -B "$root/$folder" "${sanitizer_build_flags[@]}" \
     -DCOLLECTIVE_SANITIZE="$sanitizers" -DCOLLECTIVE_BUILD_TESTS=ON -DCOLLECTIVE_BUILD_BENCH=OFF \
     "$@" >/dev/null
-  cmake --build "$root/$folder" -j "$jobs"
+}
+
+# The targets whose executables the tests that `ctest <selection>` picks
+# run, so that an instrumented build compiles those and not the benchmarks
+# and multi-gigabyte tests beside them.
+targets_of_tests() {  # folder, ctest selection...
+  local folder=$root/$1
+  shift
+  comm -12 <(ctest --test-dir "$folder" -N -V "$@" | grep -o "$folder/[^\"' ]*" | sed 's#.*/##' | sort -u) \
+           <(cmake --build "$folder" --target help | sed -n 's/^\.\.\. \([^ ]*\).*/\1/p' | sort -u)
 }
 
 if [[ " $selected " == *" asan "* ]]; then
-  configure_and_build build-asan "address;undefined"
+  configure build-asan "address;undefined"
+  asan_reliability=(-L reliability -LE "large|load|fault")
+  asan_others=(-L "unit|mpi|strategies" -LE "large|load|reliability")
+  mapfile -t asan_targets < <(targets_of_tests build-asan "${asan_reliability[@]}"
+                              targets_of_tests build-asan "${asan_others[@]}")
+  if ((${#asan_targets[@]} == 0)); then
+    echo "sanitizers.sh: no test executables found in build-asan" >&2
+    exit 1
+  fi
+  echo "-- sanitizers: building ${#asan_targets[@]} test targets in build-asan"
+  cmake --build "$root/build-asan" -j "$jobs" --target "${asan_targets[@]}"
   # The fault scenarios (label `fault`: real processes killed, stopped or
   # starved, serial and seconds long each) run in the normal build; the
   # same waits, aborts and timeouts run instrumented in the reliability
   # tests here. Leaving them out keeps CI well under 15 minutes.
   echo "-- sanitizers: address;undefined: reliability tests (without the fault scenarios)"
   ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" --timeout 600 \
-    -L reliability -LE "large|load|fault"
+    "${asan_reliability[@]}"
   # The exhaustive sweeps take many minutes under ASan; every algorithm and
   # collective still runs instrumented in the reliability tests above
   # (boundary counts, numerics), so here they are filtered out.
   echo "-- sanitizers: address;undefined: unit, mpi and strategies tests (without the sweeps)"
   GTEST_FILTER=${SANITIZER_GTEST_FILTER:--SweepTest.*:DeterminismTest.*:LargeCountTest.*} \
     ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" --timeout 600 \
-    -L "unit|mpi|strategies" -LE "large|load|reliability"
+    "${asan_others[@]}"
 fi
 
 if [[ " $selected " == *" tsan "* ]]; then
