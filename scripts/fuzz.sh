@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fuzzing job of CI (scripts/test.sh calls this when it exists): builds the
 # libFuzzer targets of tests/fuzz with clang into build-fuzz and runs each
-# for FUZZ_SECONDS (20 by default), one per core at a time, starting from the seeds in
-# tests/fuzz/corpus/<target>/ plus what earlier runs found (kept in
-# build-fuzz/corpus/). A crash, a sanitizer report or a broken invariant
+# for FUZZ_SECONDS (20 by default), one per core at a time, starting from
+# the seeds in tests/fuzz/corpus/<target>/ plus what earlier runs found
+# (kept in build-fuzz/corpus/). A crash, a sanitizer report or a broken invariant
 # fails the job, naming the target and the input saved under
 # build-fuzz/artifacts/. Needs clang and libclang-rt-14-dev
 # (scripts/install_deps.sh --with-fuzz).

@@ -83,21 +83,18 @@ if [[ " $selected " == *" tsan "* ]]; then
     # TSan needs the whole process instrumented; MPI is not, so only the
     # strategies tests that run without MPI are meaningful here.
     # Only the targets those tests need are built.
-    echo "-- sanitizers: configuring build-tsan (COLLECTIVE_SANITIZE=thread)"
-    cmake -S "$root" -B "$root/build-tsan" "${sanitizer_build_flags[@]}" \
-      -DCOLLECTIVE_SANITIZE=thread -DCOLLECTIVE_BUILD_TESTS=ON -DCOLLECTIVE_BUILD_BENCH=OFF \
-      -DCOLLECTIVE_BUILD_STRATEGIES=ON >/dev/null
-    mapfile -t tsan_tests < <(ctest --test-dir "$root/build-tsan" -N -L unit -R '^strategies_' |
-                              sed -n 's/^ *Test *#[0-9]*: //p')
-    if ((${#tsan_tests[@]} == 0)); then
+    configure build-tsan thread -DCOLLECTIVE_BUILD_STRATEGIES=ON
+    tsan_selection=(-L unit -R '^strategies_')
+    mapfile -t tsan_targets < <(targets_of_tests build-tsan "${tsan_selection[@]}")
+    if ((${#tsan_targets[@]} == 0)); then
       echo "sanitizers.sh: no strategies unit tests found in build-tsan" >&2
       exit 1
     fi
-    cmake --build "$root/build-tsan" -j "$jobs" --target "${tsan_tests[@]}"
-    echo "-- sanitizers: thread: ${tsan_tests[*]}"
+    cmake --build "$root/build-tsan" -j "$jobs" --target "${tsan_targets[@]}"
+    echo "-- sanitizers: thread: ${tsan_targets[*]}"
     export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
     ctest --test-dir "$root/build-tsan" --output-on-failure -j "$jobs" --timeout 600 \
-      -L unit -R '^strategies_'
+      "${tsan_selection[@]}"
   else
     echo "-- sanitizers: thread: skipped (no tests/strategies in this tree)"
   fi

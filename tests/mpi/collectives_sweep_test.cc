@@ -225,21 +225,29 @@ TEST(SweepValues, InputsRepeatWithTheirPeriod) {
 }
 
 // A wrong element found by the periodic check is reported as check_elements
-// reports it.
+// reports it, within the first block of periods and beyond it.
 TEST(SweepValues, PeriodicCheckFindsOneWrongElement) {
-  TypedBuffer buffer(DataType::kFloat32, 1000);
   auto value = [](std::size_t i) { return input_value(ReduceOp::kSum, DataType::kFloat32, 1, i); };
-  fill_periodic(buffer, 0, 1000, value_period(ReduceOp::kSum), value);
-  EXPECT_TRUE(check_periodic(buffer, 0, 1000, 0, value_period(ReduceOp::kSum), value));
-  buffer.set(777, 1000.0);
-  const ::testing::AssertionResult result =
-      check_periodic(buffer, 0, 1000, 0, value_period(ReduceOp::kSum), value);
-  ASSERT_FALSE(result);
-  EXPECT_NE(std::string(result.message()).find("1 of 1000 elements wrong"), std::string::npos);
-  EXPECT_NE(std::string(result.message()).find("index 777: expected " +
-                                               std::to_string(static_cast<int>(value(777)))),
-            std::string::npos)
-      << result.message();
+  const std::size_t period = value_period(ReduceOp::kSum);
+  for (const std::size_t count : {std::size_t{1000}, std::size_t{100000}}) {
+    SCOPED_TRACE("count " + std::to_string(count));
+    TypedBuffer buffer(DataType::kFloat32, count);
+    fill_periodic(buffer, 0, count, period, value);
+    EXPECT_TRUE(check_periodic(buffer, 0, count, 0, period, value));
+    const std::size_t wrong_index = count * 7 / 9;
+    buffer.set(wrong_index, 1000.0);
+    const ::testing::AssertionResult result = check_periodic(buffer, 0, count, 0, period, value);
+    ASSERT_FALSE(result);
+    EXPECT_NE(std::string(result.message()).find("1 of " + std::to_string(count) +
+                                                 " elements wrong"),
+              std::string::npos)
+        << result.message();
+    EXPECT_NE(std::string(result.message()).find(
+                  "index " + std::to_string(wrong_index) + ": expected " +
+                  std::to_string(static_cast<int>(value(wrong_index)))),
+              std::string::npos)
+        << result.message();
+  }
 }
 
 TEST_F(SweepTest, Barrier) {

@@ -2,66 +2,45 @@
 // MPI counts are int, so every algorithm must split its transfers.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cstdint>
-#include <cstring>
-#include <cstdlib>
-#include <memory>
-#include <vector>
+#include <cstddef>
+#include <string>
 
 #include "collective/collective.h"
+#include "typed_buffer.h"
 
 namespace collective {
 namespace {
 
-// Element i of rank r holds (i + r) % 7, so inputs and sums repeat every 7
-// elements: fill and check copy and compare whole blocks of that pattern,
-// which keeps 2 GiB per pass at memory speed.
-constexpr std::size_t kPeriod = 7;
-constexpr std::size_t kBlock = kPeriod * 4096;
+using testing::TypedBuffer;
+using testing::check_periodic;
+using testing::fill_periodic;
 
-std::vector<std::int8_t> block_of(int first_rank, int ranks) {
-  std::vector<std::int8_t> block(kBlock);
-  for (std::size_t i = 0; i < kBlock; ++i) {
-    int sum = 0;
-    for (int r = first_rank; r < first_rank + ranks; ++r) {
-      sum += static_cast<int>((i + static_cast<std::size_t>(r)) % kPeriod);
-    }
-    block[i] = static_cast<std::int8_t>(sum);
-  }
-  return block;
-}
+// Element i of rank r holds (i + r) % 7, so inputs and sums repeat every 7
+// elements and fill and check work a block of periods at a time, which
+// keeps 2 GiB per pass at memory speed.
+constexpr std::size_t kPeriod = 7;
 
 TEST(LargeCountTest, AllReduceAbove2To31Elements) {
   auto comm = Communicator::world();
   const std::size_t count = (std::size_t{1} << 31) + 77;
-  std::unique_ptr<std::int8_t[]> buffer(new std::int8_t[count]);
+  TypedBuffer buffer(DataType::kInt8, count);
   const int rank = comm.rank();
-  const std::vector<std::int8_t> input = block_of(rank, 1);
-  const std::vector<std::int8_t> expected = block_of(0, comm.size());
+  const int size = comm.size();
+  auto value = [](int r, std::size_t i) {
+    return static_cast<double>((i + static_cast<std::size_t>(r)) % kPeriod);
+  };
+  auto expected = [&](std::size_t i) {
+    double sum = 0;
+    for (int r = 0; r < size; ++r) sum += value(r, i);
+    return sum;
+  };
   for (Algorithm algorithm : {Algorithm::kRing, Algorithm::kMpi, Algorithm::kRecursiveDoubling}) {
     SCOPED_TRACE(std::string(to_string(algorithm)));
-    for (std::size_t first = 0; first < count; first += kBlock) {
-      std::memcpy(buffer.get() + first, input.data(), std::min(kBlock, count - first));
-    }
+    fill_periodic(buffer, 0, count, kPeriod, [&](std::size_t i) { return value(rank, i); });
     AllReduceOptions options;
     options.algorithm = algorithm;
-    comm.all_reduce(buffer.get(), buffer.get(), count, DataType::kInt8, options);
-    std::size_t wrong = 0;
-    std::size_t first_wrong = 0;
-    for (std::size_t first = 0; first < count; first += kBlock) {
-      const std::size_t length = std::min(kBlock, count - first);
-      if (std::memcmp(buffer.get() + first, expected.data(), length) == 0) continue;
-      for (std::size_t i = 0; i < length; ++i) {
-        if (buffer[first + i] == expected[i]) continue;
-        if (wrong == 0) first_wrong = first + i;
-        ++wrong;
-      }
-    }
-    EXPECT_EQ(wrong, 0u) << "rank " << rank << ": first wrong index " << first_wrong << " (of "
-                         << count << "): expected "
-                         << static_cast<int>(expected[first_wrong % kBlock]) << ", actual "
-                         << static_cast<int>(buffer[first_wrong]);
+    comm.all_reduce(buffer.data(), buffer.data(), count, DataType::kInt8, options);
+    EXPECT_TRUE(check_periodic(buffer, 0, count, rank, kPeriod, expected));
   }
 }
 

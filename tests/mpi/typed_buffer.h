@@ -149,17 +149,26 @@ inline std::size_t value_period(ReduceOp op) {
   return 1;
 }
 
+// Elements the periodic helpers convert once and then copy or compare
+// along: whole periods, at least a few thousand elements (short periods
+// would otherwise mean one tiny memcpy per period).
+inline std::size_t periodic_block(std::size_t period, std::size_t count) {
+  const std::size_t periods = std::max<std::size_t>(1, 4096 / period);
+  return std::min(period * periods, count);
+}
+
 // Sets elements offset .. offset+count-1 to value(0) .. value(count-1), for
-// a value(i) that repeats every `period` indices: one period is converted,
-// then copied along.
+// a value(i) that repeats every `period` indices: one block of whole periods
+// is converted, then copied along.
 template <typename Value>
 void fill_periodic(TypedBuffer& buffer, std::size_t offset, std::size_t count, std::size_t period,
                    Value value) {
   const std::size_t element = element_size(buffer.type());
-  TypedBuffer pattern(buffer.type(), period);
-  for (std::size_t i = 0; i < period && i < count; ++i) pattern.set(i, value(i));
-  for (std::size_t first = 0; first < count; first += period) {
-    const std::size_t length = std::min(period, count - first);
+  const std::size_t block = periodic_block(period, count);
+  TypedBuffer pattern(buffer.type(), block);
+  for (std::size_t i = 0; i < block; ++i) pattern.set(i, value(i));
+  for (std::size_t first = 0; first < count; first += block) {
+    const std::size_t length = std::min(block, count - first);
     std::memcpy(buffer.at(offset + first), pattern.data(), length * element);
   }
 }
@@ -189,23 +198,24 @@ template <typename Expected>
 }
 
 // check_elements for an expected(i) that repeats every `period` indices:
-// compares the bytes a period at a time against the expected values'
-// encoding, and hands over to check_elements (same verdict, same report)
-// when any differ or when an expected value has no exact encoding.
+// compares the bytes a block of whole periods at a time against the expected
+// values' encoding, and hands over to check_elements (same verdict, same
+// report) when any differ or when an expected value has no exact encoding.
 template <typename Expected>
 ::testing::AssertionResult check_periodic(const TypedBuffer& actual, std::size_t offset,
                                           std::size_t count, int rank, std::size_t period,
                                           Expected expected) {
   const std::size_t element = element_size(actual.type());
-  TypedBuffer pattern(actual.type(), period);
-  for (std::size_t i = 0; i < period && i < count; ++i) {
+  const std::size_t block = periodic_block(period, count);
+  TypedBuffer pattern(actual.type(), block);
+  for (std::size_t i = 0; i < block; ++i) {
     const double want = expected(i);
     pattern.set(i, want);
     if (!(pattern.get(i) == want)) return check_elements(actual, offset, count, rank, expected);
   }
   const auto* bytes = static_cast<const std::byte*>(actual.data());
-  for (std::size_t first = 0; first < count; first += period) {
-    const std::size_t length = std::min(period, count - first);
+  for (std::size_t first = 0; first < count; first += block) {
+    const std::size_t length = std::min(block, count - first);
     if (std::memcmp(bytes + (offset + first) * element, pattern.data(), length * element) != 0) {
       return check_elements(actual, offset, count, rank, expected);
     }

@@ -30,12 +30,11 @@ TEST(RealBoundaryTest, AllGatherOfTwoToThe31Bytes) {
     AllGatherOptions options;
     options.algorithm = algorithm;
     comm.all_gather(own, buffer.get(), block, DataType::kInt8, options);
-    // Counted without a branch (the loop vectorizes); the first wrong
-    // index is looked for only when there is one.
     std::size_t wrong = 0;
-    for (std::size_t i = 0; i < total; ++i) wrong += buffer[i] != value(i) ? 1 : 0;
     std::size_t first = 0;
-    while (wrong != 0 && buffer[first] == value(first)) ++first;
+    for (std::size_t i = 0; i < total; ++i) {
+      if (buffer[i] != value(i) && wrong++ == 0) first = i;
+    }
     EXPECT_EQ(wrong, 0u) << "rank " << comm.rank() << ": first wrong index " << first << " of "
                          << total << ": expected " << static_cast<int>(value(first))
                          << ", actual " << static_cast<int>(buffer[first]);
