@@ -154,6 +154,42 @@ TEST_F(NumericsTest, NaNAndInfinitiesPerOp) {
   EXPECT_GT(checked, 0);
 }
 
+// -0 and +0 compare equal, so MIN and MAX must pick by sign to agree on
+// every rank whatever the operand order (recursive doubling combines in a
+// different order on each side of an exchange): MIN gives -0, MAX +0 when
+// both signs are present, the input's sign when only one is.
+TEST_F(NumericsTest, SignedZerosGiveTheSameBitsOnEveryRank) {
+  const int size = comm.size();
+  // Element 0: -0 on even ranks, +0 on odd ones; element 1 the other way
+  // round; element 2: -0 everywhere; element 3: +0 everywhere.
+  auto value = [](int r, std::size_t i) {
+    const bool negative = i == 2 || (i == 0 && r % 2 == 0) || (i == 1 && r % 2 == 1);
+    return negative ? -0.0 : 0.0;
+  };
+  std::vector<Case> cases = reducing_cases();
+  cases.push_back({Algorithm::kSharedMemory, CollectiveKind::kAllReduce});
+  for (const Case& c : cases) {
+    for (DataType type : kFloatTypes) {
+      for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
+        SCOPED_TRACE(describe(c, type, op));
+        const std::vector<double> result = reduce(c, type, op, 4, value);
+        for (std::size_t i = 0; i < result.size(); ++i) {
+          bool any_negative = false;
+          bool any_positive = false;
+          for (int r = 0; r < size; ++r) {
+            (std::signbit(value(r, i)) ? any_negative : any_positive) = true;
+          }
+          const bool expect_negative = op == ReduceOp::kMin ? any_negative : !any_positive;
+          EXPECT_TRUE(result[i] == 0.0 && std::signbit(result[i]) == expect_negative)
+              << "rank " << comm.rank() << " index " << i << ": expected "
+              << (expect_negative ? "-0" : "+0") << ", got " << (std::signbit(result[i]) ? "-" : "+")
+              << result[i];
+        }
+      }
+    }
+  }
+}
+
 // inf - inf is NaN: +inf on one rank and -inf on another.
 TEST_F(NumericsTest, OppositeInfinitiesGiveNaNInSumAndMean) {
   const int size = comm.size();

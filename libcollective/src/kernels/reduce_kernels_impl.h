@@ -51,13 +51,22 @@ struct Prod {
   }
 };
 
-// MIN and MAX give a quiet NaN when either input is NaN, whatever the order
-// of the operands, so every rank and every algorithm agree bit for bit.
+// MIN and MAX give the same bits whatever the order of the operands, so
+// every rank and every algorithm agree bit for bit: a quiet NaN when either
+// input is NaN, and of -0 and +0 (which compare equal) MIN gives -0 and MAX
+// +0, as IEEE 754-2019's minimum and maximum do.
+template <typename T>
+using FloatBits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
+
 template <typename T>
 struct Min {
   static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) {
       if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+      // Equal values have equal bits but for the sign of a zero: OR keeps -0.
+      if (a == b) {
+        return std::bit_cast<T>(std::bit_cast<FloatBits<T>>(a) | std::bit_cast<FloatBits<T>>(b));
+      }
     }
     return b < a ? b : a;
   }
@@ -68,6 +77,10 @@ struct Max {
   static T apply(T a, T b) {
     if constexpr (kIsFloat<T>) {
       if (a != a || b != b) return std::numeric_limits<T>::quiet_NaN();
+      // AND keeps +0.
+      if (a == b) {
+        return std::bit_cast<T>(std::bit_cast<FloatBits<T>>(a) & std::bit_cast<FloatBits<T>>(b));
+      }
     }
     return a < b ? b : a;
   }

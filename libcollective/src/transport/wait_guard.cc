@@ -55,6 +55,14 @@ WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds 
   next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
 }
 
+void WaitGuard::drive_mpi_progress() const {
+  if (state_ == nullptr || state_->comm == MPI_COMM_NULL) return;
+  // A probe runs MPI's progress engine (both Open MPI and MPICH poll every
+  // transport in it) and consumes nothing.
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, state_->comm, &flag, MPI_STATUS_IGNORE);
+}
+
 std::string WaitGuard::label() const {
   return request_ != nullptr ? request_->label() : std::string(operation_);
 }

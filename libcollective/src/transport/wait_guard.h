@@ -5,7 +5,8 @@
 // sleep_after; stop at once when Communicator::abort was called; log
 // one stall warning naming the awaited ranks at COLLECTIVE_STALL_WARNING of
 // the timeout; fail fast when a rank on this host died; raise TimeoutError
-// at the deadline.
+// at the deadline. Every idle turn also lets MPI progress (see
+// drive_mpi_progress), so no wait starves a peer of this rank's messages.
 //
 // Usage, in any loop that waits (MPI requests, shared-memory flags, ...):
 //   WaitGuard guard(request, state, "shared_memory");
@@ -102,12 +103,19 @@ class WaitGuard {
 
   template <typename Describe>
   void check(Describe& describe, Clock::time_point now) {
+    drive_mpi_progress();
     if (abort_flag_ != nullptr && abort_flag_->load(std::memory_order_relaxed)) fail_abort();
     if (now >= next_check_) {
       checkpoint(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
     }
   }
 
+  // Lets MPI move this rank's own messages while it waits on something
+  // else (a shared-memory flag): a peer may be waiting for a transfer that
+  // this rank's MPI completes only when this rank enters MPI again (Open
+  // MPI's single-copy rendezvous finishes a send with a message the sender
+  // must still send), and a wait that never enters MPI would hang both.
+  void drive_mpi_progress() const;
   void checkpoint(const Describer& describe);
   [[noreturn]] void fail_abort() const;
   [[noreturn]] void fail_timeout(const WaitTarget& target) const;
