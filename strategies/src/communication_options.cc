@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "collective/options.h"
+
 namespace collective::distribute {
 
 std::string_view to_string(CommunicationImplementation implementation) {
@@ -28,6 +30,14 @@ Algorithm host_algorithm_for(CommunicationImplementation implementation) {
 
 namespace {
 
+// Whole milliseconds, rounded up; a longer value than libcollective keeps
+// is cut to kLongestTimeout instead of overflowing into a negative count.
+std::chrono::milliseconds milliseconds_from_seconds(double seconds) {
+  const double milliseconds = std::ceil(seconds * 1000.0);
+  if (milliseconds >= static_cast<double>(kLongestTimeout.count())) return kLongestTimeout;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(milliseconds));
+}
+
 // COLLECTIVE_TIMEOUT, read once, as libcollective reads it (seconds,
 // fractional allowed; 300 when unset). A malformed value falls back to the
 // default here; libcollective reports it with its own error.
@@ -38,7 +48,7 @@ std::chrono::milliseconds process_default_timeout() {
       char* end = nullptr;
       const double seconds = std::strtod(text, &end);
       if (end != text && *end == '\0' && std::isfinite(seconds) && seconds > 0) {
-        return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000.0)));
+        return milliseconds_from_seconds(seconds);
       }
     }
     return std::chrono::milliseconds(300'000);
@@ -51,8 +61,7 @@ std::chrono::milliseconds process_default_timeout() {
 std::chrono::milliseconds effective_timeout(const CommunicationOptions& options) {
   if (options.timeout_seconds && std::isfinite(*options.timeout_seconds) &&
       *options.timeout_seconds > 0) {
-    return std::chrono::milliseconds(
-        static_cast<std::int64_t>(std::ceil(*options.timeout_seconds * 1000.0)));
+    return milliseconds_from_seconds(*options.timeout_seconds);
   }
   return process_default_timeout();
 }

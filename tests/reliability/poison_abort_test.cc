@@ -156,5 +156,29 @@ TEST_F(PoisonAbortTest, BarrierAloneTimesOut) {
   }
 }
 
+// A timeout too long for the clock (milliseconds::max(), or anything above
+// ~292 years) once overflowed into a deadline in the past: an immediate
+// TimeoutError. It is cut to kLongestTimeout and means "no deadline": a
+// rank that arrives late is waited for, with every algorithm.
+TEST_F(PoisonAbortTest, TimeoutTooLongForTheClockMeansNoDeadline) {
+  for (Algorithm algorithm : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling,
+                              Algorithm::kSharedMemory, Algorithm::kMpi}) {
+    SCOPED_TRACE(to_string(algorithm));
+    if (rank == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    AllReduceOptions options;
+    options.algorithm = algorithm;
+    options.timeout = std::chrono::milliseconds::max();
+    std::vector<float> values(5, static_cast<float>(rank + 1));
+    comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, options);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(values[i], static_cast<float>(size * (size + 1) / 2))
+          << "rank " << rank << " index " << i;
+    }
+  }
+  BarrierOptions barrier;
+  barrier.timeout = kLongestTimeout + std::chrono::milliseconds(1);
+  comm.barrier(barrier);
+}
+
 }  // namespace
 }  // namespace collective

@@ -348,5 +348,23 @@ TEST(MultiWorkerErrors, AReplicaThatNeverArrivesTimesOut) {
       "timeout_seconds must be positive"));
 }
 
+// timeout_seconds beyond what milliseconds can count (1e300) once became a
+// negative timeout; it now means "no deadline" (kLongestTimeout).
+TEST(MultiWorkerErrors, TimeoutTooLongForTheClockMeansNoDeadline) {
+  CommunicationOptions options;
+  options.timeout_seconds = 1e300;
+  MultiWorkerMirroredStrategy strategy(options, MirroredStrategy::cpu_devices(2));
+  EXPECT_EQ(effective_timeout(options), kLongestTimeout);
+  const PerReplica<Tensor> sums = strategy.run([] {
+    ReplicaContext& context = *get_replica_context();
+    if (context.local_replica_id() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    return context.all_reduce(ReduceOp::kSum, floats({1, 2}));
+  });
+  const double replicas = 2.0 * world_size();
+  for (const Tensor& sum : sums.values()) {
+    EXPECT_TRUE(tensor_equals(sum, DataType::kFloat32, {2}, {replicas, 2 * replicas}));
+  }
+}
+
 }  // namespace
 }  // namespace collective::distribute

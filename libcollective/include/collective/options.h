@@ -16,6 +16,11 @@ enum class MemoryKind : int {
   kDevice,    // CUDA device memory (served by the NCCL algorithm)
 };
 
+// The longest timeout a call keeps (100 years): a longer one, such as
+// std::chrono::milliseconds::max(), is cut to this and so means "never time
+// out" in practice, instead of overflowing the clock.
+inline constexpr std::chrono::milliseconds kLongestTimeout{3'153'600'000'000LL};
+
 // Fields shared by every collective.
 struct CommonOptions {
   // kAuto picks per call (docs/algorithms.md). A named algorithm that cannot
@@ -24,7 +29,8 @@ struct CommonOptions {
   Algorithm algorithm = Algorithm::kAuto;
 
   // Maximum time the call may wait for its peers. Zero means the
-  // communicator's default (COLLECTIVE_TIMEOUT seconds, 300 by default).
+  // communicator's default (COLLECTIVE_TIMEOUT seconds, 300 by default);
+  // longer than kLongestTimeout means kLongestTimeout.
   std::chrono::milliseconds timeout{0};
 
   // Where the buffers live. kAuto detects it.

@@ -1,5 +1,6 @@
 #include "core/dispatch.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <optional>
@@ -24,7 +25,8 @@ void apply_options(Request& request, const CommonOptions& options) {
   }
   request.forced = request.requested != Algorithm::kAuto;
   request.memory = options.memory;
-  request.timeout = options.timeout.count() > 0 ? options.timeout : env_params().timeout;
+  request.timeout = options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout)
+                                                : env_params().timeout;
   if (options.timeout.count() < 0) request.timeout = options.timeout;  // rejected by validation
 }
 
