@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <string>
@@ -178,6 +179,53 @@ TEST_F(PoisonAbortTest, TimeoutTooLongForTheClockMeansNoDeadline) {
   BarrierOptions barrier;
   barrier.timeout = kLongestTimeout + std::chrono::milliseconds(1);
   comm.barrier(barrier);
+}
+
+// A communicator serves one thread at a time. A second thread that calls
+// while a call is in progress gets InvalidArgumentError naming both calls,
+// before anything is touched: the first call finishes with exact results,
+// no sequence number is used up and the communicator stays usable.
+TEST_F(PoisonAbortTest, ASecondThreadIsRefusedWhileACallRuns) {
+  if (size < 2) GTEST_SKIP() << "needs 2 ranks (a 1-rank call never waits)";
+  std::vector<float> values(8, 1.0f);
+  const std::uint64_t before = comm.sequence_number();
+  std::atomic<bool> refused{false};
+  std::string message;
+  // Rank 1 arrives late, so rank 0's all_reduce is still running when its
+  // second thread calls.
+  std::thread second;
+  if (rank == 0) {
+    second = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      // A valid call: only its timing is wrong.
+      const float mine = 2.0f;
+      std::vector<float> gathered(static_cast<std::size_t>(size));
+      try {
+        comm.all_gather(&mine, gathered.data(), 1, DataType::kFloat32);
+      } catch (const InvalidArgumentError& error) {
+        refused = true;
+        message = error.what();
+      }
+    });
+  }
+  if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32);
+  if (second.joinable()) second.join();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(values[i], static_cast<float>(size)) << "rank " << rank << " index " << i;
+  }
+  if (rank == 0) {
+    EXPECT_TRUE(refused) << "rank 0: the second thread's call was not refused";
+    for (const char* needle : {"all_gather", "all_reduce #", "another thread",
+                               "one thread at a time"}) {
+      EXPECT_NE(message.find(needle), std::string::npos)
+          << "rank 0: '" << needle << "' missing from: " << message;
+    }
+  }
+  EXPECT_EQ(comm.sequence_number(), before + 1) << "rank " << rank;
+  // Still usable, in step on every rank.
+  comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32);
+  EXPECT_EQ(values[0], static_cast<float>(size * size)) << "rank " << rank;
 }
 
 }  // namespace

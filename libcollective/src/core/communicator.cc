@@ -5,6 +5,7 @@
 #include "collective/errors.h"
 #include "core/communicator_state.h"
 #include "core/dispatch.h"
+#include "core/exclusive_use.h"
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
@@ -214,7 +215,11 @@ Algorithm Communicator::last_algorithm() const { return state().last_algorithm; 
 
 std::uint64_t Communicator::sequence_number() const { return state().next_sequence; }
 
-void Communicator::free() { state().release(); }
+void Communicator::free() {
+  CommunicatorState& self = state();
+  const internal::ExclusiveUse exclusive(self, "Communicator::free");
+  self.release();
+}
 
 void Communicator::abort(const std::string& reason) { state().request_abort(reason); }
 

@@ -11,7 +11,7 @@
 namespace collective::internal {
 
 CommunicatorState::CommunicatorState(MPI_Comm owned_comm, const char* operation)
-    : comm(owned_comm) {
+    : comm(owned_comm), origin(operation) {
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -46,6 +46,12 @@ CommunicatorState::CommunicatorState(std::shared_ptr<const Topology> topology_va
       size(topology_value ? topology_value->size() : 1),
       topology(std::move(topology_value)) {
   if (topology) host = topology->node(topology->node_of(rank)).host;
+}
+
+std::string CommunicatorState::describe() const {
+  std::string text = "communicator of " + std::to_string(size) + (size == 1 ? " rank" : " ranks");
+  if (!origin.empty()) text += " made by " + origin;
+  return text;
 }
 
 CommunicatorState::~CommunicatorState() {

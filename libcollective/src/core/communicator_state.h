@@ -72,10 +72,18 @@ struct CommunicatorState {
   void check_abort(const Request& request) const;
   std::string abort_reason() const;
 
+  // "communicator of 4 ranks made by Communicator::split", for messages.
+  std::string describe() const;
+
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
   int size = 1;
   std::string host;
+  // The call that made it ("Communicator::world", "Communicator::split").
+  std::string origin;
+  // Which call holds the communicator now (core/exclusive_use.h); on a line
+  // of its own, since every call writes it twice.
+  alignas(64) std::atomic<std::uint64_t> in_use{0};
 
   std::uint64_t next_sequence = 0;
   Algorithm last_algorithm = Algorithm::kAuto;

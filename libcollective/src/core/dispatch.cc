@@ -7,6 +7,7 @@
 
 #include "collective/errors.h"
 #include "core/env_params.h"
+#include "core/exclusive_use.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "gpu/device_runtime.h"
@@ -54,7 +55,9 @@ void run_single_rank(const Request& request, int rank) {
 }  // namespace
 
 void run_collective(CommunicatorState& state, Request& request, const CommonOptions& options) {
+  ExclusiveUse exclusive(state, request.kind);
   request.sequence = state.next_sequence++;
+  exclusive.started(request.sequence);
   if (state.freed) {
     throw InvalidArgumentError(request.label(), state.rank,
                                "the communicator was freed (Communicator::free)");
