@@ -241,6 +241,31 @@ def stop_past_timeout(args):
         finish(run)
 
 
+def stop_past_timeout_return(args):
+    # The survivors time out on a stopped rank and return from main:
+    # Environment's destructor must not wait in MPI_Finalize for the stopped
+    # rank, but end the job (MPI_Abort) naming the failure.
+    run = MpiRun(args, ["loop_return", VICTIM, 60], timeout_s=3)
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
+        stopped = time.time()
+        os.kill(run.pids[VICTIM], signal.SIGSTOP)
+        expect_errors(run, ("TimeoutError",), ["timed out after 3 s", victim_needle(run)], 6, stopped)
+        returned = run.wait_for(r"RETURNING rank=\d+", len(survivors()), 10,
+                                what="every survivor returning from main")
+        last_return = max(t for t, _ in returned)
+        run.wait_for(r"not calling MPI_Finalize after a communication failure.*timed out after 3 s",
+                     1, 10, stream="err", what="the log line of the skipped MPI_Finalize")
+        rc = run.wait_exit(15)
+        if rc == 0:
+            raise Failure("mpirun exited 0 after a communication failure")
+        return ("survivors returned from main after TimeoutError; the job ended %.2f s later "
+                "(mpirun rc %d) with the stopped rank still stopped" % (run.exit_time - last_return, rc))
+    finally:
+        finish(run)
+
+
 def never_call(args):
     run = MpiRun(args, ["never_call", VICTIM], timeout_s=3)
     try:
@@ -327,6 +352,7 @@ SCENARIOS = {
     "kill_mid_loop_recovery_ring": lambda a: kill_mid_loop(a, recovery=True, algorithm="ring"),
     "stop_then_resume": stop_then_resume,
     "stop_past_timeout": stop_past_timeout,
+    "stop_past_timeout_return": stop_past_timeout_return,
     "never_call": never_call,
     "never_world": never_world,
     "exit_abrupt": lambda a: exit_abrupt(a, recovery=False),

@@ -15,6 +15,9 @@
 //   never_world  the victim never creates the communicator
 //   exit_abrupt  the victim leaves with _exit(0) after 20 calls
 //   exit_clean   the victim returns from main (MPI_Finalize) after 20 calls
+//   loop_return  as loop, but a rank that fails returns from main (printing
+//                RETURNING) instead of _exit(3): Environment's destructor
+//                must end the process within a bound
 #include <mpi.h>
 #include <unistd.h>
 
@@ -112,6 +115,10 @@ int main(int argc, char** argv) {
     std::snprintf(stamp, sizeof(stamp), "%.3f", unix_seconds());
     say("ERROR rank=" + std::to_string(world_rank) + " class=" + class_of(error) + " at=" + stamp +
         " calls=" + std::to_string(calls) + " what=" + error.what());
+    if (scenario == "loop_return") {
+      say("RETURNING rank=" + std::to_string(world_rank));
+      return 3;  // Environment's destructor runs
+    }
     std::_Exit(3);
   }
   return 0;

@@ -5,8 +5,16 @@
 
 namespace collective {
 
+// The exit status of a job that Environment ends after a communication
+// failure (see below).
+inline constexpr int kExitAfterCommunicationFailure = 14;
+
 // Initializes MPI (thread level MPI_THREAD_SERIALIZED) unless the program
 // already did, and finalizes it on destruction only if it initialized it.
+// After a communication failure (a TimeoutError, a dead or stopped peer, an
+// abort, an MPI error) the destructor does not finalize, since MPI_Finalize
+// would wait for unreachable peers without bound: it logs the failure and
+// ends the job with MPI_Abort(MPI_COMM_WORLD, kExitAfterCommunicationFailure).
 // Create one in main() before any Communicator:
 //
 //   int main(int argc, char** argv) {

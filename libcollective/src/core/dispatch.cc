@@ -8,6 +8,7 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/exclusive_use.h"
+#include "core/failure_record.h"
 #include "core/log.h"
 #include "core/validate.h"
 #include "gpu/device_runtime.h"
@@ -121,6 +122,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
     // still be in flight, so no later call on this communicator can trust
     // what it receives.
     if (!state.poisoned) state.poisoned = error.what();
+    record_communication_failure(error.what());
     throw;
   }
 }

@@ -2,7 +2,10 @@
 
 #include <mpi.h>
 
+#include <optional>
+
 #include "collective/errors.h"
+#include "core/failure_record.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
 
@@ -38,7 +41,18 @@ Environment::~Environment() {
   if (!owns_mpi_) return;
   int finalized = 0;
   MPI_Finalized(&finalized);
-  if (!finalized) MPI_Finalize();
+  if (finalized) return;
+  // After a timeout, a dead or stopped peer, an abort or an MPI error, the
+  // peers may be unreachable, and MPI_Finalize waits for them without
+  // bound: end the whole job instead, as MPI does with a fatal error.
+  if (const std::optional<std::string> failure = internal::first_communication_failure()) {
+    COLLECTIVE_LOG(kWarn, "not calling MPI_Finalize after a communication failure (peers may be "
+                           "unreachable, and it would wait for them): ending the job with "
+                           "MPI_Abort; the failure was: "
+                               << *failure);
+    MPI_Abort(MPI_COMM_WORLD, kExitAfterCommunicationFailure);
+  }
+  MPI_Finalize();
 }
 
 bool Environment::initialized() {

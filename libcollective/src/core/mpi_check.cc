@@ -1,6 +1,7 @@
 #include "core/mpi_check.h"
 
 #include "collective/errors.h"
+#include "core/failure_record.h"
 
 namespace collective::internal {
 
@@ -15,8 +16,10 @@ std::string mpi_error_text(int rc) {
 
 void check_mpi(int rc, const char* call, const std::string& operation, int rank) {
   if (rc == MPI_SUCCESS) return;
-  throw CommunicationError(operation, rank,
-                           std::string(call) + " failed: " + mpi_error_text(rc));
+  const CommunicationError error(operation, rank,
+                                 std::string(call) + " failed: " + mpi_error_text(rc));
+  record_communication_failure(error.what());
+  throw error;
 }
 
 }  // namespace collective::internal

@@ -4,6 +4,7 @@
 
 #include "collective/errors.h"
 #include "core/env_params.h"
+#include "core/failure_record.h"
 #include "core/log.h"
 
 namespace collective::internal {
@@ -98,8 +99,10 @@ void WaitGuard::checkpoint(const Describer& describe) {
 
 void WaitGuard::fail_abort() const {
   const std::string reason = state_->abort_reason();
-  throw CommunicationError(label(), rank_, "aborted by Communicator::abort while " +
-                                               std::string(who_) + " waited: " + reason);
+  const CommunicationError error(label(), rank_, "aborted by Communicator::abort while " +
+                                                     std::string(who_) + " waited: " + reason);
+  record_communication_failure(error.what());
+  throw error;
 }
 
 void WaitGuard::fail_timeout(const WaitTarget& target) const {
@@ -109,7 +112,9 @@ void WaitGuard::fail_timeout(const WaitTarget& target) const {
   cause << target.what
         << "; a rank that has not reached this call, is stalled or died"
         << " (COLLECTIVE_TIMEOUT or the timeout option sets the limit)";
-  throw TimeoutError(label(), rank_, cause.str());
+  const TimeoutError error(label(), rank_, cause.str());
+  record_communication_failure(error.what());
+  throw error;
 }
 
 void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget& target) const {
@@ -126,7 +131,9 @@ void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget&
     cause << (i == 0 ? "rank " : ", ") << target.ranks[i];
   }
   cause << (target.ranks.empty() ? "" : ": ") << target.what << ")";
-  throw CommunicationError(label(), rank_, cause.str());
+  const CommunicationError error(label(), rank_, cause.str());
+  record_communication_failure(error.what());
+  throw error;
 }
 
 void WaitGuard::warn_stall(const WaitTarget& target, Clock::time_point now) const {
