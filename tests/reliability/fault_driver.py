@@ -266,6 +266,69 @@ def stop_past_timeout_return(args):
         finish(run)
 
 
+def shm_entries():
+    try:
+        return set(name for name in os.listdir("/dev/shm") if name.startswith("collective-"))
+    except FileNotFoundError:
+        return set()
+
+
+def start_time(pid):
+    with open("/proc/%d/stat" % pid) as stat:
+        return stat.read().rsplit(")", 1)[1].split()[19]
+
+
+def kill9_then_reclaim(args):
+    # Ranks killed with SIGKILL leave their Communicator::allocate objects
+    # (and a segment name, if killed during its setup) in /dev/shm; the
+    # next node segment made on the node removes every one whose owner is
+    # gone, and nothing of a live process.
+    before = shm_entries()
+    run = MpiRun(args, ["loop_allocated", VICTIM, 60], timeout_s=20)
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
+        victim_start = start_time(run.pids[VICTIM])
+        for pid in run.pids.values():
+            signal_if_alive(pid, signal.SIGKILL)
+        run.wait_exit(20)
+    finally:
+        finish(run)
+    left = sorted(e for e in shm_entries() - before
+                  if any(e.startswith("collective-mem-%d-" % pid) for pid in run.pids.values()))
+    if len(left) < RANKS:
+        raise Failure("expected an allocation of each killed rank in /dev/shm, found %s" % left)
+    # As if the victim had been killed while setting up a segment, and a
+    # live process (this driver) had one of its own.
+    planted_dead = "collective-seg-%d-%s-7" % (run.pids[VICTIM], victim_start)
+    planted_live = "collective-seg-%d-%s-7" % (os.getpid(), start_time(os.getpid()))
+    for name in (planted_dead, planted_live):
+        with open("/dev/shm/" + name, "wb") as planted:
+            planted.write(b"x" * 4096)
+    try:
+        again = MpiRun(args, ["loop", VICTIM, 0.5], timeout_s=20)
+        try:
+            again.wait_ready()
+            again.wait_for(r"DONE rank=\d+", RANKS, 60, what="DONE from every rank")
+            if again.wait_exit(20) != 0:
+                raise Failure("the second job failed")
+        finally:
+            finish(again)
+        remaining = shm_entries()
+        stale = [e for e in left + [planted_dead] if e in remaining]
+        if stale:
+            raise Failure("not reclaimed by the next job: %s" % stale)
+        if planted_live not in remaining:
+            raise Failure("the next job removed %s of a live process" % planted_live)
+    finally:
+        for name in (planted_dead, planted_live):
+            try:
+                os.unlink("/dev/shm/" + name)
+            except FileNotFoundError:
+                pass
+    return "%d objects of SIGKILLed ranks and one planted segment name were reclaimed by the next job; a live process's was kept" % len(left)
+
+
 def never_call(args):
     run = MpiRun(args, ["never_call", VICTIM], timeout_s=3)
     try:
@@ -353,6 +416,7 @@ SCENARIOS = {
     "stop_then_resume": stop_then_resume,
     "stop_past_timeout": stop_past_timeout,
     "stop_past_timeout_return": stop_past_timeout_return,
+    "kill9_then_reclaim": kill9_then_reclaim,
     "never_call": never_call,
     "never_world": never_world,
     "exit_abrupt": lambda a: exit_abrupt(a, recovery=False),

@@ -15,6 +15,8 @@
 //   never_world  the victim never creates the communicator
 //   exit_abrupt  the victim leaves with _exit(0) after 20 calls
 //   exit_clean   the victim returns from main (MPI_Finalize) after 20 calls
+//   loop_allocated  as loop, with every rank's input in a buffer from
+//                Communicator::allocate (an object in /dev/shm)
 //   loop_return  as loop, but a rank that fails returns from main (printing
 //                RETURNING) instead of _exit(3): Environment's destructor
 //                must end the process within a bound
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <span>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -78,7 +81,12 @@ int main(int argc, char** argv) {
     auto comm = collective::Communicator::world();
     const int rank = comm.rank();
     if (scenario == "never_call" && is_victim) sleep_forever();
-    std::vector<float> values(1024);
+    std::vector<float> owned(1024);
+    float* data = owned.data();
+    if (scenario == "loop_allocated") {
+      data = static_cast<float*>(comm.allocate(owned.size() * sizeof(float)));
+    }
+    std::span<float> values(data, owned.size());
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
       for (int i = 0; i < 100; ++i) {

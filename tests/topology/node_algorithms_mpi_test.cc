@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/shared_object_owner.h"
 #include "collective/collective.h"
 #include "exact_inputs.h"
 #include "virtual_nodes.h"
@@ -243,12 +244,15 @@ TEST(SharedMemory, TimeoutNamesTheMissingRank) {
 TEST(SharedMemory, StaleNamesOfADeadProcessWithTheSamePidAreReplaced) {
   Communicator world = Communicator::world();
   if (world.size() < 2) GTEST_SKIP() << "needs 2 ranks";
-  const std::string pid = std::to_string(getpid());
+  // Names carry the pid and start time of their process
+  // (algorithms/shared_object_owner.h): these stand for a dead process that
+  // had both.
+  const std::string owner = internal::owner_tag();
   constexpr int kNames = 256;  // more than this process makes before here
   std::vector<std::string> stale;
   for (int i = 0; i < kNames; ++i) {
     for (const char* prefix : {"/collective-seg-", "/collective-mem-"}) {
-      const std::string name = prefix + pid + "-" + std::to_string(i);
+      const std::string name = prefix + owner + "-" + std::to_string(i);
       const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
       if (fd >= 0) {  // taken names belong to this process's live objects
         close(fd);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,8 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "core/resource_unavailable.h"
+#include "algorithms/shared_object_owner.h"
 #include "transport/shared_event.h"
 
 
@@ -131,6 +134,39 @@ std::byte* NodeSegment::result(std::uint64_t round) const {
   return base_ + results_offset_ + static_cast<std::size_t>(round % kSegmentDepth) * slot_bytes_;
 }
 
+void NodeSegment::lay_out(std::size_t slot_bytes) {
+  const auto local_size = static_cast<std::size_t>(local_size_);
+  slot_bytes_ = round_up(slot_bytes, kPage);
+  controls_offset_ = kPage;
+  staging_offset_ = round_up(kPage + local_size * sizeof(Control), kPage);
+  results_offset_ = staging_offset_ + local_size * kSegmentDepth * slot_bytes_;
+  mapped_bytes_ = results_offset_ + kSegmentDepth * slot_bytes_;
+}
+
+namespace {
+
+// What /dev/shm has free, for messages ("unknown" when statvfs fails).
+std::string shm_free_text() {
+  struct statvfs info {};
+  if (statvfs("/dev/shm", &info) != 0) return "an unknown amount";
+  return std::to_string(static_cast<unsigned long long>(info.f_bavail) * info.f_frsize) + " bytes";
+}
+
+// Sizes the object and reserves its memory now, so that a /dev/shm too
+// small is an error here rather than a SIGBUS at the first touch of a page.
+// Returns 0 or the errno.
+int reserve(int fd, std::size_t bytes) {
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) return errno;
+  return posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+}
+
+// The smallest slot the segment is shrunk to before the node algorithms
+// are given up: below it a large all_reduce runs in so many rounds that
+// the point-to-point algorithms serve it as well.
+constexpr std::size_t kSmallestFittedSlot = 64 * 1024;
+
+}  // namespace
+
 std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, CommunicatorState& state,
                                                  std::size_t slot_bytes) {
   const std::string operation = request.label();
@@ -144,32 +180,56 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   segment->local_size_ = static_cast<int>(node.ranks.size());
   segment->comm_ranks_ = node.ranks;
   for (auto& seen : segment->seen_) seen.assign(node.ranks.size(), 0);
-  segment->slot_bytes_ = round_up(slot_bytes, kPage);
   segment->yield_at_once_ =
       node.processing_units > 0 && segment->local_size_ > node.processing_units;
   const auto local_size = static_cast<std::size_t>(segment->local_size_);
-  segment->controls_offset_ = kPage;
-  segment->staging_offset_ = round_up(kPage + local_size * sizeof(Control), kPage);
-  segment->results_offset_ =
-      segment->staging_offset_ + local_size * kSegmentDepth * segment->slot_bytes_;
-  segment->mapped_bytes_ = segment->results_offset_ + kSegmentDepth * segment->slot_bytes_;
 
-  // The first local rank creates and names the segment; the name and
-  // whether creation worked travel in one broadcast.
-  char name[kNameBytes] = {0};
+  // The first local rank creates, sizes and names the segment: it reserves
+  // the memory for slots of `slot_bytes`, halving them while /dev/shm is
+  // too small, down to kSmallestFittedSlot (docs/errors.md). The name and
+  // the slot size it got travel in one broadcast; an empty name means it
+  // failed.
+  struct Announcement {
+    char name[kNameBytes];
+    std::uint64_t slot_bytes;
+  } announced{};
   std::string failure;
   const bool creator = segment->local_rank_ == 0;
   int fd = -1;
   if (creator) {
-    std::snprintf(name, sizeof(name), "/collective-seg-%ld-%llu", static_cast<long>(getpid()),
+    char* name = announced.name;
+    std::snprintf(name, kNameBytes, "/collective-seg-%s-%llu", owner_tag().c_str(),
                   static_cast<unsigned long long>(g_segment_counter.fetch_add(1)));
+    reclaim_stale_shared_objects();
     fd = create_own_shared_object(name);
     if (fd < 0) {
       failure = std::string("shm_open(") + name + ") failed: " + std::strerror(errno);
-    } else if (ftruncate(fd, static_cast<off_t>(segment->mapped_bytes_)) != 0) {
-      failure = "ftruncate of the node segment to " + std::to_string(segment->mapped_bytes_) +
-                " bytes failed: " + std::strerror(errno) + " (is /dev/shm large enough?)";
-      shm_unlink(name);
+    } else {
+      const std::size_t wanted = round_up(slot_bytes, kPage);
+      const std::size_t floor = std::min(wanted, std::max(kSmallestFittedSlot, round_up(local_size * 64, kPage)));
+      std::size_t slot = wanted;
+      segment->lay_out(slot);
+      int error = reserve(fd, segment->mapped_bytes_);
+      while (error == ENOSPC && slot > floor) {
+        slot = std::max(floor, round_up(slot / 2, kPage));
+        segment->lay_out(slot);
+        error = reserve(fd, segment->mapped_bytes_);
+      }
+      if (error != 0) {
+        failure = "the node's shared-memory segment (" + std::to_string(segment->mapped_bytes_) +
+                  " bytes for " + std::to_string(local_size) + " ranks with " +
+                  std::to_string(slot) + "-byte slots) cannot be reserved in /dev/shm: " +
+                  std::strerror(error) + " (" + shm_free_text() + " free)";
+        shm_unlink(name);
+      } else if (slot != wanted) {
+        COLLECTIVE_LOG(kWarn, operation << ": /dev/shm (" << shm_free_text()
+                                        << " free) cannot hold the node's shared-memory segment "
+                                           "with slots of "
+                                        << wanted << " bytes (COLLECTIVE_SHM_SLOT_BYTES): using "
+                                        << slot << "-byte slots, " << segment->mapped_bytes_
+                                        << " bytes");
+      }
+      announced.slot_bytes = slot;
     }
     if (!failure.empty()) name[0] = '\0';
   }
@@ -182,17 +242,20 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
     ~UnlinkOnReturn() {
       if (name != nullptr) shm_unlink(name);
     }
-  } unlink_on_return{creator && name[0] != '\0' ? name : nullptr};
+  } unlink_on_return{creator && announced.name[0] != '\0' ? announced.name : nullptr};
   MPI_Request pending = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibcast(name, kNameBytes, MPI_CHAR, 0, state.node_comm, &pending), "MPI_Ibcast",
-            operation, state.rank);
+  check_mpi(MPI_Ibcast(&announced, sizeof(announced), MPI_BYTE, 0, state.node_comm, &pending),
+            "MPI_Ibcast", operation, state.rank);
   wait_setup(pending, request, state, node.ranks, "sharing its name");
   if (!creator) {
-    if (name[0] == '\0') {
-      failure = "the node's first rank could not create the shared-memory segment";
+    if (announced.name[0] == '\0') {
+      failure = "the node's first rank could not reserve the shared-memory segment in /dev/shm";
     } else {
-      fd = shm_open(name, O_RDWR, 0);
-      if (fd < 0) failure = std::string("shm_open(") + name + ") failed: " + std::strerror(errno);
+      segment->lay_out(announced.slot_bytes);
+      fd = shm_open(announced.name, O_RDWR, 0);
+      if (fd < 0) {
+        failure = std::string("shm_open(") + announced.name + ") failed: " + std::strerror(errno);
+      }
     }
   }
   if (failure.empty()) {
@@ -211,15 +274,19 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
                        segment->slot_bytes_, kSegmentDepth};
     }
   }
-  // Everyone has it mapped (or has failed) before the name goes away.
+  // Everyone has it mapped (or has failed) before the name goes away. The
+  // agreement spans the whole communicator (every rank is in this call,
+  // which is the first to need the segment), so that on a shortage every
+  // rank, on every node, gives up the node algorithms in the same step.
   int all_ok = failure.empty() ? 1 : 0;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, state.node_comm, &pending),
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, state.comm, &pending),
             "MPI_Iallreduce", operation, state.rank);
   wait_setup(pending, request, state, node.ranks, "agreeing that every rank mapped it");
-  if (!failure.empty()) throw CommunicationError(operation, state.rank, failure);
   if (!all_ok) {
-    throw CommunicationError(operation, state.rank,
-                             "another rank of this node could not map the shared-memory segment");
+    const std::string cause =
+        failure.empty() ? "another rank could not set up its node's shared-memory segment" : failure;
+    state.node_segment_unavailable = cause;
+    throw ResourceUnavailable(operation, state.rank, cause);
   }
   const auto* header = reinterpret_cast<const Header*>(segment->base_);
   if (header->magic != kMagic || header->version != kLayoutVersion ||
@@ -230,7 +297,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   }
   segment->handoff_.emplace(*reinterpret_cast<HandoffBoard*>(segment->base_ + kHandoffBoardOffset),
                             creator, env_params().shm_handoff);
-  COLLECTIVE_LOG(kDebug, "node segment " << name << ": " << local_size << " ranks, "
+  COLLECTIVE_LOG(kDebug, "node segment " << announced.name << ": " << local_size << " ranks, "
                                          << segment->mapped_bytes_ << " bytes, slots of "
                                          << segment->slot_bytes_ << " bytes");
   return segment;

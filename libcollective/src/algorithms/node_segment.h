@@ -156,6 +156,9 @@ class NodeSegment {
   Control& control(int local) const;
 
   std::byte* base_ = nullptr;
+  // Sets the offsets and sizes below for slots of `slot_bytes`.
+  void lay_out(std::size_t slot_bytes);
+
   std::size_t mapped_bytes_ = 0;
   std::size_t slot_bytes_ = 0;
   std::size_t controls_offset_ = 0;

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "collective/errors.h"
+#include "algorithms/shared_object_owner.h"
 #include "core/log.h"
 
 namespace collective::internal {
@@ -23,8 +24,8 @@ std::string errno_text() { return std::strerror(errno); }
 
 }  // namespace
 
-std::string shared_allocation_name(std::int64_t pid, std::uint64_t id) {
-  return "/collective-mem-" + std::to_string(pid) + "-" + std::to_string(id);
+std::string shared_allocation_name(const std::string& owner, std::uint64_t id) {
+  return "/collective-mem-" + owner + "-" + std::to_string(id);
 }
 
 int create_own_shared_object(const char* name) {
@@ -45,19 +46,23 @@ void* SharedAllocations::allocate(std::size_t bytes, int rank) {
   }
   std::lock_guard<std::mutex> lock(mutex_);
   const std::uint64_t id = next_id_++;
-  const std::string name = shared_allocation_name(getpid(), id);
+  const std::string name = shared_allocation_name(owner_tag(), id);
   const std::size_t mapped = page_rounded(bytes);
   const int fd = create_own_shared_object(name.c_str());
   if (fd < 0) {
     throw CommunicationError(operation, rank, "shm_open(" + name + ") failed: " + errno_text());
   }
-  if (ftruncate(fd, static_cast<off_t>(mapped)) != 0) {
-    const std::string why = errno_text();
+  // Reserved now: on a /dev/shm too small the first touch of a page would
+  // otherwise kill the process with SIGBUS.
+  int error = ftruncate(fd, static_cast<off_t>(mapped)) != 0 ? errno : 0;
+  if (error == 0) error = posix_fallocate(fd, 0, static_cast<off_t>(mapped));
+  if (error != 0) {
     close(fd);
     shm_unlink(name.c_str());
     throw CommunicationError(operation, rank,
-                             "ftruncate(" + name + ", " + std::to_string(mapped) +
-                                 ") failed: " + why + " (is /dev/shm large enough?)");
+                             "cannot reserve " + std::to_string(mapped) + " bytes in /dev/shm for " +
+                                 name + ": " + std::strerror(error) +
+                                 " (is /dev/shm large enough?)");
   }
   void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const std::string why = errno_text();
@@ -76,7 +81,7 @@ void SharedAllocations::deallocate(void* memory, int rank) {
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->base != memory) continue;
     munmap(it->base, it->mapped_bytes);
-    shm_unlink(shared_allocation_name(getpid(), it->id).c_str());
+    shm_unlink(shared_allocation_name(owner_tag(), it->id).c_str());
     entries_.erase(it);
     return;
   }
@@ -104,7 +109,7 @@ SharedAllocations::~SharedAllocations() {
   // At exit: leave nothing behind in /dev/shm.
   for (const Entry& entry : entries_) {
     munmap(entry.base, entry.mapped_bytes);
-    shm_unlink(shared_allocation_name(getpid(), entry.id).c_str());
+    shm_unlink(shared_allocation_name(owner_tag(), entry.id).c_str());
   }
 }
 
@@ -125,7 +130,9 @@ const std::byte* PeerMappings::map(const SharedRange& range, const std::string& 
       return mappings_.front().base + range.offset;
     }
   }
-  const std::string name = shared_allocation_name(range.pid, range.id);
+  // The owner's start time completes the name; a peer that is gone has
+  // none, and its buffer cannot be opened anyway.
+  const std::string name = shared_allocation_name(owner_tag_of(range.pid), range.id);
   const int fd = shm_open(name.c_str(), O_RDONLY, 0);
   if (fd < 0) {
     throw CommunicationError(operation, rank,

@@ -25,13 +25,14 @@ struct SharedRange {
   std::uint64_t offset = 0;     // of the range's first byte
 };
 
-std::string shared_allocation_name(std::int64_t pid, std::uint64_t id);
+// "/collective-mem-<owner tag>-<id>" (shared_object_owner.h).
+std::string shared_allocation_name(const std::string& owner, std::uint64_t id);
 
 // shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600) for a name that carries
-// this process's pid: an object already there was left by a dead process
-// that had the same pid (a crash skips the unlink), since no live process
-// but this one can own such a name, so it is removed and the creation
-// retried once. Returns the descriptor, or -1 with errno set.
+// this process's owner tag: an object already there was left by a dead
+// process (a crash skips the unlink), since no live process but this one
+// can own such a name, so it is removed and the creation retried once.
+// Returns the descriptor, or -1 with errno set.
 int create_own_shared_object(const char* name);
 
 class SharedAllocations {

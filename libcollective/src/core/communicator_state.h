@@ -117,6 +117,9 @@ struct CommunicatorState {
   // The node's shared-memory segment, made by the first collective that
   // needs it (algorithms/node_segment.h).
   std::shared_ptr<NodeSegment> node_segment;
+  // Why the node segment cannot be had (it did not fit in /dev/shm), once
+  // every rank learned it: the algorithms that need it then refuse.
+  std::optional<std::string> node_segment_unavailable;
   // AUTO's last few decisions, most recent replaced first.
   mutable std::array<SelectionMemo, 8> selection_memo{};
   mutable std::uint32_t selection_memo_next = 0;

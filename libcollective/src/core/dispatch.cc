@@ -10,6 +10,7 @@
 #include "core/exclusive_use.h"
 #include "core/failure_record.h"
 #include "core/log.h"
+#include "core/resource_unavailable.h"
 #include "core/validate.h"
 #include "gpu/device_runtime.h"
 #include "gpu/memory_kind.h"
@@ -116,7 +117,24 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
                                            << selection->algorithm->name() << " ("
                                            << selection->reason << ")");
     if (state.size == 1) return run_single_rank(request, state.rank);
-    selection->algorithm->run(request, state);
+    try {
+      selection->algorithm->run(request, state);
+    } catch (const ResourceUnavailable& shortage) {
+      // Every rank learned of the shortage in the same step, before any
+      // buffer was touched, and the algorithms that need the resource now
+      // refuse: AUTO serves the call with another; a forced one cannot.
+      if (request.forced) throw;
+      state.selection_memo = {};
+      const Selection fallback = select_algorithm(request, state);
+      COLLECTIVE_LOG(kWarn, request.label()
+                                << ": " << selection->algorithm->name() << " is unavailable on this "
+                                << state.describe() << " (" << shortage.cause()
+                                << "); AUTO serves this and later calls without it, this one with "
+                                << fallback.algorithm->name());
+      state.last_algorithm = fallback.algorithm->id();
+      request.carried_check = nullptr;  // the cross-rank check was made before the run
+      fallback.algorithm->run(request, state);
+    }
   } catch (const CommunicationError& error) {
     // A rank of the call failed or timed out: messages of this call may
     // still be in flight, so no later call on this communicator can trust
