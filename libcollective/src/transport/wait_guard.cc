@@ -35,6 +35,7 @@ WaitGuard::WaitGuard(const Request& request, const CommunicatorState& state, con
   next_liveness_check_ = state.liveness.empty() ? Clock::time_point::max()
                                                 : start_ + kLivenessInterval;
   next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
+  next_progress_ = Clock::now() + kProgressInterval;
 }
 
 WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
@@ -54,6 +55,7 @@ WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds 
                              ? start_ + kLivenessInterval
                              : Clock::time_point::max();
   next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
+  next_progress_ = Clock::now() + kProgressInterval;
 }
 
 void WaitGuard::drive_mpi_progress() const {

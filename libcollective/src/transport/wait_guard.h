@@ -100,10 +100,18 @@ class WaitGuard {
   // The longest sleep between two looks at the abort flag and the clock:
   // short next to any timeout, long next to a system call.
   static constexpr std::chrono::microseconds kSleepSlice{1000};
+  // How often a wait lets MPI progress, from the wait's start on: the
+  // transfers it may owe a peer finish within this, and a short wait (a
+  // small shared-memory call, whose ranks yield to each other when they
+  // outnumber the cores) pays nothing for it.
+  static constexpr std::chrono::microseconds kProgressInterval{50};
 
   template <typename Describe>
   void check(Describe& describe, Clock::time_point now) {
-    drive_mpi_progress();
+    if (now >= next_progress_) {
+      next_progress_ = now + kProgressInterval;
+      drive_mpi_progress();
+    }
     if (abort_flag_ != nullptr && abort_flag_->load(std::memory_order_relaxed)) fail_abort();
     if (now >= next_check_) {
       checkpoint(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
@@ -136,6 +144,7 @@ class WaitGuard {
   Clock::time_point warn_at_;
   Clock::time_point next_liveness_check_;
   Clock::time_point next_check_;  // earliest of the three above
+  Clock::time_point next_progress_;
   bool warned_ = false;
   int polls_ = 0;
   Clock::duration sleep_after_ = std::chrono::milliseconds(1);
