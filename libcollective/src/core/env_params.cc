@@ -182,9 +182,12 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
   return params;
 }
 
+EnvParams current_env_params() {
+  return parse_env_params([](const char* name) -> const char* { return std::getenv(name); });
+}
+
 const EnvParams& env_params() {
-  static const EnvParams params =
-      parse_env_params([](const char* name) -> const char* { return std::getenv(name); });
+  static const EnvParams params = current_env_params();
   return params;
 }
 

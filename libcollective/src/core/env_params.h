@@ -82,4 +82,9 @@ EnvParams parse_env_params(const EnvLookup& lookup);
 // COLLECTIVE_* variable is read here and nowhere else.
 const EnvParams& env_params();
 
+// The parameters as the environment holds them now, through the same
+// parser: for COLLECTIVE_TOPOLOGY_FILE, which is read each time a
+// communicator is made (a program or test may switch files between them).
+EnvParams current_env_params();
+
 }  // namespace collective::internal

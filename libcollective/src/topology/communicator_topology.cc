@@ -267,7 +267,7 @@ void attach_topology(CommunicatorState& state, const char* operation) {
     }
     for (const RankRecord& record : records) parameters.push_back(record.parameters);
     topology = real_topology(records);
-    const std::string& path = env_params().topology_file;
+    const std::string path = current_env_params().topology_file;
     if (!path.empty()) {
       TopologyFile file =
           read_topology_text(read_text_file(path, "COLLECTIVE_TOPOLOGY_FILE"), path);
