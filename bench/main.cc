@@ -1,17 +1,23 @@
 // collective_bench: launch with mpirun; see --help and docs/performance.md.
 // Exit status: 0 all results correct (and busbw at or above --min-busbw),
 // 1 a wrong result or busbw under --min-busbw, 2 a command line that cannot
-// run, 3 a failure during the run.
+// run (also: buffers that cannot fit, memory_budget.h), 3 a failure during
+// the run (also: the report or rules file could not be written).
 #include <mpi.h>
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "bench_options.h"
 #include "collective/collective.h"
 #include "driver.h"
 #include "fusion.h"
+#include "memory_budget.h"
 #include "mpi_baseline.h"
 #include "progress.h"
 #include "report.h"
@@ -26,6 +32,34 @@ using namespace collective::bench;
 constexpr int kExitWrong = 1;
 constexpr int kExitUsage = 2;
 constexpr int kExitFailure = 3;
+
+// A file the report or the rules could not be written to: raised on every
+// rank alike (rank 0 tells the others), after the run.
+class OutputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Rank 0 flushes and closes `file`; every rank learns whether everything
+// reached it (a full disk, /dev/full, shows only here).
+void finish_file(std::ofstream* file, const std::string& flag, const std::string& path, int rank,
+                 MPI_Comm comm) {
+  int ok = 1;
+  int error = 0;
+  if (rank == 0 && file != nullptr) {
+    errno = 0;
+    file->flush();
+    file->close();
+    ok = file->fail() ? 0 : 1;
+    error = errno;
+  }
+  int verdict[2] = {ok, error};
+  MPI_Bcast(verdict, 2, MPI_INT, 0, comm);
+  if (!verdict[0]) {
+    throw OutputError(flag + ": writing " + path + " failed" +
+                      (verdict[1] != 0 ? std::string(" (") + std::strerror(verdict[1]) + ")" : ""));
+  }
+}
 
 // Rank 0 opens --output; every rank learns whether it could.
 std::unique_ptr<std::ofstream> open_output(const BenchOptions& options, int rank) {
@@ -45,6 +79,7 @@ int run(const BenchOptions& options) {
   MpiBaseline mpi;
   const int rank = world.rank();
   const RunInfo info = gather_run_info(mpi.comm(), options.command_line);
+  refuse_runs_that_cannot_fit(options, mpi.comm());
 
   std::unique_ptr<std::ofstream> file = open_output(options, rank);
   ReporterGroup reporters;
@@ -74,18 +109,24 @@ int run(const BenchOptions& options) {
               : std::nullopt;
       const auto rules = derive_rules(driver.rows(), info.nodes, ranks_per_node);
       int ok = 1;
+      std::ofstream out;
       if (rank == 0) {
-        std::ofstream out(*options.rules_file);
-        write_rules(out, rules);
+        out.open(*options.rules_file);
         ok = out.good() ? 1 : 0;
       }
       MPI_Bcast(&ok, 1, MPI_INT, 0, mpi.comm());
-      if (!ok) throw BenchError("--generate-rules: cannot write " + *options.rules_file);
+      if (!ok) throw OutputError("--generate-rules: cannot write " + *options.rules_file);
+      if (rank == 0) write_rules(out, rules);
+      finish_file(rank == 0 ? &out : nullptr, "--generate-rules", *options.rules_file, rank,
+                  mpi.comm());
       summary.rules_file = options.rules_file;
       summary.rules_written = rules.size();
     }
   }
   if (rank == 0) reporters.end(summary);
+  if (options.output_file) {
+    finish_file(file.get(), "--output", *options.output_file, rank, mpi.comm());
+  }
   if (rank == 0 && !summary.busbw_ok) {
     std::cerr << "collective_bench: average bus bandwidth " << summary.avg_busbw_gbs
               << " GB/s is under --min-busbw " << *summary.min_busbw_gbs << " GB/s\n";
@@ -123,6 +164,10 @@ int main(int argc, char** argv) {
 
   try {
     return run(parsed.options);
+  } catch (const OutputError& error) {
+    // Raised alike on every rank, after the run: the results are lost.
+    if (rank == 0) std::cerr << "collective_bench: " << error.what() << "\n";
+    return kExitFailure;
   } catch (const BenchError& error) {
     // Raised alike on every rank, before any call it concerns.
     if (rank == 0) std::cerr << "collective_bench: " << error.what() << "\n";

@@ -1,9 +1,9 @@
 #include "collective/distribute/communication_options.h"
 
 #include <cmath>
-#include <cstdlib>
 #include <string>
 
+#include "collective/environment.h"
 #include "collective/options.h"
 
 namespace collective::distribute {
@@ -38,23 +38,9 @@ std::chrono::milliseconds milliseconds_from_seconds(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(milliseconds));
 }
 
-// COLLECTIVE_TIMEOUT, read once, as libcollective reads it (seconds,
-// fractional allowed; 300 when unset). A malformed value falls back to the
-// default here; libcollective reports it with its own error.
-std::chrono::milliseconds process_default_timeout() {
-  static const std::chrono::milliseconds timeout = [] {
-    const char* text = std::getenv("COLLECTIVE_TIMEOUT");
-    if (text != nullptr && *text != '\0') {
-      char* end = nullptr;
-      const double seconds = std::strtod(text, &end);
-      if (end != text && *end == '\0' && std::isfinite(seconds) && seconds > 0) {
-        return milliseconds_from_seconds(seconds);
-      }
-    }
-    return std::chrono::milliseconds(300'000);
-  }();
-  return timeout;
-}
+// COLLECTIVE_TIMEOUT as libcollective parses it (300 s when unset; a
+// malformed value raises InvalidArgumentError naming it).
+std::chrono::milliseconds process_default_timeout() { return Environment::default_timeout(); }
 
 }  // namespace
 

@@ -4,23 +4,11 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <string_view>
+
+#include "collective/environment.h"
 
 namespace collective::distribute::detail {
 namespace {
-
-LogLevel parse_level(const char* text) {
-  if (text == nullptr || *text == '\0') return LogLevel::kWarn;
-  const std::string_view value(text);
-  if (value == "NONE" || value == "none" || value == "0") return LogLevel::kNone;
-  if (value == "WARN" || value == "warn") return LogLevel::kWarn;
-  if (value == "INFO" || value == "info" || value == "1") return LogLevel::kInfo;
-  if (value == "DEBUG" || value == "debug" || value == "2") return LogLevel::kDebug;
-  if (value == "TRACE" || value == "trace" || value == "3") return LogLevel::kTrace;
-  // libcollective reports the malformed value itself; stay at the default.
-  return LogLevel::kWarn;
-}
 
 std::atomic<int> g_worker{0};
 
@@ -38,7 +26,15 @@ const char* level_name(LogLevel level) {
 }  // namespace
 
 LogLevel log_level() {
-  static const LogLevel level = parse_level(std::getenv("COLLECTIVE_DEBUG"));
+  // libcollective parses COLLECTIVE_DEBUG; a malformed value is raised by
+  // its calls, while logging stays at WARN and never throws.
+  static const LogLevel level = [] {
+    try {
+      return static_cast<LogLevel>(Environment::log_level());
+    } catch (...) {
+      return LogLevel::kWarn;
+    }
+  }();
   return level;
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "collective/errors.h"
+#include "core/agreed_params.h"
 #include "core/env_params.h"
 
 namespace collective::internal {
@@ -73,6 +74,66 @@ TEST(EnvParamsTest, RefusedValues) {
   }
   expect_refused("COLLECTIVE_ALGORITHM", "fastest");
   for (const char* value : {"Memory", "nt", "cache "}) expect_refused("COLLECTIVE_SHM_HANDOFF", value);
+  // Issue 13: these were accepted silently (read outside the one parser).
+  for (const char* value : {"avx512", "Generic", "avx2"}) expect_refused("COLLECTIVE_KERNELS", value);
+  for (const char* value : {"maybe", "on", "1"}) expect_refused("COLLECTIVE_NCCL_HIERARCHICAL", value);
+  for (const char* value : {"abc", "0", "-2", "2.5", "1048577", "4 "}) {
+    expect_refused("COLLECTIVE_NCCL_RANKS_PER_NODE", value);
+  }
+  for (const char* value : {"loud", "4", "Info"}) expect_refused("COLLECTIVE_DEBUG", value);
+}
+
+TEST(EnvParamsTest, EveryVariableThroughTheOneParser) {
+  const EnvParams params = parse({{"COLLECTIVE_KERNELS", "generic"},
+                                  {"COLLECTIVE_NCCL_HIERARCHICAL", "off"},
+                                  {"COLLECTIVE_NCCL_RANKS_PER_NODE", "4"},
+                                  {"COLLECTIVE_DEBUG", "DEBUG"},
+                                  {"COLLECTIVE_TOPOLOGY_FILE", "/tmp/t.json"},
+                                  {"COLLECTIVE_TOPOLOGY_DUMP", "/tmp/d.json"},
+                                  {"COLLECTIVE_RULES_FILE", "/tmp/r.json"}});
+  EXPECT_TRUE(params.generic_kernels);
+  EXPECT_TRUE(params.nccl_hierarchical_off);
+  EXPECT_EQ(params.nccl_ranks_per_node, 4);
+  EXPECT_EQ(params.log_level, LogLevel::kDebug);
+  EXPECT_EQ(params.topology_file, "/tmp/t.json");
+  EXPECT_EQ(params.topology_dump, "/tmp/d.json");
+  EXPECT_EQ(params.rules_file, "/tmp/r.json");
+  const EnvParams defaults = parse({{"COLLECTIVE_KERNELS", "auto"},
+                                    {"COLLECTIVE_NCCL_HIERARCHICAL", "auto"}});
+  EXPECT_FALSE(defaults.generic_kernels);
+  EXPECT_FALSE(defaults.nccl_hierarchical_off);
+  EXPECT_EQ(defaults.nccl_ranks_per_node, 0);
+  EXPECT_EQ(defaults.log_level, LogLevel::kWarn);
+  EXPECT_TRUE(defaults.rules_file.empty());
+}
+
+// The parameters that must agree are compared by value, whatever their
+// spelling; the error names each one that differs and which ranks hold what.
+TEST(EnvParamsTest, AgreedParametersNameTheDifference) {
+  const std::string a = agreed_parameters_text(parse({{"COLLECTIVE_RING_SEGMENT_BYTES", "512K"}}));
+  const std::string same = agreed_parameters_text(parse({{"COLLECTIVE_RING_SEGMENT_BYTES", "524288"}}));
+  const std::string b = agreed_parameters_text(
+      parse({{"COLLECTIVE_RING_SEGMENT_BYTES", "64K"}, {"COLLECTIVE_VALIDATE", "0"}}));
+  // Local parameters do not take part.
+  const std::string local = agreed_parameters_text(
+      parse({{"COLLECTIVE_TIMEOUT", "5"}, {"COLLECTIVE_RING_PIPELINE_DEPTH", "2"},
+             {"COLLECTIVE_KERNELS", "generic"}, {"COLLECTIVE_DEBUG", "TRACE"}}));
+  EXPECT_EQ(a, same);
+  EXPECT_EQ(agreed_parameters_text(parse({})), local);
+  EXPECT_NO_THROW(check_agreed_parameters({a, same, a}, "Communicator::world", 0));
+  try {
+    check_agreed_parameters({a, b, same, b, b}, "Communicator::world", 2);
+    ADD_FAILURE() << "differing parameters were accepted";
+  } catch (const InvalidArgumentError& error) {
+    const std::string message = error.what();
+    for (const char* needle :
+         {"Communicator::world (rank 2)",
+          "COLLECTIVE_RING_SEGMENT_BYTES differs: 524288 on ranks 0 and 2, 65536 on ranks 1 and 3-4",
+          "COLLECTIVE_VALIDATE differs: 1 on ranks 0 and 2, 0 on ranks 1 and 3-4"}) {
+      EXPECT_NE(message.find(needle), std::string::npos) << needle << " missing from " << message;
+    }
+    EXPECT_EQ(message.find("COLLECTIVE_MAX_MESSAGE_BYTES"), std::string::npos) << message;
+  }
 }
 
 }  // namespace

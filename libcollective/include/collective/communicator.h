@@ -57,8 +57,23 @@ class Communicator {
   // The communicator is duplicated; the caller keeps ownership of `c`.
   static Communicator from_mpi(int mpi_fortran_handle);
 
-  // Ranks with the same color form a new communicator, ordered by key.
+  // The color of a rank that joins no group in split() (MPI_UNDEFINED's
+  // meaning; MPI_UNDEFINED itself is accepted too). Its value is
+  // MPI_UNDEFINED's in Open MPI and MPICH, so this header needs no mpi.h.
+  static constexpr int kUndefinedColor = -32766;
+
+  // Ranks with the same color form a new communicator, ordered by key (ties
+  // by rank in this one). Collective: every rank calls it. A rank passing
+  // kUndefinedColor gets a null communicator (is_null()). Any other
+  // negative color raises InvalidArgumentError on every rank, naming the
+  // rank and its color; this communicator stays usable.
   Communicator split(int color, int key) const;
+
+  // True on a rank that passed kUndefinedColor to split(): it belongs to no
+  // group; rank() is -1, size() 0, and every other call (collectives,
+  // split, topology, allocate, choose_algorithm) raises
+  // InvalidArgumentError. free() and destruction are no-ops.
+  bool is_null() const;
 
   int rank() const;
   int size() const;

@@ -1,6 +1,7 @@
 // Process-wide start-up and shut-down of the library's runtime (MPI).
 #pragma once
 
+#include <chrono>
 #include <string>
 
 namespace collective {
@@ -32,8 +33,18 @@ class Environment {
 
   // True when MPI is initialized and not yet finalized.
   static bool initialized();
-  // The processor name MPI reports for this process.
+  // The processor name MPI reports for this process. Raises
+  // InvalidArgumentError when MPI is not initialized or already finalized.
   static std::string host_name();
+
+  // What the library's own layers (strategies, bench) share with it, from
+  // the library's one parser of COLLECTIVE_* variables (docs/parameters.md).
+  // No MPI needed. A malformed COLLECTIVE_* variable (any of them) raises
+  // InvalidArgumentError naming it.
+  // COLLECTIVE_TIMEOUT: the default timeout of a call (300 s when unset).
+  static std::chrono::milliseconds default_timeout();
+  // COLLECTIVE_DEBUG: 0 NONE, 1 WARN (default), 2 INFO, 3 DEBUG, 4 TRACE.
+  static int log_level();
 
  private:
   bool owns_mpi_ = false;

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "collective/errors.h"
+#include "core/env_params.h"
 #include "core/log.h"
 #include "kernels/reduce_kernels.h"
 
@@ -52,17 +53,7 @@ void run_hierarchical_all_reduce(const Request& request, const NodeLayout& layou
 }
 
 HierarchicalMode hierarchical_mode() {
-  static const HierarchicalMode mode = [] {
-    const char* value = std::getenv("COLLECTIVE_NCCL_HIERARCHICAL");
-    if (value == nullptr || *value == '\0') return HierarchicalMode::kAuto;
-    const std::string_view text(value);
-    if (text == "auto") return HierarchicalMode::kAuto;
-    if (text == "off" || text == "0") return HierarchicalMode::kOff;
-    throw InvalidArgumentError("environment", -1,
-                               "COLLECTIVE_NCCL_HIERARCHICAL=" + std::string(text) +
-                                   " is not one of auto, off");
-  }();
-  return mode;
+  return env_params().nccl_hierarchical_off ? HierarchicalMode::kOff : HierarchicalMode::kAuto;
 }
 
 NcclPlan choose_nccl_plan(CollectiveKind kind, const NodeLayout& layout, HierarchicalMode mode) {

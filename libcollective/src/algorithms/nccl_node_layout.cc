@@ -8,27 +8,14 @@
 
 #include "algorithms/nccl_bootstrap.h"
 #include "collective/errors.h"
+#include "core/env_params.h"
 #include "core/mpi_check.h"
 
 namespace collective::internal {
 namespace {
 
-// COLLECTIVE_NCCL_RANKS_PER_NODE, read once; 0 when unset.
-int ranks_per_node_override() {
-  static const int value = [] {
-    const char* text = std::getenv("COLLECTIVE_NCCL_RANKS_PER_NODE");
-    if (text == nullptr || *text == '\0') return 0;
-    char* end = nullptr;
-    const long parsed = std::strtol(text, &end, 10);
-    if (end == text || *end != '\0' || parsed < 1 || parsed > 1 << 20) {
-      throw InvalidArgumentError("environment", -1,
-                                 "COLLECTIVE_NCCL_RANKS_PER_NODE=" + std::string(text) +
-                                     " is not a positive integer");
-    }
-    return static_cast<int>(parsed);
-  }();
-  return value;
-}
+// COLLECTIVE_NCCL_RANKS_PER_NODE; 0 when unset.
+int ranks_per_node_override() { return env_params().nccl_ranks_per_node; }
 
 }  // namespace
 

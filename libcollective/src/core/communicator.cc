@@ -2,6 +2,9 @@
 
 #include <mpi.h>
 
+#include <string>
+#include <vector>
+
 #include "collective/errors.h"
 #include "core/communicator_state.h"
 #include "core/dispatch.h"
@@ -9,6 +12,7 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "core/mpi_lifetime.h"
 #include "transport/wait_guard.h"
 #include "algorithms/shared_allocation.h"
 #include "topology/communicator_topology.h"
@@ -19,18 +23,9 @@ namespace {
 using internal::CommunicatorState;
 using internal::Request;
 
-void require_mpi(const char* operation) {
-  int initialized = 0;
-  int finalized = 0;
-  MPI_Initialized(&initialized);
-  MPI_Finalized(&finalized);
-  if (!initialized || finalized) {
-    throw InvalidArgumentError(operation, -1,
-                               finalized ? "MPI is already finalized"
-                                         : "MPI is not initialized: create a "
-                                           "collective::Environment first (or call MPI_Init)");
-  }
-}
+constexpr const char* kNullCommunicator =
+    "the communicator is null: this rank passed Communicator::kUndefinedColor to split, so it "
+    "belongs to no group";
 
 // Waits for a non-blocking MPI operation that needs every rank of the
 // parent communicator, within COLLECTIVE_TIMEOUT: a rank that never calls
@@ -58,6 +53,7 @@ std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operat
   // A malformed COLLECTIVE_* variable raises here, before MPI is asked for
   // anything that would then be left half done.
   (void)internal::env_params();
+  internal::watch_mpi_finalize();
   MPI_Request request = MPI_REQUEST_NULL;
   internal::check_mpi(MPI_Comm_idup(parent, &copy, &request), "MPI_Comm_idup", operation, rank);
   wait_for_all_ranks(request, operation, rank, "MPI_Comm_idup");
@@ -84,7 +80,7 @@ Communicator::Communicator(std::shared_ptr<CommunicatorState> state) : state_(st
 Communicator::~Communicator() = default;
 
 Communicator Communicator::world() {
-  require_mpi("Communicator::world");
+  internal::require_mpi_running("Communicator::world", -1);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   internal::set_log_rank(rank);
@@ -92,7 +88,7 @@ Communicator Communicator::world() {
 }
 
 Communicator Communicator::from_mpi(int mpi_fortran_handle) {
-  require_mpi("Communicator::from_mpi");
+  internal::require_mpi_running("Communicator::from_mpi", -1);
   MPI_Comm comm = MPI_Comm_f2c(mpi_fortran_handle);
   if (comm == MPI_COMM_NULL) {
     throw InvalidArgumentError("Communicator::from_mpi", -1,
@@ -111,6 +107,7 @@ internal::CommunicatorState& Communicator::state() const {
 Communicator Communicator::split(int color, int key) const {
   CommunicatorState& self = state();
   constexpr const char* kOperation = "Communicator::split";
+  if (self.size == 0) throw InvalidArgumentError(kOperation, -1, kNullCommunicator);
   if (self.freed) {
     throw InvalidArgumentError(kOperation, self.rank, "the communicator was freed");
   }
@@ -118,26 +115,61 @@ Communicator Communicator::split(int color, int key) const {
     throw CommunicationError(kOperation, self.rank,
                              "communicator unusable after an earlier failure: " + *self.poisoned);
   }
+  internal::require_mpi_running(kOperation, self.rank);
   (void)internal::env_params();  // a malformed variable raises before any MPI call
-  // MPI has no non-blocking split: first make sure, within the timeout,
-  // that every rank has arrived, so MPI_Comm_split itself cannot block on a
-  // rank that never comes.
+  const internal::ExclusiveUse exclusive(self, kOperation);
+  // Every rank's color, on every rank. MPI has no non-blocking split: this
+  // exchange first makes sure, within the timeout, that every rank has
+  // arrived (so MPI_Comm_split cannot block on a rank that never comes),
+  // and it lets every rank refuse a bad color together, before MPI (whose
+  // error handler may abort the job) sees it. A negative color other than
+  // the undefined one is refused; no message is left in flight, so the
+  // communicator stays usable.
+  const bool undefined = color == kUndefinedColor || color == MPI_UNDEFINED;
+  int mine = undefined ? kUndefinedColor : color;
+  std::vector<int> colors(static_cast<std::size_t>(self.size));
   MPI_Request arrival = MPI_REQUEST_NULL;
-  internal::check_mpi(MPI_Ibarrier(self.comm, &arrival), "MPI_Ibarrier", kOperation, self.rank);
-  wait_for_all_ranks(arrival, kOperation, self.rank, "arrival before MPI_Comm_split");
+  internal::check_mpi(
+      MPI_Iallgather(&mine, 1, MPI_INT, colors.data(), 1, MPI_INT, self.comm, &arrival),
+      "MPI_Iallgather", kOperation, self.rank);
+  wait_for_all_ranks(arrival, kOperation, self.rank, "every rank's color before MPI_Comm_split");
+  std::string refused;
+  for (int r = 0; r < self.size; ++r) {
+    const int theirs = colors[static_cast<std::size_t>(r)];
+    if (theirs >= 0 || theirs == kUndefinedColor) continue;
+    refused += (refused.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) +
+               " passed color " + std::to_string(theirs);
+  }
+  if (!refused.empty()) {
+    throw InvalidArgumentError(kOperation, self.rank,
+                               refused +
+                                   ": a color is >= 0, or Communicator::kUndefinedColor (or "
+                                   "MPI_UNDEFINED) for a rank that joins no group; no rank split");
+  }
   MPI_Comm child = MPI_COMM_NULL;
-  internal::check_mpi(MPI_Comm_split(self.comm, color, key, &child), "MPI_Comm_split", kOperation,
-                      self.rank);
+  internal::check_mpi(MPI_Comm_split(self.comm, undefined ? MPI_UNDEFINED : color, key, &child),
+                      "MPI_Comm_split", kOperation, self.rank);
+  if (child == MPI_COMM_NULL) {
+    // This rank is in no group, as MPI returns MPI_COMM_NULL: a state with
+    // no MPI communicator, size 0 and rank -1, that refuses every call.
+    auto null_state = std::make_shared<CommunicatorState>(std::shared_ptr<const Topology>(), -1);
+    null_state->rank = -1;
+    null_state->size = 0;
+    return Communicator(std::move(null_state));
+  }
   auto state = std::make_shared<CommunicatorState>(child, kOperation);
   internal::attach_topology(*state, kOperation);
   return Communicator(std::move(state));
 }
+
+bool Communicator::is_null() const { return state().size == 0; }
 
 int Communicator::rank() const { return state().rank; }
 int Communicator::size() const { return state().size; }
 
 const Topology& Communicator::topology() const {
   CommunicatorState& self = state();
+  if (self.size == 0) throw InvalidArgumentError("Communicator::topology", -1, kNullCommunicator);
   if (!self.topology) {
     throw InvalidArgumentError("Communicator::topology", self.rank, "the communicator has no topology");
   }
@@ -145,10 +177,14 @@ const Topology& Communicator::topology() const {
 }
 
 void* Communicator::allocate(std::size_t bytes) {
+  if (state().size == 0) throw InvalidArgumentError("Communicator::allocate", -1, kNullCommunicator);
   return internal::shared_allocations().allocate(bytes, state().rank);
 }
 
 void Communicator::deallocate(void* memory) {
+  if (state().size == 0) {
+    throw InvalidArgumentError("Communicator::deallocate", -1, kNullCommunicator);
+  }
   internal::shared_allocations().deallocate(memory, state().rank);
 }
 
@@ -205,6 +241,9 @@ void Communicator::barrier(const BarrierOptions& options) {
 
 Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
                                          Algorithm requested) const {
+  if (state().size == 0) {
+    throw InvalidArgumentError("Communicator::choose_algorithm", -1, kNullCommunicator);
+  }
   Request request = make_request(kind, nullptr, nullptr, count, type);
   CommonOptions options;
   options.algorithm = requested;

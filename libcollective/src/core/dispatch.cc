@@ -10,6 +10,7 @@
 #include "core/exclusive_use.h"
 #include "core/failure_record.h"
 #include "core/log.h"
+#include "core/mpi_lifetime.h"
 #include "core/resource_unavailable.h"
 #include "core/validate.h"
 #include "gpu/device_runtime.h"
@@ -60,6 +61,11 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
   ExclusiveUse exclusive(state, request.kind);
   request.sequence = state.next_sequence++;
   exclusive.started(request.sequence);
+  if (state.size == 0) {
+    throw InvalidArgumentError(request.label(), -1,
+                               "the communicator is null: this rank passed "
+                               "Communicator::kUndefinedColor to split, so it belongs to no group");
+  }
   if (state.freed) {
     throw InvalidArgumentError(request.label(), state.rank,
                                "the communicator was freed (Communicator::free)");
@@ -69,6 +75,11 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
                              "communicator unusable after an earlier failure: " + *state.poisoned);
   }
   const EnvParams& params = env_params();  // a malformed variable raises here, on every rank
+  if (mpi_finalize_started()) {
+    throw InvalidArgumentError(request.label(), state.rank,
+                               "MPI is already finalized (MPI_Finalize, or the destructor of "
+                               "collective::Environment): no collective can run after it");
+  }
   if (state.abort_requested()) {
     state.poisoned = "aborted by Communicator::abort: " + state.abort_reason();
     throw CommunicationError(request.label(), state.rank, *state.poisoned);

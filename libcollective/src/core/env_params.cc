@@ -135,12 +135,59 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
       bad_value("COLLECTIVE_RING_PIPELINE_DEPTH", value, "an integer in 1..64");
     }
   }
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_DEBUG")) {
+    const std::string_view text(value);
+    if (text == "NONE" || text == "none" || text == "0") {
+      params.log_level = LogLevel::kNone;
+    } else if (text == "WARN" || text == "warn") {
+      params.log_level = LogLevel::kWarn;
+    } else if (text == "INFO" || text == "info" || text == "1") {
+      params.log_level = LogLevel::kInfo;
+    } else if (text == "DEBUG" || text == "debug" || text == "2") {
+      params.log_level = LogLevel::kDebug;
+    } else if (text == "TRACE" || text == "trace" || text == "3") {
+      params.log_level = LogLevel::kTrace;
+    } else {
+      bad_value("COLLECTIVE_DEBUG", value, "one of NONE, WARN, INFO, DEBUG, TRACE (or 0-3)");
+    }
+  }
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_KERNELS")) {
+    const std::string_view text(value);
+    if (text == "generic") {
+      params.generic_kernels = true;
+    } else if (text != "auto") {
+      bad_value("COLLECTIVE_KERNELS", value, "one of auto, generic");
+    }
+  }
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_NCCL_HIERARCHICAL")) {
+    const std::string_view text(value);
+    if (text == "off" || text == "0") {
+      params.nccl_hierarchical_off = true;
+    } else if (text != "auto") {
+      bad_value("COLLECTIVE_NCCL_HIERARCHICAL", value, "one of auto, off");
+    }
+  }
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_NCCL_RANKS_PER_NODE")) {
+    const std::string expected = "an integer in 1..1048576";
+    params.nccl_ranks_per_node = static_cast<int>(
+        read_number("COLLECTIVE_NCCL_RANKS_PER_NODE", value, 1, 1 << 20, expected));
+    if (std::to_string(params.nccl_ranks_per_node) != value) {
+      bad_value("COLLECTIVE_NCCL_RANKS_PER_NODE", value, expected);
+    }
+  }
+  // Paths: any text names a file; it is read (and refused) where used.
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_TOPOLOGY_FILE")) params.topology_file = value;
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_TOPOLOGY_DUMP")) params.topology_dump = value;
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_RULES_FILE")) params.rules_file = value;
   return params;
 }
 
+EnvParams current_env_params() {
+  return parse_env_params([](const char* name) -> const char* { return std::getenv(name); });
+}
+
 const EnvParams& env_params() {
-  static const EnvParams params =
-      parse_env_params([](const char* name) -> const char* { return std::getenv(name); });
+  static const EnvParams params = current_env_params();
   return params;
 }
 

@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "algorithms/handoff.h"
 #include "collective/algorithm.h"
+#include "core/log.h"
 
 namespace collective::internal {
 
@@ -52,6 +54,21 @@ struct EnvParams {
   // algorithms/handoff_tuner.h), cache or memory (always that way; for
   // tests and measurements).
   std::optional<Handoff> shm_handoff;
+
+  // COLLECTIVE_DEBUG: NONE, WARN (default), INFO, DEBUG, TRACE (or 0-3).
+  LogLevel log_level = LogLevel::kWarn;
+  // COLLECTIVE_KERNELS: auto (default: AVX2 where the CPU has it) or
+  // generic (the portable kernels).
+  bool generic_kernels = false;
+  // COLLECTIVE_NCCL_HIERARCHICAL: auto (default) or off.
+  bool nccl_hierarchical_off = false;
+  // COLLECTIVE_NCCL_RANKS_PER_NODE: 0 (unset) or 1..2^20.
+  int nccl_ranks_per_node = 0;
+  // File paths, empty when unset: COLLECTIVE_TOPOLOGY_FILE,
+  // COLLECTIVE_TOPOLOGY_DUMP, COLLECTIVE_RULES_FILE.
+  std::string topology_file;
+  std::string topology_dump;
+  std::string rules_file;
 };
 
 // Looks up one variable: the value, or nullptr when unset.
@@ -61,7 +78,13 @@ using EnvLookup = std::function<const char*(const char* name)>;
 // InvalidArgumentError naming the variable. Pure: the fuzzer calls it.
 EnvParams parse_env_params(const EnvLookup& lookup);
 
-// The process's parameters: parse_env_params(getenv), on first use.
+// The process's parameters: parse_env_params(getenv), on first use. Every
+// COLLECTIVE_* variable is read here and nowhere else.
 const EnvParams& env_params();
+
+// The parameters as the environment holds them now, through the same
+// parser: for COLLECTIVE_TOPOLOGY_FILE, which is read each time a
+// communicator is made (a program or test may switch files between them).
+EnvParams current_env_params();
 
 }  // namespace collective::internal

@@ -5,9 +5,11 @@
 #include <optional>
 
 #include "collective/errors.h"
+#include "core/env_params.h"
 #include "core/failure_record.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "core/mpi_lifetime.h"
 
 namespace collective {
 namespace {
@@ -64,10 +66,16 @@ bool Environment::initialized() {
 }
 
 std::string Environment::host_name() {
+  // MPI_Get_processor_name outside MPI's lifetime aborts the process.
+  internal::require_mpi_running("Environment::host_name", -1);
   char name[MPI_MAX_PROCESSOR_NAME] = {0};
   int length = 0;
   MPI_Get_processor_name(name, &length);
   return std::string(name, static_cast<std::size_t>(length));
 }
+
+std::chrono::milliseconds Environment::default_timeout() { return internal::env_params().timeout; }
+
+int Environment::log_level() { return static_cast<int>(internal::env_params().log_level); }
 
 }  // namespace collective

@@ -4,24 +4,11 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <string_view>
+
+#include "core/env_params.h"
 
 namespace collective::internal {
 namespace {
-
-LogLevel parse_level(const char* text) {
-  if (text == nullptr || *text == '\0') return LogLevel::kWarn;
-  const std::string_view value(text);
-  if (value == "NONE" || value == "none" || value == "0") return LogLevel::kNone;
-  if (value == "WARN" || value == "warn") return LogLevel::kWarn;
-  if (value == "INFO" || value == "info" || value == "1") return LogLevel::kInfo;
-  if (value == "DEBUG" || value == "debug" || value == "2") return LogLevel::kDebug;
-  if (value == "TRACE" || value == "trace" || value == "3") return LogLevel::kTrace;
-  std::fprintf(stderr, "[collective] COLLECTIVE_DEBUG=%s not understood; using WARN\n", text);
-  return LogLevel::kWarn;
-}
 
 std::atomic<int> g_log_rank{-1};
 
@@ -38,7 +25,15 @@ const char* level_name(LogLevel level) {
 }  // namespace
 
 LogLevel log_level() {
-  static const LogLevel level = parse_level(std::getenv("COLLECTIVE_DEBUG"));
+  // A malformed COLLECTIVE_* variable is raised by the call that made the
+  // communicator (env_params()); logging never throws, it stays at WARN.
+  static const LogLevel level = [] {
+    try {
+      return env_params().log_level;
+    } catch (...) {
+      return LogLevel::kWarn;
+    }
+  }();
   return level;
 }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "collective/errors.h"
+#include "core/env_params.h"
 #include "core/log.h"
 #include "kernels/half_precision.h"
 
@@ -32,8 +33,7 @@ bool cpu_has_avx2() {
 }
 
 KernelIsa pick_isa() {
-  const char* forced = std::getenv("COLLECTIVE_KERNELS");
-  if (forced != nullptr && std::strcmp(forced, "generic") == 0) return KernelIsa::kGeneric;
+  if (env_params().generic_kernels) return KernelIsa::kGeneric;
   return cpu_has_avx2() ? KernelIsa::kAvx2 : KernelIsa::kGeneric;
 }
 

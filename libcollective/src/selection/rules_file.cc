@@ -1,11 +1,14 @@
 #include "selection/rules_file.h"
 
+#include "core/env_params.h"
+
 #include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <sstream>
 
 #include "collective/errors.h"
+#include "core/env_params.h"
 #include "topology/topology_file.h"
 #include "util/json.h"
 
@@ -102,11 +105,10 @@ RuleSet parse_rules(std::string_view text, const std::string& origin) {
 const RuleSet* process_rules() {
   Loaded& state = loaded();
   std::call_once(state.once, [&] {
-    // Read here rather than in env_params(): communicators load the rules
-    // when they are made, and a bad unrelated variable must not fail that.
-    const char* variable = std::getenv("COLLECTIVE_RULES_FILE");
-    if (variable == nullptr || *variable == '\0') return;
-    const std::string path = variable;
+    // Loaded when the first communicator is made (after env_params()
+    // accepted every variable), not when the variables are parsed.
+    const std::string path = env_params().rules_file;
+    if (path.empty()) return;
     try {
       const std::string text = read_text_file(path, "COLLECTIVE_RULES_FILE");
       state.rules = parse_rules(text, path);

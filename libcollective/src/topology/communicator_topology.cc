@@ -9,6 +9,8 @@
 #include <sstream>
 
 #include "collective/errors.h"
+#include "core/agreed_params.h"
+#include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "selection/rules_file.h"
@@ -25,13 +27,17 @@ struct RankRecord {
   std::string cpuset;
   int bound = 0;
   Node machine;
+  // Its COLLECTIVE_* parameters that must agree (core/agreed_params.h):
+  // they ride on this exchange rather than costing one of their own.
+  std::string parameters;
 };
 
 std::string record_json(int real_leader, const MachineProbe& probe) {
   std::ostringstream out;
   out << "{\"leader\": " << real_leader << ", \"cpuset\": " << json::quote(probe.cpuset)
       << ", \"bound\": " << probe.bound_processing_units
-      << ", \"machine\": " << node_to_json(probe.machine) << "}";
+      << ", \"machine\": " << node_to_json(probe.machine)
+      << ", \"parameters\": " << json::quote(agreed_parameters_text(env_params())) << "}";
   return out.str();
 }
 
@@ -44,6 +50,7 @@ RankRecord parse_record(std::string_view text, int rank) {
   record.cpuset = reader.string("cpuset", "");
   record.bound = static_cast<int>(reader.integer("bound", 0, 0, INT_MAX));
   record.machine = node_from_json(*reader.required_object("machine"), where + ".machine");
+  record.parameters = reader.string("parameters", "");
   reader.finish();
   return record;
 }
@@ -200,8 +207,8 @@ void check_same_everywhere(const Topology& topology, MPI_Comm comm, int rank,
 }
 
 void dump_once(const Topology& topology, int rank) {
-  const char* path = std::getenv("COLLECTIVE_TOPOLOGY_DUMP");
-  if (path == nullptr || *path == '\0' || rank != 0) return;
+  const std::string& path = env_params().topology_dump;
+  if (path.empty() || rank != 0) return;
   int world_rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   static std::atomic<bool> dumped{false};
@@ -252,16 +259,18 @@ void attach_topology(CommunicatorState& state, const char* operation) {
   std::string error;
   bool invalid_argument = true;
   std::optional<Topology> topology;
+  std::vector<std::string> parameters;  // every rank's, from the same records
   try {
     std::vector<RankRecord> records;
     for (int r = 0; r < state.size; ++r) {
       records.push_back(parse_record(texts[static_cast<std::size_t>(r)], r));
     }
+    for (const RankRecord& record : records) parameters.push_back(record.parameters);
     topology = real_topology(records);
-    const char* path = std::getenv("COLLECTIVE_TOPOLOGY_FILE");
-    if (path != nullptr && *path != '\0') {
-      TopologyFile file = read_topology_text(
-          read_text_file(path, "COLLECTIVE_TOPOLOGY_FILE"), std::string(path));
+    const std::string path = current_env_params().topology_file;
+    if (!path.empty()) {
+      TopologyFile file =
+          read_topology_text(read_text_file(path, "COLLECTIVE_TOPOLOGY_FILE"), path);
       topology = apply_file(*topology, std::move(file), path);
     }
     // AUTO reads the rules file too; a bad one fails here, on every rank.
@@ -274,6 +283,7 @@ void attach_topology(CommunicatorState& state, const char* operation) {
     invalid_argument = false;
   }
   agree_on_failure(error, invalid_argument, state.comm, rank, operation);
+  check_agreed_parameters(parameters, operation, rank);
   check_same_everywhere(*topology, state.comm, rank, operation);
   state.topology = std::make_shared<const Topology>(std::move(*topology));
   dump_once(*state.topology, rank);

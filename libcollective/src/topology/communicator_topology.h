@@ -5,7 +5,9 @@
 //  1. Each rank describes its machine with hwloc (machine_probe.h).
 //  2. MPI_Comm_split_type(MPI_COMM_TYPE_SHARED) tells which ranks share a
 //     machine; the descriptions are all-gathered, so every rank builds the
-//     same Topology (a hash of it is compared to make sure).
+//     same Topology (a hash of it is compared to make sure). The records
+//     carry each rank's COLLECTIVE_* parameters that must agree, which are
+//     compared here too (core/agreed_params.h).
 //  3. COLLECTIVE_TOPOLOGY_FILE, when set, replaces the machine descriptions
 //     and may split real nodes into smaller virtual ones (docs/topology.md).
 //  4. COLLECTIVE_TOPOLOGY_DUMP, when set, receives the result (once per job).

@@ -1,0 +1,23 @@
+// Whether MPI can still be called, cheaply enough for every collective: a
+// call after MPI_Finalize must raise a clear error, not abort inside MPI or
+// run on shared memory as if nothing had happened.
+#pragma once
+
+namespace collective::internal {
+
+// Arranges (once per process, MPI initialized) to learn when MPI_Finalize
+// begins: MPI deletes MPI_COMM_SELF's attributes first thing in
+// MPI_Finalize, and the attribute set here flips a flag when deleted.
+// Called whenever a communicator is made.
+void watch_mpi_finalize();
+
+// True once MPI_Finalize has begun (after watch_mpi_finalize()); one
+// atomic load.
+bool mpi_finalize_started();
+
+// Throws InvalidArgumentError from `operation` on `rank` when MPI is not
+// initialized or is finalized (asks MPI: for entry points that are not
+// per-call hot paths).
+void require_mpi_running(const char* operation, int rank);
+
+}  // namespace collective::internal
