@@ -17,10 +17,11 @@
 #include <string>
 
 #include "collective/collective.h"
+#include "api/communicator_access.h"
 #include "core/communicator_state.h"
 #include "core/env_params.h"
 #include "core/request.h"
-#include "selection/cost_model.h"
+#include "cost/cost_model.h"
 #include "selection/rules_file.h"
 #include "selection/selector.h"
 
@@ -193,7 +194,7 @@ int main(int argc, char** argv) {
     if (world.rank() == 0) {
       print_header(world.topology(), "live, " + std::to_string(world.size()) + " ranks under MPI");
       dump(world.topology(), options.dump);
-      print_table(options, world.state());
+      print_table(options, internal::CommunicatorAccess::state(world));
     }
     world.barrier();
   } catch (const Error& error) {

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/nccl_hierarchical.h"
+#include "algorithms/nccl/nccl_hierarchical.h"
 #include "collective/collective.h"
 #include "typed_buffer.h"
 

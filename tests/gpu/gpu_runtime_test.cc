@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/nccl_hierarchical.h"
-#include "algorithms/nccl_node_layout.h"
-#include "algorithms/nccl_types.h"
+#include "algorithms/nccl/nccl_hierarchical.h"
+#include "algorithms/nccl/nccl_node_layout.h"
+#include "algorithms/nccl/nccl_types.h"
 #include "collective/errors.h"
 #include "gpu/cuda_check.h"
 #include "gpu/device_runtime.h"

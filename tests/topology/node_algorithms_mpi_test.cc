@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/shared_object_owner.h"
+#include "transport/shm/shared_object_owner.h"
 #include "collective/collective.h"
 #include "exact_inputs.h"
 #include "virtual_nodes.h"

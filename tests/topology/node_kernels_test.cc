@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/multi_source_reduce.h"
+#include "kernels/multi_source_reduce.h"
 #include "algorithms/node_phases.h"
 #include "kernels/half_precision.h"
 

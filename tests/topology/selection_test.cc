@@ -13,7 +13,7 @@
 #include "collective/topology.h"
 #include "core/communicator_state.h"
 #include "core/request.h"
-#include "selection/cost_model.h"
+#include "cost/cost_model.h"
 #include "selection/rules_file.h"
 #include "selection/selector.h"
 

@@ -8,7 +8,7 @@
 #include <bit>
 #include <cstring>
 
-#include "algorithms/handoff_tuner.h"
+#include "transport/shm/handoff_tuner.h"
 
 namespace collective::internal {
 namespace {

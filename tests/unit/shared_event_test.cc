@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <new>
 
-#include "transport/shared_event.h"
+#include "transport/shm/shared_event.h"
 
 namespace collective::internal {
 namespace {

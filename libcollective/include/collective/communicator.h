@@ -28,6 +28,7 @@ Algorithm to_algorithm(CollectiveCommunication communication);
 
 namespace internal {
 struct CommunicatorState;
+struct CommunicatorAccess;
 }  // namespace internal
 
 // A Communicator owns a private duplicate of an MPI communicator, so library
@@ -161,10 +162,11 @@ class Communicator {
   Communicator& operator=(Communicator&&) noexcept = default;
   ~Communicator();
 
-  // For the library's own layers (strategies, bench); not a stable API.
-  internal::CommunicatorState& state() const;
-
  private:
+  // The library's internals reach the state through CommunicatorAccess
+  // (src/api/communicator_access.h); it is not part of the API.
+  friend struct internal::CommunicatorAccess;
+  internal::CommunicatorState& state() const;
   explicit Communicator(std::shared_ptr<internal::CommunicatorState> state);
   std::shared_ptr<internal::CommunicatorState> state_;
 };

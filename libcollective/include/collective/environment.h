@@ -6,16 +6,18 @@
 
 namespace collective {
 
-// The exit status of a job that Environment ends after a communication
-// failure (see below).
+// The exit status of a process that Environment ends after a
+// communication failure (see below).
 inline constexpr int kExitAfterCommunicationFailure = 14;
 
 // Initializes MPI (thread level MPI_THREAD_SERIALIZED) unless the program
 // already did, and finalizes it on destruction only if it initialized it.
 // After a communication failure (a TimeoutError, a dead or stopped peer, an
-// abort, an MPI error) the destructor does not finalize, since MPI_Finalize
-// would wait for unreachable peers without bound: it logs the failure and
-// ends the job with MPI_Abort(MPI_COMM_WORLD, kExitAfterCommunicationFailure).
+// abort, an MPI error) MPI_Finalize may wait forever for an unreachable
+// peer: the destructor then gives it the timeout (COLLECTIVE_TIMEOUT) and,
+// if it has not returned by then, logs the failure and ends the process
+// with kExitAfterCommunicationFailure, without finalizing (the launcher
+// then ends the job).
 // Create one in main() before any Communicator:
 //
 //   int main(int argc, char** argv) {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "collective/algorithm.h"
+#include "collective/topology.h"
 #include "core/communicator_state.h"
 #include "core/request.h"
 
@@ -30,12 +31,14 @@ class CollectiveAlgorithm {
   // Must give the same answer on every rank for the same request.
   virtual Support supports(const Request& request, const CommunicatorState& state) const = 0;
 
-  // Estimated seconds for AUTO's cost model; nullopt when the algorithm
-  // offers no estimate (then AUTO uses the size rule in selector.cc).
+  // Seconds this algorithm needs for `request` on `topology`, for AUTO
+  // (cost/cost_model.h has the shared link costs and constants); nullopt
+  // when the algorithm offers no estimate (then AUTO uses the size rule in
+  // selector.cc). Must be the same on every rank.
   virtual std::optional<double> estimate_seconds(const Request& request,
-                                                 const CommunicatorState& state) const {
+                                                 const Topology& topology) const {
     (void)request;
-    (void)state;
+    (void)topology;
     return std::nullopt;
   }
 

@@ -1,8 +1,9 @@
 #include "algorithms/hierarchical.h"
 
 #include "algorithms/node_phases.h"
-#include "algorithms/node_segment.h"
-#include "algorithms/ring.h"
+#include "cost/cost_model.h"
+#include "transport/shm/node_segment.h"
+#include "algorithms/registry.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
@@ -45,11 +46,34 @@ void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state
       across.recv = region;
       across.count = length;
       across.op = partial_op;
-      RingAlgorithm().run(across, *state.cross_node);
+      // The ring, asked of the registry: bandwidth-optimal across nodes.
+      find_algorithm(Algorithm::kRing)->run(across, *state.cross_node);
     }
     if (request.op == ReduceOp::kMean) divide_buffer(region, length, request.type, state.size);
   }
   node_all_gather(work, layout, request.recv);
+}
+
+// The node reduce-scatter and all-gather: the traffic of shared_memory
+// plus each owner's region copied once more (from its output into the
+// result slots), in two passes that do not overlap, one hand-off a round
+// each; across nodes, a ring of m nodes for each of the k regions, whose
+// k owners share the node's NIC, so the node moves 2(m-1)/m of the buffer.
+std::optional<double> HierarchicalAlgorithm::estimate_seconds(const Request& request,
+                                                              const Topology& topology) const {
+  if (topology.size() < 1 || request.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  const Shape shape = shape_of(request, topology);
+  const double n = shape.bytes;
+  const double local = shape.per_node;
+  const double staged = n * (local - 1.0) / local;
+  double seconds = kCallSeconds + 2.0 * handoff_seconds(shape) * slot_rounds(n) +
+                   node_work_seconds(shape, n, staged + n + n / local, n);
+  if (shape.nodes > 1) {
+    const double m = shape.nodes;
+    const LinkCost net = link_cost(LinkKind::kNetwork, topology);
+    seconds += 2.0 * (m - 1.0) * (net.latency_seconds + n / m / net.bytes_per_second);
+  }
+  return seconds;
 }
 
 }  // namespace collective::internal

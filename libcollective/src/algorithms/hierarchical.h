@@ -20,6 +20,8 @@ class HierarchicalAlgorithm final : public CollectiveAlgorithm {
  public:
   Algorithm id() const override { return Algorithm::kHierarchical; }
   Support supports(const Request& request, const CommunicatorState& state) const override;
+  std::optional<double> estimate_seconds(const Request& request,
+                                         const Topology& topology) const override;
   void run(const Request& request, CommunicatorState& state) const override;
 };
 

@@ -4,7 +4,7 @@
 #include <climits>
 #include <cstring>
 
-#include "algorithms/mpi_datatypes.h"
+#include "transport/mpi/mpi_datatypes.h"
 #include "core/env_params.h"
 #include "core/mpi_check.h"
 #include "kernels/reduce_kernels.h"

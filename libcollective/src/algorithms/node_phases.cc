@@ -5,9 +5,9 @@
 #include <optional>
 #include <vector>
 
-#include "algorithms/multi_source_reduce.h"
-#include "algorithms/shared_allocation.h"
-#include "algorithms/streaming_copy.h"
+#include "kernels/multi_source_reduce.h"
+#include "transport/shm/shared_allocation.h"
+#include "kernels/streaming_copy.h"
 
 namespace collective::internal {
 namespace {

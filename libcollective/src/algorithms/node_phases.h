@@ -19,8 +19,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "algorithms/handoff_tuner.h"
-#include "algorithms/node_segment.h"
+#include "transport/shm/handoff_tuner.h"
+#include "transport/shm/node_segment.h"
 #include "core/request.h"
 
 namespace collective::internal {

@@ -1,8 +1,10 @@
 #include "algorithms/recursive_doubling.h"
 
+#include "cost/cost_model.h"
+
 #include "algorithms/chunk_layout.h"
 #include "kernels/reduce_kernels.h"
-#include "transport/peer_exchange.h"
+#include "transport/mpi/peer_exchange.h"
 
 namespace collective::internal {
 namespace {
@@ -86,6 +88,25 @@ Support RecursiveDoublingAlgorithm::supports(const Request& request,
 void RecursiveDoublingAlgorithm::run(const Request& request, CommunicatorState& state) const {
   if (request.kind == CollectiveKind::kBarrier) return dissemination_barrier(request, state);
   all_reduce(request, state);
+}
+
+// log2 p2 whole-buffer exchanges, two more (fold and unfold) when p is
+// not a power of two; every exchange crosses between nodes for some pair,
+// all of a node's ranks at once.
+std::optional<double> RecursiveDoublingAlgorithm::estimate_seconds(
+    const Request& request, const Topology& topology) const {
+  if (topology.size() < 1 || request.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  const Shape shape = shape_of(request, topology);
+  int power = 1;
+  int exchanges = 0;
+  while (power * 2 <= shape.ranks) {
+    power *= 2;
+    ++exchanges;
+  }
+  const double steps = exchanges + (power == shape.ranks ? 0 : 2);
+  const int flows = shape.nodes > 1 ? shape.per_node : 1;
+  return kCallSeconds + steps * flat_step_seconds(topology, shape, shape.bytes, flows) +
+         exchanges * shape.bytes / kReduceBytesPerSecond * shape.oversubscription;
 }
 
 }  // namespace collective::internal

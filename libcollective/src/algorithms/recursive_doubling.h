@@ -13,6 +13,8 @@ class RecursiveDoublingAlgorithm final : public CollectiveAlgorithm {
  public:
   Algorithm id() const override { return Algorithm::kRecursiveDoubling; }
   Support supports(const Request& request, const CommunicatorState& state) const override;
+  std::optional<double> estimate_seconds(const Request& request,
+                                         const Topology& topology) const override;
   void run(const Request& request, CommunicatorState& state) const override;
 };
 

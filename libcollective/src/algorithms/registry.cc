@@ -8,7 +8,7 @@
 #include "algorithms/ring.h"
 #include "algorithms/shared_memory.h"
 #ifdef COLLECTIVE_HAVE_NCCL
-#include "algorithms/nccl.h"
+#include "algorithms/nccl/nccl.h"
 #endif
 
 namespace collective::internal {

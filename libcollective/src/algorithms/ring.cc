@@ -1,5 +1,7 @@
 #include "algorithms/ring.h"
 
+#include "cost/cost_model.h"
+
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -7,7 +9,7 @@
 #include "algorithms/chunk_layout.h"
 #include "core/env_params.h"
 #include "kernels/reduce_kernels.h"
-#include "transport/peer_exchange.h"
+#include "transport/mpi/peer_exchange.h"
 
 namespace collective::internal {
 namespace {
@@ -337,6 +339,21 @@ void RingAlgorithm::run(const Request& request, CommunicatorState& state) const 
     case CollectiveKind::kBroadcast: return ring.broadcast();
     case CollectiveKind::kBarrier: break;
   }
+}
+
+
+// 2(p-1) steps of a 1/p piece each (reduce-scatter, then all-gather), the
+// NIC shared by the ring edges that leave the busiest node, and (p-1)/p of
+// the buffer reduced.
+std::optional<double> RingAlgorithm::estimate_seconds(const Request& request,
+                                                      const Topology& topology) const {
+  if (topology.size() < 1 || request.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  const Shape shape = shape_of(request, topology);
+  const double p = shape.ranks;
+  const int flows = shape.nodes > 1 ? ring_flows_per_node(topology) : 1;
+  return kCallSeconds +
+         2.0 * (p - 1.0) * flat_step_seconds(topology, shape, shape.bytes / p, flows) +
+         (p - 1.0) / p * shape.bytes / kReduceBytesPerSecond * shape.oversubscription;
 }
 
 }  // namespace collective::internal

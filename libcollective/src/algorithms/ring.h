@@ -14,6 +14,8 @@ class RingAlgorithm final : public CollectiveAlgorithm {
  public:
   Algorithm id() const override { return Algorithm::kRing; }
   Support supports(const Request& request, const CommunicatorState& state) const override;
+  std::optional<double> estimate_seconds(const Request& request,
+                                         const Topology& topology) const override;
   void run(const Request& request, CommunicatorState& state) const override;
 };
 

@@ -1,25 +1,54 @@
 #include "algorithms/shared_memory.h"
 
 #include "algorithms/node_phases.h"
-#include "algorithms/node_segment.h"
-#include "selection/cost_model.h"
+#include "transport/shm/node_segment.h"
+#include "core/env_params.h"
+#include "cost/cost_model.h"
 #include "validation/node_board_check.h"
 
+#include <algorithm>
 #include <cstdint>
 
 namespace collective::internal {
 namespace {
 
 // Outputs of at least this size per rank go straight to memory: once the
-// node's ranks together write half its last-level cache (8 MiB when
-// unknown), the outputs would push the pipeline's slots out of the cache
-// anyway. Every rank of the node writes its own output, so the cache is
-// shared among them.
+// node's ranks together write half its last-level cache (kUnknownCacheBytes
+// when unknown), the outputs would push the pipeline's slots out of the
+// cache anyway. Every rank of the node writes its own output, so the cache
+// is shared among them.
 std::size_t streaming_threshold(const Topology& topology, int rank) {
   const Node& node = topology.node(topology.node_of(rank));
-  const std::uint64_t cache = node.l3_cache_bytes == 0 ? std::uint64_t{16} << 20 : node.l3_cache_bytes;
+  const auto cache = node.l3_cache_bytes == 0 ? static_cast<std::uint64_t>(kUnknownCacheBytes)
+                                              : node.l3_cache_bytes;
   const std::uint64_t ranks = node.ranks.empty() ? 1 : node.ranks.size();
   return static_cast<std::size_t>(cache / 2 / ranks);
+}
+
+// Every rank copies its input in and reduces all L inputs itself: one
+// hand-off a round.
+double redundant_seconds(const Shape& shape) {
+  const double n = shape.bytes;
+  return slot_rounds(n) * handoff_seconds(shape) +
+         node_work_seconds(shape, 0, n, shape.per_node * n);
+}
+
+bool redundant_is_cheaper(const Shape& shape) {
+  if (shape.bytes > static_cast<double>(env_params().shm_small_bytes)) return false;
+  if (shape.bytes <= static_cast<double>(kInlineBytes)) return true;
+  // Split: the input staged, 1/L of the reduction, the result copied out,
+  // two hand-offs.
+  const double n = shape.bytes;
+  const double split = 2.0 * handoff_seconds(shape) + node_work_seconds(shape, 0, n + n, n);
+  return redundant_seconds(shape) <= split;
+}
+
+// Whether every rank of `node` should reduce the whole buffer itself (one
+// hand-off a round) rather than split the work (two): when the duplicated
+// reduction costs less than the hand-off it saves, and the buffer is within
+// COLLECTIVE_SHM_SMALL_BYTES. Same on every rank.
+bool shared_memory_redundant(std::size_t bytes, const Topology& topology, int node) {
+  return redundant_is_cheaper(node_shape(bytes, topology, node));
 }
 
 }  // namespace
@@ -78,6 +107,25 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
   work.handoff = handoff.handoff;
   node_all_reduce(work, request.send, request.recv, request.count, small);
   segment.handoff().record(handoff, request.bytes());
+}
+
+// Inside one node of L ranks (node_phases.cc): per rank, the input read
+// once and the output written once (streamed), (L-1)/L of it staged and
+// all of it copied out of the result slots (cached), and a reduction
+// reading n bytes; two hand-offs a round, pipelined over the segment's
+// kSegmentDepth slots: one round's worth of them counts.
+std::optional<double> SharedMemoryAlgorithm::estimate_seconds(const Request& request,
+                                                              const Topology& topology) const {
+  if (topology.size() < 1 || request.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  const Shape shape = shape_of(request, topology);
+  if (shape.nodes > 1) return std::nullopt;
+  if (redundant_is_cheaper(shape)) return kCallSeconds + redundant_seconds(shape);
+  const double n = shape.bytes;
+  const double local = shape.per_node;
+  const double staged = n * (local - 1.0) / local;
+  return kCallSeconds +
+         2.0 * handoff_seconds(shape) * std::min(slot_rounds(n), double{kSegmentDepth}) +
+         node_work_seconds(shape, n, staged + n, n);
 }
 
 }  // namespace collective::internal

@@ -16,6 +16,8 @@ class SharedMemoryAlgorithm final : public CollectiveAlgorithm {
  public:
   Algorithm id() const override { return Algorithm::kSharedMemory; }
   Support supports(const Request& request, const CommunicatorState& state) const override;
+  std::optional<double> estimate_seconds(const Request& request,
+                                         const Topology& topology) const override;
   // Inputs that fit the inline box travel with the call's fingerprint.
   bool carries_check(const Request& request, CommunicatorState& state) const override;
   void run(const Request& request, CommunicatorState& state) const override;

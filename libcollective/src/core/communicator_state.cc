@@ -6,7 +6,7 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
-#include "transport/wait_guard.h"
+#include "core/wait_guard.h"
 
 namespace collective::internal {
 

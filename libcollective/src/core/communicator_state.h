@@ -18,7 +18,7 @@
 #include "collective/types.h"
 #include "core/request.h"
 #include "core/scratch_buffer.h"
-#include "transport/peer_liveness.h"
+#include "core/peer_liveness.h"
 
 namespace collective::internal {
 

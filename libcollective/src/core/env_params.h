@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "algorithms/handoff.h"
+#include "core/handoff.h"
 #include "collective/algorithm.h"
 #include "core/log.h"
 

@@ -9,7 +9,7 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/log.h"
-#include "selection/cost_model.h"
+#include "cost/cost_model.h"
 #include "selection/rules_file.h"
 
 namespace collective::internal {
@@ -99,8 +99,7 @@ std::optional<Selection> from_cost_model(const Request& request, const Communica
   std::ostringstream candidates;
   for (const CollectiveAlgorithm* algorithm : all_algorithms()) {
     if (!algorithm->supports(request, state).ok) continue;
-    std::optional<double> seconds = algorithm->estimate_seconds(request, state);
-    if (!seconds) seconds = model_seconds(algorithm->id(), request, *state.topology);
+    const std::optional<double> seconds = algorithm->estimate_seconds(request, *state.topology);
     if (!seconds) continue;
     if (explain) candidates << (best == nullptr ? "" : ", ") << algorithm->name() << " "
                             << microseconds(*seconds);
@@ -181,6 +180,13 @@ Selection select_algorithm(const Request& request, const CommunicatorState& stat
   slot = SelectionMemo{selection.algorithm, request.kind,   request.count,    request.type,
                        request.op,          request.memory, request.requested};
   return selection;
+}
+
+std::optional<double> model_seconds(Algorithm algorithm, const Request& request,
+                                    const Topology& topology) {
+  const CollectiveAlgorithm* found = find_algorithm(algorithm);
+  if (found == nullptr) return std::nullopt;
+  return found->estimate_seconds(request, topology);
 }
 
 }  // namespace collective::internal

@@ -3,6 +3,7 @@
 // decision, so the choice depends only on arguments all ranks share.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "algorithms/algorithm.h"
@@ -36,5 +37,11 @@ struct RuleSet;
 // The same with a given rule set (nullptr: none) instead of the process's.
 Selection select_algorithm_with_rules(const Request& request, const CommunicatorState& state,
                                       const RuleSet* rules, bool explain);
+
+// The cost model's seconds for `algorithm` serving `request` on
+// `topology`, asked of the registry (CollectiveAlgorithm::estimate_seconds);
+// nullopt when the algorithm is not built in or offers no estimate.
+std::optional<double> model_seconds(Algorithm algorithm, const Request& request,
+                                    const Topology& topology);
 
 }  // namespace collective::internal

@@ -4,7 +4,7 @@
 #include <type_traits>
 
 #include "collective/errors.h"
-#include "transport/peer_exchange.h"
+#include "transport/mpi/peer_exchange.h"
 #include "validation/node_board_check.h"
 
 namespace collective::internal {

@@ -6,7 +6,7 @@
 #include <sstream>
 #include <vector>
 
-#include "transport/wait_guard.h"
+#include "core/wait_guard.h"
 #include "validation/cross_rank_check.h"
 
 namespace collective::internal {

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <span>
 
-#include "algorithms/node_segment.h"
+#include "transport/shm/node_segment.h"
 #include "core/communicator_state.h"
 #include "core/request.h"
 #include "validation/call_fingerprint.h"

@@ -1,0 +1,267 @@
+#include "collective/communicator.h"
+
+#include <mpi.h>
+
+#include <string>
+#include <vector>
+
+#include "collective/errors.h"
+#include "core/communicator_state.h"
+#include "api/dispatch.h"
+#include "core/exclusive_use.h"
+#include "core/env_params.h"
+#include "core/log.h"
+#include "core/mpi_check.h"
+#include "core/mpi_lifetime.h"
+#include "core/wait_guard.h"
+#include "transport/shm/shared_allocation.h"
+#include "api/communicator_topology.h"
+
+namespace collective {
+namespace {
+
+using internal::CommunicatorState;
+using internal::Request;
+
+constexpr const char* kNullCommunicator =
+    "the communicator is null: this rank passed Communicator::kUndefinedColor to split, so it "
+    "belongs to no group";
+
+// Waits for a non-blocking MPI operation that needs every rank of the
+// parent communicator, within COLLECTIVE_TIMEOUT: a rank that never calls
+// fails the others with a TimeoutError instead of blocking them forever.
+void wait_for_all_ranks(MPI_Request& request, const char* operation, int rank,
+                        const char* what) {
+  internal::WaitGuard guard(operation, rank, internal::env_params().timeout, nullptr, what);
+  int done = 0;
+  while (true) {
+    internal::check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test", operation, rank);
+    if (done) return;
+    guard.idle([&] {
+      return internal::WaitTarget{{}, std::string("every rank of the parent communicator to call ") +
+                                          operation};
+    });
+  }
+}
+
+std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operation) {
+  MPI_Comm copy = MPI_COMM_NULL;
+  // MPI_COMM_WORLD's default handler aborts; ask for return codes on the
+  // duplicate (set in CommunicatorState) and check this call by hand.
+  int rank = -1;
+  MPI_Comm_rank(parent, &rank);
+  // A malformed COLLECTIVE_* variable raises here, before MPI is asked for
+  // anything that would then be left half done.
+  (void)internal::env_params();
+  internal::watch_mpi_finalize();
+  MPI_Request request = MPI_REQUEST_NULL;
+  internal::check_mpi(MPI_Comm_idup(parent, &copy, &request), "MPI_Comm_idup", operation, rank);
+  wait_for_all_ranks(request, operation, rank, "MPI_Comm_idup");
+  auto state = std::make_shared<CommunicatorState>(copy, operation);
+  internal::attach_topology(*state, operation);
+  return state;
+}
+
+Request make_request(CollectiveKind kind, const void* send, void* recv, std::size_t count,
+                     DataType type) {
+  Request request;
+  request.kind = kind;
+  request.send = send;
+  request.recv = recv;
+  request.count = count;
+  request.type = type;
+  return request;
+}
+
+}  // namespace
+
+Communicator::Communicator(std::shared_ptr<CommunicatorState> state) : state_(std::move(state)) {}
+
+Communicator::~Communicator() = default;
+
+Communicator Communicator::world() {
+  internal::require_mpi_running("Communicator::world", -1);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  internal::set_log_rank(rank);
+  return Communicator(duplicate(MPI_COMM_WORLD, "Communicator::world"));
+}
+
+Communicator Communicator::from_mpi(int mpi_fortran_handle) {
+  internal::require_mpi_running("Communicator::from_mpi", -1);
+  MPI_Comm comm = MPI_Comm_f2c(mpi_fortran_handle);
+  if (comm == MPI_COMM_NULL) {
+    throw InvalidArgumentError("Communicator::from_mpi", -1,
+                               "the handle is MPI_COMM_NULL (pass MPI_Comm_c2f(comm))");
+  }
+  return Communicator(duplicate(comm, "Communicator::from_mpi"));
+}
+
+internal::CommunicatorState& Communicator::state() const {
+  if (!state_) {
+    throw InvalidArgumentError("Communicator", -1, "use of a moved-from Communicator");
+  }
+  return *state_;
+}
+
+Communicator Communicator::split(int color, int key) const {
+  CommunicatorState& self = state();
+  constexpr const char* kOperation = "Communicator::split";
+  if (self.size == 0) throw InvalidArgumentError(kOperation, -1, kNullCommunicator);
+  if (self.freed) {
+    throw InvalidArgumentError(kOperation, self.rank, "the communicator was freed");
+  }
+  if (self.poisoned) {
+    throw CommunicationError(kOperation, self.rank,
+                             "communicator unusable after an earlier failure: " + *self.poisoned);
+  }
+  internal::require_mpi_running(kOperation, self.rank);
+  (void)internal::env_params();  // a malformed variable raises before any MPI call
+  const internal::ExclusiveUse exclusive(self, kOperation);
+  // Every rank's color, on every rank. MPI has no non-blocking split: this
+  // exchange first makes sure, within the timeout, that every rank has
+  // arrived (so MPI_Comm_split cannot block on a rank that never comes),
+  // and it lets every rank refuse a bad color together, before MPI (whose
+  // error handler may abort the job) sees it. A negative color other than
+  // the undefined one is refused; no message is left in flight, so the
+  // communicator stays usable.
+  const bool undefined = color == kUndefinedColor || color == MPI_UNDEFINED;
+  int mine = undefined ? kUndefinedColor : color;
+  std::vector<int> colors(static_cast<std::size_t>(self.size));
+  MPI_Request arrival = MPI_REQUEST_NULL;
+  internal::check_mpi(
+      MPI_Iallgather(&mine, 1, MPI_INT, colors.data(), 1, MPI_INT, self.comm, &arrival),
+      "MPI_Iallgather", kOperation, self.rank);
+  wait_for_all_ranks(arrival, kOperation, self.rank, "every rank's color before MPI_Comm_split");
+  std::string refused;
+  for (int r = 0; r < self.size; ++r) {
+    const int theirs = colors[static_cast<std::size_t>(r)];
+    if (theirs >= 0 || theirs == kUndefinedColor) continue;
+    refused += (refused.empty() ? "" : ", ") + std::string("rank ") + std::to_string(r) +
+               " passed color " + std::to_string(theirs);
+  }
+  if (!refused.empty()) {
+    throw InvalidArgumentError(kOperation, self.rank,
+                               refused +
+                                   ": a color is >= 0, or Communicator::kUndefinedColor (or "
+                                   "MPI_UNDEFINED) for a rank that joins no group; no rank split");
+  }
+  MPI_Comm child = MPI_COMM_NULL;
+  internal::check_mpi(MPI_Comm_split(self.comm, undefined ? MPI_UNDEFINED : color, key, &child),
+                      "MPI_Comm_split", kOperation, self.rank);
+  if (child == MPI_COMM_NULL) {
+    // This rank is in no group, as MPI returns MPI_COMM_NULL: a state with
+    // no MPI communicator, size 0 and rank -1, that refuses every call.
+    auto null_state = std::make_shared<CommunicatorState>(std::shared_ptr<const Topology>(), -1);
+    null_state->rank = -1;
+    null_state->size = 0;
+    return Communicator(std::move(null_state));
+  }
+  auto state = std::make_shared<CommunicatorState>(child, kOperation);
+  internal::attach_topology(*state, kOperation);
+  return Communicator(std::move(state));
+}
+
+bool Communicator::is_null() const { return state().size == 0; }
+
+int Communicator::rank() const { return state().rank; }
+int Communicator::size() const { return state().size; }
+
+const Topology& Communicator::topology() const {
+  CommunicatorState& self = state();
+  if (self.size == 0) throw InvalidArgumentError("Communicator::topology", -1, kNullCommunicator);
+  if (!self.topology) {
+    throw InvalidArgumentError("Communicator::topology", self.rank, "the communicator has no topology");
+  }
+  return *self.topology;
+}
+
+void* Communicator::allocate(std::size_t bytes) {
+  if (state().size == 0) throw InvalidArgumentError("Communicator::allocate", -1, kNullCommunicator);
+  return internal::shared_allocations().allocate(bytes, state().rank);
+}
+
+void Communicator::deallocate(void* memory) {
+  if (state().size == 0) {
+    throw InvalidArgumentError("Communicator::deallocate", -1, kNullCommunicator);
+  }
+  internal::shared_allocations().deallocate(memory, state().rank);
+}
+
+Algorithm to_algorithm(CollectiveCommunication communication) {
+  switch (communication) {
+    case CollectiveCommunication::kAuto: return Algorithm::kAuto;
+    case CollectiveCommunication::kRing: return Algorithm::kRing;
+    case CollectiveCommunication::kNccl: return Algorithm::kNccl;
+  }
+  throw InvalidArgumentError("to_algorithm", -1,
+                             "unknown CollectiveCommunication value " +
+                                 std::to_string(static_cast<int>(communication)));
+}
+
+void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DataType type,
+                              const AllReduceOptions& options) {
+  Request request = make_request(CollectiveKind::kAllReduce, send, recv, count, type);
+  request.op = options.op;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count,
+                                  DataType type, const ReduceScatterOptions& options) {
+  Request request = make_request(CollectiveKind::kReduceScatter, send, recv, recv_count, type);
+  request.op = options.op;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
+                              const AllGatherOptions& options) {
+  Request request = make_request(CollectiveKind::kAllGather, send, recv, send_count, type);
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::broadcast(void* buffer, std::size_t count, DataType type,
+                             const BroadcastOptions& options) {
+  Request request = make_request(CollectiveKind::kBroadcast, buffer, buffer, count, type);
+  request.root = options.root;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type,
+                          const ReduceOptions& options) {
+  Request request = make_request(CollectiveKind::kReduce, send, recv, count, type);
+  request.op = options.op;
+  request.root = options.root;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::barrier(const BarrierOptions& options) {
+  Request request = make_request(CollectiveKind::kBarrier, nullptr, nullptr, 0, DataType::kUInt8);
+  internal::run_collective(state(), request, options);
+}
+
+Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
+                                         Algorithm requested) const {
+  if (state().size == 0) {
+    throw InvalidArgumentError("Communicator::choose_algorithm", -1, kNullCommunicator);
+  }
+  Request request = make_request(kind, nullptr, nullptr, count, type);
+  CommonOptions options;
+  options.algorithm = requested;
+  return internal::resolve_algorithm(state(), request, options);
+}
+
+Algorithm Communicator::last_algorithm() const { return state().last_algorithm; }
+
+std::uint64_t Communicator::sequence_number() const { return state().next_sequence; }
+
+void Communicator::free() {
+  CommunicatorState& self = state();
+  const internal::ExclusiveUse exclusive(self, "Communicator::free");
+  self.release();
+}
+
+void Communicator::abort(const std::string& reason) { state().request_abort(reason); }
+
+bool Communicator::aborted() const { return state().abort_requested(); }
+
+}  // namespace collective

@@ -1,0 +1,167 @@
+#include "api/dispatch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <optional>
+
+#include "collective/errors.h"
+#include "core/env_params.h"
+#include "core/exclusive_use.h"
+#include "core/failure_record.h"
+#include "core/log.h"
+#include "core/mpi_lifetime.h"
+#include "core/resource_unavailable.h"
+#include "core/validate.h"
+#include "gpu/device_runtime.h"
+#include "gpu/memory_kind.h"
+#include "selection/selector.h"
+#include "validation/call_fingerprint.h"
+#include "validation/cross_rank_check.h"
+
+namespace collective::internal {
+namespace {
+
+void apply_options(Request& request, const CommonOptions& options) {
+  request.requested = options.algorithm;
+  if (request.requested == Algorithm::kAuto && env_params().forced_algorithm) {
+    request.requested = *env_params().forced_algorithm;
+  }
+  request.forced = request.requested != Algorithm::kAuto;
+  request.memory = options.memory;
+  request.timeout = options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout)
+                                                : env_params().timeout;
+  if (options.timeout.count() < 0) request.timeout = options.timeout;  // rejected by validation
+}
+
+// One rank: the result is the input (MEAN divides by one).
+void run_single_rank(const Request& request, int rank) {
+  const std::size_t bytes = request.bytes();
+  if (bytes == 0 || request.recv == nullptr || request.send == request.recv) return;
+  switch (request.kind) {
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kReduce:
+      if (request.memory == MemoryKind::kDevice) {
+        gpu::copy_device_bytes(request.recv, request.send, bytes, request.label(), rank);
+      } else {
+        std::memmove(request.recv, request.send, bytes);
+      }
+      return;
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kBarrier:
+      return;
+  }
+}
+
+}  // namespace
+
+void run_collective(CommunicatorState& state, Request& request, const CommonOptions& options) {
+  ExclusiveUse exclusive(state, request.kind);
+  request.sequence = state.next_sequence++;
+  exclusive.started(request.sequence);
+  if (state.size == 0) {
+    throw InvalidArgumentError(request.label(), -1,
+                               "the communicator is null: this rank passed "
+                               "Communicator::kUndefinedColor to split, so it belongs to no group");
+  }
+  if (state.freed) {
+    throw InvalidArgumentError(request.label(), state.rank,
+                               "the communicator was freed (Communicator::free)");
+  }
+  if (state.poisoned) {
+    throw CommunicationError(request.label(), state.rank,
+                             "communicator unusable after an earlier failure: " + *state.poisoned);
+  }
+  const EnvParams& params = env_params();  // a malformed variable raises here, on every rank
+  if (mpi_finalize_started()) {
+    throw InvalidArgumentError(request.label(), state.rank,
+                               "MPI is already finalized (MPI_Finalize, or the destructor of "
+                               "collective::Environment): no collective can run after it");
+  }
+  if (state.abort_requested()) {
+    state.poisoned = "aborted by Communicator::abort: " + state.abort_reason();
+    throw CommunicationError(request.label(), state.rank, *state.poisoned);
+  }
+
+  // This rank's own checks. With validation on, a rejection is not raised
+  // yet: the rank first tells the others (validation/cross_rank_check.h).
+  std::exception_ptr rejection;
+  std::optional<Selection> selection;
+  bool unsupported = false;
+  std::string rejection_cause;
+  try {
+    apply_options(request, options);
+    validate_request(request, state.rank, state.size);
+    // kAuto asks CUDA (when built in) where the buffers live; a declared
+    // kind is checked against it. Host algorithms refuse device buffers in
+    // their supports(), so device buffers reach NCCL or an UnsupportedError.
+    request.memory = gpu::resolve_memory_kind(request, state.rank);
+    selection = select_algorithm(request, state);
+  } catch (const Error& error) {
+    if (!params.validate || state.size == 1) throw;
+    rejection = std::current_exception();
+    unsupported = dynamic_cast<const UnsupportedError*>(&error) != nullptr;
+    rejection_cause = error.cause();
+  }
+
+  // One deadline bounds the whole call: the check and the algorithm.
+  if (request.timeout.count() <= 0) request.timeout = params.timeout;
+  request.deadline = Clock::now() + request.timeout;
+  try {
+    CallFingerprint mine;
+    if (params.validate && state.size > 1) {
+      mine = rejection ? rejected_fingerprint(request, state.rank, unsupported, rejection_cause)
+                       : fingerprint_of(request, selection->algorithm->id(), state.rank);
+      if (!rejection && selection->algorithm->carries_check(request, state)) {
+        request.carried_check = &mine;  // the algorithm makes the check
+      } else {
+        check_across_ranks(mine, request, state);
+      }
+    }
+    if (rejection) std::rethrow_exception(rejection);
+
+    state.last_algorithm = selection->algorithm->id();
+    COLLECTIVE_LOG(kDebug, request.label() << " " << request.count << " x "
+                                           << to_string(request.type) << " -> "
+                                           << selection->algorithm->name() << " ("
+                                           << selection->reason << ")");
+    if (state.size == 1) return run_single_rank(request, state.rank);
+    try {
+      selection->algorithm->run(request, state);
+    } catch (const ResourceUnavailable& shortage) {
+      // Every rank learned of the shortage in the same step, before any
+      // buffer was touched, and the algorithms that need the resource now
+      // refuse: AUTO serves the call with another; a forced one cannot.
+      if (request.forced) throw;
+      state.selection_memo = {};
+      const Selection fallback = select_algorithm(request, state);
+      COLLECTIVE_LOG(kWarn, request.label()
+                                << ": " << selection->algorithm->name() << " is unavailable on this "
+                                << state.describe() << " (" << shortage.cause()
+                                << "); AUTO serves this and later calls without it, this one with "
+                                << fallback.algorithm->name());
+      state.last_algorithm = fallback.algorithm->id();
+      request.carried_check = nullptr;  // the cross-rank check was made before the run
+      fallback.algorithm->run(request, state);
+    }
+  } catch (const CommunicationError& error) {
+    // A rank of the call failed or timed out: messages of this call may
+    // still be in flight, so no later call on this communicator can trust
+    // what it receives.
+    if (!state.poisoned) state.poisoned = error.what();
+    record_communication_failure(error.what());
+    throw;
+  }
+}
+
+Algorithm resolve_algorithm(const CommunicatorState& state, Request request,
+                            const CommonOptions& options) {
+  apply_options(request, options);
+  request.sequence = state.next_sequence;
+  request.memory = gpu::resolve_memory_kind(request, state.rank);
+  return select_algorithm(request, state).algorithm->id();
+}
+
+}  // namespace collective::internal

@@ -1,0 +1,112 @@
+#include "collective/environment.h"
+
+#include <mpi.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "collective/errors.h"
+#include "core/env_params.h"
+#include "core/failure_record.h"
+#include "core/log.h"
+#include "core/mpi_check.h"
+#include "core/mpi_lifetime.h"
+
+namespace collective {
+namespace {
+
+bool initialize_mpi(int* argc, char*** argv) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (initialized) return false;
+  int provided = 0;
+  // SERIALIZED: the strategies run replicas as threads, and any of them may
+  // be the one that calls into MPI (one at a time).
+  internal::check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided),
+                      "MPI_Init_thread", "Environment", -1);
+  if (provided < MPI_THREAD_SERIALIZED) {
+    COLLECTIVE_LOG(kWarn, "MPI provides thread level " << provided
+                                                       << " < MPI_THREAD_SERIALIZED");
+  }
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  internal::set_log_rank(rank);
+  return true;
+}
+
+}  // namespace
+
+Environment::Environment(int& argc, char**& argv) : owns_mpi_(initialize_mpi(&argc, &argv)) {}
+
+Environment::Environment() : owns_mpi_(initialize_mpi(nullptr, nullptr)) {}
+
+Environment::~Environment() {
+  if (!owns_mpi_) return;
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  const std::optional<std::string> failure = internal::first_communication_failure();
+  if (!failure) {
+    MPI_Finalize();
+    return;
+  }
+  // After a timeout, a dead or stopped peer, an abort or an MPI error, a
+  // peer may be unreachable, and MPI_Finalize then waits for it without
+  // bound. It gets the call's timeout (COLLECTIVE_TIMEOUT): peers that are
+  // fine (a program that recovered on another communicator) finalize as
+  // usual; otherwise the process ends, without finalizing, and the
+  // launcher ends the job.
+  std::chrono::milliseconds bound{300'000};
+  try {
+    bound = internal::env_params().timeout;
+  } catch (...) {
+    // Destructors never throw; a malformed variable was reported earlier.
+  }
+  std::mutex mutex;
+  std::condition_variable finished;
+  bool done = false;
+  std::thread watchdog([&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (finished.wait_for(lock, bound, [&] { return done; })) return;
+    COLLECTIVE_LOG(kWarn, "MPI_Finalize did not return within "
+                              << std::chrono::duration<double>(bound).count()
+                              << " s after a communication failure (a peer may be unreachable): "
+                                 "ending this process with exit status "
+                              << kExitAfterCommunicationFailure << "; the failure was: " << *failure);
+    std::_Exit(kExitAfterCommunicationFailure);
+  });
+  MPI_Finalize();
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    done = true;
+  }
+  finished.notify_one();
+  watchdog.join();
+}
+
+bool Environment::initialized() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  return initialized && !finalized;
+}
+
+std::string Environment::host_name() {
+  // MPI_Get_processor_name outside MPI's lifetime aborts the process.
+  internal::require_mpi_running("Environment::host_name", -1);
+  char name[MPI_MAX_PROCESSOR_NAME] = {0};
+  int length = 0;
+  MPI_Get_processor_name(name, &length);
+  return std::string(name, static_cast<std::size_t>(length));
+}
+
+std::chrono::milliseconds Environment::default_timeout() { return internal::env_params().timeout; }
+
+int Environment::log_level() { return static_cast<int>(internal::env_params().log_level); }
+
+}  // namespace collective

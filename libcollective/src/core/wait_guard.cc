@@ -1,0 +1,150 @@
+#include "core/wait_guard.h"
+
+#include <sstream>
+
+#include "collective/errors.h"
+#include "core/env_params.h"
+#include "core/failure_record.h"
+#include "core/log.h"
+
+namespace collective::internal {
+namespace {
+
+// A rank on this host that died is noticed within this interval, once a
+// wait has lasted that long; faster waits never look at /proc.
+constexpr std::chrono::milliseconds kLivenessInterval{250};
+
+double seconds(std::chrono::milliseconds duration) {
+  return static_cast<double>(duration.count()) / 1000.0;
+}
+
+}  // namespace
+
+WaitGuard::WaitGuard(const Request& request, const CommunicatorState& state, const char* who)
+    : request_(&request),
+      state_(&state),
+      abort_flag_(&state.abort_flag),
+      rank_(state.rank),
+      who_(who),
+      timeout_(request.timeout),
+      start_(request.deadline - request.timeout),
+      deadline_(request.deadline) {
+  const double fraction = env_params().stall_warning_fraction;
+  warn_at_ = fraction > 0 ? start_ + std::chrono::duration_cast<Clock::duration>(timeout_ * fraction)
+                          : Clock::time_point::max();
+  next_liveness_check_ = state.liveness.empty() ? Clock::time_point::max()
+                                                : start_ + kLivenessInterval;
+  next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
+  next_progress_ = Clock::now() + kProgressInterval;
+}
+
+WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
+                     const CommunicatorState* state, const char* who)
+    : operation_(operation),
+      state_(state),
+      abort_flag_(state != nullptr ? &state->abort_flag : nullptr),
+      rank_(rank),
+      who_(who),
+      timeout_(timeout),
+      start_(Clock::now()),
+      deadline_(start_ + timeout) {
+  const double fraction = env_params().stall_warning_fraction;
+  warn_at_ = fraction > 0 ? start_ + std::chrono::duration_cast<Clock::duration>(timeout_ * fraction)
+                          : Clock::time_point::max();
+  next_liveness_check_ = state != nullptr && !state->liveness.empty()
+                             ? start_ + kLivenessInterval
+                             : Clock::time_point::max();
+  next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
+  next_progress_ = Clock::now() + kProgressInterval;
+}
+
+void WaitGuard::drive_mpi_progress() const {
+  if (state_ == nullptr || state_->comm == MPI_COMM_NULL) return;
+  // A probe runs MPI's progress engine (both Open MPI and MPICH poll every
+  // transport in it) and consumes nothing.
+  int flag = 0;
+  MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, state_->comm, &flag, MPI_STATUS_IGNORE);
+}
+
+std::string WaitGuard::label() const {
+  return request_ != nullptr ? request_->label() : std::string(operation_);
+}
+
+std::string WaitGuard::ranks_text(const std::vector<int>& ranks) const {
+  std::ostringstream text;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) text << (i + 1 == ranks.size() ? " and " : ", ");
+    if (state_ != nullptr && !state_->liveness.empty()) {
+      text << state_->liveness.describe(ranks[i]) << state_->liveness.status_note(ranks[i]);
+    } else {
+      text << "rank " << ranks[i];
+    }
+  }
+  return text.str();
+}
+
+void WaitGuard::checkpoint(const Describer& describe) {
+  const Clock::time_point now = Clock::now();
+  if (now >= deadline_) fail_timeout(describe());
+  if (now >= next_liveness_check_) {
+    next_liveness_check_ = now + kLivenessInterval;
+    const std::vector<int> gone = state_->liveness.gone();
+    if (!gone.empty()) fail_dead_peers(gone, describe());
+  }
+  if (!warned_ && now >= warn_at_) {
+    warned_ = true;
+    warn_stall(describe(), now);
+  }
+  next_check_ = std::min({deadline_, warned_ ? Clock::time_point::max() : warn_at_,
+                          next_liveness_check_});
+}
+
+void WaitGuard::fail_abort() const {
+  const std::string reason = state_->abort_reason();
+  const CommunicationError error(label(), rank_, "aborted by Communicator::abort while " +
+                                                     std::string(who_) + " waited: " + reason);
+  record_communication_failure(error.what());
+  throw error;
+}
+
+void WaitGuard::fail_timeout(const WaitTarget& target) const {
+  std::ostringstream cause;
+  cause << "timed out after " << seconds(timeout_) << " s (" << who_ << ") waiting for ";
+  if (!target.ranks.empty()) cause << ranks_text(target.ranks) << ": ";
+  cause << target.what
+        << "; a rank that has not reached this call, is stalled or died"
+        << " (COLLECTIVE_TIMEOUT or the timeout option sets the limit)";
+  const TimeoutError error(label(), rank_, cause.str());
+  record_communication_failure(error.what());
+  throw error;
+}
+
+void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget& target) const {
+  // Every dead rank is named: a survivor that already failed and left may
+  // be among them, next to the rank that died first.
+  std::ostringstream cause;
+  for (std::size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) cause << (i + 1 == ranks.size() ? " and " : ", ");
+    cause << state_->liveness.describe(ranks[i]);
+  }
+  cause << (ranks.size() == 1 ? " died: its process is gone (" : " died: their processes are gone (")
+        << who_ << " was waiting for ";
+  for (std::size_t i = 0; i < target.ranks.size(); ++i) {
+    cause << (i == 0 ? "rank " : ", ") << target.ranks[i];
+  }
+  cause << (target.ranks.empty() ? "" : ": ") << target.what << ")";
+  const CommunicationError error(label(), rank_, cause.str());
+  record_communication_failure(error.what());
+  throw error;
+}
+
+void WaitGuard::warn_stall(const WaitTarget& target, Clock::time_point now) const {
+  const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_);
+  COLLECTIVE_LOG(kWarn, label() << ": stalled for " << seconds(waited) << " s of the "
+                                << seconds(timeout_) << " s timeout (" << who_
+                                << ") waiting for "
+                                << (target.ranks.empty() ? "" : ranks_text(target.ranks) + ": ")
+                                << target.what);
+}
+
+}  // namespace collective::internal

@@ -1,0 +1,91 @@
+#include "kernels/multi_source_reduce.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/half_precision.h"
+#include "kernels/reduce_kernels.h"
+
+namespace collective::internal {
+namespace {
+
+// Blocks small enough that partial results stay in the L1 cache between
+// the passes over the sources.
+constexpr std::size_t kBlockBytes = 8 * 1024;
+constexpr std::size_t kHalfBlock = 1024;  // elements, for the float32 accumulator
+
+const std::byte* at(const void* base, std::size_t offset) {
+  return static_cast<const std::byte*>(base) + offset;
+}
+
+// Types reduced in their own arithmetic.
+void reduce_native(void* dst, const void* const* sources, int n, std::size_t count, DataType type,
+                   ReduceOp op, int divisor) {
+  const std::size_t element = element_size(type);
+  if (n == 2) {
+    reduce_buffers(dst, sources[0], sources[1], count, type, op, divisor);
+    return;
+  }
+  alignas(64) std::byte partial[kBlockBytes];
+  const std::size_t block = kBlockBytes / element;
+  for (std::size_t first = 0; first < count; first += block) {
+    const std::size_t m = std::min(block, count - first);
+    const std::size_t offset = first * element;
+    reduce_buffers(partial, at(sources[0], offset), at(sources[1], offset), m, type, op, 1);
+    for (int q = 2; q + 1 < n; ++q) {
+      reduce_buffers(partial, partial, at(sources[q], offset), m, type, op, 1);
+    }
+    // The last pass writes dst: every source block was read before it.
+    reduce_buffers(static_cast<std::byte*>(dst) + offset, partial, at(sources[n - 1], offset), m,
+                   type, op, divisor);
+  }
+}
+
+template <float (*Load)(std::uint16_t), std::uint16_t (*Store)(float)>
+void reduce_16(void* dst, const void* const* sources, int n, std::size_t count, ReduceOp op,
+               int divisor) {
+  alignas(64) float accumulator[kHalfBlock];
+  alignas(64) float incoming[kHalfBlock];
+  const float scale = static_cast<float>(divisor);
+  for (std::size_t first = 0; first < count; first += kHalfBlock) {
+    const std::size_t m = std::min(kHalfBlock, count - first);
+    const auto* s0 = static_cast<const std::uint16_t*>(sources[0]) + first;
+    for (std::size_t i = 0; i < m; ++i) accumulator[i] = Load(s0[i]);
+    for (int q = 1; q < n; ++q) {
+      const auto* s = static_cast<const std::uint16_t*>(sources[q]) + first;
+      for (std::size_t i = 0; i < m; ++i) incoming[i] = Load(s[i]);
+      reduce_buffers(accumulator, accumulator, incoming, m, DataType::kFloat32, op, 1);
+    }
+    if (op == ReduceOp::kMean && divisor > 1) {
+      for (std::size_t i = 0; i < m; ++i) accumulator[i] /= scale;
+    }
+    auto* out = static_cast<std::uint16_t*>(dst) + first;
+    for (std::size_t i = 0; i < m; ++i) out[i] = Store(accumulator[i]);
+  }
+}
+
+}  // namespace
+
+void reduce_sources(void* dst, const void* const* sources, int n, std::size_t count,
+                    DataType type, ReduceOp op, int divisor) {
+  if (count == 0) return;
+  if (op != ReduceOp::kMean) divisor = 1;
+  switch (type) {
+    case DataType::kFloat16:
+      return reduce_16<half_bits_to_float, float_to_half_bits>(dst, sources, n, count, op, divisor);
+    case DataType::kBFloat16:
+      return reduce_16<bfloat16_bits_to_float, float_to_bfloat16_bits>(dst, sources, n, count, op,
+                                                                      divisor);
+    default:
+      break;
+  }
+  if (n == 1) {
+    if (dst != sources[0]) std::memmove(dst, sources[0], count * element_size(type));
+    divide_buffer(dst, count, type, divisor);
+    return;
+  }
+  reduce_native(dst, sources, n, count, type, op, divisor);
+}
+
+}  // namespace collective::internal

@@ -1,0 +1,184 @@
+#include "transport/mpi/peer_exchange.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "collective/errors.h"
+#include "core/env_params.h"
+#include "core/log.h"
+#include "core/mpi_check.h"
+
+namespace collective::internal {
+namespace {
+
+// Tags cycle with the call's sequence number, so a message from a call that
+// one rank skipped never matches the next call: it times out with a message
+// instead of delivering the wrong data. 2^15 - 1 is the smallest MPI_TAG_UB
+// the standard allows.
+constexpr int kTagSpace = 32767;
+
+}  // namespace
+
+int PeerExchange::tag_for(std::uint64_t sequence) {
+  return static_cast<int>(sequence % kTagSpace);
+}
+
+PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
+                           const char* algorithm_name)
+    : request_(request),
+      state_(state),
+      algorithm_name_(algorithm_name),
+      tag_(tag_for(request.sequence)),
+      guard_(request, state, algorithm_name) {}
+
+PeerExchange::~PeerExchange() {
+  // Normal paths wait for everything; an exception on the way out leaves
+  // requests that must not outlive their buffers.
+  cancel_outstanding();
+}
+
+PeerExchange::Handle PeerExchange::send(const void* buffer, std::size_t bytes, int peer,
+                                        const char* purpose, int step) {
+  return post(const_cast<void*>(buffer), bytes, peer, true, purpose, step);
+}
+
+PeerExchange::Handle PeerExchange::recv(void* buffer, std::size_t bytes, int peer,
+                                        const char* purpose, int step) {
+  return post(buffer, bytes, peer, false, purpose, step);
+}
+
+PeerExchange::Handle PeerExchange::post(void* buffer, std::size_t bytes, int peer, bool is_send,
+                                        const char* purpose, int step) {
+  Pending pending;
+  pending.peer = peer;
+  pending.is_send = is_send;
+  pending.bytes = bytes;
+  pending.purpose = purpose;
+  pending.step = step;
+  const std::size_t piece_limit = env_params().max_message_bytes;
+  auto* bytes_ptr = static_cast<std::byte*>(buffer);
+  std::size_t offset = 0;
+  bool first = true;
+  do {
+    const std::size_t piece = std::min(piece_limit, bytes - offset);
+    MPI_Request mpi_request = MPI_REQUEST_NULL;
+    const int count = static_cast<int>(piece);
+    const int rc = is_send ? MPI_Isend(bytes_ptr + offset, count, MPI_BYTE, peer, tag_,
+                                       state_.comm, &mpi_request)
+                           : MPI_Irecv(bytes_ptr + offset, count, MPI_BYTE, peer, tag_,
+                                       state_.comm, &mpi_request);
+    if (rc != MPI_SUCCESS) {
+      check_mpi(rc, is_send ? "MPI_Isend" : "MPI_Irecv", request_.label(), state_.rank);
+    }
+    if (first) {
+      pending.first = mpi_request;
+      first = false;
+    } else {
+      pending.rest.push_back(mpi_request);
+    }
+    offset += piece;
+  } while (offset < bytes);
+  pending_.push_back(std::move(pending));
+  return pending_.size() - 1;
+}
+
+bool PeerExchange::poll(Pending& pending) {
+  if (pending.done) return true;
+  int flag = 0;
+  if (pending.first != MPI_REQUEST_NULL) {
+    const int rc = MPI_Test(&pending.first, &flag, MPI_STATUS_IGNORE);
+    // The label is built only on failure: polls are the hot path.
+    if (rc != MPI_SUCCESS) check_mpi(rc, "MPI_Test", request_.label(), state_.rank);
+    if (!flag) return false;
+  }
+  for (MPI_Request& part : pending.rest) {
+    if (part == MPI_REQUEST_NULL) continue;
+    const int rc = MPI_Test(&part, &flag, MPI_STATUS_IGNORE);
+    if (rc != MPI_SUCCESS) check_mpi(rc, "MPI_Test", request_.label(), state_.rank);
+    if (!flag) return false;
+  }
+  pending.done = true;
+  return true;
+}
+
+bool PeerExchange::test(Handle handle) { return poll(pending_.at(handle)); }
+
+void PeerExchange::wait(Handle handle) {
+  Pending& pending = pending_.at(handle);
+  guard_.begin_wait();
+  while (!poll(pending)) guard_.idle([&] { return describe(pending); });
+}
+
+void PeerExchange::wait_all() {
+  guard_.begin_wait();
+  while (first_open_ < pending_.size()) {
+    bool progressed = false;
+    for (std::size_t i = first_open_; i < pending_.size(); ++i) {
+      if (!pending_[i].done && poll(pending_[i])) progressed = true;
+    }
+    while (first_open_ < pending_.size() && pending_[first_open_].done) ++first_open_;
+    if (first_open_ == pending_.size()) break;
+    if (!progressed) guard_.idle([&] { return describe_open(); });
+  }
+}
+
+WaitTarget PeerExchange::describe(const Pending& pending) const {
+  std::ostringstream what;
+  if (pending.is_send) {
+    what << "to accept a message of " << pending.bytes << " B";
+  } else {
+    what << "a message of " << pending.bytes << " B";
+  }
+  what << " (" << pending.purpose;
+  if (pending.step >= 0) what << " step " << pending.step;
+  what << ")";
+  return WaitTarget{{pending.peer}, what.str()};
+}
+
+WaitTarget PeerExchange::describe_open() const {
+  WaitTarget target;
+  std::size_t messages = 0;
+  const Pending* example = nullptr;
+  for (std::size_t i = first_open_; i < pending_.size(); ++i) {
+    const Pending& pending = pending_[i];
+    if (pending.done) continue;
+    ++messages;
+    if (example == nullptr) example = &pending;
+    if (std::find(target.ranks.begin(), target.ranks.end(), pending.peer) == target.ranks.end()) {
+      target.ranks.push_back(pending.peer);
+    }
+  }
+  std::sort(target.ranks.begin(), target.ranks.end());
+  if (example != nullptr) {
+    target.what = std::to_string(messages) + (messages == 1 ? " transfer" : " transfers") +
+                  " outstanding, e.g. " + describe(*example).what;
+  }
+  return target;
+}
+
+void PeerExchange::cancel_outstanding() noexcept {
+  bool abandoned = false;
+  auto drop = [&](MPI_Request& part) {
+    if (part == MPI_REQUEST_NULL) return;
+    int flag = 0;
+    MPI_Test(&part, &flag, MPI_STATUS_IGNORE);
+    if (flag) return;
+    MPI_Cancel(&part);
+    MPI_Request_free(&part);
+    abandoned = true;
+  };
+  for (Pending& pending : pending_) {
+    if (pending.done) continue;
+    drop(pending.first);
+    for (MPI_Request& part : pending.rest) drop(part);
+  }
+  if (abandoned) {
+    // MPI may still touch the scratch areas through the freed requests.
+    state_.scratch_in.abandon();
+    state_.scratch_work.abandon();
+    state_.scratch_check.abandon();
+    COLLECTIVE_LOG(kDebug, request_.label() << ": abandoned incomplete requests after failure");
+  }
+}
+
+}  // namespace collective::internal

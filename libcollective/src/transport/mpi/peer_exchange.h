@@ -1,0 +1,79 @@
+// Point-to-point messages of one collective call over the communicator's
+// private MPI communicator, with waits that honour the call's deadline.
+//
+// Every wait polls (MPI_Test) under a WaitGuard: it yields the processor
+// between polls, so ranks oversubscribed on few cores still progress,
+// stops when the communicator is aborted, warns when stalled, fails fast
+// when a rank on this host died, and gives up with a TimeoutError naming
+// the peers and what the messages were for when the deadline passes.
+// Transfers above COLLECTIVE_MAX_MESSAGE_BYTES are split into several MPI
+// messages, since MPI counts are int.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/communicator_state.h"
+#include "core/request.h"
+#include "core/wait_guard.h"
+
+namespace collective::internal {
+
+class PeerExchange {
+ public:
+  using Handle = std::size_t;
+
+  // Tags cycle with the call's sequence number (see peer_exchange.cc).
+  static int tag_for(std::uint64_t sequence);
+
+  PeerExchange(const Request& request, CommunicatorState& state, const char* algorithm_name);
+  ~PeerExchange();
+  PeerExchange(const PeerExchange&) = delete;
+  PeerExchange& operator=(const PeerExchange&) = delete;
+
+  // `purpose` appears in a timeout message ("ring reduce-scatter step 2").
+  // It must be a string that lives as long as the exchange (a literal).
+  Handle send(const void* buffer, std::size_t bytes, int peer, const char* purpose, int step = -1);
+  Handle recv(void* buffer, std::size_t bytes, int peer, const char* purpose, int step = -1);
+
+  void wait(Handle handle);
+  // Waits for every transfer posted so far, in whatever order they
+  // complete; a stall or timeout names every peer still outstanding.
+  void wait_all();
+  // Completed already (non-blocking check)?
+  bool test(Handle handle);
+
+  int rank() const { return state_.rank; }
+  int size() const { return state_.size; }
+
+ private:
+  struct Pending {
+    MPI_Request first = MPI_REQUEST_NULL;
+    std::vector<MPI_Request> rest;  // only for transfers that were split
+    int peer = -1;
+    bool is_send = false;
+    std::size_t bytes = 0;
+    const char* purpose = "";
+    int step = -1;
+    bool done = false;
+  };
+
+  Handle post(void* buffer, std::size_t bytes, int peer, bool is_send, const char* purpose, int step);
+  bool poll(Pending& pending);
+  WaitTarget describe(const Pending& pending) const;
+  WaitTarget describe_open() const;
+  void cancel_outstanding() noexcept;
+
+  const Request& request_;
+  CommunicatorState& state_;
+  const char* algorithm_name_;
+  int tag_;
+  WaitGuard guard_;
+  std::vector<Pending> pending_;
+  std::size_t first_open_ = 0;  // pending_[i] for i < first_open_ are all done
+};
+
+}  // namespace collective::internal
