@@ -6,6 +6,7 @@
 
 #include "byte_size.h"
 #include "collective/errors.h"
+#include "speedup_summary.h"
 #include "time_stats.h"
 
 namespace collective::bench {
@@ -257,7 +258,6 @@ RunSummary summarize_rows(const std::vector<SizeRow>& rows, const BenchOptions& 
   RunSummary summary;
   double busbw_total = 0;
   double baseline_busbw_total = 0;
-  std::vector<double> speedups;
   for (const SizeRow& row : rows) {
     for (const PlacementResult* p : {&row.out_of_place, &row.in_place}) {
       if (!p->measured) continue;
@@ -267,7 +267,6 @@ RunSummary summarize_rows(const std::vector<SizeRow>& rows, const BenchOptions& 
       if (p->baseline) {
         summary.wrong += p->baseline->wrong;
         baseline_busbw_total += p->baseline->busbw_gbs;
-        if (p->baseline->speedup > 0) speedups.push_back(p->baseline->speedup);
       }
     }
   }
@@ -277,12 +276,8 @@ RunSummary summarize_rows(const std::vector<SizeRow>& rows, const BenchOptions& 
       summary.avg_baseline_busbw_gbs = baseline_busbw_total / static_cast<double>(summary.measured);
     }
   }
-  if (!speedups.empty()) {
-    std::sort(speedups.begin(), speedups.end());
-    const std::size_t n = speedups.size();
-    summary.median_speedup =
-        n % 2 == 1 ? speedups[n / 2] : (speedups[n / 2 - 1] + speedups[n / 2]) / 2;
-  }
+  summary.auto_speedup = summarize_speedups(rows, true);
+  summary.forced_speedup = summarize_speedups(rows, false);
   summary.min_busbw_gbs = options.min_busbw_gbs;
   if (options.min_busbw_gbs) summary.busbw_ok = summary.avg_busbw_gbs >= *options.min_busbw_gbs;
   return summary;

@@ -91,7 +91,8 @@ class SweepDriver {
   std::vector<SizeRow> rows_;
 };
 
-// Totals over rows: wrong elements, average bus bandwidths, median speed-up.
+// Totals over rows: wrong elements, average bus bandwidths, speed-ups over MPI
+// (AUTO's and the forced algorithms', apart).
 RunSummary summarize_rows(const std::vector<SizeRow>& rows, const BenchOptions& options);
 
 }  // namespace collective::bench

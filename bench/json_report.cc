@@ -4,6 +4,7 @@
 #include "json_writer.h"
 #include "report.h"
 #include "row_fields.h"
+#include "speedup_summary.h"
 
 namespace collective::bench {
 namespace {
@@ -27,6 +28,28 @@ void write_record(JsonWriter& json, const std::vector<Field>& fields) {
     json.key(field.name);
     write_value(json, field.value);
   }
+  json.end_object();
+}
+
+// {"median", "worst" and where the worst was measured, in the rows' field
+// names}, or null without a baseline or without such rows.
+void write_speedup(JsonWriter& json, std::string_view name,
+                   const std::optional<SpeedupSummary>& speedup) {
+  json.key(name);
+  if (!speedup) {
+    json.null();
+    return;
+  }
+  json.begin_object();
+  json.field("measured", static_cast<std::uint64_t>(speedup->measured));
+  json.field("median", speedup->median);
+  json.field("worst", speedup->worst);
+  json.field("worst_collective", to_string(speedup->worst_collective));
+  json.field("worst_bytes", static_cast<std::uint64_t>(speedup->worst_bytes));
+  json.field("worst_dtype", to_string(speedup->worst_type));
+  json.field("worst_op", op_name(speedup->worst_op));
+  json.field("worst_inplace", speedup->worst_in_place);
+  json.field("worst_algorithm", to_string(speedup->worst_algorithm));
   json.end_object();
 }
 
@@ -106,8 +129,8 @@ class JsonReporter final : public Reporter {
     json_.field("avg_busbw_gbs", summary.avg_busbw_gbs);
     json_.key("avg_baseline_busbw_gbs");
     summary.avg_baseline_busbw_gbs ? json_.value(*summary.avg_baseline_busbw_gbs) : json_.null();
-    json_.key("median_speedup");
-    summary.median_speedup ? json_.value(*summary.median_speedup) : json_.null();
+    write_speedup(json_, "auto_speedup", summary.auto_speedup);
+    write_speedup(json_, "forced_speedup", summary.forced_speedup);
     json_.key("min_busbw_gbs");
     summary.min_busbw_gbs ? json_.value(*summary.min_busbw_gbs) : json_.null();
     json_.key("rules_file");

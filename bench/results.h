@@ -77,12 +77,28 @@ inline std::string algorithm_name(const std::optional<Algorithm>& algorithm) {
   return algorithm ? std::string(to_string(*algorithm)) : std::string("none");
 }
 
+// Our speed-up over the MPI baseline (its p50 / ours) over a set of rows:
+// the median, and the worst with where it was measured.
+struct SpeedupSummary {
+  std::size_t measured = 0;  // placements with a baseline and a speed-up
+  double median = 0;
+  double worst = 0;
+  // Where the worst speed-up was measured (the first such, in run order).
+  CollectiveKind worst_collective = CollectiveKind::kAllReduce;
+  DataType worst_type = DataType::kFloat32;
+  std::optional<ReduceOp> worst_op;
+  std::size_t worst_bytes = 0;
+  bool worst_in_place = false;
+  Algorithm worst_algorithm = Algorithm::kAuto;  // what ran
+};
+
 struct RunSummary {
   std::uint64_t wrong = 0;  // ours and baseline, all rows
   std::size_t measured = 0;
   double avg_busbw_gbs = 0;
   std::optional<double> avg_baseline_busbw_gbs;
-  std::optional<double> median_speedup;
+  std::optional<SpeedupSummary> auto_speedup;    // rows of -a auto
+  std::optional<SpeedupSummary> forced_speedup;  // rows of forced algorithms
   std::optional<double> min_busbw_gbs;  // --min-busbw
   bool busbw_ok = true;
   std::optional<std::string> rules_file;

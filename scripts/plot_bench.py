@@ -20,7 +20,16 @@ import os
 import statistics
 import sys
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError:
+    # Say what to install rather than print a traceback; exit 2, as for a
+    # command line that cannot run.
+    print(f"plot_bench: needs matplotlib, which {sys.executable} cannot import.\n"
+          "On Debian: apt-get install python3-matplotlib (or bash scripts/install_deps.sh "
+          "--with-plot),\nthen run this script as scripts/plot_bench.py (/usr/bin/python3).",
+          file=sys.stderr)
+    sys.exit(2)
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402

@@ -43,16 +43,22 @@ struct Arguments {
   std::size_t bytes_per_pack = 0;
 };
 
+constexpr const char* kUsage =
+    "usage: collective_train [--strategy default|one_device|mirrored|multi_worker_mirrored]\n"
+    "  [--local-replicas K] [--steps S] [--global-batch B] [--seed N]\n"
+    "  [--learning-rate LR] [--features D] [--examples N]\n"
+    "  [--implementation auto|ring|nccl] [--bytes-per-pack BYTES]\n"
+    "  [--format text|json] [--output FILE]\n";
+
+// --help: the usage on stdout, exit 0; a command line that cannot run:
+// what is wrong and the usage on stderr, exit 2.
+[[noreturn]] void help() {
+  std::fputs(kUsage, stdout);
+  std::exit(0);
+}
+
 [[noreturn]] void usage(const std::string& problem) {
-  std::fprintf(stderr,
-               "collective_train: %s\n"
-               "usage: collective_train [--strategy default|one_device|mirrored|"
-               "multi_worker_mirrored]\n"
-               "  [--local-replicas K] [--steps S] [--global-batch B] [--seed N]\n"
-               "  [--learning-rate LR] [--features D] [--examples N]\n"
-               "  [--implementation auto|ring|nccl] [--bytes-per-pack BYTES]\n"
-               "  [--format text|json] [--output FILE]\n",
-               problem.c_str());
+  std::fprintf(stderr, "collective_train: %s\n%s", problem.c_str(), kUsage);
   std::exit(2);
 }
 
@@ -70,7 +76,7 @@ Arguments parse(int argc, char** argv) {
   Arguments args;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
-    if (flag == "--help" || flag == "-h") usage("help");
+    if (flag == "--help" || flag == "-h") help();
     if (i + 1 >= argc) usage(flag + " needs a value");
     const char* value = argv[++i];
     if (flag == "--strategy") {

@@ -89,6 +89,40 @@ def expected_packs(row):
     return -(-tensors // per_pack)
 
 
+def median(values):
+    values = sorted(values)
+    n = len(values)
+    return values[n // 2] if n % 2 == 1 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def check_speedups(summary, rows, fusion):
+    """The summary's speed-ups over MPI, recomputed from the rows: AUTO's
+    rows and the forced algorithms' apart; the worst is the first lowest in
+    row order, named by where it was measured."""
+    for key, auto in (("auto_speedup", True), ("forced_speedup", False)):
+        if key not in summary:
+            fail(f"summary lacks '{key}'")
+        group = [] if fusion else [
+            row for row in rows
+            if (row["requested"] == "auto") == auto and row.get("speedup") is not None
+            and row["speedup"] > 0]
+        got = summary[key]
+        if not group:
+            if got is not None:
+                fail(f"summary '{key}' should be null (no such rows with a baseline): {got}")
+            continue
+        if got is None:
+            fail(f"summary '{key}' is null but {len(group)} rows have a speed-up")
+        worst = min(group, key=lambda row: row["speedup"])  # the first of equals
+        expected = {"measured": len(group), "median": median(r["speedup"] for r in group),
+                    "worst": worst["speedup"], "worst_collective": worst["collective"],
+                    "worst_bytes": worst["bytes"], "worst_dtype": worst["dtype"],
+                    "worst_op": worst["op"], "worst_inplace": worst["inplace"],
+                    "worst_algorithm": worst["algorithm"]}
+        if got != expected:
+            fail(f"summary '{key}' is {got}, the rows give {expected}")
+
+
 def check_json(path, ranks, baseline, fusion):
     with open(path) as f:
         report = json.load(f)
@@ -127,6 +161,7 @@ def check_json(path, ranks, baseline, fusion):
     summary = report["summary"]
     if summary["wrong"] != 0 or summary["ok"] is not True:
         fail(f"summary not ok: {summary}")
+    check_speedups(summary, rows, fusion)
     print(f"{path}: {len(rows)} rows, {ranks} ranks, OK")
 
 
