@@ -181,8 +181,8 @@ Message PsCluster::request(int ps, Header header, Bytes payload, const std::stri
       throw UnavailableError(
           what, rank,
           ps_label(ps) + " did not answer within the failure timeout (" +
-              std::to_string(std::chrono::duration<double>(failure_timeout).count()) +
-              " s, COLLECTIVE_PS_FAILURE_TIMEOUT); the ps task is unavailable");
+              seconds_text(failure_timeout) +
+              ", COLLECTIVE_PS_FAILURE_TIMEOUT); the ps task is unavailable");
     }
     if ((round & 63) == 0) wire->progress();
     idle_pause(round);

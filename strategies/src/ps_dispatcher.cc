@@ -177,7 +177,7 @@ void Dispatcher::check_peers() {
     for (int p = 0; p < cluster_.num_ps; ++p) {
       if (now - ps_[static_cast<std::size_t>(p)].last_seen > cluster_.failure_timeout && !unavailable_) {
         ps_failure = cluster_.ps_label(p) + " stopped answering (no heartbeat for the failure timeout, " +
-                     std::to_string(std::chrono::duration<double>(cluster_.failure_timeout).count()) + " s)";
+                     seconds_text(cluster_.failure_timeout) + ")";
         break;
       }
     }

@@ -125,8 +125,8 @@ void serve_parameters(const std::shared_ptr<PsCluster>& cluster) {
     if (now - last_contact > cluster->failure_timeout) {
       throw UnavailableError("ParameterServerStrategy " + label, cluster->rank,
                              "the chief (rank 0) sent nothing for the failure timeout (" +
-                                 std::to_string(std::chrono::duration<double>(cluster->failure_timeout).count()) +
-                                 " s); the coordinator is gone");
+                                 seconds_text(cluster->failure_timeout) +
+                                 "); the coordinator is gone");
     }
     if (any) {
       idle = 0;

@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <sched.h>
 
+#include <cstdio>
 #include <mutex>
 #include <thread>
 
@@ -175,6 +176,12 @@ std::optional<Message> Wire::poll(int source, int tag, Clock::time_point deadlin
     }
     idle_pause(round);
   }
+}
+
+std::string seconds_text(std::chrono::milliseconds duration) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g s", std::chrono::duration<double>(duration).count());
+  return text;
 }
 
 int mpi_world_handle() { return MPI_Comm_c2f(MPI_COMM_WORLD); }

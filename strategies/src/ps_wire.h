@@ -97,6 +97,9 @@ class Wire {
   std::deque<std::unique_ptr<Pending>> pending_;
 };
 
+// "3 s", "0.25 s": a duration for messages.
+std::string seconds_text(std::chrono::milliseconds duration);
+
 // MPI_COMM_WORLD as a Fortran handle.
 int mpi_world_handle();
 

@@ -170,8 +170,8 @@ void serve_closures(const std::shared_ptr<PsCluster>& cluster) {
     if (Clock::now() - waiting_since > cluster->failure_timeout) {
       throw UnavailableError("ParameterServerStrategy " + label, cluster->rank,
                              "the chief (rank 0) sent nothing for the failure timeout (" +
-                                 std::to_string(std::chrono::duration<double>(cluster->failure_timeout).count()) +
-                                 " s); the coordinator is gone");
+                                 seconds_text(cluster->failure_timeout) +
+                                 "); the coordinator is gone");
     }
     if ((idle & 63) == 63) wire.progress();
     idle_pause(idle++);
