@@ -4,6 +4,7 @@
 // C++ name here.
 #pragma once
 
+#include "collective/distribute/central_storage_strategy.h"
 #include "collective/distribute/cluster_coordinator.h"
 #include "collective/distribute/cluster_resolver.h"
 #include "collective/distribute/communication_options.h"
