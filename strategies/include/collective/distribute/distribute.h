@@ -5,6 +5,7 @@
 #pragma once
 
 #include "collective/distribute/central_storage_strategy.h"
+#include "collective/distribute/checkpoint.h"
 #include "collective/distribute/cluster_coordinator.h"
 #include "collective/distribute/cluster_resolver.h"
 #include "collective/distribute/communication_options.h"
