@@ -157,18 +157,18 @@ TEST(CheckpointParameterServer, RestoresUnderAnotherPsCountAndSharding) {
       for (double& x : kernel) x -= 3;
       const cd::Tensor expected_kernel = cd::Tensor::from_doubles(DataType::kFloat32, kernel, {9, 4});
       {
-      auto scope = strategy.scope();
-      auto variables = variables_of(40);
-      EXPECT_EQ(strategy.shards(variables[0].second).size(), 3u);
-      cd::Checkpoint checkpoint(strategy, variables);
-      ASSERT_TRUE(checkpoint.restore(dir));
-      EXPECT_EQ(checkpoint.step(), 3);
-      cd::ClusterCoordinator coordinator(strategy);
-      EXPECT_TRUE(coordinator.schedule(read, {variables[0].second}).fetch().identical(expected_kernel))
-          << "a worker's read of the restored kernel";
-      EXPECT_TRUE(variables[0].second.value().identical(expected_kernel));
-      EXPECT_TRUE(variables[1].second.value().identical(pattern(DataType::kFloat64, {4}, 11)));
-      EXPECT_TRUE(variables[2].second.value().identical(pattern(DataType::kInt64, {}, 12)));
+        auto scope = strategy.scope();
+        auto variables = variables_of(40);
+        EXPECT_EQ(strategy.shards(variables[0].second).size(), 3u);
+        cd::Checkpoint checkpoint(strategy, variables);
+        ASSERT_TRUE(checkpoint.restore(dir));
+        EXPECT_EQ(checkpoint.step(), 3);
+        cd::ClusterCoordinator coordinator(strategy);
+        EXPECT_TRUE(coordinator.schedule(read, {variables[0].second}).fetch().identical(expected_kernel))
+            << "a worker's read of the restored kernel";
+        EXPECT_TRUE(variables[0].second.value().identical(expected_kernel));
+        EXPECT_TRUE(variables[1].second.value().identical(pattern(DataType::kFloat64, {4}, 11)));
+        EXPECT_TRUE(variables[2].second.value().identical(pattern(DataType::kInt64, {}, 12)));
       }
       // The same checkpoint in a single-process strategy.
       cd::MirroredStrategy mirrored(cd::MirroredStrategy::cpu_devices(2));
