@@ -35,7 +35,8 @@ MPI_Comm comm_of(int handle) { return MPI_Comm_f2c(handle); }
 }  // namespace
 
 struct Wire::Pending {
-  Bytes buffer;
+  Bytes buffer;   // the header (and a small payload)
+  Bytes payload;  // a large payload
   std::vector<MPI_Request> requests;
 };
 
@@ -68,27 +69,28 @@ void Wire::send(int destination, int tag, Header header, Bytes payload) {
   header.payload_bytes = payload.size();
   auto pending = std::make_unique<Pending>();
   const bool inline_payload = payload.size() <= kInlineBytes;
-  // One buffer holds header and payload; a large payload is sent from it in
-  // pieces after the header alone.
-  pending->buffer.resize(sizeof(Header) + payload.size());
+  // A small payload rides in the header's message (one copy of a few
+  // bytes); a large one is sent from its own buffer, moved in, uncopied.
+  pending->buffer.resize(sizeof(Header) + (inline_payload ? payload.size() : 0));
   std::memcpy(pending->buffer.data(), &header, sizeof(Header));
-  if (!payload.empty()) std::memcpy(pending->buffer.data() + sizeof(Header), payload.data(), payload.size());
+  if (inline_payload && !payload.empty()) {
+    std::memcpy(pending->buffer.data() + sizeof(Header), payload.data(), payload.size());
+  } else if (!inline_payload) {
+    pending->payload = std::move(payload);
+  }
   std::lock_guard<std::mutex> lock(mpi_mutex());
   MPI_Comm comm = comm_of(comm_);
-  const std::size_t first = inline_payload ? pending->buffer.size() : sizeof(Header);
   MPI_Request request;
-  check(MPI_Isend(pending->buffer.data(), static_cast<int>(first), MPI_BYTE, destination, tag, comm,
-                  &request),
+  check(MPI_Isend(pending->buffer.data(), static_cast<int>(pending->buffer.size()), MPI_BYTE, destination,
+                  tag, comm, &request),
         "MPI_Isend", rank_);
   pending->requests.push_back(request);
-  if (!inline_payload) {
-    for (std::size_t offset = sizeof(Header); offset < pending->buffer.size(); offset += kPieceBytes) {
-      const std::size_t n = std::min(kPieceBytes, pending->buffer.size() - offset);
-      check(MPI_Isend(pending->buffer.data() + offset, static_cast<int>(n), MPI_BYTE, destination, tag,
-                      comm, &request),
-            "MPI_Isend", rank_);
-      pending->requests.push_back(request);
-    }
+  for (std::size_t offset = 0; offset < pending->payload.size(); offset += kPieceBytes) {
+    const std::size_t n = std::min(kPieceBytes, pending->payload.size() - offset);
+    check(MPI_Isend(pending->payload.data() + offset, static_cast<int>(n), MPI_BYTE, destination, tag, comm,
+                    &request),
+          "MPI_Isend", rank_);
+    pending->requests.push_back(request);
   }
   pending_.push_back(std::move(pending));
 }
