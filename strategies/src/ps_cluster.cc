@@ -185,7 +185,7 @@ Message PsCluster::request(int ps, Header header, Bytes payload, const std::stri
               ", COLLECTIVE_PS_FAILURE_TIMEOUT); the ps task is unavailable");
     }
     if ((round & 63) == 0) wire->progress();
-    idle_pause(round);
+    idle_pause(round, kReplyYieldRounds);
   }
 }
 

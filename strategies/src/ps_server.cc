@@ -132,7 +132,7 @@ void serve_parameters(const std::shared_ptr<PsCluster>& cluster) {
       idle = 0;
     } else {
       if ((idle & 63) == 63) wire.progress();
-      idle_pause(idle++);
+      idle_pause(idle++, kReplyYieldRounds);
     }
   }
 }

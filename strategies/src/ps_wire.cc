@@ -176,7 +176,7 @@ std::optional<Message> Wire::poll(int source, int tag, Clock::time_point deadlin
               std::to_string(message.header.payload_bytes) + "-byte payload of " + what +
               " within the failure timeout");
     }
-    idle_pause(round);
+    idle_pause(round, kReplyYieldRounds);
   }
 }
 
@@ -188,13 +188,15 @@ std::string seconds_text(std::chrono::milliseconds duration) {
 
 int mpi_world_handle() { return MPI_Comm_c2f(MPI_COMM_WORLD); }
 
-void idle_pause(int idle_rounds) {
-  // Spin-yield first (messages usually arrive within microseconds), then
-  // sleep briefly so that idle loops leave the cores to working ranks.
-  if (idle_rounds < 64) {
+void idle_pause(int idle_rounds, int yield_rounds) {
+  // Yield for a few rounds (a message usually arrives within microseconds),
+  // then sleep briefly, later longer: when ranks outnumber cores, processes
+  // that keep yielding stay runnable and take the cores from the ranks doing
+  // the work, while a short sleep wakes promptly.
+  if (idle_rounds < yield_rounds) {
     sched_yield();
   } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(idle_rounds < 1024 ? 20 : 200));
+    std::this_thread::sleep_for(std::chrono::microseconds(idle_rounds < 16384 ? 20 : 200));
   }
 }
 

@@ -103,8 +103,12 @@ std::string seconds_text(std::chrono::milliseconds duration);
 // MPI_COMM_WORLD as a Fortran handle.
 int mpi_world_handle();
 
-// Yields the processor in a wait loop: ranks may outnumber cores.
-void idle_pause(int idle_rounds);
+// Pauses a wait loop that found nothing for idle_rounds rounds: yields for
+// the first yield_rounds, then sleeps (ranks may outnumber cores). Loops
+// that wait for an answer due any moment yield longer than idle servers.
+inline constexpr int kIdleYieldRounds = 16;
+inline constexpr int kReplyYieldRounds = 256;
+void idle_pause(int idle_rounds, int yield_rounds = kIdleYieldRounds);
 
 // Little-endian-as-host serialization of what the wire carries.
 class Writer {
