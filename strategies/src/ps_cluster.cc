@@ -193,19 +193,33 @@ void PsCluster::shutdown() noexcept {
   if (shut_down || task_type != "chief") return;
   shut_down = true;
   try {
-    if (dispatcher) dispatcher->stop();
+    std::vector<bool> workers_alive(static_cast<std::size_t>(num_workers), true);
+    if (dispatcher) {
+      dispatcher->stop();
+      workers_alive = dispatcher->workers_alive();
+    }
     // Workers first (they may still talk to ps tasks), then the ps tasks;
     // each answers bye. A peer that stays silent for the failure timeout
     // is left behind with a warning.
     bool everyone = true;
-    const auto farewell = [&](int first_rank, int count, const char* kind) {
+    // Workers already declared failed are sent the shutdown (a stopped one
+    // may resume) but not waited for.
+    const auto farewell = [&](int first_rank, int count, const char* kind, const std::vector<bool>& waited) {
       for (int r = first_rank; r < first_rank + count; ++r) {
         Header header;
         header.op = Op::kShutdown;
         wire->send(r, kTagControl, header, {});
       }
       std::vector<bool> said_bye(static_cast<std::size_t>(count), false);
-      int missing = count;
+      int missing = 0;
+      for (int i = 0; i < count; ++i) {
+        if (waited[static_cast<std::size_t>(i)]) {
+          ++missing;
+        } else {
+          said_bye[static_cast<std::size_t>(i)] = true;
+          everyone = false;
+        }
+      }
       const Clock::time_point deadline = Clock::now() + failure_timeout;
       for (int round = 0; missing > 0 && Clock::now() < deadline; ++round) {
         bool any = false;
@@ -232,8 +246,8 @@ void PsCluster::shutdown() noexcept {
         }
       }
     };
-    farewell(worker_rank(0), num_workers, "worker");
-    farewell(ps_rank(0), num_ps, "ps");
+    farewell(worker_rank(0), num_workers, "worker", workers_alive);
+    farewell(ps_rank(0), num_ps, "ps", std::vector<bool>(static_cast<std::size_t>(num_ps), true));
     wire->flush(Clock::now() + failure_timeout);
     if (everyone) wire->release();
   } catch (const std::exception& error) {

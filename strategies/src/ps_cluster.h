@@ -131,6 +131,8 @@ class Dispatcher {
   bool done();
   // Raises UnavailableError once a ps or every worker has failed.
   void check_available();
+  // Whether each worker is still considered alive.
+  std::vector<bool> workers_alive();
 
  private:
   struct Closure {

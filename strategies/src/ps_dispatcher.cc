@@ -276,6 +276,13 @@ RemoteValue Dispatcher::schedule(std::uint32_t function, Bytes arguments) {
   return RemoteValue(closure->value);
 }
 
+std::vector<bool> Dispatcher::workers_alive() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<bool> alive;
+  for (const Peer& peer : workers_) alive.push_back(peer.alive);
+  return alive;
+}
+
 void Dispatcher::check_available() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (unavailable_) throw UnavailableError("ClusterCoordinator", 0, *unavailable_);
