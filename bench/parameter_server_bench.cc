@@ -2,6 +2,7 @@
 // against the peer a user would compare with, in the same run.
 //
 //   mpirun -n 4 --oversubscribe --bind-to none collective_ps_bench [--rounds R] [--closures N]
+//                                                                  [--reps K] [--in-flight F]
 //
 // Rank 0 coordinates, rank 1 is the ps, the rest are workers. Each round:
 //  1. every rank runs --reps all-reduces of 1 MiB float32 with libcollective
@@ -48,13 +49,15 @@ int main(int argc, char** argv) {
   int rounds = 5;
   int closures = 20000;
   int reps = 20;
+  int in_flight = 8;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--rounds") rounds = std::atoi(argv[i + 1]);
     else if (flag == "--closures") closures = std::atoi(argv[i + 1]);
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
+    else if (flag == "--in-flight") in_flight = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: collective_ps_bench [--rounds R] [--closures N] [--reps K]\n");
+      std::fprintf(stderr, "usage: collective_ps_bench [--rounds R] [--closures N] [--reps K] [--in-flight F]\n");
       return 2;
     }
   }
@@ -108,7 +111,9 @@ int main(int argc, char** argv) {
     }
     // 2. A parameter-server session.
     cd::MPIClusterResolver resolver(world, 1);
-    cd::ParameterServerStrategy strategy(resolver, functions);
+    cd::ParameterServerOptions options;
+    options.closures_in_flight_per_worker = in_flight;
+    cd::ParameterServerStrategy strategy(resolver, functions, options);
     if (!strategy.is_coordinator()) continue;
     cd::ClusterCoordinator coordinator(strategy);
     const Clock::time_point start = Clock::now();
@@ -129,7 +134,8 @@ int main(int argc, char** argv) {
     const double pp = median(pull_push_times);
     std::printf("# collective_ps_bench: %d ranks (chief, 1 ps, %d workers), %d rounds, medians\n",
                 world.size(), world.size() - 2, rounds);
-    std::printf("empty closures: %d per round, %.0f closures/s (rounds: ", closures, median(closure_rates));
+    std::printf("empty closures: %d per round, %d in flight per worker, %.0f closures/s (rounds: ", closures,
+                in_flight, median(closure_rates));
     for (double r : closure_rates) std::printf("%.0f ", r);
     std::printf(")\n");
     std::printf("1 MiB float32: worker pull+push %.1f us (pull %.1f us), all_reduce %.1f us (libcollective AUTO), "
