@@ -151,11 +151,15 @@ ParameterServerStrategy::ParameterServerStrategy(const MPIClusterResolver& resol
   };
   if (cluster_->task_type == "ps") {
     DISTRIBUTE_LOG(kInfo, "ParameterServerStrategy: " << cluster_->ps_label(cluster_->task_id) << " serving");
-    detail::serve_parameters(cluster_);
+    // Servers leave their duplicate communicator to MPI_Finalize: freeing it
+    // after a peer was killed (mpirun --enable-recovery) made Open MPI 4.1's
+    // finalize hang now and then; the chief frees its own only when every
+    // peer said bye.
+    (void)detail::serve_parameters(cluster_);
   } else if (cluster_->task_type == "worker") {
     DISTRIBUTE_LOG(kInfo, "ParameterServerStrategy: " << cluster_->worker_label(cluster_->task_id)
                                                       << " serving");
-    detail::serve_closures(cluster_);
+    (void)detail::serve_closures(cluster_);
   } else {
     cluster_->dispatcher = std::make_unique<detail::Dispatcher>(*cluster_);
   }

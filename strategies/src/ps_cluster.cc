@@ -160,6 +160,11 @@ Message PsCluster::request(int ps, Header header, Bytes payload, const std::stri
   if (ps < 0 || ps >= num_ps) {
     throw InvalidArgumentError(what, rank, "no ps " + std::to_string(ps));
   }
+  if (shut_down) {
+    throw InvalidArgumentError(what, rank,
+                               "the parameter-server cluster was shut down (its strategy was "
+                               "destroyed or shutdown() was called)");
+  }
   header.seq = next_sequence++;
   const int destination = ps_rank(ps);
   wire->send(destination, kTagRequest, header, std::move(payload));

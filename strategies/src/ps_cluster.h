@@ -174,8 +174,9 @@ class Dispatcher {
   std::thread thread_;
 };
 
-// Server loops: return when the chief shuts the cluster down.
-void serve_parameters(const std::shared_ptr<PsCluster>& cluster);
-void serve_closures(const std::shared_ptr<PsCluster>& cluster);
+// Server loops: return when the chief shuts the cluster down, true when
+// every send (the bye included) completed.
+bool serve_parameters(const std::shared_ptr<PsCluster>& cluster);
+bool serve_closures(const std::shared_ptr<PsCluster>& cluster);
 
 }  // namespace collective::distribute::detail

@@ -73,7 +73,7 @@ class ParameterStore {
 
 }  // namespace
 
-void serve_parameters(const std::shared_ptr<PsCluster>& cluster) {
+bool serve_parameters(const std::shared_ptr<PsCluster>& cluster) {
   Wire& wire = *cluster->wire;
   ParameterStore store(*cluster);
   const std::string label = cluster->ps_label(cluster->task_id);
@@ -107,11 +107,10 @@ void serve_parameters(const std::shared_ptr<PsCluster>& cluster) {
         Header bye;
         bye.op = Op::kBye;
         wire.send(0, kTagResult, bye, {});
-        if (!wire.flush(Clock::now() + cluster->failure_timeout)) {
-          DISTRIBUTE_LOG(kWarn, label << ": sends still pending at shutdown");
-        }
+        const bool flushed = wire.flush(Clock::now() + cluster->failure_timeout);
+        if (!flushed) DISTRIBUTE_LOG(kWarn, label << ": sends still pending at shutdown");
         DISTRIBUTE_LOG(kInfo, label << " shut down by the chief");
-        return;
+        return flushed;
       }
     }
     const Clock::time_point now = Clock::now();

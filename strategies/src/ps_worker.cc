@@ -125,7 +125,7 @@ class ClosureRunner {
 
 }  // namespace
 
-void serve_closures(const std::shared_ptr<PsCluster>& cluster) {
+bool serve_closures(const std::shared_ptr<PsCluster>& cluster) {
   Wire& wire = *cluster->wire;
   const std::string label = cluster->worker_label(cluster->task_id);
   ClosureRunner runner(cluster);
@@ -146,12 +146,11 @@ void serve_closures(const std::shared_ptr<PsCluster>& cluster) {
       Header bye;
       bye.op = Op::kBye;
       wire.send(0, kTagResult, bye, {});
-      if (!wire.flush(Clock::now() + cluster->failure_timeout)) {
-        DISTRIBUTE_LOG(kWarn, label << ": sends still pending at shutdown");
-      }
+      const bool flushed = wire.flush(Clock::now() + cluster->failure_timeout);
+      if (!flushed) DISTRIBUTE_LOG(kWarn, label << ": sends still pending at shutdown");
       DISTRIBUTE_LOG(kInfo, label << " shut down by the chief (" << inbox.size()
                                   << " queued closures dropped)");
-      return;
+      return flushed;
     }
     if (!inbox.empty()) {
       Message closure = std::move(inbox.front());
