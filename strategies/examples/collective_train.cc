@@ -44,7 +44,8 @@ struct Arguments {
 };
 
 constexpr const char* kUsage =
-    "usage: collective_train [--strategy default|one_device|mirrored|multi_worker_mirrored]\n"
+    "usage: collective_train [--strategy default|one_device|mirrored|central_storage|\n"
+    "  multi_worker_mirrored]\n"
     "  [--local-replicas K] [--steps S] [--global-batch B] [--seed N]\n"
     "  [--learning-rate LR] [--features D] [--examples N]\n"
     "  [--implementation auto|ring|nccl] [--bytes-per-pack BYTES]\n"
@@ -113,11 +114,12 @@ Arguments parse(int argc, char** argv) {
     }
   }
   const std::string& s = args.strategy;
-  if (s != "default" && s != "one_device" && s != "mirrored" && s != "multi_worker_mirrored") {
+  if (s != "default" && s != "one_device" && s != "mirrored" && s != "central_storage" &&
+      s != "multi_worker_mirrored") {
     usage("unknown strategy \"" + s + "\"");
   }
   if ((s == "default" || s == "one_device") && args.local_replicas != 1) {
-    usage("--local-replicas applies to mirrored and multi_worker_mirrored only");
+    usage("--local-replicas applies to mirrored, central_storage and multi_worker_mirrored only");
   }
   return args;
 }
@@ -277,6 +279,9 @@ std::unique_ptr<cd::Strategy> make_strategy(const Arguments& args) {
   if (args.strategy == "one_device") return std::make_unique<cd::OneDeviceStrategy>("/cpu:0");
   if (args.strategy == "mirrored") {
     return std::make_unique<cd::MirroredStrategy>(cd::MirroredStrategy::cpu_devices(args.local_replicas));
+  }
+  if (args.strategy == "central_storage") {
+    return std::make_unique<cd::CentralStorageStrategy>(cd::MirroredStrategy::cpu_devices(args.local_replicas));
   }
   if (args.strategy == "multi_worker_mirrored") {
     cd::CommunicationOptions options;

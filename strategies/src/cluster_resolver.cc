@@ -1,6 +1,7 @@
 #include "collective/distribute/cluster_resolver.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include "collective/environment.h"
@@ -37,7 +38,81 @@ namespace {
 constexpr std::size_t kHostSlot = 256;
 }  // namespace
 
-MPIClusterResolver::MPIClusterResolver(const Communicator& communicator) {
+namespace {
+
+// COLLECTIVE_NUM_PS, strictly: decimal digits only (no sign, spaces or
+// suffix), so "2x" or " 2" is an error rather than a silent 2. libcollective's
+// parameter reader is internal to the core (not in its public headers), so
+// the strategies layer parses its own parameter, with the same strictness.
+int num_ps_from_environment(int size) {
+  const char* text = std::getenv("COLLECTIVE_NUM_PS");
+  const std::string operation = "MPIClusterResolver";
+  if (text == nullptr || *text == '\0') {
+    throw InvalidArgumentError(operation, -1,
+                               "the parameter-server layout needs a ps count: pass num_ps or set "
+                               "COLLECTIVE_NUM_PS (" + std::to_string(size) + " ranks: chief, ps "
+                               "tasks, at least one worker)");
+  }
+  const std::string value(text);
+  const bool digits = value.size() <= 9 &&
+                      std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits) {
+    throw InvalidArgumentError(operation, -1,
+                               "COLLECTIVE_NUM_PS=\"" + value + "\" is not a decimal count of "
+                               "parameter servers (digits only, e.g. COLLECTIVE_NUM_PS=2)");
+  }
+  return std::atoi(value.c_str());
+}
+
+}  // namespace
+
+MPIClusterResolver::MPIClusterResolver(const Communicator& communicator) { resolve(communicator); }
+
+MPIClusterResolver::MPIClusterResolver(const Communicator& communicator, std::optional<int> num_ps) {
+  const int size = communicator.size();
+  const int ps = num_ps ? *num_ps : num_ps_from_environment(size);
+  const std::string source = num_ps ? "num_ps" : "COLLECTIVE_NUM_PS";
+  if (ps < 1 || ps > size - 2) {
+    const int workers = size - 1 - ps;
+    throw InvalidArgumentError(
+        "MPIClusterResolver", communicator.rank(),
+        "bad parameter-server layout: " + std::to_string(size) + " ranks = 1 chief + " + source +
+            " " + std::to_string(ps) + " ps + " + std::to_string(workers) +
+            " workers; it needs 1 <= ps <= ranks - 2 = " + std::to_string(size - 2) +
+            " so that at least one worker is left (launch with at least " +
+            std::to_string(std::max(ps, 1) + 2) + " ranks)");
+  }
+  has_chief_ = 1;
+  num_ps_ = ps;
+  resolve(communicator);
+  if (rank_ == 0) {
+    task_type_ = "chief";
+    task_id_ = 0;
+  } else if (rank_ <= num_ps_) {
+    task_type_ = "ps";
+    task_id_ = rank_ - 1;
+  } else {
+    task_type_ = "worker";
+    task_id_ = rank_ - 1 - num_ps_;
+  }
+}
+
+int MPIClusterResolver::rank_of(const std::string& task_type, int task_id) const {
+  const int count = has_chief_ ? (task_type == "chief" ? 1 : task_type == "ps" ? num_ps_
+                                                         : task_type == "worker" ? num_workers() : 0)
+                               : (task_type == "worker" ? num_workers() : 0);
+  if (task_id < 0 || task_id >= count) {
+    throw InvalidArgumentError("MPIClusterResolver::rank_of", rank_,
+                               "no task (\"" + task_type + "\", " + std::to_string(task_id) +
+                                   ") in this cluster");
+  }
+  if (!has_chief_) return task_id;
+  if (task_type == "chief") return 0;
+  if (task_type == "ps") return 1 + task_id;
+  return 1 + num_ps_ + task_id;
+}
+
+void MPIClusterResolver::resolve(const Communicator& communicator) {
   Communicator comm = communicator;
   rank_ = comm.rank();
   const std::size_t size = static_cast<std::size_t>(comm.size());
@@ -66,10 +141,19 @@ MPIClusterResolver::MPIClusterResolver(const Communicator& communicator) {
     }
   }
   num_nodes_ = static_cast<int>(distinct.size());
+  task_id_ = rank_;
+  const Topology& topology = comm.topology();
+  num_accelerators_ = static_cast<int>(topology.node(topology.node_of(rank_)).gpus.size());
   node_id_ = static_cast<int>(std::find(distinct.begin(), distinct.end(), hosts_[static_cast<std::size_t>(rank_)]) -
                                       distinct.begin());
 }
 
-ClusterSpec MPIClusterResolver::cluster_spec() const { return ClusterSpec({{"worker", hosts_}}); }
+ClusterSpec MPIClusterResolver::cluster_spec() const {
+  if (!has_chief_) return ClusterSpec({{"worker", hosts_}});
+  const auto ps_end = hosts_.begin() + 1 + num_ps_;
+  return ClusterSpec({{"chief", {hosts_.front()}},
+                      {"ps", std::vector<std::string>(hosts_.begin() + 1, ps_end)},
+                      {"worker", std::vector<std::string>(ps_end, hosts_.end())}});
+}
 
 }  // namespace collective::distribute

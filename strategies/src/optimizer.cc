@@ -7,6 +7,7 @@
 #include "collective/errors.h"
 #include "context_stack.h"
 #include "element_math.h"
+#include "remote_variable_ops.h"
 #include "variable_state.h"
 
 namespace collective::distribute {
@@ -53,6 +54,11 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
     // to every copy (whichever strategy owns the variable).
     for (const auto& [gradient, variable] : grads_and_vars) {
       detail::VariableState& state = variable.state();
+      if (state.remote) {
+        // A parameter-server variable: one SGD step applied on its ps.
+        detail::remote_sgd(state, gradient, learning_rate_);
+        continue;
+      }
       std::lock_guard<std::mutex> lock(state.mutex);
       for (Tensor& copy : state.copies) detail::subtract_scaled_in_place(copy, gradient, learning_rate_);
     }

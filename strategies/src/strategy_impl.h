@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -28,6 +29,8 @@ class Strategy;
 
 namespace collective::distribute::detail {
 
+struct VariableState;
+
 struct StrategyImpl {
   // Configuration, fixed at construction.
   std::string name;               // "MirroredStrategy"
@@ -47,6 +50,10 @@ struct StrategyImpl {
   std::optional<Communicator> communicator;
   std::shared_ptr<std::mutex> communicator_mutex = std::make_shared<std::mutex>();
   std::unique_ptr<MPIClusterResolver> cluster_resolver;
+
+  // Parameter-server strategies: places a new variable's value on the ps
+  // tasks (sets VariableState::remote). Unset elsewhere.
+  std::function<void(VariableState&, const Tensor& initial_value)> place_variable;
 
   // One context per local replica, made on the first run() and reused, so
   // a context kept past its run() is still an object that can say so.

@@ -5,6 +5,7 @@
 #include "collective/errors.h"
 #include "context_stack.h"
 #include "element_math.h"
+#include "remote_variable_ops.h"
 #include "strategy_impl.h"
 #include "variable_state.h"
 
@@ -40,7 +41,11 @@ std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& init
   state->shape = initial_value.shape();
   const std::size_t copies =
       impl.mirrored_variables ? static_cast<std::size_t>(impl.num_local_replicas) : 1;
-  state->copies.assign(copies, initial_value);
+  if (impl.place_variable) {
+    impl.place_variable(*state, initial_value);
+  } else {
+    state->copies.assign(copies, initial_value);
+  }
   return state;
 }
 
@@ -94,6 +99,10 @@ void apply_to_all(VariableState& state, const Tensor& value, UpdateKind kind) {
 void update(VariableState& state, const Tensor& value, UpdateKind kind, const char* operation) {
   check_compatible(state, value, operation);
   check_owner(state, operation);
+  if (state.remote) {
+    detail::remote_update(state, value, kind == UpdateKind::kAssign ? 0 : kind == UpdateKind::kAdd ? 1 : -1);
+    return;
+  }
   const ContextFrame* frame = detail::current_frame();
   ReplicaContext* context = frame != nullptr ? frame->replica : nullptr;
   if (context == nullptr || context->num_replicas_in_sync() == 1) {
@@ -164,6 +173,7 @@ std::string_view Variable::strategy_name() const { return state_->strategy_name;
 
 Tensor Variable::value() const {
   check_owner(*state_, "value");
+  if (state_->remote) return detail::remote_read(*state_);
   const ContextFrame* frame = detail::current_frame();
   std::size_t copy = 0;
   if (frame != nullptr && frame->replica != nullptr && state_->mirrored) {
@@ -182,6 +192,7 @@ void Variable::assign_sub(const Tensor& delta) {
 }
 
 std::vector<Tensor> Variable::local_values() const {
+  if (state_->remote) return {detail::remote_read(*state_)};
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->copies;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -11,6 +12,8 @@
 #include "collective/distribute/variable.h"
 
 namespace collective::distribute::detail {
+
+struct RemoteVariable;
 
 struct VariableState {
   std::string name;
@@ -27,6 +30,13 @@ struct VariableState {
   // functions (on one thread) update all of them.
   mutable std::mutex mutex;
   std::vector<Tensor> copies;
+
+  // ParameterServerStrategy: the value lives on ps tasks (copies is empty);
+  // reads and updates are requests to them (ps_cluster.h).
+  std::shared_ptr<RemoteVariable> remote;
+
+  // A handle to this state (for variables that arrive in a closure).
+  static Variable handle(std::shared_ptr<VariableState> state) { return Variable(std::move(state)); }
 };
 
 }  // namespace collective::distribute::detail

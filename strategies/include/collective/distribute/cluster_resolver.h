@@ -1,10 +1,15 @@
 // Who is in the cluster and which task this process is
 // (tf.distribute.cluster_resolver). Workers are started by mpirun, so the
-// cluster comes from MPI instead of TF_CONFIG: one task of type "worker" per
-// rank, task_id = rank, and rank 0 is the chief.
+// cluster comes from MPI instead of TF_CONFIG. Two layouts:
+//  - all workers (MultiWorkerMirroredStrategy): one task of type "worker"
+//    per rank, task_id = rank, and rank 0 is the chief;
+//  - parameter servers (ParameterServerStrategy): rank 0 is the "chief"
+//    (the coordinator), ranks 1..P are "ps" 0..P-1 and the remaining ranks
+//    are "worker" 0..W-1 (the order TF's Slurm resolver uses).
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -44,17 +49,37 @@ class ClusterResolver {
 // (every rank gathers every rank's host name). The node of a rank is its host
 // name; local_rank counts lower ranks on the same host, which is what Open MPI
 // exports as OMPI_COMM_WORLD_LOCAL_RANK when the communicator is the world.
+//
+// num_accelerators() is the number of GPUs the library's topology sees on
+// this rank's node (0 on a machine without any).
 class MPIClusterResolver final : public ClusterResolver {
  public:
+  // The all-workers layout.
   explicit MPIClusterResolver(const Communicator& communicator);
 
+  // The parameter-server layout with num_ps parameter servers; std::nullopt
+  // reads COLLECTIVE_NUM_PS (a decimal integer, nothing else). Needs
+  // 1 <= num_ps <= size - 2 (a chief and at least one worker besides);
+  // anything else raises InvalidArgumentError naming the counts, on every
+  // rank alike, before any communication.
+  MPIClusterResolver(const Communicator& communicator, std::optional<int> num_ps);
+
   ClusterSpec cluster_spec() const override;
-  std::string task_type() const override { return "worker"; }
-  int task_id() const override { return rank_; }
-  int num_accelerators() const override { return 0; }
+  // "worker"; in the parameter-server layout "chief", "ps" or "worker".
+  std::string task_type() const override { return task_type_; }
+  // The index within task_type()'s job (the rank in the all-workers layout).
+  int task_id() const override { return task_id_; }
+  int num_accelerators() const override { return num_accelerators_; }
 
   int rank() const { return rank_; }
-  int num_workers() const { return static_cast<int>(hosts_.size()); }
+  // Tasks of type "worker" (every rank in the all-workers layout).
+  int num_workers() const { return static_cast<int>(hosts_.size()) - has_chief_ - num_ps_; }
+  // Tasks of type "ps" (0 in the all-workers layout).
+  int num_ps() const { return num_ps_; }
+  bool parameter_server_layout() const { return has_chief_ != 0; }
+  // Rank of a task: ("chief", 0) -> 0, ("ps", i) -> 1 + i, ("worker", i) ->
+  // 1 + P + i (i in the all-workers layout); InvalidArgumentError otherwise.
+  int rank_of(const std::string& task_type, int task_id) const;
   int local_rank() const { return local_rank_; }
   int local_size() const { return local_size_; }
   // Index of this rank's host among the distinct hosts, in rank order.
@@ -65,7 +90,14 @@ class MPIClusterResolver final : public ClusterResolver {
   bool is_chief() const { return rank_ == 0; }
 
  private:
+  void resolve(const Communicator& communicator);
+
   int rank_ = 0;
+  int has_chief_ = 0;  // 1 in the parameter-server layout
+  int num_ps_ = 0;
+  std::string task_type_ = "worker";
+  int task_id_ = 0;
+  int num_accelerators_ = 0;
   int local_rank_ = 0;
   int local_size_ = 1;
   int node_id_ = 0;

@@ -4,6 +4,9 @@
 // C++ name here.
 #pragma once
 
+#include "collective/distribute/central_storage_strategy.h"
+#include "collective/distribute/checkpoint.h"
+#include "collective/distribute/cluster_coordinator.h"
 #include "collective/distribute/cluster_resolver.h"
 #include "collective/distribute/communication_options.h"
 #include "collective/distribute/cross_device_ops.h"
@@ -14,6 +17,7 @@
 #include "collective/distribute/multi_worker_mirrored_strategy.h"
 #include "collective/distribute/one_device_strategy.h"
 #include "collective/distribute/optimizer.h"
+#include "collective/distribute/parameter_server_strategy.h"
 #include "collective/distribute/replica_context.h"
 #include "collective/distribute/strategy.h"
 #include "collective/distribute/strategy_extended.h"

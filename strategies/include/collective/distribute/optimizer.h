@@ -24,6 +24,8 @@ class SGD {
   double learning_rate() const { return learning_rate_; }
   // Number of apply_gradients steps taken.
   std::int64_t iterations() const { return iterations_.load(); }
+  // Restoring a checkpoint sets the count.
+  void set_iterations(std::int64_t iterations) { iterations_.store(iterations); }
 
   // variable -= learning_rate * gradient, for each pair. In a replica
   // context every replica must call it with gradients of the same shapes,

@@ -1,0 +1,270 @@
+#include "collective/distribute/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "checkpoint_format.h"
+#include "collective/distribute/strategy.h"
+#include "collective/errors.h"
+#include "strategy_impl.h"
+#include "variable_state.h"
+
+namespace collective::distribute {
+
+namespace {
+
+constexpr const char* kLatest = "latest";
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+// Writes bytes to directory/name atomically: a temporary file in the same
+// directory, fsync, rename over name, fsync of the directory (so the rename
+// itself survives a crash).
+void write_atomically(const std::filesystem::path& directory, const std::string& name,
+                      const std::vector<std::byte>& bytes, const std::string& operation) {
+  const std::filesystem::path final_path = directory / name;
+  const std::filesystem::path temporary =
+      directory / (name + ".tmp." + std::to_string(static_cast<long>(::getpid())));
+  const auto fail = [&](const std::string& what, int error) {
+    ::unlink(temporary.c_str());
+    throw Error(operation, -1, final_path.string() + ": " + what + ": " + errno_text(error));
+  };
+  const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail("cannot create " + temporary.string(), errno);
+  std::size_t written = 0;
+  while (written < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      fail("write failed", error);
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::fsync(fd) != 0) {
+    const int error = errno;
+    ::close(fd);
+    fail("fsync failed", error);
+  }
+  if (::close(fd) != 0) fail("close failed", errno);
+  if (::rename(temporary.c_str(), final_path.c_str()) != 0) fail("rename failed", errno);
+  const int directory_fd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (directory_fd >= 0) {
+    ::fsync(directory_fd);
+    ::close(directory_fd);
+  }
+}
+
+std::vector<std::byte> read_file(const std::filesystem::path& path, const std::string& operation) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InvalidArgumentError(operation, -1, path.string() + ": cannot open: " + errno_text(errno));
+  }
+  std::vector<char> text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw InvalidArgumentError(operation, -1, path.string() + ": read failed");
+  std::vector<std::byte> bytes(text.size());
+  if (!text.empty()) std::memcpy(bytes.data(), text.data(), text.size());
+  return bytes;
+}
+
+// The file `latest` names, checked to be a plain name in the directory.
+std::optional<std::filesystem::path> resolve_latest(const std::filesystem::path& directory,
+                                                    const std::string& operation) {
+  const std::filesystem::path pointer = directory / kLatest;
+  std::error_code error;
+  if (!std::filesystem::exists(pointer, error)) return std::nullopt;
+  const std::vector<std::byte> bytes = read_file(pointer, operation);
+  std::string name(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  if (!name.empty() && name.back() == '\n') name.pop_back();
+  const bool plain = !name.empty() && name.size() <= 255 && name != "." && name != ".." &&
+                     name.find_first_of(std::string("/\n\0", 3)) == std::string::npos;
+  if (!plain) {
+    throw InvalidArgumentError(operation, -1,
+                               pointer.string() + ": does not hold a checkpoint file name (one line, "
+                               "a plain name in the same directory)");
+  }
+  return directory / name;
+}
+
+// The communicator of a multi-worker strategy, with its lock; nullptr
+// elsewhere.
+struct Collective {
+  Communicator* communicator = nullptr;
+  std::shared_ptr<std::mutex> mutex;
+  int rank() const { return communicator ? communicator->rank() : 0; }
+};
+
+Collective collective_of(Strategy& strategy) {
+  detail::StrategyImpl& impl = strategy.extended().impl();
+  Collective result;
+  if (impl.communicator && !impl.place_variable) {
+    result.communicator = &*impl.communicator;
+    result.mutex = impl.communicator_mutex;
+  }
+  return result;
+}
+
+// Sends the chief's bytes to every worker (size first).
+void broadcast_bytes(const Collective& group, std::vector<std::byte>& bytes) {
+  std::lock_guard<std::mutex> lock(*group.mutex);
+  std::int64_t size = static_cast<std::int64_t>(bytes.size());
+  group.communicator->broadcast(&size, 1, DataType::kInt64);
+  bytes.resize(static_cast<std::size_t>(size));
+  if (size > 0) group.communicator->broadcast(bytes.data(), bytes.size(), DataType::kUInt8);
+}
+
+std::vector<std::byte> text_bytes(const std::string& text) {
+  const auto* p = reinterpret_cast<const std::byte*>(text.data());
+  return std::vector<std::byte>(p, p + text.size());
+}
+
+}  // namespace
+
+Checkpoint::Checkpoint(Strategy& strategy, std::vector<std::pair<std::string, Variable>> variables,
+                       SGD* optimizer)
+    : strategy_(strategy), variables_(std::move(variables)), optimizer_(optimizer) {
+  std::set<std::string> names;
+  const std::uint64_t serial = strategy.extended().impl().serial;
+  for (const auto& [name, variable] : variables_) {
+    if (name.empty() || name.size() > detail::kCheckpointMaxNameBytes) {
+      throw InvalidArgumentError("Checkpoint", -1,
+                                 "variable names must have 1.." +
+                                     std::to_string(detail::kCheckpointMaxNameBytes) + " bytes, got " +
+                                     std::to_string(name.size()));
+    }
+    if (!names.insert(name).second) {
+      throw InvalidArgumentError("Checkpoint", -1, "the name '" + name + "' is given twice");
+    }
+    if (variable.state().strategy_serial != serial) {
+      throw InvalidArgumentError("Checkpoint", -1,
+                                 "variable '" + name + "' belongs to " + variable.state().strategy_label +
+                                     ", not to the checkpoint's " + strategy.extended().impl().label());
+    }
+  }
+}
+
+std::optional<std::string> Checkpoint::latest_checkpoint(const std::string& directory) {
+  std::optional<std::filesystem::path> path = resolve_latest(directory, "Checkpoint::latest_checkpoint");
+  if (!path) return std::nullopt;
+  return path->string();
+}
+
+std::string Checkpoint::save(const std::string& directory) {
+  const std::string operation = "Checkpoint.save";
+  const Collective group = collective_of(strategy_);
+  const std::string name = "ckpt-" + std::to_string(step_);
+  const std::string path = (std::filesystem::path(directory) / name).string();
+  std::string error;
+  if (group.rank() == 0) {
+    try {
+      detail::CheckpointData data;
+      data.step = step_;
+      data.iterations = optimizer_ ? optimizer_->iterations() : 0;
+      for (const auto& [variable_name, variable] : variables_) {
+        data.variables.emplace_back(variable_name, variable.value());
+      }
+      const std::vector<std::byte> bytes = detail::encode_checkpoint(data);
+      std::error_code code;
+      std::filesystem::create_directories(directory, code);
+      if (code) throw Error(operation, -1, directory + ": cannot create the directory: " + code.message());
+      write_atomically(directory, name, bytes, operation);
+      const std::string pointer = name + "\n";
+      write_atomically(directory, kLatest, text_bytes(pointer), operation);
+    } catch (const std::exception& failure) {
+      if (!group.communicator) throw;
+      error = failure.what();
+    }
+  }
+  if (group.communicator) {
+    // Every worker learns whether the chief's save worked.
+    std::vector<std::byte> message = text_bytes(error);
+    broadcast_bytes(group, message);
+    if (!message.empty()) {
+      throw Error(operation, group.rank(),
+                  "the chief's save failed: " +
+                      std::string(reinterpret_cast<const char*>(message.data()), message.size()));
+    }
+  }
+  return path;
+}
+
+bool Checkpoint::restore(const std::string& directory) {
+  const std::string operation = "Checkpoint.restore";
+  const Collective group = collective_of(strategy_);
+  // Status the chief broadcasts: 0 nothing saved, 1 the file follows, 2 an
+  // error message follows.
+  std::vector<std::byte> payload;
+  std::int64_t status = 0;
+  std::string file;
+  if (group.rank() == 0) {
+    try {
+      std::optional<std::filesystem::path> path = resolve_latest(directory, operation);
+      if (path) {
+        file = path->string();
+        payload = read_file(*path, operation);
+        // Decoded and checked against the tracked variables before anyone
+        // changes anything.
+        const detail::CheckpointData data = detail::decode_checkpoint(payload, file, operation);
+        std::map<std::string, const Tensor*> saved;
+        for (const auto& [name, tensor] : data.variables) saved[name] = &tensor;
+        for (const auto& [name, variable] : variables_) {
+          const auto it = saved.find(name);
+          if (it == saved.end()) {
+            throw InvalidArgumentError(operation, -1, file + ": has no variable '" + name + "'");
+          }
+          const Tensor& tensor = *it->second;
+          if (tensor.dtype() != variable.dtype() || tensor.shape() != variable.shape()) {
+            throw InvalidArgumentError(operation, -1,
+                                       file + ": variable '" + name + "' is " +
+                                           std::string(to_string(tensor.dtype())) + " " +
+                                           shape_string(tensor.shape()) + " in the file but " +
+                                           std::string(to_string(variable.dtype())) + " " +
+                                           shape_string(variable.shape()) + " here");
+          }
+          saved.erase(it);
+        }
+        if (!saved.empty()) {
+          throw InvalidArgumentError(operation, -1,
+                                     file + ": holds variable '" + saved.begin()->first +
+                                         "', which this checkpoint does not track");
+        }
+        status = 1;
+      }
+    } catch (const std::exception& failure) {
+      if (!group.communicator) throw;
+      status = 2;
+      payload = text_bytes(failure.what());
+    }
+  }
+  if (group.communicator) {
+    {
+      std::lock_guard<std::mutex> lock(*group.mutex);
+      group.communicator->broadcast(&status, 1, DataType::kInt64);
+    }
+    broadcast_bytes(group, payload);
+    if (status == 2) {
+      throw InvalidArgumentError(operation, group.rank(),
+                                 std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
+    }
+  }
+  if (status == 0) return false;
+  const detail::CheckpointData data =
+      detail::decode_checkpoint(payload, file.empty() ? "the chief's checkpoint" : file, operation);
+  std::map<std::string, const Tensor*> saved;
+  for (const auto& [name, tensor] : data.variables) saved[name] = &tensor;
+  for (auto& [name, variable] : variables_) variable.assign(*saved.at(name));
+  if (optimizer_) optimizer_->set_iterations(data.iterations);
+  step_ = data.step;
+  return true;
+}
+
+}  // namespace collective::distribute
