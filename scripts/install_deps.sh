@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   g++ make cmake pkg-config git ca-certificates   # toolchain
   openmpi-bin libopenmpi-dev                       # MPI runtime and headers
+  gfortran                                         # the Fortran module and its tests
   libhwloc-dev                                     # topology discovery
   libboost-program-options-dev                     # collective_bench's command line
   libgtest-dev                                     # tests

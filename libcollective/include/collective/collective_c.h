@@ -2,8 +2,8 @@
  * Fortran codes. Opaque communicator handles, int status codes, and a
  * per-thread message for the last failure. No C++ exception crosses it.
  *
- *   #include <mpi.h>
- *   #include <collective/collective_c.h>
+ * The header needs no MPI; a program that has MPI (mpi.h) passes its
+ * communicators as Fortran handles:
  *
  *   collective_comm_t comm;
  *   if (collective_comm_from_fint(MPI_Comm_c2f(MPI_COMM_WORLD), &comm) != COLLECTIVE_SUCCESS)
