@@ -20,6 +20,7 @@ namespace {
 
 struct Counts {
   std::array<long, kNumIntercepted> served{};
+  std::array<long, kNumIntercepted> failed{};
   std::array<std::map<std::string, long>, kNumIntercepted> passed;  // by reason
 };
 
@@ -47,6 +48,18 @@ void log_served(Intercepted call, int rank, const char* algorithm) {
   }
 }
 
+void log_failed(Intercepted call, int rank) {
+  if (log_level() <= 0) return;
+  {
+    std::lock_guard<std::mutex> lock(counts_mutex);
+    ++counts.failed[static_cast<std::size_t>(call)];
+  }
+  if (log_level() >= 2) {
+    std::fprintf(stderr, "libcollective_mpi rank %d: %s failed in libcollective\n", rank,
+                 mpi_name(call));
+  }
+}
+
 void log_passed(Intercepted call, int rank, const std::string& reason) {
   if (log_level() <= 0) return;
   {
@@ -62,7 +75,7 @@ void log_passed(Intercepted call, int rank, const std::string& reason) {
 void log_summary(int rank) {
   if (log_level() <= 0) return;
   std::lock_guard<std::mutex> lock(counts_mutex);
-  long served_total = 0, passed_total = 0;
+  long served_total = 0, passed_total = 0, failed_total = 0;
   std::string details;
   for (int i = 0; i < kNumIntercepted; ++i) {
     long passed = 0;
@@ -72,15 +85,20 @@ void log_summary(int rank) {
       reasons += (reasons.empty() ? "" : "; ") + reason + ": " + std::to_string(n);
     }
     const long served = counts.served[static_cast<std::size_t>(i)];
+    const long failed = counts.failed[static_cast<std::size_t>(i)];
     served_total += served;
     passed_total += passed;
-    if (served + passed == 0) continue;
+    failed_total += failed;
+    if (served + passed + failed == 0) continue;
     details += std::string(" ") + mpi_name(static_cast<Intercepted>(i)) + " " +
-               std::to_string(served) + "/" + std::to_string(passed) +
+               std::to_string(served) + "/" + std::to_string(passed) + "/" +
+               std::to_string(failed) +
                (reasons.empty() ? "" : " (" + reasons + ")") + ";";
   }
-  std::fprintf(stderr, "libcollective_mpi rank %d: summary: served %ld, passed %ld;%s\n", rank,
-               served_total, passed_total, details.c_str());
+  // Per function: served/passed/failed, then the reasons for passing.
+  std::fprintf(stderr,
+               "libcollective_mpi rank %d: summary: served %ld, passed %ld, failed %ld;%s\n",
+               rank, served_total, passed_total, failed_total, details.c_str());
   counts = Counts{};
 }
 

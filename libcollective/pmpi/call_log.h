@@ -22,6 +22,9 @@ const char* mpi_name(Intercepted call);
 void log_served(Intercepted call, int rank, const char* algorithm);
 // Records a call passed to PMPI_ and the rule that sent it there.
 void log_passed(Intercepted call, int rank, const std::string& reason);
+// Records a call libcollective took but failed (reported through the
+// communicator's error handler).
+void log_failed(Intercepted call, int rank);
 // Writes this rank's summary (at level >= 1) and resets the counts.
 void log_summary(int rank);
 // The COLLECTIVE_PMPI_LOG level (0 when unset).

@@ -110,6 +110,7 @@ int error_class_of(const Error& error) {
 // error handler, whose verdict (abort, or return the class) stands.
 int raise_through_errhandler(Intercepted call, MPI_Comm comm, int error_class,
                              const char* message) {
+  log_failed(call, rank_for_log(comm));
   std::fprintf(stderr, "libcollective_mpi: %s: %s\n", mpi_name(call), message);
   PMPI_Comm_call_errhandler(comm, error_class);
   return error_class;
