@@ -2,7 +2,7 @@
 // MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Reduce,
 // MPI_Barrier and MPI_Finalize. Each either serves the call with
 // libcollective or hands it, unchanged, to its PMPI_ twin; the rule is in
-// docs/mpi_dropin.md and, piece by piece, in pass_reason() and mpi_types.h.
+// docs/embedding.md and, piece by piece, in pass_reason() and mpi_types.h.
 #include <mpi.h>
 
 #include <atomic>

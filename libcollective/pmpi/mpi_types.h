@@ -1,5 +1,5 @@
 // The drop-in's rule for which datatypes and ops libcollective serves
-// (docs/mpi_dropin.md, "What is served"). A nullopt comes with the reason
+// (docs/embedding.md, "What is served"). A nullopt comes with the reason
 // the call goes to PMPI_ instead.
 #pragma once
 
