@@ -18,6 +18,13 @@ bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=ON
 phase tests
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 
+if [[ -x scripts/mpich_coll_tests.sh ]]; then
+  # MPICH's collective tests with and without the MPI drop-in; CI runs the
+  # testlist entries of at most 5 ranks (about 1.5 minutes; all of them:
+  # docs/mpich_coll_tests.md).
+  phase "MPICH collective tests"
+  MPICH_TESTS=ci bash scripts/mpich_coll_tests.sh build
+fi
 if [[ -x scripts/sanitizers.sh ]]; then
   phase sanitizers
   bash scripts/sanitizers.sh

@@ -28,6 +28,18 @@ def fail(message, output=""):
     sys.exit(1)
 
 
+def preload_list(dropin):
+    """LD_PRELOAD's value: the drop-in, after the sanitizer runtime it links
+    (a sanitizer build): ASan refuses to run unless its runtime comes first."""
+    runtimes = []
+    try:
+        ldd = subprocess.run(["ldd", dropin], stdout=subprocess.PIPE, text=True).stdout
+        runtimes = re.findall(r"=> (\S*lib[at]san\.so\S*)", ldd)
+    except OSError:
+        pass
+    return ":".join(runtimes + [dropin])
+
+
 def main():
     mode, ranks, program = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     dropin = sys.argv[4] if len(sys.argv) > 4 else ""
@@ -39,7 +51,7 @@ def main():
         env["COLLECTIVE_PMPI_LOG"] = "1"
         command += ["-x", "COLLECTIVE_PMPI_LOG"]
     if mode in ("preload", "threads", "mismatch"):
-        command += ["-x", f"LD_PRELOAD={dropin}"]
+        command += ["-x", f"LD_PRELOAD={preload_list(dropin)}"]
     command.append(program)
     if mode in ("threads", "mismatch"):
         command.append("--" + mode)
