@@ -287,6 +287,12 @@ static void expect_failure(const char* what, int status, int expected_status,
         "%s: message \"%s\" lacks \"%s\"", what, message, fragment2);
 }
 
+static const char* rank_text_global(void) {
+  static char text[32];
+  snprintf(text, sizeof text, "(rank %d)", g_rank);
+  return text;
+}
+
 static void* other_thread_last_error(void* result) {
   /* Another thread has its own last error: none yet. */
   *(int*)result = collective_last_status() == COLLECTIVE_SUCCESS && collective_last_error()[0] == '\0';
@@ -440,6 +446,21 @@ int main(int argc, char** argv) {
   CHECK(one == half_size, "all_reduce on split: expected %d, actual %d", half_size, one);
 
   test_errors(world);
+
+  /* abort: this process's copy fails every later call, COMMUNICATION. */
+  collective_comm_t doomed = NULL;
+  CHECK_OK(collective_comm_split(world, 0, g_rank, &doomed));
+  int aborted = -1, node = -1;
+  CHECK_OK(collective_comm_aborted(doomed, &aborted));
+  CHECK(aborted == 0, "a fresh communicator reads aborted=%d", aborted);
+  CHECK_OK(collective_comm_node_of(doomed, g_rank, &node));
+  CHECK(node >= 0, "node_of gave %d", node);
+  CHECK_OK(collective_comm_abort(doomed, "c_api_test says stop"));
+  CHECK_OK(collective_comm_aborted(doomed, &aborted));
+  CHECK(aborted == 1, "after abort, aborted=%d", aborted);
+  expect_failure("after abort", collective_barrier(doomed, NULL), COLLECTIVE_ERR_COMMUNICATION,
+                 "c_api_test says stop", rank_text_global());
+  CHECK_OK(collective_comm_free(&doomed));
 
   /* Node-shared memory as an all_reduce buffer. */
   void* shared = NULL;

@@ -44,14 +44,24 @@ def main():
     mode, ranks, program = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     dropin = sys.argv[4] if len(sys.argv) > 4 else ""
     mpiexec = os.environ.get("MPIEXEC", "mpiexec")
-    command = [mpiexec, "-n", str(ranks), "--oversubscribe", "--bind-to", "none"]
+    # Open MPI: oversubscribe, unbound, environment forwarded with -x.
+    # MPICH (Hydra): neither flag is needed (or accepted); -genv.
+    mpich = os.environ.get("MPI_FLAVOR") == "mpich"
+    command = [mpiexec, "-n", str(ranks)]
+    if not mpich:
+        command += ["--oversubscribe", "--bind-to", "none"]
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
+
+    def forward(name, value):
+        env[name] = value
+        command.extend(["-genv", name, value] if mpich else ["-x", f"{name}={value}"])
+
     if mode != "plain":
-        env["COLLECTIVE_PMPI_LOG"] = "1"
-        command += ["-x", "COLLECTIVE_PMPI_LOG"]
+        forward("COLLECTIVE_PMPI_LOG", "1")
     if mode in ("preload", "threads", "mismatch"):
-        command += ["-x", f"LD_PRELOAD={preload_list(dropin)}"]
+        forward("LD_PRELOAD", preload_list(dropin))
+        env.pop("LD_PRELOAD")  # for the ranks only, not for the launcher
     command.append(program)
     if mode in ("threads", "mismatch"):
         command.append("--" + mode)
