@@ -7,6 +7,9 @@
 # speed-up = median without / median with (> 1: the drop-in is faster).
 #
 #   scripts/bench_dropin.sh [BUILD_DIR]      ROUNDS=3 RANKS="2 4" MAX_BYTES=268435456
+# A build against MPICH (build-mpich, -DCOLLECTIVE_MPI=mpich) runs under
+# mpiexec.mpich (Hydra's flags); the table then compares with MPICH's own
+# MPI_Allreduce.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=$(cd "${1:-$root/build}" && pwd)
@@ -16,18 +19,24 @@ dropin=$build_dir/libcollective/pmpi/libcollective_mpi.so
 rounds=${ROUNDS:-3}
 max_bytes=${MAX_BYTES:-268435456}
 [[ -x $program && -f $dropin ]] || { echo "bench_dropin: build dropin_allreduce_loop and collective_mpi first" >&2; exit 1; }
+mpiexec=mpirun mpich=0
+if grep -q "COLLECTIVE_MPI_FLAVOR:INTERNAL=mpich\|COLLECTIVE_MPI:STRING=mpich" "$build_dir/CMakeCache.txt"; then
+  mpiexec=mpiexec.mpich mpich=1
+fi
 results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
 for ranks in ${RANKS:-2 4}; do
   read -ra binding <<<"$(binding_for "$ranks")"
+  ((mpich)) && binding=() && ((ranks <= $(nproc))) && binding=(-bind-to core)
   for ((round = 0; round < rounds; ++round)); do
     sides=(without with)
     ((round % 2)) && sides=(with without)
     for side in "${sides[@]}"; do
       preload=()
       [[ $side == with ]] && preload=(-x "LD_PRELOAD=$dropin")
-      mpirun -n "$ranks" "${binding[@]}" "${preload[@]}" "$program" "$max_bytes" </dev/null \
+      [[ $side == with ]] && ((mpich)) && preload=(-genv LD_PRELOAD "$dropin")
+      "$mpiexec" -n "$ranks" "${binding[@]}" "${preload[@]}" "$program" "$max_bytes" </dev/null \
         >"$results/$ranks.$side.$round"
     done
   done
