@@ -25,6 +25,13 @@ if [[ -x scripts/mpich_coll_tests.sh ]]; then
   phase "MPICH collective tests"
   MPICH_TESTS=ci bash scripts/mpich_coll_tests.sh build
 fi
+if [[ -x scripts/test_mpich.sh && ${COLLECTIVE_CI_MPICH:-1} == 1 ]]; then
+  # The library against Debian's MPICH too (build-mpich/): the C API, the
+  # Fortran module and the MPI drop-in tests under MPICH's launcher.
+  # COLLECTIVE_CI_MPICH=0 skips it.
+  phase "MPICH build and tests"
+  bash scripts/test_mpich.sh
+fi
 if [[ -x scripts/sanitizers.sh ]]; then
   phase sanitizers
   bash scripts/sanitizers.sh

@@ -72,10 +72,9 @@ int collective_finalize(void) {
 int collective_initialized(void) { return collective::Environment::initialized() ? 1 : 0; }
 
 const char* collective_dtype_name(int dtype) {
-  return name_or_null(dtype >= 0 && dtype < collective::kNumDataTypes,
-                      dtype >= 0 && dtype < collective::kNumDataTypes
-                          ? collective::to_string(static_cast<collective::DataType>(dtype))
-                          : std::string_view());
+  const bool known = dtype >= 0 && dtype < collective::kNumDataTypes;
+  return name_or_null(known, known ? collective::to_string(static_cast<collective::DataType>(dtype))
+                                   : std::string_view());
 }
 
 const char* collective_op_name(int op) {
