@@ -9,7 +9,7 @@
 #
 #   scripts/mpich_coll_tests.sh BUILD_DIR [WORK_DIR]
 #     MPICH_TESTS=all     every testlist entry of the tests below (default)
-#     MPICH_TESTS=ci      entries with at most 5 ranks (CI's subset)
+#     MPICH_TESTS=ci      entries with at most MPICH_TESTS_MAX_RANKS (5) ranks: CI's subset
 #     MPICH_TESTS_TIMEOUT seconds per run (default 180)
 #
 # Needs root (or sudo) the first time: it adds a deb-src entry for Debian's
@@ -83,7 +83,7 @@ echo "|---|---|---|---|---|---|---|"
 while read -r name ranks rest; do
   [[ -z $name || $name == \#* || $name == @* ]] && continue
   [[ " ${tests[*]} " == *" $name "* ]] || continue
-  [[ $selection == ci && $ranks -gt 5 ]] && continue
+  [[ $selection == ci && $ranks -gt ${MPICH_TESTS_MAX_RANKS:-5} ]] && continue
   args=()
   for field in $rest; do [[ $field == arg=* ]] && args+=("${field#arg=}"); done
   make "$name" >/dev/null 2>&1 || { echo "| $name | $ranks | ${args[*]} | build failed | - | - | - |"; continue; }
