@@ -54,6 +54,10 @@ SOURCES
   "${as_root[@]}" apt-get update -qq
   apt-get source --download-only -qq mpich 2>&1 | grep -v "unsandboxed" || true
 fi
+if ! ls mpich_*.orig.tar.* >/dev/null 2>&1; then
+  echo "mpich_coll_tests: apt-get source mpich fetched no source tarball into $work" >&2
+  exit 1
+fi
 tarball=$(ls mpich_*.orig.tar.* | head -1)
 version=${tarball#mpich_}; version=${version%.orig.tar.*}
 tests_dir=$work/mpich-$version/test/mpi
