@@ -70,7 +70,7 @@ std::string root_reason(MPI_Comm comm, int root) {
 // COLLECTIVE_PMPI_TIMEOUT seconds (default one day): MPI programs expect a
 // collective to wait as long as its peers take (a barrier while rank 0
 // writes a checkpoint), yet nothing here may wait forever.
-std::chrono::milliseconds call_timeout() {
+std::chrono::milliseconds call_timeout(int rank) {
   static const std::chrono::milliseconds timeout = [] {
     const char* text = std::getenv("COLLECTIVE_PMPI_TIMEOUT");
     if (text == nullptr || *text == '\0') return std::chrono::milliseconds(86'400'000);
@@ -82,7 +82,7 @@ std::chrono::milliseconds call_timeout() {
     return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
   }();
   if (timeout.count() < 0) {
-    throw InvalidArgumentError("libcollective_mpi", -1,
+    throw InvalidArgumentError("libcollective_mpi", rank,
                                std::string("COLLECTIVE_PMPI_TIMEOUT=\"") +
                                    std::getenv("COLLECTIVE_PMPI_TIMEOUT") +
                                    "\" is not a number of seconds in (0, 1e9]");
@@ -91,9 +91,9 @@ std::chrono::milliseconds call_timeout() {
 }
 
 template <typename Options>
-Options options() {
+Options options(const Communicator& communicator) {
   Options o;
-  o.timeout = call_timeout();
+  o.timeout = call_timeout(communicator.rank());
   return o;
 }
 
@@ -179,7 +179,7 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
     return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   }
   return serve(Intercepted::kAllreduce, comm, [&](Communicator& c) {
-    auto o = options<AllReduceOptions>();
+    auto o = options<AllReduceOptions>(c);
     o.op = reduction->op;
     c.all_reduce(send, recvbuf, static_cast<std::size_t>(count), reduction->type, o);
   });
@@ -212,7 +212,7 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
   }
   return serve(Intercepted::kReduceScatterBlock, comm, [&](Communicator& c) {
-    auto o = options<ReduceScatterOptions>();
+    auto o = options<ReduceScatterOptions>(c);
     o.op = reduction->op;
     const auto count = static_cast<std::size_t>(recvcount);
     if (sendbuf != MPI_IN_PLACE) {
@@ -262,7 +262,7 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
   return serve(Intercepted::kAllgather, comm, [&](Communicator& c) {
-    c.all_gather(send, recvbuf, *block, DataType::kUInt8, options<AllGatherOptions>());
+    c.all_gather(send, recvbuf, *block, DataType::kUInt8, options<AllGatherOptions>(c));
   });
 }
 
@@ -280,7 +280,7 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
     return PMPI_Bcast(buffer, count, datatype, root, comm);
   }
   return serve(Intercepted::kBcast, comm, [&](Communicator& c) {
-    auto o = options<BroadcastOptions>();
+    auto o = options<BroadcastOptions>(c);
     o.root = root;
     c.broadcast(buffer, *bytes, DataType::kUInt8, o);
   });
@@ -318,7 +318,7 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datat
     return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
   }
   return serve(Intercepted::kReduce, comm, [&](Communicator& c) {
-    auto o = options<ReduceOptions>();
+    auto o = options<ReduceOptions>(c);
     o.op = reduction->op;
     o.root = root;
     c.reduce(send, recv, static_cast<std::size_t>(count), reduction->type, o);
@@ -334,7 +334,7 @@ int MPI_Barrier(MPI_Comm comm) {
     return PMPI_Barrier(comm);
   }
   return serve(Intercepted::kBarrier, comm,
-               [&](Communicator& c) { c.barrier(options<BarrierOptions>()); });
+               [&](Communicator& c) { c.barrier(options<BarrierOptions>(c)); });
 }
 
 // Frees every Communicator the drop-in made while MPI still works, then

@@ -11,6 +11,8 @@ run_dropin_test.py MODE RANKS PROGRAM [DROPIN] [-- program args]
   threads  LD_PRELOAD, --threads: an MPI_THREAD_MULTIPLE program; everything
            passes through (the documented rule) and the results are exact
   mismatch LD_PRELOAD, --mismatch: the mismatch reaches the error handler
+  badtimeout LD_PRELOAD, COLLECTIVE_PMPI_TIMEOUT=soon: the first served call
+           fails through MPI_ERRORS_ARE_FATAL, naming the variable and value
 Extra environment (COLLECTIVE_ALGORITHM=mpi, ...) comes from ctest.
 """
 import os
@@ -59,7 +61,9 @@ def main():
 
     if mode != "plain":
         forward("COLLECTIVE_PMPI_LOG", "1")
-    if mode in ("preload", "threads", "mismatch"):
+    if mode == "badtimeout":
+        forward("COLLECTIVE_PMPI_TIMEOUT", "soon")
+    if mode in ("preload", "threads", "mismatch", "badtimeout"):
         forward("LD_PRELOAD", preload_list(dropin))
         env.pop("LD_PRELOAD")  # for the ranks only, not for the launcher
     command.append(program)
@@ -68,6 +72,13 @@ def main():
     result = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, timeout=600)
     output = result.stdout
+    if mode == "badtimeout":
+        expected = 'COLLECTIVE_PMPI_TIMEOUT="soon" is not a number of seconds'
+        if result.returncode == 0 or expected not in output:
+            fail(f"expected a failing run naming the variable ({expected!r}), "
+                 f"got exit {result.returncode}", output)
+        print(f"run_dropin_test {mode} np{ranks}: OK")
+        return
     if result.returncode != 0 or f"dropin_program: OK on {ranks} ranks" not in output:
         fail(f"the program failed (exit {result.returncode})", output)
 
