@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages libcollective needs, only those missing.
 # Idempotent and quiet when everything is there. Runs as root (or through
-# sudo when available). Usage: scripts/install_deps.sh [--with-plot] [--with-fuzz]
+# sudo when available). Usage: scripts/install_deps.sh [--with-plot] [--with-fuzz] [--with-mpich]
+# --with-mpich adds Debian's MPICH beside Open MPI, which stays the default
+# (mpicc, mpirun, mpi.h): see the end of this script.
 set -euo pipefail
 
 packages=(
   g++ make cmake pkg-config git ca-certificates   # toolchain
   openmpi-bin libopenmpi-dev                       # MPI runtime and headers
+  gfortran                                         # the Fortran module and its tests
   libhwloc-dev                                     # topology discovery
   libboost-program-options-dev                     # collective_bench's command line
   libgtest-dev                                     # tests
@@ -16,6 +19,7 @@ for arg in "$@"; do
   case "$arg" in
     --with-plot) packages+=(python3-matplotlib) ;;
     --with-fuzz) packages+=(clang libclang-rt-14-dev) ;;
+    --with-mpich) packages+=(mpich libmpich-dev) ;;
     *) echo "install_deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -25,6 +29,25 @@ for package in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
   [[ "$status" == "install ok installed" ]] || missing+=("$package")
 done
+
+# Debian's MPICH registers the same alternatives as Open MPI (mpicc, mpirun,
+# the mpi.h directory); Open MPI's higher priority keeps them in auto mode,
+# but a machine whose alternatives were set by hand may differ. Open MPI
+# stays the default here: CMake's plain `mpicc` and every script expect it
+# (-DCOLLECTIVE_MPI=mpich picks MPICH explicitly).
+keep_openmpi_default() {
+  local multiarch name target
+  multiarch=$(gcc -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+  for name in mpi mpirun "mpi-$multiarch"; do
+    target=$(update-alternatives --query "$name" 2>/dev/null | sed -n 's/^Alternative: \(.*openmpi.*\)/\1/p' | head -1)
+    [[ -n $target ]] || continue
+    if ! update-alternatives --query "$name" | grep -q "^Value: .*openmpi"; then
+      echo "install_deps.sh: alternative $name left Open MPI; setting it back to $target"
+      "${as_root[@]}" update-alternatives --set "$name" "$target"
+    fi
+  done
+}
+
 [[ ${#missing[@]} -eq 0 ]] && exit 0
 
 as_root=()
@@ -36,3 +59,4 @@ echo "install_deps.sh: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 "${as_root[@]}" apt-get update -qq
 "${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+keep_openmpi_default

@@ -18,6 +18,20 @@ bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=ON
 phase tests
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 
+if [[ -x scripts/mpich_coll_tests.sh ]]; then
+  # MPICH's collective tests with and without the MPI drop-in; CI runs the
+  # 30 testlist entries of at most 4 ranks, for time (all 73, up to 16
+  # ranks: docs/mpich_coll_tests.md).
+  phase "MPICH collective tests"
+  MPICH_TESTS=ci MPICH_TESTS_MAX_RANKS=${MPICH_TESTS_MAX_RANKS:-4} bash scripts/mpich_coll_tests.sh build
+fi
+if [[ -x scripts/test_mpich.sh && ${COLLECTIVE_CI_MPICH:-1} == 1 ]]; then
+  # The library against Debian's MPICH too (build-mpich/): the C API, the
+  # Fortran module and the MPI drop-in tests under MPICH's launcher.
+  # COLLECTIVE_CI_MPICH=0 skips it.
+  phase "MPICH build and tests"
+  bash scripts/test_mpich.sh
+fi
 if [[ -x scripts/sanitizers.sh ]]; then
   phase sanitizers
   bash scripts/sanitizers.sh

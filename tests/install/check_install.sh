@@ -20,4 +20,29 @@ cmake --build "$work/cmake-build" >/dev/null
 export PKG_CONFIG_PATH=$(dirname "$(find "$prefix" -name collective.pc)")
 mpicxx -o "$work/consumer-pc" "$consumer/consumer.cc" $(pkg-config --cflags --libs collective)
 "$MPIEXEC" -n 2 --oversubscribe "$work/consumer-pc"
+# 3. The C API and the Fortran module (where there is a Fortran compiler):
+# find_package(collective) with collective::collective_c and
+# collective::collective_fortran, then pkg-config with the MPI wrappers.
+consumer_c=$(dirname "$consumer")/consumer_c
+with_fortran=OFF
+if [[ -f "$prefix/include/collective/fortran/collective.mod" ]] && command -v mpifort >/dev/null; then
+  with_fortran=ON
+fi
+cmake -S "$consumer_c" -B "$work/cmake-build-c" -DCMAKE_PREFIX_PATH="$prefix" \
+      -DWITH_FORTRAN=$with_fortran >/dev/null
+cmake --build "$work/cmake-build-c" >/dev/null
+"$MPIEXEC" -n 2 --oversubscribe "$work/cmake-build-c/consumer_c"
+mpicc -o "$work/consumer-c-pc" "$consumer_c/consumer.c" $(pkg-config --cflags --libs collective_c)
+"$MPIEXEC" -n 3 --oversubscribe "$work/consumer-c-pc"
+if [[ $with_fortran == ON ]]; then
+  "$MPIEXEC" -n 2 --oversubscribe "$work/cmake-build-c/consumer_fortran"
+  mpifort -o "$work/consumer-fortran-pc" "$consumer_c/consumer.f90" \
+          $(pkg-config --cflags --libs collective_fortran)
+  "$MPIEXEC" -n 3 --oversubscribe "$work/consumer-fortran-pc"
+else
+  echo "install_consumer: no Fortran module installed or no mpifort: Fortran consumer skipped"
+fi
+# The MPI drop-in is installed beside the libraries.
+test -f "$(dirname "$PKG_CONFIG_PATH")/libcollective_mpi.so" || {
+  echo "FAIL: libcollective_mpi.so is not installed" >&2; exit 1; }
 echo "install_consumer: OK"

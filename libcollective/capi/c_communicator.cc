@@ -1,0 +1,252 @@
+// The communicator and collective entry points of collective_c.h, each a
+// thin call of the C++ API inside the error boundary (last_error.h).
+#include <cstring>
+#include <string>
+
+#include "collective/collective.h"
+#include "collective/collective_c.h"
+#include "last_error.h"
+
+// The opaque handle: one C++ Communicator (a cheap shared handle).
+struct collective_comm {
+  collective::Communicator communicator;
+};
+
+namespace collective::capi {
+namespace {
+
+// This process's rank in messages of the C layer; -1 when not known.
+int rank_of(collective_comm_t comm) noexcept {
+  if (comm == nullptr) return -1;
+  try {
+    return comm->communicator.rank();
+  } catch (...) {
+    return -1;
+  }
+}
+
+// The C++ options from the C ones (NULL: the defaults).
+template <typename Options>
+Options to_options(const collective_options_t* options) {
+  Options converted;
+  if (options != nullptr) {
+    converted.algorithm = static_cast<Algorithm>(options->algorithm);
+    converted.memory = static_cast<MemoryKind>(options->memory);
+    converted.timeout = std::chrono::milliseconds(options->timeout_ms);
+  }
+  return converted;
+}
+
+// Runs body(communicator) after checking the handle.
+template <typename Body>
+int with_comm(const char* operation, collective_comm_t comm, Body&& body) noexcept {
+  if (comm == nullptr) return fail_argument(operation, -1, "communicator handle is NULL");
+  return guarded(operation, rank_of(comm), [&] { body(comm->communicator); });
+}
+
+// Creates a handle from a Communicator factory into *out.
+template <typename Make>
+int make_comm(const char* operation, int rank, collective_comm_t* out, Make&& make) noexcept {
+  if (out == nullptr) return fail_argument(operation, rank, "output handle pointer is NULL");
+  *out = nullptr;
+  return guarded(operation, rank, [&] { *out = new collective_comm{make()}; });
+}
+
+int null_output(const char* operation, collective_comm_t comm, const char* what) {
+  return fail_argument(operation, rank_of(comm), std::string(what) + " pointer is NULL");
+}
+
+}  // namespace
+}  // namespace collective::capi
+
+using collective::capi::fail_argument;
+using collective::capi::make_comm;
+using collective::capi::null_output;
+using collective::capi::rank_of;
+using collective::capi::to_options;
+using collective::capi::with_comm;
+
+extern "C" {
+
+int collective_comm_world(collective_comm_t* out) {
+  return make_comm("collective_comm_world", -1, out,
+                   [] { return collective::Communicator::world(); });
+}
+
+int collective_comm_from_fint(int mpi_fortran_handle, collective_comm_t* out) {
+  return make_comm("collective_comm_from_fint", -1, out, [&] {
+    return collective::Communicator::from_mpi(mpi_fortran_handle);
+  });
+}
+
+int collective_comm_split(collective_comm_t comm, int color, int key, collective_comm_t* out) {
+  const char* operation = "collective_comm_split";
+  if (comm == nullptr) return fail_argument(operation, -1, "communicator handle is NULL");
+  return make_comm(operation, rank_of(comm), out,
+                   [&] { return comm->communicator.split(color, key); });
+}
+
+int collective_comm_free(collective_comm_t* comm) {
+  const char* operation = "collective_comm_free";
+  if (comm == nullptr) return fail_argument(operation, -1, "handle pointer is NULL");
+  if (*comm == nullptr) return COLLECTIVE_SUCCESS;
+  collective_comm_t handle = *comm;
+  *comm = nullptr;
+  const int status = with_comm(operation, handle, [](collective::Communicator& c) { c.free(); });
+  delete handle;  // a Communicator's destructor never throws
+  return status;
+}
+
+int collective_comm_rank(collective_comm_t comm, int* rank) {
+  if (rank == nullptr) return null_output("collective_comm_rank", comm, "rank");
+  return with_comm("collective_comm_rank", comm,
+                   [&](collective::Communicator& c) { *rank = c.rank(); });
+}
+
+int collective_comm_size(collective_comm_t comm, int* size) {
+  if (size == nullptr) return null_output("collective_comm_size", comm, "size");
+  return with_comm("collective_comm_size", comm,
+                   [&](collective::Communicator& c) { *size = c.size(); });
+}
+
+int collective_comm_node_count(collective_comm_t comm, int* nodes) {
+  if (nodes == nullptr) return null_output("collective_comm_node_count", comm, "nodes");
+  return with_comm("collective_comm_node_count", comm,
+                   [&](collective::Communicator& c) { *nodes = c.topology().node_count(); });
+}
+
+int collective_comm_node_of(collective_comm_t comm, int rank, int* node) {
+  if (node == nullptr) return null_output("collective_comm_node_of", comm, "node");
+  return with_comm("collective_comm_node_of", comm,
+                   [&](collective::Communicator& c) { *node = c.topology().node_of(rank); });
+}
+
+int collective_comm_local_rank(collective_comm_t comm, int rank, int* local_rank) {
+  if (local_rank == nullptr) return null_output("collective_comm_local_rank", comm, "local_rank");
+  return with_comm("collective_comm_local_rank", comm, [&](collective::Communicator& c) {
+    *local_rank = c.topology().local_rank(rank);
+  });
+}
+
+int collective_comm_topology_json(collective_comm_t comm, char* buffer, size_t length,
+                                  size_t* needed) {
+  const char* operation = "collective_comm_topology_json";
+  if (buffer == nullptr && length > 0) {
+    return fail_argument(operation, rank_of(comm), "buffer is NULL with length > 0");
+  }
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    const std::string json = c.topology().to_json();
+    if (needed != nullptr) *needed = json.size() + 1;
+    if (length > 0) {
+      const size_t copied = json.size() < length - 1 ? json.size() : length - 1;
+      std::memcpy(buffer, json.data(), copied);
+      buffer[copied] = '\0';
+    }
+  });
+}
+
+int collective_comm_allocate(collective_comm_t comm, size_t bytes, void** memory) {
+  if (memory == nullptr) return null_output("collective_comm_allocate", comm, "memory");
+  *memory = nullptr;
+  return with_comm("collective_comm_allocate", comm,
+                   [&](collective::Communicator& c) { *memory = c.allocate(bytes); });
+}
+
+int collective_comm_deallocate(collective_comm_t comm, void* memory) {
+  return with_comm("collective_comm_deallocate", comm,
+                   [&](collective::Communicator& c) { c.deallocate(memory); });
+}
+
+int collective_all_reduce(collective_comm_t comm, const void* send, void* recv, size_t count,
+                          int dtype, int op, const collective_options_t* options) {
+  return with_comm("collective_all_reduce", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::AllReduceOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    c.all_reduce(send, recv, count, static_cast<collective::DataType>(dtype), converted);
+  });
+}
+
+int collective_reduce_scatter(collective_comm_t comm, const void* send, void* recv,
+                              size_t recv_count, int dtype, int op,
+                              const collective_options_t* options) {
+  return with_comm("collective_reduce_scatter", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ReduceScatterOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    c.reduce_scatter(send, recv, recv_count, static_cast<collective::DataType>(dtype), converted);
+  });
+}
+
+int collective_all_gather(collective_comm_t comm, const void* send, void* recv,
+                          size_t send_count, int dtype, const collective_options_t* options) {
+  return with_comm("collective_all_gather", comm, [&](collective::Communicator& c) {
+    c.all_gather(send, recv, send_count, static_cast<collective::DataType>(dtype),
+                 to_options<collective::AllGatherOptions>(options));
+  });
+}
+
+int collective_broadcast(collective_comm_t comm, void* buffer, size_t count, int dtype, int root,
+                         const collective_options_t* options) {
+  return with_comm("collective_broadcast", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::BroadcastOptions>(options);
+    converted.root = root;
+    c.broadcast(buffer, count, static_cast<collective::DataType>(dtype), converted);
+  });
+}
+
+int collective_reduce(collective_comm_t comm, const void* send, void* recv, size_t count,
+                      int dtype, int op, int root, const collective_options_t* options) {
+  return with_comm("collective_reduce", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ReduceOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    converted.root = root;
+    c.reduce(send, recv, count, static_cast<collective::DataType>(dtype), converted);
+  });
+}
+
+int collective_barrier(collective_comm_t comm, const collective_options_t* options) {
+  return with_comm("collective_barrier", comm, [&](collective::Communicator& c) {
+    c.barrier(to_options<collective::BarrierOptions>(options));
+  });
+}
+
+int collective_comm_choose_algorithm(collective_comm_t comm, int kind, size_t count, int dtype,
+                                     int requested, int* algorithm) {
+  const char* operation = "collective_comm_choose_algorithm";
+  if (algorithm == nullptr) return null_output(operation, comm, "algorithm");
+  if (kind < 0 || kind > COLLECTIVE_KIND_BARRIER) {
+    return fail_argument(operation, rank_of(comm),
+                         "unknown collective kind " + std::to_string(kind));
+  }
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    *algorithm = static_cast<int>(c.choose_algorithm(static_cast<collective::CollectiveKind>(kind),
+                                                     count, static_cast<collective::DataType>(dtype),
+                                                     static_cast<collective::Algorithm>(requested)));
+  });
+}
+
+int collective_comm_last_algorithm(collective_comm_t comm, int* algorithm) {
+  if (algorithm == nullptr) return null_output("collective_comm_last_algorithm", comm, "algorithm");
+  return with_comm("collective_comm_last_algorithm", comm, [&](collective::Communicator& c) {
+    *algorithm = static_cast<int>(c.last_algorithm());
+  });
+}
+
+int collective_comm_sequence_number(collective_comm_t comm, uint64_t* sequence) {
+  if (sequence == nullptr) return null_output("collective_comm_sequence_number", comm, "sequence");
+  return with_comm("collective_comm_sequence_number", comm,
+                   [&](collective::Communicator& c) { *sequence = c.sequence_number(); });
+}
+
+int collective_comm_abort(collective_comm_t comm, const char* reason) {
+  return with_comm("collective_comm_abort", comm, [&](collective::Communicator& c) {
+    c.abort(reason != nullptr ? reason : "");
+  });
+}
+
+int collective_comm_aborted(collective_comm_t comm, int* aborted) {
+  if (aborted == nullptr) return null_output("collective_comm_aborted", comm, "aborted");
+  return with_comm("collective_comm_aborted", comm,
+                   [&](collective::Communicator& c) { *aborted = c.aborted() ? 1 : 0; });
+}
+
+}  // extern "C"

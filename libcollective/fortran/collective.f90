@@ -1,0 +1,301 @@
+! libcollective for Fortran 2008: `use collective`. Bind(C) interfaces to
+! the C API (collective/collective_c.h), with its constants and options.
+! Every function returns an integer(c_int) status (COLLECTIVE_SUCCESS = 0);
+! collective_copy_last_error_padded fills a character buffer with the
+! message of this thread's last failure, blank-padded (use trim).
+!
+! Buffers are passed as type(c_ptr): c_loc(array) of a TARGET array.
+! Communicators come from the world or from an MPI communicator's Fortran
+! handle (the integer of `use mpi`, or comm%MPI_VAL of `use mpi_f08`):
+!
+!   use collective
+!   type(collective_comm) :: comm
+!   real(c_double), target :: x(n)
+!   status = collective_comm_from_fint(MPI_COMM_WORLD, comm)
+!   status = collective_all_reduce(comm, c_loc(x), c_loc(x), int(n, c_size_t), &
+!                                  COLLECTIVE_FLOAT64, COLLECTIVE_SUM, collective_options_default)
+!   status = collective_comm_free(comm)
+!
+! The module is interfaces and constants only: link -lcollective_c.
+module collective
+  use, intrinsic :: iso_c_binding, only: c_int, c_int32_t, c_int64_t, c_size_t, c_ptr, &
+                                         c_char, c_null_ptr
+  implicit none
+  private
+  public :: c_int, c_int32_t, c_int64_t, c_size_t, c_ptr, c_char, c_null_ptr
+
+  ! Status codes (collective_status_t).
+  integer(c_int), parameter, public :: COLLECTIVE_SUCCESS = 0
+  integer(c_int), parameter, public :: COLLECTIVE_ERR_INVALID_ARGUMENT = 1
+  integer(c_int), parameter, public :: COLLECTIVE_ERR_MISMATCH = 2
+  integer(c_int), parameter, public :: COLLECTIVE_ERR_UNSUPPORTED = 3
+  integer(c_int), parameter, public :: COLLECTIVE_ERR_COMMUNICATION = 4
+  integer(c_int), parameter, public :: COLLECTIVE_ERR_TIMEOUT = 5
+  integer(c_int), parameter, public :: COLLECTIVE_ERR_INTERNAL = 6
+
+  ! Element types (collective_dtype_t). FLOAT16/BFLOAT16 are 16-bit
+  ! patterns (integer(int16) arrays in Fortran).
+  integer(c_int), parameter, public :: COLLECTIVE_FLOAT16 = 0
+  integer(c_int), parameter, public :: COLLECTIVE_BFLOAT16 = 1
+  integer(c_int), parameter, public :: COLLECTIVE_FLOAT32 = 2
+  integer(c_int), parameter, public :: COLLECTIVE_FLOAT64 = 3
+  integer(c_int), parameter, public :: COLLECTIVE_INT8 = 4
+  integer(c_int), parameter, public :: COLLECTIVE_UINT8 = 5
+  integer(c_int), parameter, public :: COLLECTIVE_INT32 = 6
+  integer(c_int), parameter, public :: COLLECTIVE_INT64 = 7
+
+  ! Reductions (collective_op_t).
+  integer(c_int), parameter, public :: COLLECTIVE_SUM = 0
+  integer(c_int), parameter, public :: COLLECTIVE_MEAN = 1
+  integer(c_int), parameter, public :: COLLECTIVE_MIN = 2
+  integer(c_int), parameter, public :: COLLECTIVE_MAX = 3
+  integer(c_int), parameter, public :: COLLECTIVE_PROD = 4
+
+  ! Algorithms (collective_algorithm_t).
+  integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_AUTO = 0
+  integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_RING = 1
+  integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_RECURSIVE_DOUBLING = 2
+  integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_MPI = 3
+  integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_SHARED_MEMORY = 4
+  integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_HIERARCHICAL = 5
+  integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_NCCL = 6
+
+  ! Collective kinds (collective_kind_t).
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_ALL_REDUCE = 0
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_REDUCE_SCATTER = 1
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_ALL_GATHER = 2
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_BROADCAST = 3
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_REDUCE = 4
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_BARRIER = 5
+
+  ! Memory kinds (collective_memory_t).
+  integer(c_int), parameter, public :: COLLECTIVE_MEMORY_AUTO = 0
+  integer(c_int), parameter, public :: COLLECTIVE_MEMORY_HOST = 1
+  integer(c_int), parameter, public :: COLLECTIVE_MEMORY_DEVICE = 2
+
+  ! collective_options_t. Start from collective_options_default.
+  type, bind(C), public :: collective_options
+    integer(c_int32_t) :: algorithm
+    integer(c_int32_t) :: memory
+    integer(c_int64_t) :: timeout_ms
+  end type collective_options
+  type(collective_options), parameter, public :: collective_options_default = &
+      collective_options(COLLECTIVE_ALGORITHM_AUTO, COLLECTIVE_MEMORY_AUTO, 0_c_int64_t)
+
+  ! collective_comm_t: an opaque handle (c_null_ptr when none; no default
+  ! initialization, so that the module needs no object code of its own).
+  type, bind(C), public :: collective_comm
+    type(c_ptr) :: handle
+  end type collective_comm
+
+  public :: collective_init, collective_finalize, collective_initialized
+  public :: collective_options_init
+  public :: collective_copy_last_error_padded, collective_last_status, collective_clear_last_error
+  public :: collective_comm_world, collective_comm_from_fint, collective_comm_split
+  public :: collective_comm_free, collective_comm_rank, collective_comm_size
+  public :: collective_comm_node_count, collective_comm_node_of, collective_comm_local_rank
+  public :: collective_comm_allocate, collective_comm_deallocate
+  public :: collective_all_reduce, collective_reduce_scatter, collective_all_gather
+  public :: collective_broadcast, collective_reduce, collective_barrier
+  public :: collective_comm_choose_algorithm, collective_comm_last_algorithm
+  public :: collective_comm_sequence_number, collective_comm_abort, collective_comm_aborted
+  public :: collective_dtype_size, collective_built_with_nccl
+
+  interface
+    ! MPI start-up: Fortran programs call MPI_Init themselves, or
+    ! collective_init(c_null_ptr, c_null_ptr) (no argc/argv from Fortran).
+    integer(c_int) function collective_init(argc, argv) bind(C, name="collective_init")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: argc, argv
+    end function collective_init
+    integer(c_int) function collective_finalize() bind(C, name="collective_finalize")
+      import :: c_int
+    end function collective_finalize
+    integer(c_int) function collective_initialized() bind(C, name="collective_initialized")
+      import :: c_int
+    end function collective_initialized
+
+    subroutine collective_options_init(options) bind(C, name="collective_options_init")
+      import :: collective_options
+      type(collective_options), intent(out) :: options
+    end subroutine collective_options_init
+
+    ! The last failure's message, blank-padded to len(buffer): pass
+    ! len(buffer, kind=c_size_t). Returns the message's full length.
+    integer(c_size_t) function collective_copy_last_error_padded(buffer, length) &
+        bind(C, name="collective_copy_last_error_padded")
+      import :: c_char, c_size_t
+      character(kind=c_char), dimension(*), intent(out) :: buffer
+      integer(c_size_t), value :: length
+    end function collective_copy_last_error_padded
+    integer(c_int) function collective_last_status() bind(C, name="collective_last_status")
+      import :: c_int
+    end function collective_last_status
+    subroutine collective_clear_last_error() bind(C, name="collective_clear_last_error")
+    end subroutine collective_clear_last_error
+
+    integer(c_int) function collective_comm_world(comm) bind(C, name="collective_comm_world")
+      import :: c_int, collective_comm
+      type(collective_comm), intent(out) :: comm
+    end function collective_comm_world
+    integer(c_int) function collective_comm_from_fint(mpi_comm, comm) &
+        bind(C, name="collective_comm_from_fint")
+      import :: c_int, collective_comm
+      integer(c_int), value :: mpi_comm
+      type(collective_comm), intent(out) :: comm
+    end function collective_comm_from_fint
+    integer(c_int) function collective_comm_split(comm, color, key, new_comm) &
+        bind(C, name="collective_comm_split")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), value :: color, key
+      type(collective_comm), intent(out) :: new_comm
+    end function collective_comm_split
+    ! Frees the communicator and resets comm%handle to c_null_ptr.
+    integer(c_int) function collective_comm_free(comm) bind(C, name="collective_comm_free")
+      import :: c_int, collective_comm
+      type(collective_comm), intent(inout) :: comm
+    end function collective_comm_free
+    integer(c_int) function collective_comm_rank(comm, rank) bind(C, name="collective_comm_rank")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), intent(out) :: rank
+    end function collective_comm_rank
+    integer(c_int) function collective_comm_size(comm, size) bind(C, name="collective_comm_size")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), intent(out) :: size
+    end function collective_comm_size
+    integer(c_int) function collective_comm_node_count(comm, nodes) &
+        bind(C, name="collective_comm_node_count")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), intent(out) :: nodes
+    end function collective_comm_node_count
+    integer(c_int) function collective_comm_node_of(comm, rank, node) &
+        bind(C, name="collective_comm_node_of")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), value :: rank
+      integer(c_int), intent(out) :: node
+    end function collective_comm_node_of
+    integer(c_int) function collective_comm_local_rank(comm, rank, local_rank) &
+        bind(C, name="collective_comm_local_rank")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), value :: rank
+      integer(c_int), intent(out) :: local_rank
+    end function collective_comm_local_rank
+    integer(c_int) function collective_comm_allocate(comm, bytes, memory) &
+        bind(C, name="collective_comm_allocate")
+      import :: c_int, c_size_t, c_ptr, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_size_t), value :: bytes
+      type(c_ptr), intent(out) :: memory
+    end function collective_comm_allocate
+    integer(c_int) function collective_comm_deallocate(comm, memory) &
+        bind(C, name="collective_comm_deallocate")
+      import :: c_int, c_ptr, collective_comm
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: memory
+    end function collective_comm_deallocate
+
+    ! The collectives: semantics and in-place forms as in collective_c.h.
+    integer(c_int) function collective_all_reduce(comm, send, recv, count, dtype, op, options) &
+        bind(C, name="collective_all_reduce")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op
+      type(collective_options), intent(in) :: options
+    end function collective_all_reduce
+    integer(c_int) function collective_reduce_scatter(comm, send, recv, recv_count, dtype, op, &
+                                                      options) &
+        bind(C, name="collective_reduce_scatter")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, op
+      type(collective_options), intent(in) :: options
+    end function collective_reduce_scatter
+    integer(c_int) function collective_all_gather(comm, send, recv, send_count, dtype, options) &
+        bind(C, name="collective_all_gather")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+    end function collective_all_gather
+    integer(c_int) function collective_broadcast(comm, buffer, count, dtype, root, options) &
+        bind(C, name="collective_broadcast")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: buffer
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+    end function collective_broadcast
+    integer(c_int) function collective_reduce(comm, send, recv, count, dtype, op, root, options) &
+        bind(C, name="collective_reduce")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op, root
+      type(collective_options), intent(in) :: options
+    end function collective_reduce
+    integer(c_int) function collective_barrier(comm, options) bind(C, name="collective_barrier")
+      import :: c_int, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(collective_options), intent(in) :: options
+    end function collective_barrier
+
+    integer(c_int) function collective_comm_choose_algorithm(comm, kind, count, dtype, requested, &
+                                                             algorithm) &
+        bind(C, name="collective_comm_choose_algorithm")
+      import :: c_int, c_size_t, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), value :: kind
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, requested
+      integer(c_int), intent(out) :: algorithm
+    end function collective_comm_choose_algorithm
+    integer(c_int) function collective_comm_last_algorithm(comm, algorithm) &
+        bind(C, name="collective_comm_last_algorithm")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), intent(out) :: algorithm
+    end function collective_comm_last_algorithm
+    integer(c_int) function collective_comm_sequence_number(comm, sequence) &
+        bind(C, name="collective_comm_sequence_number")
+      import :: c_int, c_int64_t, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int64_t), intent(out) :: sequence
+    end function collective_comm_sequence_number
+    ! reason: a NUL-terminated string (trim(text) // c_null_char).
+    integer(c_int) function collective_comm_abort(comm, reason) &
+        bind(C, name="collective_comm_abort")
+      import :: c_int, c_char, collective_comm
+      type(collective_comm), value :: comm
+      character(kind=c_char), dimension(*), intent(in) :: reason
+    end function collective_comm_abort
+    integer(c_int) function collective_comm_aborted(comm, aborted) &
+        bind(C, name="collective_comm_aborted")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), intent(out) :: aborted
+    end function collective_comm_aborted
+
+    integer(c_size_t) function collective_dtype_size(dtype) bind(C, name="collective_dtype_size")
+      import :: c_int, c_size_t
+      integer(c_int), value :: dtype
+    end function collective_dtype_size
+    integer(c_int) function collective_built_with_nccl() bind(C, name="collective_built_with_nccl")
+      import :: c_int
+    end function collective_built_with_nccl
+  end interface
+
+end module collective

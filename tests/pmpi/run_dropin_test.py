@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""Runs dropin_program under mpirun and checks what the drop-in did.
+
+run_dropin_test.py MODE RANKS PROGRAM [DROPIN] [-- program args]
+  plain    no drop-in: the program's own checks pass and nothing is logged
+  preload  LD_PRELOAD=DROPIN: the program's checks pass; on every rank the
+           drop-in's summary accounts for exactly the program's calls
+           (served + passed + failed == calls: libcollective's own MPI calls
+           are not intercepted back) and every function was served at least once
+  linked   PROGRAM is linked with the drop-in: as preload
+  threads  LD_PRELOAD, --threads: an MPI_THREAD_MULTIPLE program; everything
+           passes through (the documented rule) and the results are exact
+  mismatch LD_PRELOAD, --mismatch: the mismatch reaches the error handler
+  badtimeout LD_PRELOAD, COLLECTIVE_PMPI_TIMEOUT=soon: the first served call
+           fails through MPI_ERRORS_ARE_FATAL, naming the variable and value
+Extra environment (COLLECTIVE_ALGORITHM=mpi, ...) comes from ctest.
+"""
+import os
+import re
+import subprocess
+import sys
+
+FUNCTIONS = ["MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast",
+             "MPI_Reduce", "MPI_Barrier"]
+
+
+def fail(message, output=""):
+    sys.stderr.write(output)
+    sys.stderr.write(f"run_dropin_test: FAIL: {message}\n")
+    sys.exit(1)
+
+
+def preload_list(dropin):
+    """LD_PRELOAD's value: the drop-in, after the sanitizer runtime it links
+    (a sanitizer build): ASan refuses to run unless its runtime comes first."""
+    runtimes = []
+    try:
+        ldd = subprocess.run(["ldd", dropin], stdout=subprocess.PIPE, text=True).stdout
+        runtimes = re.findall(r"=> (\S*lib[at]san\.so\S*)", ldd)
+    except OSError:
+        pass
+    return ":".join(runtimes + [dropin])
+
+
+def main():
+    mode, ranks, program = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+    dropin = sys.argv[4] if len(sys.argv) > 4 else ""
+    mpiexec = os.environ.get("MPIEXEC", "mpiexec")
+    # Open MPI: oversubscribe, unbound, environment forwarded with -x.
+    # MPICH (Hydra): neither flag is needed (or accepted); -genv.
+    mpich = os.environ.get("MPI_FLAVOR") == "mpich"
+    command = [mpiexec, "-n", str(ranks)]
+    if not mpich:
+        command += ["--oversubscribe", "--bind-to", "none"]
+    env = dict(os.environ)
+    env.pop("LD_PRELOAD", None)
+
+    def forward(name, value):
+        env[name] = value
+        command.extend(["-genv", name, value] if mpich else ["-x", f"{name}={value}"])
+
+    if mode != "plain":
+        forward("COLLECTIVE_PMPI_LOG", "1")
+    if mode == "badtimeout":
+        forward("COLLECTIVE_PMPI_TIMEOUT", "soon")
+    if mode in ("preload", "threads", "mismatch", "badtimeout"):
+        forward("LD_PRELOAD", preload_list(dropin))
+        env.pop("LD_PRELOAD")  # for the ranks only, not for the launcher
+    command.append(program)
+    if mode in ("threads", "mismatch"):
+        command.append("--" + mode)
+    result = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, timeout=600)
+    output = result.stdout
+    if mode == "badtimeout":
+        expected = 'COLLECTIVE_PMPI_TIMEOUT="soon" is not a number of seconds'
+        if result.returncode == 0 or expected not in output:
+            fail(f"expected a failing run naming the variable ({expected!r}), "
+                 f"got exit {result.returncode}", output)
+        print(f"run_dropin_test {mode} np{ranks}: OK")
+        return
+    if result.returncode != 0 or f"dropin_program: OK on {ranks} ranks" not in output:
+        fail(f"the program failed (exit {result.returncode})", output)
+
+    summaries = {int(m.group(1)): m.group(2) for m in re.finditer(
+        r"libcollective_mpi rank (\d+): summary: (.*)", output)}
+    if mode == "plain":
+        if summaries:
+            fail("a drop-in summary appeared without the drop-in", output)
+        print(f"run_dropin_test {mode} np{ranks}: OK")
+        return
+    if sorted(summaries) != list(range(ranks)):
+        fail(f"expected a summary from every rank, got ranks {sorted(summaries)}", output)
+
+    for rank, summary in summaries.items():
+        counts = {m.group(1): tuple(int(x) for x in m.group(2, 3, 4)) for m in re.finditer(
+            r"(MPI_\w+) (\d+)/(\d+)/(\d+)", summary)}
+        if mode == "threads":
+            if "served 0," not in summary or "MPI_THREAD_MULTIPLE program" not in summary:
+                fail(f"rank {rank}: an MPI_THREAD_MULTIPLE program must pass everything: {summary}",
+                     output)
+            continue
+        if mode == "mismatch":
+            if ranks > 1 and counts.get("MPI_Allreduce", (0, 0, 0))[2] != 1:
+                fail(f"rank {rank}: expected 1 failed MPI_Allreduce: {summary}", output)
+            continue
+        calls_line = re.search(rf"dropin_program rank {rank} calls: (.*)", output)
+        if not calls_line:
+            fail(f"rank {rank}: the program printed no call counts", output)
+        calls = {m.group(1): int(m.group(2)) for m in re.finditer(r"(MPI_\w+) (\d+);",
+                                                                   calls_line.group(1))}
+        for function in FUNCTIONS:
+            served, passed, failed = counts.get(function, (0, 0, 0))
+            if served + passed + failed != calls[function]:
+                fail(f"rank {rank}: {function}: the drop-in saw {served}+{passed}+{failed} calls, "
+                     f"the program made {calls[function]}", output)
+            if served == 0 or failed != 0:
+                fail(f"rank {rank}: {function}: served {served}, failed {failed}", output)
+    print(f"run_dropin_test {mode} np{ranks}: OK")
+
+
+if __name__ == "__main__":
+    main()
