@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <optional>
 #include <random>
 #include <string>
@@ -101,29 +102,53 @@ double evaluate(const cd::Tensor& kernel, const cd::Tensor& bias, std::uint64_t 
   return loss_and_gradient(kernel, bias, all, nullptr, nullptr);
 }
 
+constexpr const char* kUsage =
+    "usage: mpirun -n N parameter_server_train [--num-ps P] [--epochs E] [--steps-per-epoch S]\n"
+    "  [--batch B] [--learning-rate LR] [--seed N] [--format text|json]\n";
+
+// A command line that cannot run: what is wrong and the usage on stderr,
+// exit 2 (--help: the usage on stdout, exit 0).
+[[noreturn]] void refuse(const std::string& problem) {
+  std::fprintf(stderr, "parameter_server_train: %s\n%s", problem.c_str(), kUsage);
+  std::exit(2);
+}
+
 Arguments parse(int argc, char** argv) {
   Arguments args;
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
     const auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "parameter_server_train: %s needs a value\n", flag.c_str());
-        std::exit(2);
-      }
+      if (i + 1 >= argc) refuse(flag + " needs a value");
       return argv[++i];
     };
-    if (flag == "--num-ps") args.num_ps = std::stoi(value());
-    else if (flag == "--epochs") args.epochs = std::stoi(value());
-    else if (flag == "--steps-per-epoch") args.steps_per_epoch = std::stoi(value());
-    else if (flag == "--batch") args.batch = std::stoll(value());
-    else if (flag == "--learning-rate") args.learning_rate = std::stod(value());
-    else if (flag == "--seed") args.seed = std::stoull(value());
-    else if (flag == "--format") args.json = value() == "json";
-    else {
-      std::fprintf(stderr,
-                   "usage: mpirun -n N parameter_server_train [--num-ps P] [--epochs E] "
-                   "[--steps-per-epoch S] [--batch B] [--learning-rate LR] [--seed N] [--format text|json]\n");
-      std::exit(2);
+    // The whole text must be the number.
+    const auto number = [&](auto convert) {
+      const std::string text = value();
+      try {
+        std::size_t used = 0;
+        const auto parsed = convert(text, &used);
+        if (used == text.size()) return parsed;
+      } catch (const std::exception&) {
+      }
+      refuse(flag + " takes a number, not '" + text + "'");
+    };
+    const auto as_int = [](const std::string& t, std::size_t* used) { return std::stoi(t, used); };
+    if (flag == "--num-ps") args.num_ps = number(as_int);
+    else if (flag == "--epochs") args.epochs = number(as_int);
+    else if (flag == "--steps-per-epoch") args.steps_per_epoch = number(as_int);
+    else if (flag == "--batch") args.batch = number([](const std::string& t, std::size_t* used) { return std::stoll(t, used); });
+    else if (flag == "--learning-rate") args.learning_rate = number([](const std::string& t, std::size_t* used) { return std::stod(t, used); });
+    else if (flag == "--seed") args.seed = number([](const std::string& t, std::size_t* used) { return std::stoull(t, used); });
+    else if (flag == "--format") {
+      const std::string format = value();
+      if (format != "json" && format != "text") refuse("--format is text or json, not '" + format + "'");
+      args.json = format == "json";
+    } else {
+      refuse("unknown flag " + flag);
     }
   }
   return args;
@@ -132,8 +157,10 @@ Arguments parse(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  collective::Environment environment(argc, argv);
+  // The command line first: --help and a bad flag end the process before
+  // MPI starts.
   const Arguments args = parse(argc, argv);
+  collective::Environment environment(argc, argv);
   auto world = collective::Communicator::world();
 
   // Every rank registers the same functions, in the same order, before the
