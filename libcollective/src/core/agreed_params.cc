@@ -4,27 +4,10 @@
 #include <sstream>
 
 #include "collective/errors.h"
+#include "core/rank_list.h"
 
 namespace collective::internal {
 namespace {
-
-// "rank 3", "ranks 0-2 and 5", "ranks 0, 2 and 4-7".
-std::string describe_ranks(const std::vector<int>& ranks) {
-  std::vector<std::string> runs;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    runs.push_back(j == i ? std::to_string(ranks[i])
-                          : std::to_string(ranks[i]) + "-" + std::to_string(ranks[j]));
-    i = j + 1;
-  }
-  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t k = 0; k < runs.size(); ++k) {
-    if (k > 0) text += k + 1 == runs.size() ? " and " : ", ";
-    text += runs[k];
-  }
-  return text;
-}
 
 // NAME -> value, in the text's order.
 std::vector<std::pair<std::string, std::string>> parse_lines(const std::string& text) {
@@ -94,7 +77,7 @@ void check_agreed_parameters(const std::vector<std::string>& per_rank, const cha
     differences += name + " differs: ";
     for (std::size_t g = 0; g < groups.size(); ++g) {
       if (g > 0) differences += ", ";
-      differences += groups[g].first + " on " + describe_ranks(groups[g].second);
+      differences += groups[g].first + " on " + rank_list(groups[g].second);
     }
   }
   if (differences.empty()) return;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "collective/types.h"
+#include "core/rank_list.h"
 
 namespace collective::internal {
 namespace {
@@ -84,24 +85,6 @@ void print_field(std::ostream& out, const CallFingerprint& print, Field field) {
     default:
       return;
   }
-}
-
-// "rank 3", "ranks 0-2", "ranks 0, 2 and 5-7"
-std::string rank_list(const std::vector<int>& ranks) {
-  std::vector<std::string> runs;
-  for (std::size_t i = 0; i < ranks.size();) {
-    std::size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    runs.push_back(j == i ? std::to_string(ranks[i])
-                          : std::to_string(ranks[i]) + "-" + std::to_string(ranks[j]));
-    i = j + 1;
-  }
-  std::string text = ranks.size() == 1 ? "rank " : "ranks ";
-  for (std::size_t k = 0; k < runs.size(); ++k) {
-    if (k > 0) text += k + 1 == runs.size() ? " and " : ", ";
-    text += runs[k];
-  }
-  return text;
 }
 
 // At most this many distinct calls are spelled out in one message.
