@@ -8,7 +8,8 @@ cd "$root"
 # Each phase's start and the seconds since the script began, so a CI log
 # shows where the time goes.
 phase() { echo "== $1 ($(date +%T), ${SECONDS} s in)"; }
-extra_install=(--with-plot)
+# --with-slurm: the Slurm test (tests/slurm, scripts/slurm_cluster.sh).
+extra_install=(--with-plot --with-slurm)
 [[ -x scripts/fuzz.sh ]] && extra_install+=(--with-fuzz)
 bash scripts/install_deps.sh "${extra_install[@]}"
 source scripts/mpirun_env.sh
