@@ -29,7 +29,7 @@ check_only=0
 here=$(cd "$(dirname "$0")" && pwd)
 
 usage() {
-  sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
