@@ -2,6 +2,10 @@
 # Installs the Debian packages libcollective needs, only those missing.
 # Idempotent and quiet when everything is there. Runs as root (or through
 # sudo when available). Usage: scripts/install_deps.sh [--with-plot] [--with-fuzz] [--with-mpich]
+# [--with-slurm]. --with-slurm adds Debian's Slurm (controller, node daemon,
+# srun) for scripts/slurm_cluster.sh, which runs its own daemons with its
+# own config; Debian's services need /etc/slurm/slurm.conf, which nothing
+# here writes, so they stay down (munge comes as a dependency, unused).
 # --with-mpich adds Debian's MPICH beside Open MPI, which stays the default
 # (mpicc, mpirun, mpi.h): see the end of this script.
 set -euo pipefail
@@ -20,6 +24,7 @@ for arg in "$@"; do
     --with-plot) packages+=(python3-matplotlib) ;;
     --with-fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --with-mpich) packages+=(mpich libmpich-dev) ;;
+    --with-slurm) packages+=(slurmctld slurmd slurm-client) ;;
     *) echo "install_deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -6,6 +6,14 @@
 #
 #   scripts/netns_cluster.sh [--hosts 2] [--ranks-per-host 2] [--rate 1gbit]
 #                            [--delay 100us] [--mpirun-arg ARG]... -- PROGRAM [ARGS...]
+#   scripts/netns_cluster.sh --exec [--hosts 2] -- COMMAND [ARGS...]
+#       makes the same hosts but runs COMMAND itself in this namespace
+#       instead of mpirun, with NETNS_CLUSTER_HOSTS (the namespace names,
+#       space-separated, each also its host name), NETNS_CLUSTER_SUBNET
+#       (A.B.C: host i is A.B.C.i, this namespace A.B.C.254) and
+#       NETNS_CLUSTER_DIR (a scratch directory removed on exit) exported;
+#       everything left running in the namespaces is stopped on exit
+#       (scripts/slurm_cluster.sh starts Slurm daemons in them)
 #   scripts/netns_cluster.sh --check    exit 0 when namespaces work here, 77 when not
 #
 # How: mpirun runs in this (the root) namespace, which reaches the bridge at
@@ -25,10 +33,11 @@ ranks_per_host=2
 rate=""
 delay=""
 check_only=0
+exec_only=0
 mpirun_args=""
 
 usage() {
-  sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -40,6 +49,7 @@ while [ $# -gt 0 ]; do
     --delay) delay="$2"; shift 2 ;;
     --mpirun-arg) mpirun_args="$mpirun_args $2"; shift 2 ;;
     --check) check_only=1; shift ;;
+    --exec) exec_only=1; shift ;;
     --help|-h) usage ;;
     --) shift; break ;;
     *) echo "netns_cluster.sh: unknown option $1" >&2; usage ;;
@@ -162,6 +172,22 @@ shift
 exec ip netns exec "$host" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"
 AGENT
 chmod +x "$workdir/agent"
+
+if [ "$exec_only" -eq 1 ]; then
+  NETNS_CLUSTER_HOSTS=""
+  i=1
+  while [ "$i" -le "$hosts" ]; do
+    NETNS_CLUSTER_HOSTS="$NETNS_CLUSTER_HOSTS${NETNS_CLUSTER_HOSTS:+ }${prefix}h${i}"
+    i=$((i + 1))
+  done
+  export NETNS_CLUSTER_HOSTS NETNS_CLUSTER_SUBNET="$subnet" NETNS_CLUSTER_DIR="$workdir"
+  echo "netns_cluster.sh: $hosts hosts ($NETNS_CLUSTER_HOSTS) on ${subnet}.0/24" >&2
+  set +e
+  "$@"
+  status=$?
+  set -e
+  exit "$status"
+fi
 
 echo "netns_cluster.sh: $hosts hosts x $ranks_per_host ranks on ${subnet}.0/24${rate:+, rate $rate}${delay:+, delay $delay}" >&2
 set +e

@@ -8,7 +8,8 @@ cd "$root"
 # Each phase's start and the seconds since the script began, so a CI log
 # shows where the time goes.
 phase() { echo "== $1 ($(date +%T), ${SECONDS} s in)"; }
-extra_install=(--with-plot)
+# --with-slurm: the Slurm test (tests/slurm, scripts/slurm_cluster.sh).
+extra_install=(--with-plot --with-slurm)
 [[ -x scripts/fuzz.sh ]] && extra_install+=(--with-fuzz)
 bash scripts/install_deps.sh "${extra_install[@]}"
 source scripts/mpirun_env.sh
@@ -27,7 +28,9 @@ if [[ -x scripts/mpich_coll_tests.sh ]]; then
 fi
 if [[ -x scripts/test_mpich.sh && ${COLLECTIVE_CI_MPICH:-1} == 1 ]]; then
   # The library against Debian's MPICH too (build-mpich/): the C API, the
-  # Fortran module and the MPI drop-in tests under MPICH's launcher.
+  # Fortran module and the MPI drop-in tests, and the library's quick MPI
+  # suites (collective_mpi_tests, topology, launcher variables; 1-4 ranks)
+  # under MPICH's launcher.
   # COLLECTIVE_CI_MPICH=0 skips it.
   phase "MPICH build and tests"
   bash scripts/test_mpich.sh

@@ -82,8 +82,12 @@ def main():
     if result.returncode != 0 or f"dropin_program: OK on {ranks} ranks" not in output:
         fail(f"the program failed (exit {result.returncode})", output)
 
+    # Each summary ends at the end of its line or where another rank's line
+    # starts on the same one (the launcher does not keep lines apart).
     summaries = {int(m.group(1)): m.group(2) for m in re.finditer(
-        r"libcollective_mpi rank (\d+): summary: (.*)", output)}
+        r"libcollective_mpi rank (\d+): summary: (.*?)"
+        r"(?=libcollective_mpi rank \d+: summary:|dropin_program rank \d+ calls:|$)",
+        output, re.M)}
     if mode == "plain":
         if summaries:
             fail("a drop-in summary appeared without the drop-in", output)
@@ -104,7 +108,9 @@ def main():
             if ranks > 1 and counts.get("MPI_Allreduce", (0, 0, 0))[2] != 1:
                 fail(f"rank {rank}: expected 1 failed MPI_Allreduce: {summary}", output)
             continue
-        calls_line = re.search(rf"dropin_program rank {rank} calls: (.*)", output)
+        # Only this rank's "NAME count;" pairs: the launcher may print another
+        # rank's line right after it, without a line break between them.
+        calls_line = re.search(rf"dropin_program rank {rank} calls:((?: MPI_\w+ \d+;)*)", output)
         if not calls_line:
             fail(f"rank {rank}: the program printed no call counts", output)
         calls = {m.group(1): int(m.group(2)) for m in re.finditer(r"(MPI_\w+) (\d+);",

@@ -3,14 +3,38 @@
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 #include "transport/mpi/mpi_datatypes.h"
 #include "core/env_params.h"
+#include "core/log.h"
 #include "core/mpi_check.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
 namespace {
+
+// MPICH 4.0 (Debian's 4.0.2, ch4) crashes in MPI_Reduce given MPI_IN_PLACE
+// at a root other than 0 from a few KiB on: it reads MPI_IN_PLACE as a
+// buffer (a plain C program does the same). Under it, the root's in-place
+// reduce hands MPI a copy of its buffer as the send buffer instead: one
+// copy of the root's data, a rule documented in docs/embedding.md.
+bool mpi_reduce_in_place_at_nonzero_root_crashes() {
+  static const bool crashes = [] {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+    int length = 0;
+    if (MPI_Get_library_version(version, &length) != MPI_SUCCESS) return false;
+    const std::string_view text(version, static_cast<std::size_t>(std::max(length, 0)));
+    const bool affected = text.starts_with("MPICH Version:\t4.0");
+    if (affected) {
+      COLLECTIVE_LOG(kInfo, "mpi algorithm: MPICH 4.0's MPI_Reduce crashes with MPI_IN_PLACE at "
+                            "a root other than 0; such a root passes a copy of its buffer instead");
+    }
+    return affected;
+  }();
+  return crashes;
+}
 
 class MpiCall {
  public:
@@ -38,9 +62,17 @@ class MpiCall {
     const auto* send = static_cast<const std::byte*>(request_.send);
     auto* recv = static_cast<std::byte*>(request_.recv);
     const bool root = state_.rank == request_.root;
+    const bool copy_in_place = root && request_.in_place() && request_.root != 0 &&
+                               request_.count > 0 && mpi_reduce_in_place_at_nonzero_root_crashes();
+    std::vector<std::byte> copy;
     for_each_piece(request_.count, [&](std::size_t first, int n) {
       const void* source = root && request_.in_place() ? MPI_IN_PLACE : send + first * element_;
       void* target = root ? recv + first * element_ : nullptr;
+      if (copy_in_place) {
+        const std::byte* piece = recv + first * element_;
+        copy.assign(piece, piece + static_cast<std::size_t>(n) * element_);
+        source = copy.data();
+      }
       check(MPI_Reduce(source, target, n, datatype_, op_, request_.root, state_.comm),
             "MPI_Reduce");
     });
