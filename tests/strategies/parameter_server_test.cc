@@ -149,9 +149,9 @@ TEST(ParameterServerLayout, Partitioners) {
   EXPECT_THROW(cd::MinSizePartitioner(0, 1), collective::InvalidArgumentError);
 }
 
-TEST(ParameterServer, VariablesOfEveryDtypeAndSize) {
-  Communicator world = Communicator::world();
-  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+// Every dtype and size, updated concurrently by every worker; payloads above
+// 64 KiB go through same-node shared memory (on) or MPI messages (off).
+void check_every_dtype_and_size(const Communicator& world, bool same_node_shared_memory) {
   cd::RemoteFunctions functions;
   const auto add = functions.add("add_delta", [](cd::ClosureArguments& args) {
     cd::Variable v = args.variable(0);
@@ -160,7 +160,9 @@ TEST(ParameterServer, VariablesOfEveryDtypeAndSize) {
   });
   const auto read = functions.add("read", [](cd::ClosureArguments& args) { return args.variable(0).value(); });
   cd::MPIClusterResolver resolver(world, ps_for(world.size()));
-  cd::ParameterServerStrategy strategy(resolver, functions);
+  cd::ParameterServerOptions options;
+  options.same_node_shared_memory = same_node_shared_memory;
+  cd::ParameterServerStrategy strategy(resolver, functions, options);
   if (!strategy.is_coordinator()) return;
   const int num_ps = strategy.num_ps();
   const int adds = 3 * strategy.num_workers();
@@ -170,7 +172,9 @@ TEST(ParameterServer, VariablesOfEveryDtypeAndSize) {
     cd::Tensor initial;
   };
   std::vector<Case> cases;
-  const std::vector<cd::Shape> shapes = {{}, {0}, {5}, {7, 3}, {40000}};  // 40000 x 8 B > inline size
+  // 40000 x 8 B > the 64 KiB inline size; 300000 x 4 B > the first 1 MiB
+  // staging segment (a second generation).
+  const std::vector<cd::Shape> shapes = {{}, {0}, {5}, {7, 3}, {40000}, {300000}};
   int index = 0;
   for (DataType dtype : kDtypes) {
     for (const cd::Shape& shape : shapes) {
@@ -212,6 +216,18 @@ TEST(ParameterServer, VariablesOfEveryDtypeAndSize) {
                  "after assign/assign_sub/assign_add of " + cases[i].variable.name());
   }
   EXPECT_THROW(cases[0].variable.assign(cd::Tensor(DataType::kInt32, {3})), collective::InvalidArgumentError);
+}
+
+TEST(ParameterServer, VariablesOfEveryDtypeAndSizeSharedMemory) {
+  Communicator world = Communicator::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+  check_every_dtype_and_size(world, true);
+}
+
+TEST(ParameterServer, VariablesOfEveryDtypeAndSizeMessages) {
+  Communicator world = Communicator::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+  check_every_dtype_and_size(world, false);
 }
 
 TEST(ParameterServer, ShardedVariablesAndSgd) {

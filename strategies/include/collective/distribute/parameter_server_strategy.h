@@ -73,6 +73,13 @@ struct ParameterServerOptions {
   // (MPI_Comm_c2f(comm)); it must be the resolver's. Unset: MPI_COMM_WORLD.
   // The strategy duplicates it.
   std::optional<int> mpi_communicator;
+  // Whether a variable payload above 64 KiB (an update's value, a read's
+  // result) between a chief or worker and a ps task on the same node
+  // (MPI_COMM_TYPE_SHARED) is copied through a shared-memory segment the
+  // two share instead of being sent as an MPI message; requests to ps
+  // tasks on other nodes always travel as messages. Unset:
+  // COLLECTIVE_PS_SHARED_MEMORY (0 or 1), else on.
+  std::optional<bool> same_node_shared_memory;
 };
 
 namespace detail {
