@@ -72,6 +72,7 @@ struct PsCluster : std::enable_shared_from_this<PsCluster> {
   std::chrono::milliseconds heartbeat_interval{100};
   std::uint64_t strategy_serial = 0;  // owning StrategyImpl's serial
   std::string strategy_label;
+  Strategy* strategy = nullptr;  // the owning strategy (closures run on it)
 
   int ps_rank(int ps) const { return 1 + ps; }
   int worker_rank(int worker) const { return 1 + num_ps + worker; }

@@ -403,3 +403,84 @@ TEST(ParameterServer, RegistriesMustAgree) {
   cd::MPIClusterResolver all_workers(world);
   EXPECT_THROW(cd::ParameterServerStrategy(all_workers, functions), collective::InvalidArgumentError);
 }
+
+// Two local replicas on every worker: each closure runs a step on both, the
+// replicas' updates are reduced synchronously on the worker (by each
+// variable's aggregation; SGD sums the gradients) and pushed to the ps once,
+// while workers stay asynchronous to each other. Every value is a small
+// multiple of 0.5, so every result is exact.
+TEST(ParameterServer, LocalReplicasReduceBeforeOnePush) {
+  Communicator world = Communicator::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+  constexpr int kReplicas = 2;
+  const std::vector<cd::Shape> shapes = {{5}, {300000}};  // in the message; through staging
+  cd::RemoteFunctions functions;
+  const auto step = functions.add("step_on_local_replicas", [](cd::ClosureArguments& args) {
+    cd::Strategy& strategy = args.strategy();
+    cd::Variable sum = args.variable(0), mean = args.variable(1), first = args.variable(2), weights = args.variable(3);
+    cd::SGD sgd(0.5);
+    const cd::PerReplica<cd::Tensor> ids = strategy.run([&] {
+      const int r = cd::get_replica_context()->local_replica_id();
+      const cd::Tensor own = filled(DataType::kFloat32, sum.shape(), r + 1);
+      (void)weights.value();  // every replica pulls, concurrently
+      sum.assign_add(own);
+      mean.assign_add(own);
+      first.assign_add(own);
+      sgd.apply_gradients({{own, weights}});
+      return cd::Tensor(std::vector<float>{static_cast<float>(r)}, {1});
+    });
+    // How many replicas ran, and the sum of their ids.
+    return cd::Tensor(std::vector<float>{static_cast<float>(ids.num_replicas()),
+                                         strategy.reduce(collective::ReduceOp::kSum, ids).values<float>()[0]},
+                      {2});
+  });
+  cd::MPIClusterResolver resolver(world, ps_for(world.size()));
+  cd::ParameterServerOptions options;
+  options.num_local_replicas = kReplicas;
+  cd::ParameterServerStrategy strategy(resolver, functions, options);
+  if (!strategy.is_coordinator()) return;
+  EXPECT_EQ(strategy.extended().num_local_replicas(), kReplicas);
+  const int steps = 3 * strategy.num_workers();
+  auto scope = strategy.scope();
+  cd::ClusterCoordinator coordinator(strategy);
+  for (const cd::Shape& shape : shapes) {
+    const cd::Tensor zeros = filled(DataType::kFloat32, shape, 0);
+    cd::Variable sum(zeros, {.name = "sum", .aggregation = cd::VariableAggregation::kSum});
+    cd::Variable mean(zeros, {.name = "mean", .aggregation = cd::VariableAggregation::kMean});
+    cd::Variable first(zeros, {.name = "first", .aggregation = cd::VariableAggregation::kOnlyFirstReplica});
+    cd::Variable weights(zeros, {.name = "weights"});
+    std::vector<cd::RemoteValue> results;
+    for (int s = 0; s < steps; ++s) results.push_back(coordinator.schedule(step, {sum, mean, first, weights}));
+    coordinator.join();
+    for (const cd::Tensor& result : coordinator.fetch(results)) {
+      EXPECT_EQ(result.values<float>()[0], kReplicas) << "replicas per closure";
+      EXPECT_EQ(result.values<float>()[1], kReplicas * (kReplicas - 1) / 2) << "sum of local replica ids";
+    }
+    // Per step: replicas add 1..K. SUM: K(K+1)/2, MEAN: (K+1)/2, first: 1;
+    // SGD sums the gradients: -0.5 K(K+1)/2.
+    const double sum_per_step = kReplicas * (kReplicas + 1) / 2.0;
+    const std::string size = " (" + std::to_string(cd::num_elements(shape)) + " elements)";
+    expect_equal(sum.value(), filled(DataType::kFloat32, shape, steps * sum_per_step), "SUM variable" + size);
+    expect_equal(mean.value(), filled(DataType::kFloat32, shape, steps * (kReplicas + 1) / 2.0),
+                 "MEAN variable (pushed once per step)" + size);
+    expect_equal(first.value(), filled(DataType::kFloat32, shape, steps), "ONLY_FIRST_REPLICA variable" + size);
+    expect_equal(weights.value(), filled(DataType::kFloat32, shape, -0.5 * steps * sum_per_step),
+                 "SGD weights" + size);
+  }
+}
+
+TEST(ParameterServerLayout, LocalReplicasMustBePositive) {
+  Communicator world = Communicator::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+  cd::RemoteFunctions functions;
+  cd::MPIClusterResolver resolver(world, ps_for(world.size()));
+  cd::ParameterServerOptions options;
+  options.num_local_replicas = 0;
+  try {
+    cd::ParameterServerStrategy strategy(resolver, functions, options);
+    ADD_FAILURE() << "rank " << world.rank() << ": num_local_replicas = 0 was accepted";
+  } catch (const collective::InvalidArgumentError& error) {
+    EXPECT_NE(std::string(error.what()).find("num_local_replicas must be at least 1, got 0"), std::string::npos)
+        << error.what();
+  }
+}

@@ -80,6 +80,13 @@ struct ParameterServerOptions {
   // tasks on other nodes always travel as messages. Unset:
   // COLLECTIVE_PS_SHARED_MEMORY (0 or 1), else on.
   std::optional<bool> same_node_shared_memory;
+  // Compute replicas in each process (CPU devices 0..K-1, one thread each,
+  // as MirroredStrategy runs them): inside a closure,
+  // args.strategy().run(fn) runs fn on every local replica; their
+  // variable updates and apply_gradients are reduced across the local
+  // replicas synchronously (the variable's aggregation; gradients summed)
+  // and pushed to the ps once. Workers never wait for each other.
+  int num_local_replicas = 1;
 };
 
 namespace detail {
