@@ -167,7 +167,7 @@ PsCluster::PsCluster(const MPIClusterResolver& resolver, const RemoteFunctions& 
   if (task_type != "ps") {
     int near = 0;
     for (int ps = 0; ps < num_ps; ++ps) near += wire->same_node(ps_rank(ps)) ? 1 : 0;
-    DISTRIBUTE_LOG(kDebug, "ParameterServerStrategy rank " << rank << ": " << near << " of " << num_ps
+    DISTRIBUTE_LOG(kInfo, "ParameterServerStrategy rank " << rank << ": " << near << " of " << num_ps
                                << " ps tasks on this node; payloads above " << (Wire::kInlineBytes >> 10)
                                << " KiB to them go through "
                                << (same_node_shared_memory ? "shared memory" : "MPI messages (shared memory off)")
