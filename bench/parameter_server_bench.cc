@@ -12,6 +12,7 @@
 //     pushes (value() then assign_add) of a 1 MiB float32 variable, timed
 //     on the worker (pull and push also alone), through the same-node
 //     shared-memory staging;
+//     and the round trip alone (reads of a one-element variable);
 //  3. the same pulls and pushes in a session with same-node shared memory
 //     off (every payload an MPI message).
 // Prints the medians over rounds and the ratio pull+push / all-reduce.
@@ -90,13 +91,22 @@ int main(int argc, char** argv) {
       }
       if (value.values<float>()[kFloats - 1] != static_cast<float>(r)) ++wrong;
     }
-    return cd::Tensor(std::vector<double>{median(times), wrong, median(pulls), median(pushes)}, {4});
+    // The round trip alone: reads of a one-element variable (a request and
+    // a reply carrying a few bytes in their headers' messages).
+    cd::Variable small = args.variable(2);
+    std::vector<double> trips;
+    for (int r = 0; r < timed_reps + 2; ++r) {
+      const Clock::time_point start = Clock::now();
+      (void)small.value();
+      if (r >= 2) trips.push_back(seconds_since(start));
+    }
+    return cd::Tensor(std::vector<double>{median(times), wrong, median(pulls), median(pushes), median(trips)}, {5});
   });
 
   std::vector<float> send(kFloats, 1.0f), receive(kFloats);
   std::vector<double> collective_times, mpi_times, closure_rates;
   // [0]: same-node shared memory on, [1]: off.
-  std::vector<double> pull_push_times[2], pull_times[2], push_times[2];
+  std::vector<double> pull_push_times[2], pull_times[2], push_times[2], round_trip_times[2];
   bool failed = false;
   for (int round = 0; round < rounds; ++round) {
     // 1. All-reduce of 1 MiB at the same rank count, alternating with MPI.
@@ -133,10 +143,12 @@ int main(int argc, char** argv) {
       auto scope = strategy.scope();
       cd::Variable variable(cd::Tensor(collective::DataType::kFloat32, {static_cast<std::int64_t>(kFloats)}));
       const cd::Tensor ones(std::vector<float>(kFloats, 1.0f), {static_cast<std::int64_t>(kFloats)});
-      const cd::Tensor result = coordinator.schedule(pull_push, {variable, ones}).fetch();
+      cd::Variable small(cd::Tensor(collective::DataType::kFloat32, {1}));
+      const cd::Tensor result = coordinator.schedule(pull_push, {variable, ones, small}).fetch();
       pull_push_times[mode].push_back(result.values<double>()[0]);
       pull_times[mode].push_back(result.values<double>()[2]);
       push_times[mode].push_back(result.values<double>()[3]);
+      round_trip_times[mode].push_back(result.values<double>()[4]);
       if (result.values<double>()[1] != 0) failed = true;
     }
   }
@@ -152,10 +164,11 @@ int main(int argc, char** argv) {
     const char* modes[2] = {"same-node shared memory", "MPI messages"};
     for (int mode = 0; mode < 2; ++mode) {
       const double pp = median(pull_push_times[mode]);
-      std::printf("1 MiB float32, %s: worker pull+push %.1f us (pull %.1f us, push %.1f us), all_reduce %.1f us "
-                  "(libcollective AUTO), %.1f us (MPI_Allreduce); pull+push / all_reduce = %.2f (vs MPI %.2f)\n",
-                  modes[mode], pp * 1e6, median(pull_times[mode]) * 1e6, median(push_times[mode]) * 1e6, ar * 1e6,
-                  mpi * 1e6, pp / ar, pp / mpi);
+      std::printf("1 MiB float32, %s: worker pull+push %.1f us (pull %.1f us, push %.1f us, 4-byte read round "
+                  "trip %.1f us), all_reduce %.1f us (libcollective AUTO), %.1f us (MPI_Allreduce); "
+                  "pull+push / all_reduce = %.2f (vs MPI %.2f)\n",
+                  modes[mode], pp * 1e6, median(pull_times[mode]) * 1e6, median(push_times[mode]) * 1e6,
+                  median(round_trip_times[mode]) * 1e6, ar * 1e6, mpi * 1e6, pp / ar, pp / mpi);
     }
     if (failed) std::printf("WRONG: a pulled value differed from the expected count\n");
   }
