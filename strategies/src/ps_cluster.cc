@@ -193,9 +193,13 @@ Message PsCluster::staged_request(int ps, Header header, const std::byte* in, st
     staging_of_ps.generation = generation;
   }
   if (in != nullptr) std::memcpy(staging_of_ps.segment->data(), in, bytes);
+  // The request message orders these stores before the ps's loads (and
+  // the reply the ps's stores before ours); the fences say so explicitly.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   header.staged_generation = staging_of_ps.generation;
   header.staged_bytes = bytes;
   Message reply = request_locked(ps, header, {}, what);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   if (out != nullptr) {
     if (reply.header.staged_bytes != bytes) {
       throw CommunicationError(what, rank,

@@ -1,6 +1,7 @@
 // A ps task's service loop: holds variable shards and applies requests to
 // them one at a time, in arrival order (so each update is atomic per
 // shard). Needs no user code; returns when the chief shuts the cluster down.
+#include <atomic>
 #include <map>
 
 #include "collective/errors.h"
@@ -38,6 +39,7 @@ class ParameterStore {
                                    "staged " + std::to_string(m.header.staged_bytes) + " bytes in a segment of " +
                                        std::to_string(staged->size()));
       }
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // the requester's stores first
       payload = staged->data();
       payload_size = m.header.op == Op::kRead ? 0 : static_cast<std::size_t>(m.header.staged_bytes);
     }
@@ -66,6 +68,7 @@ class ParameterStore {
         }
         if (shard.num_bytes() > 0) std::memcpy(staged->data(), p, shard.num_bytes());
         reply.staged_bytes = shard.num_bytes();
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // before the reply is sent
         return {};
       }
       return Bytes(p, p + shard.num_bytes());
