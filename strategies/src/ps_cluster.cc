@@ -199,6 +199,7 @@ Message PsCluster::staged_request(int ps, Header header, const std::byte* in, st
   header.staged_generation = staging_of_ps.generation;
   header.staged_bytes = bytes;
   Message reply = request_locked(ps, header, {}, what);
+  staged_requests.fetch_add(1);
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (out != nullptr) {
     if (reply.header.staged_bytes != bytes) {

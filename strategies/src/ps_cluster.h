@@ -107,6 +107,7 @@ struct PsCluster : std::enable_shared_from_this<PsCluster> {
     std::unique_ptr<StagingSegment> segment;
   };
   std::map<int, Staging> staging;  // by ps, under client_mutex
+  std::atomic<std::uint64_t> staged_requests{0};  // how many went through staging (tests)
   std::uint64_t next_generation = 1;
 
   // ---- variables (chief creates, workers learn them from closures) ------

@@ -13,6 +13,7 @@
 
 #include "collective/collective.h"
 #include "collective/distribute/distribute.h"
+#include "ps_cluster.h"  // PsCluster::staged_requests
 
 namespace cd = collective::distribute;
 using collective::Communicator;
@@ -214,6 +215,14 @@ void check_every_dtype_and_size(const Communicator& world, bool same_node_shared
     for (double& x : e) x += 1;
     expect_equal(cases[i].variable.value(), cd::Tensor::from_doubles(expected.dtype(), e, expected.shape()),
                  "after assign/assign_sub/assign_add of " + cases[i].variable.name());
+  }
+  // The chief's own reads and updates above 64 KiB took the path asked for
+  // (every rank of these tests shares one node).
+  const std::uint64_t staged = strategy.cluster().staged_requests.load();
+  if (same_node_shared_memory) {
+    EXPECT_GT(staged, 0u) << "rank " << world.rank() << ": no request went through same-node shared memory";
+  } else {
+    EXPECT_EQ(staged, 0u) << "rank " << world.rank() << ": shared memory was used although turned off";
   }
   EXPECT_THROW(cases[0].variable.assign(cd::Tensor(DataType::kInt32, {3})), collective::InvalidArgumentError);
 }
