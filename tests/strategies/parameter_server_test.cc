@@ -173,9 +173,10 @@ void check_every_dtype_and_size(const Communicator& world, bool same_node_shared
     cd::Tensor initial;
   };
   std::vector<Case> cases;
-  // 40000 x 8 B > the 64 KiB inline size; 300000 x 4 B > the first 1 MiB
-  // staging segment (a second generation).
-  const std::vector<cd::Shape> shapes = {{}, {0}, {5}, {7, 3}, {40000}, {300000}};
+  // 40000: inline for 1-byte dtypes, above the 64 KiB inline size for the
+  // others; 140000: above it for every dtype, and above the first 1 MiB
+  // staging segment for 8-byte dtypes (a second generation).
+  const std::vector<cd::Shape> shapes = {{}, {0}, {5}, {7, 3}, {40000}, {140000}};
   int index = 0;
   for (DataType dtype : kDtypes) {
     for (const cd::Shape& shape : shapes) {
