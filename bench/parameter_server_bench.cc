@@ -10,7 +10,11 @@
 //  2. a ParameterServerStrategy session: N empty closures scheduled at once
 //     and joined (closures per second), then worker 0 runs --reps pulls +
 //     pushes (value() then assign_add) of a 1 MiB float32 variable, timed
-//     on the worker.
+//     on the worker (pull and push also alone), through the same-node
+//     shared-memory staging;
+//     and the round trip alone (reads of a one-element variable);
+//  3. the same pulls and pushes in a session with same-node shared memory
+//     off (every payload an MPI message).
 // Prints the medians over rounds and the ratio pull+push / all-reduce.
 // Exits non-zero when a pulled value is wrong.
 #include <mpi.h>
@@ -72,7 +76,7 @@ int main(int argc, char** argv) {
   const auto pull_push = functions.add("pull_push", [timed_reps](cd::ClosureArguments& args) {
     cd::Variable variable = args.variable(0);
     const cd::Tensor delta = args.tensor(1);
-    std::vector<double> times, pulls;
+    std::vector<double> times, pulls, pushes;
     double wrong = 0;
     for (int r = 0; r < timed_reps + 2; ++r) {
       const Clock::time_point start = Clock::now();
@@ -83,14 +87,26 @@ int main(int argc, char** argv) {
       if (r >= 2) {  // two warm-up pairs
         times.push_back(t);
         pulls.push_back(pulled);
+        pushes.push_back(t - pulled);
       }
       if (value.values<float>()[kFloats - 1] != static_cast<float>(r)) ++wrong;
     }
-    return cd::Tensor(std::vector<double>{median(times), wrong, median(pulls)}, {3});
+    // The round trip alone: reads of a one-element variable (a request and
+    // a reply carrying a few bytes in their headers' messages).
+    cd::Variable small = args.variable(2);
+    std::vector<double> trips;
+    for (int r = 0; r < timed_reps + 2; ++r) {
+      const Clock::time_point start = Clock::now();
+      (void)small.value();
+      if (r >= 2) trips.push_back(seconds_since(start));
+    }
+    return cd::Tensor(std::vector<double>{median(times), wrong, median(pulls), median(pushes), median(trips)}, {5});
   });
 
   std::vector<float> send(kFloats, 1.0f), receive(kFloats);
-  std::vector<double> collective_times, mpi_times, closure_rates, pull_push_times, pull_times;
+  std::vector<double> collective_times, mpi_times, closure_rates;
+  // [0]: same-node shared memory on, [1]: off.
+  std::vector<double> pull_push_times[2], pull_times[2], push_times[2], round_trip_times[2];
   bool failed = false;
   for (int round = 0; round < rounds; ++round) {
     // 1. All-reduce of 1 MiB at the same rank count, alternating with MPI.
@@ -109,38 +125,51 @@ int main(int argc, char** argv) {
       MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       if (r >= 2) mpi_times.push_back(slowest);
     }
-    // 2. A parameter-server session.
-    cd::MPIClusterResolver resolver(world, 1);
-    cd::ParameterServerOptions options;
-    options.closures_in_flight_per_worker = in_flight;
-    cd::ParameterServerStrategy strategy(resolver, functions, options);
-    if (!strategy.is_coordinator()) continue;
-    cd::ClusterCoordinator coordinator(strategy);
-    const Clock::time_point start = Clock::now();
-    for (int c = 0; c < closures; ++c) coordinator.schedule(empty);
-    coordinator.join();
-    closure_rates.push_back(closures / seconds_since(start));
-    auto scope = strategy.scope();
-    cd::Variable variable(cd::Tensor(collective::DataType::kFloat32, {static_cast<std::int64_t>(kFloats)}));
-    const cd::Tensor ones(std::vector<float>(kFloats, 1.0f), {static_cast<std::int64_t>(kFloats)});
-    const cd::Tensor result = coordinator.schedule(pull_push, {variable, ones}).fetch();
-    pull_push_times.push_back(result.values<double>()[0]);
-    pull_times.push_back(result.values<double>()[2]);
-    if (result.values<double>()[1] != 0) failed = true;
+    // 2. and 3. Parameter-server sessions, shared memory on, then off.
+    for (int mode = 0; mode < 2; ++mode) {
+      cd::MPIClusterResolver resolver(world, 1);
+      cd::ParameterServerOptions options;
+      options.closures_in_flight_per_worker = in_flight;
+      options.same_node_shared_memory = mode == 0;
+      cd::ParameterServerStrategy strategy(resolver, functions, options);
+      if (!strategy.is_coordinator()) continue;
+      cd::ClusterCoordinator coordinator(strategy);
+      if (mode == 0) {
+        const Clock::time_point start = Clock::now();
+        for (int c = 0; c < closures; ++c) coordinator.schedule(empty);
+        coordinator.join();
+        closure_rates.push_back(closures / seconds_since(start));
+      }
+      auto scope = strategy.scope();
+      cd::Variable variable(cd::Tensor(collective::DataType::kFloat32, {static_cast<std::int64_t>(kFloats)}));
+      const cd::Tensor ones(std::vector<float>(kFloats, 1.0f), {static_cast<std::int64_t>(kFloats)});
+      cd::Variable small(cd::Tensor(collective::DataType::kFloat32, {1}));
+      const cd::Tensor result = coordinator.schedule(pull_push, {variable, ones, small}).fetch();
+      pull_push_times[mode].push_back(result.values<double>()[0]);
+      pull_times[mode].push_back(result.values<double>()[2]);
+      push_times[mode].push_back(result.values<double>()[3]);
+      round_trip_times[mode].push_back(result.values<double>()[4]);
+      if (result.values<double>()[1] != 0) failed = true;
+    }
   }
   if (world.rank() == 0) {
     const double ar = median(collective_times);
     const double mpi = median(mpi_times);
-    const double pp = median(pull_push_times);
     std::printf("# collective_ps_bench: %d ranks (chief, 1 ps, %d workers), %d rounds, medians\n",
                 world.size(), world.size() - 2, rounds);
     std::printf("empty closures: %d per round, %d in flight per worker, %.0f closures/s (rounds: ", closures,
                 in_flight, median(closure_rates));
     for (double r : closure_rates) std::printf("%.0f ", r);
     std::printf(")\n");
-    std::printf("1 MiB float32: worker pull+push %.1f us (pull %.1f us), all_reduce %.1f us (libcollective AUTO), "
-                "%.1f us (MPI_Allreduce); pull+push / all_reduce = %.2f (vs MPI %.2f)\n",
-                pp * 1e6, median(pull_times) * 1e6, ar * 1e6, mpi * 1e6, pp / ar, pp / mpi);
+    const char* modes[2] = {"same-node shared memory", "MPI messages"};
+    for (int mode = 0; mode < 2; ++mode) {
+      const double pp = median(pull_push_times[mode]);
+      std::printf("1 MiB float32, %s: worker pull+push %.1f us (pull %.1f us, push %.1f us, 4-byte read round "
+                  "trip %.1f us), all_reduce %.1f us (libcollective AUTO), %.1f us (MPI_Allreduce); "
+                  "pull+push / all_reduce = %.2f (vs MPI %.2f)\n",
+                  modes[mode], pp * 1e6, median(pull_times[mode]) * 1e6, median(push_times[mode]) * 1e6,
+                  median(round_trip_times[mode]) * 1e6, ar * 1e6, mpi * 1e6, pp / ar, pp / mpi);
+    }
     if (failed) std::printf("WRONG: a pulled value differed from the expected count\n");
   }
   return failed ? 1 : 0;

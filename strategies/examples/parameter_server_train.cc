@@ -2,7 +2,7 @@
 // launched by mpirun. Rank 0 is the coordinator, the next --num-ps ranks
 // (or COLLECTIVE_NUM_PS) are parameter servers, the rest are workers:
 //
-//   mpirun -n 4 --oversubscribe parameter_server_train --num-ps 1
+//   mpirun -n 4 --oversubscribe parameter_server_train --num-ps 1 [--local-replicas K]
 //
 // As in the tutorial: a dataset function builds each worker's input
 // (create_per_worker_dataset), the model's variables are created in
@@ -13,7 +13,10 @@
 // bias) on a synthetic data set made from --seed; gradients are written by
 // hand. Every step is asynchronous: a worker reads the current weights from
 // the ps tasks, computes its batch's gradient and applies it there, while
-// the other workers do the same.
+// the other workers do the same. With --local-replicas K each worker runs
+// the step on K local replicas (threads), each on its slice of the batch;
+// their gradients are summed synchronously on the worker and applied on the
+// ps once per step, as TF's ParameterServerStrategy does with K GPUs.
 //
 // At the end the coordinator trains the same model synchronously on its own
 // (the same number of steps of the same batch size, one process) and prints
@@ -42,6 +45,7 @@ struct Arguments {
   std::int64_t batch = 64;
   double learning_rate = 0.5;
   std::uint64_t seed = 7;
+  int local_replicas = 1;
   bool json = false;
 };
 
@@ -71,18 +75,22 @@ cd::Dataset whole_dataset(std::uint64_t seed) {
   return cd::Dataset::from_tensor_slices({features_and_labels(seed, false), features_and_labels(seed, true)});
 }
 
-// Mean logistic loss and its gradient over one batch.
+// Logistic loss and its gradient over rows [begin, end) of a batch, summed
+// and divided by the batch's rows (a replica's slice then contributes its
+// share of the batch mean). Without a range: the mean over the batch.
 double loss_and_gradient(const cd::Tensor& kernel, const cd::Tensor& bias, const cd::Element& batch,
-                         cd::Tensor* kernel_gradient, cd::Tensor* bias_gradient) {
+                         cd::Tensor* kernel_gradient, cd::Tensor* bias_gradient, std::int64_t begin = 0,
+                         std::int64_t end = -1) {
   const auto w = kernel.values<float>();
   const float b = bias.values<float>()[0];
   const auto x = batch[0].values<float>();
   const auto y = batch[1].values<float>();
   const std::int64_t rows = batch[0].dim(0);
+  if (end < 0) end = rows;
   std::vector<float> gw(kFeatures, 0.0f);
   float gb = 0.0f;
   double loss = 0;
-  for (std::int64_t i = 0; i < rows; ++i) {
+  for (std::int64_t i = begin; i < end; ++i) {
     float z = b;
     for (int j = 0; j < kFeatures; ++j) z += w[static_cast<std::size_t>(j)] * x[static_cast<std::size_t>(i * kFeatures + j)];
     const float p = 1.0f / (1.0f + std::exp(-z));
@@ -104,7 +112,7 @@ double evaluate(const cd::Tensor& kernel, const cd::Tensor& bias, std::uint64_t 
 
 constexpr const char* kUsage =
     "usage: mpirun -n N parameter_server_train [--num-ps P] [--epochs E] [--steps-per-epoch S]\n"
-    "  [--batch B] [--learning-rate LR] [--seed N] [--format text|json]\n";
+    "  [--batch B] [--learning-rate LR] [--seed N] [--local-replicas K] [--format text|json]\n";
 
 // A command line that cannot run: what is wrong and the usage on stderr,
 // exit 2 (--help: the usage on stdout, exit 0).
@@ -142,6 +150,7 @@ Arguments parse(int argc, char** argv) {
     else if (flag == "--steps-per-epoch") args.steps_per_epoch = number(as_int);
     else if (flag == "--batch") args.batch = number([](const std::string& t, std::size_t* used) { return std::stoll(t, used); });
     else if (flag == "--learning-rate") args.learning_rate = number([](const std::string& t, std::size_t* used) { return std::stod(t, used); });
+    else if (flag == "--local-replicas") args.local_replicas = number(as_int);
     else if (flag == "--seed") args.seed = number([](const std::string& t, std::size_t* used) { return std::stoull(t, used); });
     else if (flag == "--format") {
       const std::string format = value();
@@ -151,6 +160,7 @@ Arguments parse(int argc, char** argv) {
       refuse("unknown flag " + flag);
     }
   }
+  if (args.local_replicas < 1) refuse("--local-replicas must be at least 1");
   return args;
 }
 
@@ -175,16 +185,31 @@ int main(int argc, char** argv) {
         .batch(batch, /*drop_remainder=*/true);
   });
   const double learning_rate = args.learning_rate;
+  // Runs on a worker: the batch is split across the worker's local
+  // replicas; each computes its slice's share of the batch-mean gradient,
+  // apply_gradients sums the shares across the local replicas
+  // (synchronously, on this worker) and pushes one SGD step to the ps.
   const auto train_step = functions.add("train_step", [learning_rate](cd::ClosureArguments& step) {
-    std::optional<cd::Element> batch_element = step.iterator(0).get_next();
+    const cd::Element batch_element = *step.iterator(0).get_next();
     cd::Variable kernel = step.variable(1);
     cd::Variable bias = step.variable(2);
-    cd::Tensor kernel_gradient, bias_gradient;
-    const double loss =
-        loss_and_gradient(kernel.value(), bias.value(), *batch_element, &kernel_gradient, &bias_gradient);
-    cd::SGD optimizer(learning_rate);
-    optimizer.apply_gradients({{kernel_gradient, kernel}, {bias_gradient, bias}});
-    return cd::Tensor::scalar(loss);
+    cd::Strategy& strategy = step.strategy();
+    const cd::PerReplica<cd::Tensor> losses = strategy.run([&] {
+      const cd::ReplicaContext& replica = *cd::get_replica_context();
+      const std::int64_t rows = batch_element[0].dim(0);
+      const std::int64_t k = replica.strategy().extended().num_local_replicas();
+      const std::int64_t r = replica.local_replica_id();
+      const std::int64_t begin = rows * r / k, end = rows * (r + 1) / k;
+      // The slice's sums divided by the whole batch's rows: the shares add
+      // up to the batch mean.
+      cd::Tensor kernel_gradient, bias_gradient;
+      const double share = loss_and_gradient(kernel.value(), bias.value(), batch_element, &kernel_gradient,
+                                             &bias_gradient, begin, end);
+      cd::SGD optimizer(learning_rate);
+      optimizer.apply_gradients({{kernel_gradient, kernel}, {bias_gradient, bias}});
+      return cd::Tensor::scalar(share);
+    });
+    return strategy.reduce(collective::ReduceOp::kSum, losses);
   });
 
   // ps and worker ranks serve inside the constructor until the coordinator
@@ -192,6 +217,7 @@ int main(int argc, char** argv) {
   cd::MPIClusterResolver resolver(world, args.num_ps);
   cd::ParameterServerOptions options;
   options.variable_partitioner = cd::MinSizePartitioner(16, resolver.num_ps());
+  options.num_local_replicas = args.local_replicas;
   cd::ParameterServerStrategy strategy(resolver, functions, options);
   if (!strategy.is_coordinator()) return 0;
 
@@ -204,8 +230,9 @@ int main(int argc, char** argv) {
   const cd::PerWorkerIterator per_worker_iterator = per_worker_dataset.make_iterator();
   const double initial_loss = evaluate(kernel.value(), bias.value(), args.seed);
   if (!args.json) {
-    std::printf("%d ps, %d workers; kernel in %zu shards; initial loss %.6f\n", strategy.num_ps(),
-                strategy.num_workers(), strategy.shards(kernel).size(), initial_loss);
+    std::printf("%d ps, %d workers x %d local replicas; kernel in %zu shards; initial loss %.6f\n",
+                strategy.num_ps(), strategy.num_workers(), args.local_replicas, strategy.shards(kernel).size(),
+                initial_loss);
   }
   for (int epoch = 0; epoch < args.epochs; ++epoch) {
     cd::RemoteValue last = coordinator.schedule(train_step, {per_worker_iterator, kernel, bias});
@@ -236,9 +263,9 @@ int main(int argc, char** argv) {
   }
   const double sync_loss = evaluate(sync_kernel, sync_bias, args.seed);
   if (args.json) {
-    std::printf("{\"num_ps\": %d, \"num_workers\": %d, \"steps\": %d, \"initial_loss\": %.9f, "
+    std::printf("{\"num_ps\": %d, \"num_workers\": %d, \"local_replicas\": %d, \"steps\": %d, \"initial_loss\": %.9f, "
                 "\"async_loss\": %.9f, \"sync_loss\": %.9f}\n",
-                strategy.num_ps(), strategy.num_workers(), args.epochs * args.steps_per_epoch,
+                strategy.num_ps(), strategy.num_workers(), args.local_replicas, args.epochs * args.steps_per_epoch,
                 initial_loss, async_loss, sync_loss);
   } else {
     std::printf("asynchronous: loss %.6f after %d steps; synchronous in one process: %.6f\n", async_loss,

@@ -27,6 +27,14 @@ const char* kind_name(int kind) {
 ClosureArguments::ClosureArguments(std::string function, int worker_index, int num_workers)
     : function_(std::move(function)), worker_index_(worker_index), num_workers_(num_workers) {}
 
+Strategy& ClosureArguments::strategy() const {
+  if (strategy_ == nullptr) {
+    throw InvalidArgumentError("closure '" + function_ + "'", -1,
+                               "these arguments belong to no worker's strategy (made outside a worker)");
+  }
+  return *strategy_;
+}
+
 void ClosureArguments::check(std::size_t index, Kind kind) const {
   if (index >= kinds_.size()) {
     throw InvalidArgumentError("closure '" + function_ + "'", -1,

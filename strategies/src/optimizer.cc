@@ -98,6 +98,12 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
         }
         for (std::size_t i = 0; i < first.size(); ++i) {
           Variable target = first[i].second;
+          if (target.state().remote) {
+            // A parameter-server variable: the local replicas' summed
+            // gradient, one SGD step pushed to its ps.
+            detail::remote_sgd(target.state(), gradients[i], learning_rate_);
+            continue;
+          }
           strategy.extended().update(target, [&](Tensor& copy) {
             detail::subtract_scaled_in_place(copy, gradients[i], learning_rate_);
           });

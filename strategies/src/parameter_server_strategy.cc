@@ -60,12 +60,24 @@ VariablePartitioner MaxSizePartitioner(std::int64_t max_shard_bytes, int max_sha
 
 namespace {
 
-std::unique_ptr<StrategyExtended> make_parameter_server(const MPIClusterResolver& resolver) {
+std::unique_ptr<StrategyExtended> make_parameter_server(const MPIClusterResolver& resolver,
+                                                        const ParameterServerOptions& options) {
+  if (options.num_local_replicas < 1) {
+    throw InvalidArgumentError("ParameterServerStrategy", resolver.rank(),
+                               "num_local_replicas must be at least 1, got " +
+                                   std::to_string(options.num_local_replicas));
+  }
   auto impl = std::make_unique<detail::StrategyImpl>();
   impl->name = "ParameterServerStrategy";
   impl->num_workers = resolver.parameter_server_layout() ? resolver.num_workers() : 1;
+  // Each worker reduces only across its own replicas (workers are
+  // asynchronous): worker_index 0 everywhere, ReductionToOneDevice.
   impl->worker_index = 0;
-  impl->worker_devices = {"/job:chief/replica:0/task:0/device:CPU:0"};
+  impl->num_local_replicas = options.num_local_replicas;
+  const std::string task = "/job:" + resolver.task_type() + "/replica:0/task:" + std::to_string(resolver.task_id());
+  for (int r = 0; r < options.num_local_replicas; ++r) {
+    impl->worker_devices.push_back(task + "/device:CPU:" + std::to_string(r));
+  }
   for (int p = 0; p < resolver.num_ps(); ++p) {
     impl->parameter_devices.push_back("/job:ps/replica:0/task:" + std::to_string(p) + "/device:CPU:0");
   }
@@ -140,11 +152,12 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
 ParameterServerStrategy::ParameterServerStrategy(const MPIClusterResolver& resolver,
                                                  const RemoteFunctions& functions,
                                                  ParameterServerOptions options)
-    : Strategy(make_parameter_server(resolver)) {
+    : Strategy(make_parameter_server(resolver, options)) {
   cluster_ = std::make_shared<detail::PsCluster>(resolver, functions, std::move(options));
   detail::StrategyImpl& impl = extended().impl();
   cluster_->strategy_serial = impl.serial;
   cluster_->strategy_label = impl.label();
+  cluster_->strategy = this;
   detail::PsCluster* cluster = cluster_.get();
   impl.place_variable = [cluster](detail::VariableState& state, const Tensor& initial) {
     place_variable(*cluster, state, initial);

@@ -95,6 +95,18 @@ void check_registries_agree(Communicator& comm, const RemoteFunctions& functions
   }
 }
 
+// ParameterServerOptions::same_node_shared_memory, else
+// COLLECTIVE_PS_SHARED_MEMORY ("0" or "1"), else on.
+bool same_node_shared_memory_from(const ParameterServerOptions& options, int rank) {
+  if (options.same_node_shared_memory) return *options.same_node_shared_memory;
+  const char* text = std::getenv("COLLECTIVE_PS_SHARED_MEMORY");
+  if (text == nullptr) return true;
+  if (std::strcmp(text, "0") == 0) return false;
+  if (std::strcmp(text, "1") == 0) return true;
+  throw InvalidArgumentError("ParameterServerStrategy", rank,
+                             std::string("COLLECTIVE_PS_SHARED_MEMORY must be 0 or 1, got '") + text + "'");
+}
+
 }  // namespace
 
 void RemoteValueState::finish(RemoteValue::Status new_status, Tensor result) {
@@ -135,6 +147,7 @@ PsCluster::PsCluster(const MPIClusterResolver& resolver, const RemoteFunctions& 
                                    std::to_string(options.closures_in_flight_per_worker));
   }
   failure_timeout = failure_timeout_from(options, resolver.rank());
+  same_node_shared_memory = same_node_shared_memory_from(options, resolver.rank());
   heartbeat_interval = std::clamp(failure_timeout / 10, std::chrono::milliseconds(10),
                                   std::chrono::milliseconds(1000));
   rank = resolver.rank();
@@ -151,12 +164,60 @@ PsCluster::PsCluster(const MPIClusterResolver& resolver, const RemoteFunctions& 
   }
   check_registries_agree(comm, functions);
   wire = std::make_unique<Wire>(handle);
+  if (task_type != "ps") {
+    int near = 0;
+    for (int ps = 0; ps < num_ps; ++ps) near += wire->same_node(ps_rank(ps)) ? 1 : 0;
+    DISTRIBUTE_LOG(kInfo, "ParameterServerStrategy rank " << rank << ": " << near << " of " << num_ps
+                               << " ps tasks on this node; payloads above " << (Wire::kInlineBytes >> 10)
+                               << " KiB to them go through "
+                               << (same_node_shared_memory ? "shared memory" : "MPI messages (shared memory off)")
+                               << ", to the others through MPI messages");
+  }
 }
 
 PsCluster::~PsCluster() = default;
 
+Message PsCluster::staged_request(int ps, Header header, const std::byte* in, std::byte* out,
+                                  std::size_t bytes, const std::string& what) {
+  std::unique_lock<std::mutex> lock(client_mutex);
+  Staging& staging_of_ps = staging[ps];
+  if (!staging_of_ps.segment || staging_of_ps.segment->size() < bytes) {
+    // A new generation, sized to the next power of two so that a growing
+    // variable does not remake it every time.
+    std::size_t capacity = std::size_t{1} << 20;
+    while (capacity < bytes) capacity *= 2;
+    const std::uint64_t generation = next_generation++;
+    staging_of_ps.segment.reset();
+    staging_of_ps.segment = StagingSegment::create(
+        StagingSegment::name(wire->job_token(), rank, ps_rank(ps), generation), capacity, what, rank);
+    staging_of_ps.generation = generation;
+  }
+  if (in != nullptr) std::memcpy(staging_of_ps.segment->data(), in, bytes);
+  // The request message orders these stores before the ps's loads (and
+  // the reply the ps's stores before ours); the fences say so explicitly.
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  header.staged_generation = staging_of_ps.generation;
+  header.staged_bytes = bytes;
+  Message reply = request_locked(ps, header, {}, what);
+  staged_requests.fetch_add(1);
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  if (out != nullptr) {
+    if (reply.header.staged_bytes != bytes) {
+      throw CommunicationError(what, rank,
+                               ps_label(ps) + " staged " + std::to_string(reply.header.staged_bytes) +
+                                   " bytes for a shard of " + std::to_string(bytes));
+    }
+    std::memcpy(out, staging_of_ps.segment->data(), bytes);
+  }
+  return reply;
+}
+
 Message PsCluster::request(int ps, Header header, Bytes payload, const std::string& what) {
   std::lock_guard<std::mutex> lock(client_mutex);
+  return request_locked(ps, header, std::move(payload), what);
+}
+
+Message PsCluster::request_locked(int ps, Header header, Bytes payload, const std::string& what) {
   if (ps < 0 || ps >= num_ps) {
     throw InvalidArgumentError(what, rank, "no ps " + std::to_string(ps));
   }
@@ -270,8 +331,13 @@ Tensor RemoteVariable::read(const VariableState& state) const {
     header.op = Op::kRead;
     header.id = shard.id;
     const std::string what = "reading variable '" + state.name + "'";
-    Message reply = cluster->request(shard.ps, header, {}, what);
     const std::size_t bytes = static_cast<std::size_t>(shard.rows) * row_bytes;
+    if (cluster->stages(shard.ps, bytes)) {
+      cluster->staged_request(shard.ps, header, nullptr, out + static_cast<std::size_t>(shard.row_begin) * row_bytes,
+                              bytes, what);
+      continue;
+    }
+    Message reply = cluster->request(shard.ps, header, {}, what);
     if (reply.payload.size() != bytes) {
       throw CommunicationError(what, cluster->rank,
                                cluster->ps_label(shard.ps) + " sent " + std::to_string(reply.payload.size()) +
@@ -290,6 +356,11 @@ void RemoteVariable::update(const VariableState& state, Op op, const Tensor& val
     header.id = shard.id;
     header.scalar = scalar;
     const std::size_t begin = static_cast<std::size_t>(shard.row_begin) * row_bytes;
+    const std::size_t bytes = static_cast<std::size_t>(shard.rows) * row_bytes;
+    if (cluster->stages(shard.ps, bytes)) {
+      cluster->staged_request(shard.ps, header, in + begin, nullptr, bytes, "updating variable '" + state.name + "'");
+      continue;
+    }
     Bytes payload(in + begin, in + begin + static_cast<std::size_t>(shard.rows) * row_bytes);
     cluster->request(shard.ps, header, std::move(payload), "updating variable '" + state.name + "'");
   }

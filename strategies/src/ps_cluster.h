@@ -20,6 +20,7 @@
 
 #include "collective/distribute/cluster_coordinator.h"
 #include "collective/distribute/parameter_server_strategy.h"
+#include "ps_staging.h"
 #include "ps_wire.h"
 #include "variable_state.h"
 
@@ -71,6 +72,7 @@ struct PsCluster : std::enable_shared_from_this<PsCluster> {
   std::chrono::milliseconds heartbeat_interval{100};
   std::uint64_t strategy_serial = 0;  // owning StrategyImpl's serial
   std::string strategy_label;
+  Strategy* strategy = nullptr;  // the owning strategy (closures run on it)
 
   int ps_rank(int ps) const { return 1 + ps; }
   int worker_rank(int worker) const { return 1 + num_ps + worker; }
@@ -86,8 +88,27 @@ struct PsCluster : std::enable_shared_from_this<PsCluster> {
   // reply; UnavailableError naming the ps on timeout, CommunicationError
   // with the ps's message when it refused.
   Message request(int ps, Header header, Bytes payload, const std::string& what);
+  // The same for a payload of `bytes` that goes through the staging
+  // segment shared with the ps: copied from `in` before the request (an
+  // update), or into `out` from the reply (a read). Only where stages().
+  Message staged_request(int ps, Header header, const std::byte* in, std::byte* out, std::size_t bytes,
+                         const std::string& what);
+  // The documented rule: shared memory on, the ps on this node, and a
+  // payload too large to ride in a header message.
+  bool stages(int ps, std::size_t bytes) const {
+    return same_node_shared_memory && bytes > Wire::kInlineBytes && wire->same_node(ps_rank(ps));
+  }
+  Message request_locked(int ps, Header header, Bytes payload, const std::string& what);
   std::mutex client_mutex;
   std::uint64_t next_sequence = 1;
+  bool same_node_shared_memory = true;
+  struct Staging {
+    std::uint64_t generation = 0;
+    std::unique_ptr<StagingSegment> segment;
+  };
+  std::map<int, Staging> staging;  // by ps, under client_mutex
+  std::atomic<std::uint64_t> staged_requests{0};  // how many went through staging (tests)
+  std::uint64_t next_generation = 1;
 
   // ---- variables (chief creates, workers learn them from closures) ------
   std::atomic<std::uint64_t> next_shard_id{1};

@@ -1,6 +1,7 @@
 // A ps task's service loop: holds variable shards and applies requests to
 // them one at a time, in arrival order (so each update is atomic per
 // shard). Needs no user code; returns when the chief shuts the cluster down.
+#include <atomic>
 #include <map>
 
 #include "collective/errors.h"
@@ -21,10 +22,27 @@ class ParameterStore {
  public:
   explicit ParameterStore(PsCluster& cluster) : cluster_(cluster) {}
 
-  // The reply's payload; InvalidArgumentError when the request is wrong.
-  Bytes handle(const Message& m) {
+  // The reply's payload (and, for a staged read, reply.staged_bytes);
+  // InvalidArgumentError when the request is wrong.
+  Bytes handle(const Message& m, Header& reply) {
     const std::string what = "ps " + std::to_string(cluster_.task_id) + " request from rank " +
                              std::to_string(m.source);
+    // An update's value: in the message, or in the requester's staging
+    // segment (same node).
+    const std::byte* payload = m.payload.data();
+    std::size_t payload_size = m.payload.size();
+    StagingSegment* staged = nullptr;
+    if (m.header.staged_generation != 0) {
+      staged = staging(m.source, m.header.staged_generation, what);
+      if (m.header.staged_bytes > staged->size()) {
+        throw InvalidArgumentError(what, cluster_.rank,
+                                   "staged " + std::to_string(m.header.staged_bytes) + " bytes in a segment of " +
+                                       std::to_string(staged->size()));
+      }
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // the requester's stores first
+      payload = staged->data();
+      payload_size = m.header.op == Op::kRead ? 0 : static_cast<std::size_t>(m.header.staged_bytes);
+    }
     if (m.header.op == Op::kCreate) {
       Reader reader(m.payload, what);
       Tensor initial = reader.tensor();
@@ -41,20 +59,32 @@ class ParameterStore {
     Tensor& shard = it->second;
     if (m.header.op == Op::kRead) {
       const auto* p = static_cast<const std::byte*>(shard.raw_data());
+      if (staged != nullptr) {
+        if (m.header.staged_bytes != shard.num_bytes()) {
+          throw InvalidArgumentError(what, cluster_.rank,
+                                     "a staged read of " + std::to_string(m.header.staged_bytes) + " bytes for " +
+                                         shard.debug_string() + " (" + std::to_string(shard.num_bytes()) +
+                                         " bytes)");
+        }
+        if (shard.num_bytes() > 0) std::memcpy(staged->data(), p, shard.num_bytes());
+        reply.staged_bytes = shard.num_bytes();
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // before the reply is sent
+        return {};
+      }
       return Bytes(p, p + shard.num_bytes());
     }
-    if (m.payload.size() != shard.num_bytes()) {
+    if (payload_size != shard.num_bytes()) {
       throw InvalidArgumentError(what, cluster_.rank,
-                                 "an update of " + std::to_string(m.payload.size()) + " bytes for " +
+                                 "an update of " + std::to_string(payload_size) + " bytes for " +
                                      shard.debug_string() + " (" + std::to_string(shard.num_bytes()) +
                                      " bytes)");
     }
     if (m.header.op == Op::kAssign) {
-      if (!m.payload.empty()) std::memcpy(shard.raw_data(), m.payload.data(), m.payload.size());
+      if (payload_size > 0) std::memcpy(shard.raw_data(), payload, payload_size);
       return {};
     }
     Tensor delta(shard.dtype(), shard.shape());
-    if (!m.payload.empty()) std::memcpy(delta.raw_data(), m.payload.data(), m.payload.size());
+    if (payload_size > 0) std::memcpy(delta.raw_data(), payload, payload_size);
     switch (m.header.op) {
       case Op::kAdd: add_in_place(shard, delta, +1); break;
       case Op::kSubtract: add_in_place(shard, delta, -1); break;
@@ -67,8 +97,31 @@ class ParameterStore {
   }
 
  private:
+  // The requester's staging segment of this generation, mapped on first
+  // use (the previous generation is unmapped).
+  StagingSegment* staging(int source, std::uint64_t generation, const std::string& what) {
+    if (!cluster_.wire->same_node(source)) {
+      throw InvalidArgumentError(what, cluster_.rank,
+                                 "a staged request from rank " + std::to_string(source) + ", which is on another node");
+    }
+    Staged& staged = staged_[source];
+    if (staged.generation != generation || !staged.segment) {
+      staged.segment.reset();
+      staged.segment =
+          StagingSegment::open(StagingSegment::name(cluster_.wire->job_token(), source, cluster_.rank, generation),
+                               what, cluster_.rank);
+      staged.generation = generation;
+    }
+    return staged.segment.get();
+  }
+
+  struct Staged {
+    std::uint64_t generation = 0;
+    std::unique_ptr<StagingSegment> segment;
+  };
   PsCluster& cluster_;
   std::map<std::uint64_t, Tensor> shards_;
+  std::map<int, Staged> staged_;  // by requester rank
 };
 
 }  // namespace
@@ -93,7 +146,7 @@ bool serve_parameters(const std::shared_ptr<PsCluster>& cluster) {
       reply.seq = m->header.seq;
       Bytes payload;
       try {
-        payload = store.handle(*m);
+        payload = store.handle(*m, reply);
       } catch (const std::exception& error) {
         reply.status = Status::kError;
         payload = text_bytes(error.what());

@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <mutex>
@@ -49,6 +50,24 @@ Wire::Wire(int mpi_fortran_handle) {
   comm_ = MPI_Comm_c2f(dup);
   MPI_Comm_rank(dup, &rank_);
   MPI_Comm_size(dup, &size_);
+  // Which ranks share a node: the lowest rank of each node names it.
+  MPI_Comm node = MPI_COMM_NULL;
+  check(MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
+        rank_);
+  int node_id = rank_;
+  check(MPI_Allreduce(&rank_, &node_id, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", rank_);
+  MPI_Comm_free(&node);
+  node_of_rank_.resize(static_cast<std::size_t>(size_));
+  check(MPI_Allgather(&node_id, 1, MPI_INT, node_of_rank_.data(), 1, MPI_INT, dup), "MPI_Allgather", rank_);
+  char token[32] = {};
+  if (rank_ == 0) {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    std::snprintf(token, sizeof token, "%ld-%llx", static_cast<long>(getpid()),
+                  static_cast<unsigned long long>(now) & 0xffffffffffULL);
+  }
+  check(MPI_Bcast(token, sizeof token, MPI_CHAR, 0, dup), "MPI_Bcast", rank_);
+  token[sizeof token - 1] = '\0';
+  job_token_ = token;
 }
 
 Wire::~Wire() {

@@ -55,6 +55,11 @@ struct Header {
   std::uint64_t seq = 0;   // request sequence, closure attempt
   double scalar = 0;       // learning rate of kSgd
   std::uint64_t payload_bytes = 0;
+  // Non-zero: the request's payload (update) or the reply's (read) of
+  // staged_bytes lies in the requester's same-node staging segment of this
+  // generation (ps_staging.h) instead of the message.
+  std::uint64_t staged_generation = 0;
+  std::uint64_t staged_bytes = 0;
 };
 
 struct Message {
@@ -76,6 +81,11 @@ class Wire {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
+  // Whether `rank` shares this process's node (MPI_COMM_TYPE_SHARED).
+  bool same_node(int rank) const { return node_of_rank_.at(static_cast<std::size_t>(rank)) == node_of_rank_.at(static_cast<std::size_t>(rank_)); }
+  // A string every rank of the job shares and other jobs do not (rank 0's
+  // pid and clock), for naming shared-memory segments.
+  const std::string& job_token() const { return job_token_; }
 
   void send(int destination, int tag, Header header, Bytes payload);
   // One message from source (-1: any) on tag, if one has arrived; the
@@ -94,6 +104,8 @@ class Wire {
   int rank_ = 0;
   int size_ = 0;
   bool released_ = false;
+  std::vector<int> node_of_rank_;  // lowest rank of each rank's node
+  std::string job_token_;
   std::deque<std::unique_ptr<Pending>> pending_;
 };
 

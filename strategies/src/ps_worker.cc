@@ -68,6 +68,7 @@ class ClosureRunner {
       }
       name = cluster_->functions.name(function);
       ClosureArguments arguments(name, cluster_->task_id, cluster_->num_workers);
+      arguments.set_strategy(cluster_->strategy);
       const std::uint32_t count = reader.u32();
       for (std::uint32_t i = 0; i < count; ++i) {
         switch (reader.u32()) {

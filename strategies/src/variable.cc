@@ -96,15 +96,21 @@ void apply_to_all(VariableState& state, const Tensor& value, UpdateKind kind) {
   for (Tensor& copy : state.copies) apply(copy, value, kind);
 }
 
+void apply_remote(const VariableState& state, const Tensor& value, UpdateKind kind) {
+  detail::remote_update(state, value, kind == UpdateKind::kAssign ? 0 : kind == UpdateKind::kAdd ? 1 : -1);
+}
+
 void update(VariableState& state, const Tensor& value, UpdateKind kind, const char* operation) {
   check_compatible(state, value, operation);
   check_owner(state, operation);
-  if (state.remote) {
-    detail::remote_update(state, value, kind == UpdateKind::kAssign ? 0 : kind == UpdateKind::kAdd ? 1 : -1);
-    return;
-  }
   const ContextFrame* frame = detail::current_frame();
   ReplicaContext* context = frame != nullptr ? frame->replica : nullptr;
+  const int local_replicas = context == nullptr ? 1 : context->strategy().extended().num_local_replicas();
+  if (state.remote && local_replicas == 1) {
+    // A parameter-server variable updated by one replica: one push.
+    apply_remote(state, value, kind);
+    return;
+  }
   if (context == nullptr || context->num_replicas_in_sync() == 1) {
     apply_to_all(state, value, kind);
     return;
@@ -143,7 +149,13 @@ void update(VariableState& state, const Tensor& value, UpdateKind kind, const ch
             break;
           }
         }
-        apply_to_all(state, combined, kind);
+        // A parameter-server variable: the worker's local replicas
+        // reduced synchronously; one push of the result to its ps.
+        if (state.remote) {
+          apply_remote(state, combined, kind);
+        } else {
+          apply_to_all(state, combined, kind);
+        }
       },
       value);
 }

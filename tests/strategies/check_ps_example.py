@@ -30,8 +30,10 @@ def main():
         print("FAIL example: asynchronous loss %.6f is %.6f from the synchronous %.6f (tolerance %g)"
               % (report["async_loss"], gap, report["sync_loss"], TOLERANCE))
         return 1
-    print("PASS example: %d ps, %d workers: asynchronous loss %.6f, synchronous %.6f (|diff| %.2g <= %g)"
-          % (report["num_ps"], report["num_workers"], report["async_loss"], report["sync_loss"], gap, TOLERANCE))
+    print("PASS example: %d ps, %d workers x %d local replicas: asynchronous loss %.6f, synchronous %.6f "
+          "(|diff| %.2g <= %g)"
+          % (report["num_ps"], report["num_workers"], report["local_replicas"], report["async_loss"],
+             report["sync_loss"], gap, TOLERANCE))
     return 0
 
 

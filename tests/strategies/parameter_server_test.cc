@@ -13,6 +13,7 @@
 
 #include "collective/collective.h"
 #include "collective/distribute/distribute.h"
+#include "ps_cluster.h"  // PsCluster::staged_requests
 
 namespace cd = collective::distribute;
 using collective::Communicator;
@@ -149,9 +150,9 @@ TEST(ParameterServerLayout, Partitioners) {
   EXPECT_THROW(cd::MinSizePartitioner(0, 1), collective::InvalidArgumentError);
 }
 
-TEST(ParameterServer, VariablesOfEveryDtypeAndSize) {
-  Communicator world = Communicator::world();
-  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+// Every dtype and size, updated concurrently by every worker; payloads above
+// 64 KiB go through same-node shared memory (on) or MPI messages (off).
+void check_every_dtype_and_size(const Communicator& world, bool same_node_shared_memory) {
   cd::RemoteFunctions functions;
   const auto add = functions.add("add_delta", [](cd::ClosureArguments& args) {
     cd::Variable v = args.variable(0);
@@ -160,7 +161,9 @@ TEST(ParameterServer, VariablesOfEveryDtypeAndSize) {
   });
   const auto read = functions.add("read", [](cd::ClosureArguments& args) { return args.variable(0).value(); });
   cd::MPIClusterResolver resolver(world, ps_for(world.size()));
-  cd::ParameterServerStrategy strategy(resolver, functions);
+  cd::ParameterServerOptions options;
+  options.same_node_shared_memory = same_node_shared_memory;
+  cd::ParameterServerStrategy strategy(resolver, functions, options);
   if (!strategy.is_coordinator()) return;
   const int num_ps = strategy.num_ps();
   const int adds = 3 * strategy.num_workers();
@@ -170,7 +173,10 @@ TEST(ParameterServer, VariablesOfEveryDtypeAndSize) {
     cd::Tensor initial;
   };
   std::vector<Case> cases;
-  const std::vector<cd::Shape> shapes = {{}, {0}, {5}, {7, 3}, {40000}};  // 40000 x 8 B > inline size
+  // 40000: inline for 1-byte dtypes, above the 64 KiB inline size for the
+  // others; 140000: above it for every dtype, and above the first 1 MiB
+  // staging segment for 8-byte dtypes (a second generation).
+  const std::vector<cd::Shape> shapes = {{}, {0}, {5}, {7, 3}, {40000}, {140000}};
   int index = 0;
   for (DataType dtype : kDtypes) {
     for (const cd::Shape& shape : shapes) {
@@ -211,7 +217,27 @@ TEST(ParameterServer, VariablesOfEveryDtypeAndSize) {
     expect_equal(cases[i].variable.value(), cd::Tensor::from_doubles(expected.dtype(), e, expected.shape()),
                  "after assign/assign_sub/assign_add of " + cases[i].variable.name());
   }
+  // The chief's own reads and updates above 64 KiB took the path asked for
+  // (every rank of these tests shares one node).
+  const std::uint64_t staged = strategy.cluster().staged_requests.load();
+  if (same_node_shared_memory) {
+    EXPECT_GT(staged, 0u) << "rank " << world.rank() << ": no request went through same-node shared memory";
+  } else {
+    EXPECT_EQ(staged, 0u) << "rank " << world.rank() << ": shared memory was used although turned off";
+  }
   EXPECT_THROW(cases[0].variable.assign(cd::Tensor(DataType::kInt32, {3})), collective::InvalidArgumentError);
+}
+
+TEST(ParameterServer, VariablesOfEveryDtypeAndSizeSharedMemory) {
+  Communicator world = Communicator::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+  check_every_dtype_and_size(world, true);
+}
+
+TEST(ParameterServer, VariablesOfEveryDtypeAndSizeMessages) {
+  Communicator world = Communicator::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+  check_every_dtype_and_size(world, false);
 }
 
 TEST(ParameterServer, ShardedVariablesAndSgd) {
@@ -386,4 +412,85 @@ TEST(ParameterServer, RegistriesMustAgree) {
   }
   cd::MPIClusterResolver all_workers(world);
   EXPECT_THROW(cd::ParameterServerStrategy(all_workers, functions), collective::InvalidArgumentError);
+}
+
+// Two local replicas on every worker: each closure runs a step on both, the
+// replicas' updates are reduced synchronously on the worker (by each
+// variable's aggregation; SGD sums the gradients) and pushed to the ps once,
+// while workers stay asynchronous to each other. Every value is a small
+// multiple of 0.5, so every result is exact.
+TEST(ParameterServer, LocalReplicasReduceBeforeOnePush) {
+  Communicator world = Communicator::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+  constexpr int kReplicas = 2;
+  const std::vector<cd::Shape> shapes = {{5}, {300000}};  // in the message; through staging
+  cd::RemoteFunctions functions;
+  const auto step = functions.add("step_on_local_replicas", [](cd::ClosureArguments& args) {
+    cd::Strategy& strategy = args.strategy();
+    cd::Variable sum = args.variable(0), mean = args.variable(1), first = args.variable(2), weights = args.variable(3);
+    cd::SGD sgd(0.5);
+    const cd::PerReplica<cd::Tensor> ids = strategy.run([&] {
+      const int r = cd::get_replica_context()->local_replica_id();
+      const cd::Tensor own = filled(DataType::kFloat32, sum.shape(), r + 1);
+      (void)weights.value();  // every replica pulls, concurrently
+      sum.assign_add(own);
+      mean.assign_add(own);
+      first.assign_add(own);
+      sgd.apply_gradients({{own, weights}});
+      return cd::Tensor(std::vector<float>{static_cast<float>(r)}, {1});
+    });
+    // How many replicas ran, and the sum of their ids.
+    return cd::Tensor(std::vector<float>{static_cast<float>(ids.num_replicas()),
+                                         strategy.reduce(collective::ReduceOp::kSum, ids).values<float>()[0]},
+                      {2});
+  });
+  cd::MPIClusterResolver resolver(world, ps_for(world.size()));
+  cd::ParameterServerOptions options;
+  options.num_local_replicas = kReplicas;
+  cd::ParameterServerStrategy strategy(resolver, functions, options);
+  if (!strategy.is_coordinator()) return;
+  EXPECT_EQ(strategy.extended().num_local_replicas(), kReplicas);
+  const int steps = 3 * strategy.num_workers();
+  auto scope = strategy.scope();
+  cd::ClusterCoordinator coordinator(strategy);
+  for (const cd::Shape& shape : shapes) {
+    const cd::Tensor zeros = filled(DataType::kFloat32, shape, 0);
+    cd::Variable sum(zeros, {.name = "sum", .aggregation = cd::VariableAggregation::kSum});
+    cd::Variable mean(zeros, {.name = "mean", .aggregation = cd::VariableAggregation::kMean});
+    cd::Variable first(zeros, {.name = "first", .aggregation = cd::VariableAggregation::kOnlyFirstReplica});
+    cd::Variable weights(zeros, {.name = "weights"});
+    std::vector<cd::RemoteValue> results;
+    for (int s = 0; s < steps; ++s) results.push_back(coordinator.schedule(step, {sum, mean, first, weights}));
+    coordinator.join();
+    for (const cd::Tensor& result : coordinator.fetch(results)) {
+      EXPECT_EQ(result.values<float>()[0], kReplicas) << "replicas per closure";
+      EXPECT_EQ(result.values<float>()[1], kReplicas * (kReplicas - 1) / 2) << "sum of local replica ids";
+    }
+    // Per step: replicas add 1..K. SUM: K(K+1)/2, MEAN: (K+1)/2, first: 1;
+    // SGD sums the gradients: -0.5 K(K+1)/2.
+    const double sum_per_step = kReplicas * (kReplicas + 1) / 2.0;
+    const std::string size = " (" + std::to_string(cd::num_elements(shape)) + " elements)";
+    expect_equal(sum.value(), filled(DataType::kFloat32, shape, steps * sum_per_step), "SUM variable" + size);
+    expect_equal(mean.value(), filled(DataType::kFloat32, shape, steps * (kReplicas + 1) / 2.0),
+                 "MEAN variable (pushed once per step)" + size);
+    expect_equal(first.value(), filled(DataType::kFloat32, shape, steps), "ONLY_FIRST_REPLICA variable" + size);
+    expect_equal(weights.value(), filled(DataType::kFloat32, shape, -0.5 * steps * sum_per_step),
+                 "SGD weights" + size);
+  }
+}
+
+TEST(ParameterServerLayout, LocalReplicasMustBePositive) {
+  Communicator world = Communicator::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+  cd::RemoteFunctions functions;
+  cd::MPIClusterResolver resolver(world, ps_for(world.size()));
+  cd::ParameterServerOptions options;
+  options.num_local_replicas = 0;
+  try {
+    cd::ParameterServerStrategy strategy(resolver, functions, options);
+    ADD_FAILURE() << "rank " << world.rank() << ": num_local_replicas = 0 was accepted";
+  } catch (const collective::InvalidArgumentError& error) {
+    EXPECT_NE(std::string(error.what()).find("num_local_replicas must be at least 1, got 0"), std::string::npos)
+        << error.what();
+  }
 }

@@ -24,6 +24,7 @@
 namespace collective::distribute {
 
 class ParameterServerStrategy;
+class Strategy;
 
 // A task of the cluster (a ps or every worker) is gone: it stopped
 // answering within the failure timeout (tf.errors.UnavailableError). The
@@ -67,8 +68,15 @@ class ClosureArguments {
   int worker_index() const { return worker_index_; }
   int num_workers() const { return num_workers_; }
   const std::string& function() const { return function_; }
+  // The worker's ParameterServerStrategy: strategy().run(fn) runs fn on
+  // each of the worker's local replicas (ParameterServerOptions::
+  // num_local_replicas), whose updates are reduced across them,
+  // synchronously, before one push per variable to its ps.
+  // InvalidArgumentError when the arguments were made without one.
+  Strategy& strategy() const;
 
   // Internal: filled by the worker.
+  void set_strategy(Strategy* strategy) { strategy_ = strategy; }
   void add_tensor(Tensor tensor);
   void add_variable(Variable variable);
   void add_iterator(Dataset::Iterator* iterator);
@@ -79,6 +87,7 @@ class ClosureArguments {
   std::string function_;
   int worker_index_;
   int num_workers_;
+  Strategy* strategy_ = nullptr;
   std::vector<Kind> kinds_;
   std::vector<Tensor> tensors_;
   std::vector<Variable> variables_;

@@ -73,6 +73,20 @@ struct ParameterServerOptions {
   // (MPI_Comm_c2f(comm)); it must be the resolver's. Unset: MPI_COMM_WORLD.
   // The strategy duplicates it.
   std::optional<int> mpi_communicator;
+  // Whether a variable payload above 64 KiB (an update's value, a read's
+  // result) between a chief or worker and a ps task on the same node
+  // (MPI_COMM_TYPE_SHARED) is copied through a shared-memory segment the
+  // two share instead of being sent as an MPI message; requests to ps
+  // tasks on other nodes always travel as messages. Unset:
+  // COLLECTIVE_PS_SHARED_MEMORY (0 or 1), else on.
+  std::optional<bool> same_node_shared_memory;
+  // Compute replicas in each process (CPU devices 0..K-1, one thread each,
+  // as MirroredStrategy runs them): inside a closure,
+  // args.strategy().run(fn) runs fn on every local replica; their
+  // variable updates and apply_gradients are reduced across the local
+  // replicas synchronously (the variable's aggregation; gradients summed)
+  // and pushed to the ps once. Workers never wait for each other.
+  int num_local_replicas = 1;
 };
 
 namespace detail {
