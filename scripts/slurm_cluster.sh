@@ -27,6 +27,7 @@ hosts=2
 cpus_per_host=2
 check_only=0
 here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
 
 usage() {
   sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
@@ -152,10 +153,22 @@ for host in $NETNS_CLUSTER_HOSTS; do
   # nsenter rather than `ip netns exec`, which remounts /sys and so hides
   # the cgroup file systems slurmd insists on finding at start.
   # A /tmp of its own as well, as a real host has: Slurm's PMIx plugin
-  # and Open MPI name their files there by job, not by host.
-  nsenter --net="/run/netns/$host" unshare --uts --mount sh -c \
-    'hostname "$0" && mount -t tmpfs -o mode=1777 tmpfs /tmp && exec slurmd -D -N "$0" -f "$1"' \
-    "$host" "$SLURM_CONF" >"$dir/slurmd-$host.out" 2>&1 &
+  # and Open MPI name their files there by job, not by host. What the job
+  # needs from the real /tmp (this checkout, the working directory, when
+  # they lie there, as a CI clone may) is bound back into it.
+  mkdir -p "$dir/real-tmp-$host"
+  nsenter --net="/run/netns/$host" unshare --uts --mount sh -c '
+    hostname "$0" || exit 1
+    mount --bind /tmp "$2" && mount -t tmpfs -o mode=1777 tmpfs /tmp || exit 1
+    for path in "$3" "$4"; do
+      case "$path" in
+        /tmp/?*)
+          top=${path#/tmp/}; top=${top%%/*}
+          mkdir -p "/tmp/$top" && mount --bind "$2/$top" "/tmp/$top" || exit 1 ;;
+      esac
+    done
+    exec slurmd -D -N "$0" -f "$1"' \
+    "$host" "$SLURM_CONF" "$dir/real-tmp-$host" "$root" "$PWD" >"$dir/slurmd-$host.out" 2>&1 &
   pids="$pids $!"
 done
 
