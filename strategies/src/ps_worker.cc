@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <optional>
 
 #include "collective/errors.h"
 #include "log.h"
@@ -135,6 +136,7 @@ bool serve_closures(const std::shared_ptr<PsCluster>& cluster) {
   bool shutdown = false;
   // Silence from the chief counts only while this worker waits for work.
   Clock::time_point waiting_since = Clock::now();
+  std::optional<Clock::time_point> silence_noticed;
   for (int idle = 0;;) {
     const Clock::time_point deadline = Clock::now() + cluster->failure_timeout;
     while (std::optional<Message> m = wire.poll(0, kTagControl, deadline, "a closure")) {
@@ -167,7 +169,15 @@ bool serve_closures(const std::shared_ptr<PsCluster>& cluster) {
       idle = 0;
       continue;
     }
-    if (Clock::now() - waiting_since > cluster->failure_timeout) {
+    // As the servers do (ps_server.cc): a silence noticed right after this
+    // process ran again may hide messages that wait to be seen, so the
+    // chief is given up only after polling a while longer.
+    const Clock::time_point now = Clock::now();
+    if (now - waiting_since <= cluster->failure_timeout) {
+      silence_noticed.reset();
+    } else if (!silence_noticed) {
+      silence_noticed = now;
+    } else if (now - *silence_noticed > std::chrono::milliseconds(250)) {
       throw UnavailableError("ParameterServerStrategy " + label, cluster->rank,
                              "the chief (rank 0) sent nothing for the failure timeout (" +
                                  seconds_text(cluster->failure_timeout) +
