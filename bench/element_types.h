@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "collective/types.h"
-#include "half_float.h"
+#include "collective/half_precision.h"
 
 namespace collective::bench {
 
@@ -24,9 +24,9 @@ struct Element;
 template <>
 struct Element<DataType::kFloat16> : ElementBase<std::uint16_t, true, true> {
   static Storage from_double(double v) {
-    return float_to_half(static_cast<float>(v));
+    return float_to_float16(static_cast<float>(v));
   }
-  static double to_double(Storage s) { return half_to_float(s); }
+  static double to_double(Storage s) { return float16_to_float(s); }
 };
 template <>
 struct Element<DataType::kBFloat16> : ElementBase<std::uint16_t, true, true> {

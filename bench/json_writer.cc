@@ -4,30 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
-namespace collective::bench {
+#include "collective/json_quote.h"
 
-std::string JsonWriter::escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  for (const char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char code[8];
-          std::snprintf(code, sizeof(code), "\\u%04x", static_cast<unsigned>(c));
-          out += code;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
+namespace collective::bench {
 
 void JsonWriter::before_value() {
   if (after_key_) {
@@ -74,13 +53,13 @@ void JsonWriter::end_array() {
 
 void JsonWriter::key(std::string_view name) {
   before_value();
-  out_ << '"' << escape(name) << "\": ";
+  out_ << json_quote(name) << ": ";
   after_key_ = true;
 }
 
 void JsonWriter::value(std::string_view text) {
   before_value();
-  out_ << '"' << escape(text) << '"';
+  out_ << json_quote(text);
 }
 
 void JsonWriter::value(double number) {

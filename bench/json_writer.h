@@ -36,8 +36,6 @@ class JsonWriter {
     value(v);
   }
 
-  static std::string escape(std::string_view text);
-
  private:
   void before_value();
   std::ostream& out_;

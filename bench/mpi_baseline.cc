@@ -6,7 +6,7 @@
 #include <string>
 #include <type_traits>
 
-#include "half_float.h"
+#include "collective/half_precision.h"
 
 namespace collective::bench {
 namespace {
@@ -64,7 +64,7 @@ MpiBaseline::MpiBaseline() {
   MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN);
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &size_);
-  create_ops<half_to_float, float_to_half>(float16_ops_);
+  create_ops<float16_to_float, float_to_float16>(float16_ops_);
   create_ops<bfloat16_to_float, float_to_bfloat16>(bfloat16_ops_);
 }
 
@@ -110,7 +110,7 @@ MPI_Op MpiBaseline::op(DataType type, ReduceOp op) const {
 void MpiBaseline::finish_mean(void* buffer, std::size_t count, DataType type, ReduceOp op) const {
   if (op != ReduceOp::kMean || count == 0 || size_ == 1) return;
   switch (type) {
-    case DataType::kFloat16: return divide_16<half_to_float, float_to_half>(buffer, count, size_);
+    case DataType::kFloat16: return divide_16<float16_to_float, float_to_float16>(buffer, count, size_);
     case DataType::kBFloat16:
       return divide_16<bfloat16_to_float, float_to_bfloat16>(buffer, count, size_);
     case DataType::kFloat32: return divide<float>(buffer, count, size_);

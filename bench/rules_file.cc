@@ -3,7 +3,6 @@
 #include <iterator>
 #include <map>
 
-#include "json_writer.h"
 
 namespace collective::bench {
 namespace {
@@ -57,23 +56,7 @@ std::vector<Rule> derive_rules(const std::vector<SizeRow>& rows, int nodes,
 }
 
 void write_rules(std::ostream& out, const std::vector<Rule>& rules) {
-  JsonWriter json(out);
-  json.begin_object();
-  json.field("version", 1);
-  json.key("rules");
-  json.begin_array();
-  for (const Rule& rule : rules) {
-    json.begin_object();
-    json.field("collective", std::string(to_string(rule.collective)));
-    if (rule.nodes) json.field("nodes", *rule.nodes);
-    if (rule.ranks_per_node) json.field("ranks_per_node", *rule.ranks_per_node);
-    json.field("min_bytes", rule.min_bytes);
-    json.field("max_bytes", rule.max_bytes);
-    json.field("algorithm", std::string(to_string(rule.algorithm)));
-    json.end_object();
-  }
-  json.end_array();
-  json.end_object();
+  out << format_selection_rules(rules);
 }
 
 }  // namespace collective::bench

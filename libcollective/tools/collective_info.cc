@@ -158,7 +158,7 @@ void print_header(const Topology& topology, const std::string& source) {
   } else {
     std::printf("rules: %s, %zu rules\n", rules->origin.c_str(), rules->rules.size());
     for (std::size_t i = 0; i < rules->rules.size(); ++i) {
-      std::printf("  rule %zu: %s\n", i, rules->rules[i].describe().c_str());
+      std::printf("  rule %zu: %s\n", i, internal::describe_rule(rules->rules[i]).c_str());
     }
   }
 }

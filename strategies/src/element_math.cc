@@ -9,63 +9,9 @@
 #include <type_traits>
 
 #include "collective/errors.h"
+#include "collective/half_precision.h"
 
 namespace collective::distribute::detail {
-
-// ---- 16-bit floating formats ------------------------------------------------
-
-float half_to_float(std::uint16_t bits) {
-  const bool negative = (bits & 0x8000u) != 0;
-  const unsigned exponent = (bits >> 10) & 0x1Fu;
-  const unsigned fraction = bits & 0x3FFu;
-  float magnitude;
-  if (exponent == 0) {
-    magnitude = std::ldexp(static_cast<float>(fraction), -24);  // zero or subnormal, exact
-  } else if (exponent == 31) {
-    magnitude = fraction == 0 ? std::numeric_limits<float>::infinity()
-                              : std::numeric_limits<float>::quiet_NaN();
-  } else {
-    magnitude = std::ldexp(static_cast<float>(fraction | 0x400u), static_cast<int>(exponent) - 25);
-  }
-  return negative ? -magnitude : magnitude;
-}
-
-std::uint16_t float_to_half(float value) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-  const std::uint16_t sign = static_cast<std::uint16_t>((bits >> 16) & 0x8000u);
-  const float magnitude = std::fabs(value);
-  if (std::isnan(value)) return static_cast<std::uint16_t>(sign | 0x7E00u);
-  if (magnitude >= 65520.0f) return static_cast<std::uint16_t>(sign | 0x7C00u);  // rounds to inf
-  if (magnitude < 6.103515625e-05f) {
-    // Subnormal range: units of 2^-24; nearbyint rounds half to even.
-    const float units = std::nearbyint(magnitude * 16777216.0f);
-    return static_cast<std::uint16_t>(sign | static_cast<std::uint16_t>(units));
-  }
-  int exponent = 0;
-  const float mantissa = std::frexp(magnitude, &exponent);  // [0.5, 1)
-  // 11 significant bits: scale to [1024, 2048) and round half to even.
-  float significand = std::nearbyint(mantissa * 2048.0f);
-  if (significand == 2048.0f) {
-    significand = 1024.0f;
-    ++exponent;
-  }
-  const unsigned biased = static_cast<unsigned>(exponent + 14);
-  if (biased >= 31) return static_cast<std::uint16_t>(sign | 0x7C00u);
-  return static_cast<std::uint16_t>(sign | (biased << 10) |
-                                    (static_cast<unsigned>(significand) - 1024u));
-}
-
-float bfloat16_to_float(std::uint16_t bits) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
-}
-
-std::uint16_t float_to_bfloat16(float value) {
-  const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
-  if (std::isnan(value)) return static_cast<std::uint16_t>((bits >> 16) | 0x0040u);
-  // Round to nearest even on the 16 dropped bits.
-  const std::uint32_t lowest_kept = (bits >> 16) & 1u;
-  return static_cast<std::uint16_t>((bits + 0x7FFFu + lowest_kept) >> 16);
-}
 
 namespace {
 
@@ -81,8 +27,8 @@ struct PlainTraits {
 struct HalfTraits {
   using Storage = std::uint16_t;
   using Acc = float;
-  static Acc load(Storage value) { return half_to_float(value); }
-  static Storage store(Acc value) { return float_to_half(value); }
+  static Acc load(Storage value) { return float16_to_float(value); }
+  static Storage store(Acc value) { return float_to_float16(value); }
 };
 struct BFloat16Traits {
   using Storage = std::uint16_t;

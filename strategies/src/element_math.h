@@ -15,11 +15,6 @@
 
 namespace collective::distribute::detail {
 
-float half_to_float(std::uint16_t bits);
-std::uint16_t float_to_half(float value);
-float bfloat16_to_float(std::uint16_t bits);
-std::uint16_t float_to_bfloat16(float value);
-
 // output[i] = inputs[order[0]][i] op inputs[order[1]][i] op ... (left to
 // right), for i in [0, count). kMean sums.
 void reduce_in_order(ReduceOp op, DataType type, std::span<const void* const> inputs,

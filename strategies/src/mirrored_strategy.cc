@@ -23,7 +23,7 @@ std::unique_ptr<StrategyExtended> make_mirrored(const std::vector<std::string>& 
   impl->cross_device_ops =
       cross_device_ops ? std::move(cross_device_ops) : std::make_shared<ReductionToOneDevice>();
   impl->finish_setup();
-  if (detail::log_level() >= detail::LogLevel::kInfo) {
+  if (collective::log_level() >= collective::LogLevel::kInfo) {
     std::string list;
     for (const std::string& device : impl->worker_devices) list += (list.empty() ? "" : ", ") + device;
     DISTRIBUTE_LOG(kInfo, "Using MirroredStrategy with devices (" << list << "), cross-device ops "

@@ -34,7 +34,6 @@ std::unique_ptr<StrategyExtended> make_multi_worker(const CommunicationOptions& 
   impl->num_workers = communicator.size();
   impl->worker_index = communicator.rank();
   impl->communication_options = options;
-  detail::set_log_worker(impl->worker_index);
 
   // Every worker must run the same number of replicas: the mean divides by
   // workers x local replicas, and replica ids assume it.
@@ -61,7 +60,7 @@ std::unique_ptr<StrategyExtended> make_multi_worker(const CommunicationOptions& 
   impl->cross_device_ops = std::make_shared<CollectiveAllReduce>(
       communicator, options, std::make_unique<ReductionToOneDevice>(), impl->communicator_mutex);
   impl->finish_setup();
-  if (detail::log_level() >= detail::LogLevel::kInfo) {
+  if (collective::log_level() >= collective::LogLevel::kInfo) {
     std::string list;
     for (const std::string& device : impl->worker_devices) list += (list.empty() ? "" : ", ") + device;
     DISTRIBUTE_LOG(kInfo, "Using MultiWorkerMirroredStrategy: worker "

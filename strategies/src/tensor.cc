@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "collective/errors.h"
+#include "collective/half_precision.h"
 #include "element_math.h"
 
 namespace collective::distribute {
@@ -73,10 +74,10 @@ Tensor Tensor::from_doubles(DataType dtype, const std::vector<double>& values, S
     const double v = values[i];
     switch (dtype) {
       case DataType::kFloat16:
-        static_cast<std::uint16_t*>(data)[i] = detail::float_to_half(static_cast<float>(v));
+        static_cast<std::uint16_t*>(data)[i] = ::collective::float_to_float16(static_cast<float>(v));
         break;
       case DataType::kBFloat16:
-        static_cast<std::uint16_t*>(data)[i] = detail::float_to_bfloat16(static_cast<float>(v));
+        static_cast<std::uint16_t*>(data)[i] = ::collective::float_to_bfloat16(static_cast<float>(v));
         break;
       case DataType::kFloat32: static_cast<float*>(data)[i] = static_cast<float>(v); break;
       case DataType::kFloat64: static_cast<double*>(data)[i] = v; break;
@@ -95,10 +96,10 @@ std::vector<double> Tensor::to_doubles() const {
   for (std::size_t i = 0; i < num_elements_; ++i) {
     switch (dtype_) {
       case DataType::kFloat16:
-        result[i] = detail::half_to_float(static_cast<const std::uint16_t*>(data)[i]);
+        result[i] = ::collective::float16_to_float(static_cast<const std::uint16_t*>(data)[i]);
         break;
       case DataType::kBFloat16:
-        result[i] = detail::bfloat16_to_float(static_cast<const std::uint16_t*>(data)[i]);
+        result[i] = ::collective::bfloat16_to_float(static_cast<const std::uint16_t*>(data)[i]);
         break;
       case DataType::kFloat32: result[i] = static_cast<const float*>(data)[i]; break;
       case DataType::kFloat64: result[i] = static_cast<const double*>(data)[i]; break;

@@ -110,6 +110,9 @@ TEST(Rules, BlockBytesPerCollectiveAndTheAgreedFormat) {
             "\"max_bytes\": 9223372036854775807, \"algorithm\": \"ring\"},\n"
             "    {\"collective\": \"broadcast\", \"nodes\": 2, \"min_bytes\": 0, "
             "\"max_bytes\": 9223372036854775807, \"algorithm\": \"mpi\"}\n  ]\n}\n");
+  // The library reads back exactly what the bench wrote (one rule, one format).
+  EXPECT_EQ(parse_selection_rules(out.str(), "written"), rules);
+  EXPECT_EQ(parse_selection_rules(format_selection_rules({}), "empty"), std::vector<Rule>{});
 }
 
 TEST(TimeStats, MeanAndNearestRankPercentiles) {

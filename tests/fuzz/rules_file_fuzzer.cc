@@ -17,11 +17,17 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const auto rules = collective::internal::parse_rules(text, "fuzz.rules");
     for (const auto& rule : rules.rules) {
-      (void)rule.describe();
+      (void)collective::internal::describe_rule(rule);
       if (rule.min_bytes > rule.max_bytes) {
         std::fprintf(stderr, "rules_file_fuzzer: accepted min_bytes above max_bytes\n");
         std::abort();
       }
+    }
+    // What the library accepts, written back, reads as the same rules.
+    if (collective::parse_selection_rules(collective::format_selection_rules(rules.rules), "again") !=
+        rules.rules) {
+      std::fprintf(stderr, "rules_file_fuzzer: format then parse changed the rules\n");
+      std::abort();
     }
   } catch (const collective::InvalidArgumentError& error) {
     if (std::strstr(error.what(), "fuzz.rules") == nullptr) {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "collective/types.h"
-#include "kernels/half_precision.h"
+#include "collective/half_precision.h"
 
 namespace collective::testing {
 
@@ -38,12 +38,12 @@ class TypedBuffer {
     auto* p = static_cast<std::byte*>(base) + index * element_size(type);
     switch (type) {
       case DataType::kFloat16: {
-        const std::uint16_t bits = internal::float_to_half_bits(static_cast<float>(value));
+        const std::uint16_t bits = ::collective::float_to_float16(static_cast<float>(value));
         std::memcpy(p, &bits, 2);
         return;
       }
       case DataType::kBFloat16: {
-        const std::uint16_t bits = internal::float_to_bfloat16_bits(static_cast<float>(value));
+        const std::uint16_t bits = ::collective::float_to_bfloat16(static_cast<float>(value));
         std::memcpy(p, &bits, 2);
         return;
       }
@@ -59,8 +59,8 @@ class TypedBuffer {
   static double load(DataType type, const void* base, std::size_t index) {
     const auto* p = static_cast<const std::byte*>(base) + index * element_size(type);
     switch (type) {
-      case DataType::kFloat16: { std::uint16_t b; std::memcpy(&b, p, 2); return internal::half_bits_to_float(b); }
-      case DataType::kBFloat16: { std::uint16_t b; std::memcpy(&b, p, 2); return internal::bfloat16_bits_to_float(b); }
+      case DataType::kFloat16: { std::uint16_t b; std::memcpy(&b, p, 2); return ::collective::float16_to_float(b); }
+      case DataType::kBFloat16: { std::uint16_t b; std::memcpy(&b, p, 2); return ::collective::bfloat16_to_float(b); }
       case DataType::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
       case DataType::kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
       case DataType::kInt8: { std::int8_t v; std::memcpy(&v, p, 1); return v; }

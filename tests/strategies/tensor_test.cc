@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 
+#include "collective/half_precision.h"
 #include "element_math.h"
 #include "strategies_test_util.h"
 
@@ -84,10 +85,10 @@ TEST(Tensor, DimChecksAxis) {
 TEST(HalfConversion, RoundTripsEveryPattern) {
   for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
     const auto h = static_cast<std::uint16_t>(bits);
-    const float f = detail::half_to_float(h);
-    const std::uint16_t back = detail::float_to_half(f);
+    const float f = ::collective::float16_to_float(h);
+    const std::uint16_t back = ::collective::float_to_float16(f);
     if (std::isnan(f)) {
-      ASSERT_TRUE(std::isnan(detail::half_to_float(back))) << "pattern " << bits;
+      ASSERT_TRUE(std::isnan(::collective::float16_to_float(back))) << "pattern " << bits;
     } else {
       ASSERT_EQ(back, h) << "pattern " << bits << " value " << f;
     }
@@ -98,35 +99,35 @@ TEST(HalfConversion, RoundTripsEveryPattern) {
 // values just off the midpoint round to the nearer one.
 TEST(HalfConversion, RoundsToNearestEven) {
   for (std::uint32_t bits = 0; bits < 0x7BFF; ++bits) {  // positive finite, excluding the largest
-    const float low = detail::half_to_float(static_cast<std::uint16_t>(bits));
-    const float high = detail::half_to_float(static_cast<std::uint16_t>(bits + 1));
+    const float low = ::collective::float16_to_float(static_cast<std::uint16_t>(bits));
+    const float high = ::collective::float16_to_float(static_cast<std::uint16_t>(bits + 1));
     const double mid = (static_cast<double>(low) + high) / 2;
     const auto mid_f = static_cast<float>(mid);  // exact: halves have 11 bits
     const std::uint16_t even = (bits % 2 == 0) ? static_cast<std::uint16_t>(bits)
                                                : static_cast<std::uint16_t>(bits + 1);
-    ASSERT_EQ(detail::float_to_half(mid_f), even) << "midpoint after pattern " << bits;
-    ASSERT_EQ(detail::float_to_half(std::nextafter(mid_f, 0.0f)), bits) << "below midpoint " << bits;
-    ASSERT_EQ(detail::float_to_half(std::nextafter(mid_f, 1e9f)), bits + 1) << "above midpoint " << bits;
+    ASSERT_EQ(::collective::float_to_float16(mid_f), even) << "midpoint after pattern " << bits;
+    ASSERT_EQ(::collective::float_to_float16(std::nextafter(mid_f, 0.0f)), bits) << "below midpoint " << bits;
+    ASSERT_EQ(::collective::float_to_float16(std::nextafter(mid_f, 1e9f)), bits + 1) << "above midpoint " << bits;
   }
-  EXPECT_EQ(detail::float_to_half(65519.0f), 0x7BFF);  // largest finite
-  EXPECT_EQ(detail::float_to_half(65520.0f), 0x7C00);  // rounds to infinity
-  EXPECT_EQ(detail::float_to_half(-1e10f), 0xFC00);
+  EXPECT_EQ(::collective::float_to_float16(65519.0f), 0x7BFF);  // largest finite
+  EXPECT_EQ(::collective::float_to_float16(65520.0f), 0x7C00);  // rounds to infinity
+  EXPECT_EQ(::collective::float_to_float16(-1e10f), 0xFC00);
 }
 
 TEST(BFloat16Conversion, RoundTripsAndRoundsToNearestEven) {
   for (std::uint32_t bits = 0; bits <= 0xFFFF; ++bits) {
     const auto b = static_cast<std::uint16_t>(bits);
-    const float f = detail::bfloat16_to_float(b);
+    const float f = ::collective::bfloat16_to_float(b);
     if (std::isnan(f)) {
-      ASSERT_TRUE(std::isnan(detail::bfloat16_to_float(detail::float_to_bfloat16(f))));
+      ASSERT_TRUE(std::isnan(::collective::bfloat16_to_float(::collective::float_to_bfloat16(f))));
       continue;
     }
-    ASSERT_EQ(detail::float_to_bfloat16(f), b) << "pattern " << bits;
+    ASSERT_EQ(::collective::float_to_bfloat16(f), b) << "pattern " << bits;
   }
   // 1 + 2^-8 is halfway between 1 and 1 + 2^-7: ties to even (1).
-  EXPECT_EQ(detail::float_to_bfloat16(1.0f + 0x1.0p-8f), 0x3F80);
+  EXPECT_EQ(::collective::float_to_bfloat16(1.0f + 0x1.0p-8f), 0x3F80);
   // 1 + 3 * 2^-8 is halfway between 1 + 2^-7 and 1 + 2^-6: ties to even (1 + 2^-6).
-  EXPECT_EQ(detail::float_to_bfloat16(1.0f + 3 * 0x1.0p-8f), 0x3F82);
+  EXPECT_EQ(::collective::float_to_bfloat16(1.0f + 3 * 0x1.0p-8f), 0x3F82);
 }
 
 }  // namespace

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "collective/types.h"
-#include "kernels/half_precision.h"
+#include "collective/half_precision.h"
 
 namespace collective::testing_support {
 
@@ -59,8 +59,8 @@ inline double expected_value(ReduceOp op, DataType type, int ranks, std::size_t 
 
 inline void store(DataType type, void* base, std::size_t i, double value) {
   switch (type) {
-    case DataType::kFloat16: static_cast<std::uint16_t*>(base)[i] = internal::float_to_half_bits(static_cast<float>(value)); break;
-    case DataType::kBFloat16: static_cast<std::uint16_t*>(base)[i] = internal::float_to_bfloat16_bits(static_cast<float>(value)); break;
+    case DataType::kFloat16: static_cast<std::uint16_t*>(base)[i] = ::collective::float_to_float16(static_cast<float>(value)); break;
+    case DataType::kBFloat16: static_cast<std::uint16_t*>(base)[i] = ::collective::float_to_bfloat16(static_cast<float>(value)); break;
     case DataType::kFloat32: static_cast<float*>(base)[i] = static_cast<float>(value); break;
     case DataType::kFloat64: static_cast<double*>(base)[i] = value; break;
     case DataType::kInt8: static_cast<std::int8_t*>(base)[i] = static_cast<std::int8_t>(value); break;
@@ -72,8 +72,8 @@ inline void store(DataType type, void* base, std::size_t i, double value) {
 
 inline double load(DataType type, const void* base, std::size_t i) {
   switch (type) {
-    case DataType::kFloat16: return internal::half_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    case DataType::kBFloat16: return internal::bfloat16_bits_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DataType::kFloat16: return ::collective::float16_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DataType::kBFloat16: return ::collective::bfloat16_to_float(static_cast<const std::uint16_t*>(base)[i]);
     case DataType::kFloat32: return static_cast<const float*>(base)[i];
     case DataType::kFloat64: return static_cast<const double*>(base)[i];
     case DataType::kInt8: return static_cast<const std::int8_t*>(base)[i];

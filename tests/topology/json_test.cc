@@ -76,7 +76,7 @@ TEST(Json, BoundsNesting) {
 
 TEST(Json, QuoteRoundTrips) {
   const std::string text = std::string("tab\there \"quoted\" back\\slash\n") + '\x01' + "\xc3\xa9";
-  EXPECT_EQ(parse(json::quote(text)).text(), text);
+  EXPECT_EQ(parse(json::json_quote(text)).text(), text);
 }
 
 TEST(Json, ObjectReaderChecksTypesRangesAndUnknownKeys) {

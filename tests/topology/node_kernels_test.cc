@@ -8,7 +8,7 @@
 
 #include "kernels/multi_source_reduce.h"
 #include "algorithms/node_phases.h"
-#include "kernels/half_precision.h"
+#include "collective/half_precision.h"
 
 namespace collective::internal {
 namespace {
@@ -95,28 +95,28 @@ TEST(ReduceSources, MeanDividesOnceAndIntegerMeanTruncates) {
 TEST(ReduceSources, HalfPrecisionAccumulatesInFloat32AndRoundsOnce) {
   const int n = 9;
   std::vector<std::uint16_t> values(static_cast<std::size_t>(n));
-  values[0] = float_to_half_bits(1.0f);
-  for (int q = 1; q < n; ++q) values[static_cast<std::size_t>(q)] = float_to_half_bits(1.0f / 2048.0f);
+  values[0] = float_to_float16(1.0f);
+  for (int q = 1; q < n; ++q) values[static_cast<std::size_t>(q)] = float_to_float16(1.0f / 2048.0f);
   std::vector<const void*> sources;
   for (int q = 0; q < n; ++q) sources.push_back(&values[static_cast<std::size_t>(q)]);
   std::uint16_t out = 0;
   reduce_sources(&out, sources.data(), n, 1, DataType::kFloat16, ReduceOp::kSum, 1);
-  EXPECT_EQ(half_bits_to_float(out), 1.0f + 8.0f / 2048.0f);
+  EXPECT_EQ(float16_to_float(out), 1.0f + 8.0f / 2048.0f);
 
   std::vector<std::uint16_t> bvalues(static_cast<std::size_t>(n));
-  bvalues[0] = float_to_bfloat16_bits(1.0f);
-  for (int q = 1; q < n; ++q) bvalues[static_cast<std::size_t>(q)] = float_to_bfloat16_bits(1.0f / 256.0f);
+  bvalues[0] = float_to_bfloat16(1.0f);
+  for (int q = 1; q < n; ++q) bvalues[static_cast<std::size_t>(q)] = float_to_bfloat16(1.0f / 256.0f);
   std::vector<const void*> bsources;
   for (int q = 0; q < n; ++q) bsources.push_back(&bvalues[static_cast<std::size_t>(q)]);
   reduce_sources(&out, bsources.data(), n, 1, DataType::kBFloat16, ReduceOp::kSum, 1);
-  EXPECT_EQ(bfloat16_bits_to_float(out), 1.0f + 8.0f / 256.0f);
+  EXPECT_EQ(bfloat16_to_float(out), 1.0f + 8.0f / 256.0f);
 
   // MEAN divides the float32 sum before the one rounding.
-  std::uint16_t three[] = {float_to_half_bits(1.0f), float_to_half_bits(2.0f),
-                           float_to_half_bits(4.0f)};
+  std::uint16_t three[] = {float_to_float16(1.0f), float_to_float16(2.0f),
+                           float_to_float16(4.0f)};
   const void* mean_sources[] = {&three[0], &three[1], &three[2]};
   reduce_sources(&out, mean_sources, 3, 1, DataType::kFloat16, ReduceOp::kMean, 3);
-  EXPECT_EQ(out, float_to_half_bits(7.0f / 3.0f));
+  EXPECT_EQ(out, float_to_float16(7.0f / 3.0f));
 }
 
 TEST(ReduceSources, MinMaxProdAndNaN) {

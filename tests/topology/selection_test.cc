@@ -329,7 +329,7 @@ TEST(Rules, ParsesTheAgreedFormat) {
   EXPECT_EQ(rules.rules[0].ranks_per_node, 2);
   EXPECT_EQ(rules.rules[0].max_bytes, 65536u);
   EXPECT_FALSE(rules.rules[1].nodes.has_value());
-  EXPECT_EQ(rules.rules[1].max_bytes, UINT64_MAX);
+  EXPECT_EQ(rules.rules[1].max_bytes, kUnboundedBytes);
   EXPECT_EQ(rules.rules[2].collective, CollectiveKind::kBarrier);
   EXPECT_EQ(rules.rules[2].algorithm, Algorithm::kMpi);
 }

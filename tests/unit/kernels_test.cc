@@ -9,45 +9,45 @@
 #include <random>
 #include <vector>
 
-#include "kernels/half_precision.h"
+#include "collective/half_precision.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
 namespace {
 
 TEST(HalfPrecisionTest, KnownFloat16Values) {
-  EXPECT_EQ(float_to_half_bits(1.0f), 0x3C00);
-  EXPECT_EQ(float_to_half_bits(-2.0f), 0xC000);
-  EXPECT_EQ(float_to_half_bits(65504.0f), 0x7BFF);
-  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7C00);  // rounds to infinity
-  EXPECT_EQ(float_to_half_bits(5.9604644775390625e-8f), 0x0001);  // smallest subnormal
-  EXPECT_EQ(float_to_half_bits(2.98e-8f), 0x0000);  // below half of it: zero
-  EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::infinity()), 0x7C00);
-  EXPECT_EQ(float_to_half_bits(std::nanf("")) & 0x7C00, 0x7C00);
-  EXPECT_NE(float_to_half_bits(std::nanf("")) & 0x03FF, 0);
+  EXPECT_EQ(float_to_float16(1.0f), 0x3C00);
+  EXPECT_EQ(float_to_float16(-2.0f), 0xC000);
+  EXPECT_EQ(float_to_float16(65504.0f), 0x7BFF);
+  EXPECT_EQ(float_to_float16(65520.0f), 0x7C00);  // rounds to infinity
+  EXPECT_EQ(float_to_float16(5.9604644775390625e-8f), 0x0001);  // smallest subnormal
+  EXPECT_EQ(float_to_float16(2.98e-8f), 0x0000);  // below half of it: zero
+  EXPECT_EQ(float_to_float16(std::numeric_limits<float>::infinity()), 0x7C00);
+  EXPECT_EQ(float_to_float16(std::nanf("")) & 0x7C00, 0x7C00);
+  EXPECT_NE(float_to_float16(std::nanf("")) & 0x03FF, 0);
   // Ties round to even: 1 + 2^-11 lies halfway between 1 and 1 + 2^-10.
-  EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
-  EXPECT_EQ(float_to_half_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
+  EXPECT_EQ(float_to_float16(1.0f + std::ldexp(1.0f, -11)), 0x3C00);
+  EXPECT_EQ(float_to_float16(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);
 }
 
 TEST(HalfPrecisionTest, Float16RoundTripsEveryPattern) {
   for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
     const auto h = static_cast<std::uint16_t>(bits);
-    const float f = half_bits_to_float(h);
+    const float f = float16_to_float(h);
     if (std::isnan(f)) continue;
-    ASSERT_EQ(float_to_half_bits(f), h) << "pattern " << bits;
+    ASSERT_EQ(float_to_float16(f), h) << "pattern " << bits;
   }
 }
 
 TEST(HalfPrecisionTest, BFloat16RoundingAndRoundTrip) {
-  EXPECT_EQ(float_to_bfloat16_bits(1.0f), 0x3F80);
-  EXPECT_EQ(float_to_bfloat16_bits(1.0f + std::ldexp(1.0f, -8)), 0x3F80);      // tie to even
-  EXPECT_EQ(float_to_bfloat16_bits(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);  // tie to even
+  EXPECT_EQ(float_to_bfloat16(1.0f), 0x3F80);
+  EXPECT_EQ(float_to_bfloat16(1.0f + std::ldexp(1.0f, -8)), 0x3F80);      // tie to even
+  EXPECT_EQ(float_to_bfloat16(1.0f + 3 * std::ldexp(1.0f, -8)), 0x3F82);  // tie to even
   for (std::uint32_t bits = 0; bits < 0x10000; ++bits) {
     const auto b = static_cast<std::uint16_t>(bits);
-    const float f = bfloat16_bits_to_float(b);
+    const float f = bfloat16_to_float(b);
     if (std::isnan(f)) continue;
-    ASSERT_EQ(float_to_bfloat16_bits(f), b) << "pattern " << bits;
+    ASSERT_EQ(float_to_bfloat16(f), b) << "pattern " << bits;
   }
 }
 
@@ -134,10 +134,10 @@ TEST_P(KernelIsaTest, IntegerSumAndProductWrapAround) {
 TEST_P(KernelIsaTest, SixteenBitTypesAccumulateInFloat32) {
   for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
     auto to_bits = [&](float v) {
-      return type == DataType::kFloat16 ? float_to_half_bits(v) : float_to_bfloat16_bits(v);
+      return type == DataType::kFloat16 ? float_to_float16(v) : float_to_bfloat16(v);
     };
     auto to_float = [&](std::uint16_t v) {
-      return type == DataType::kFloat16 ? half_bits_to_float(v) : bfloat16_bits_to_float(v);
+      return type == DataType::kFloat16 ? float16_to_float(v) : bfloat16_to_float(v);
     };
     for (std::size_t count : {1u, 7u, 16u, 33u, 1000u}) {
       for (ReduceOp op :
@@ -182,8 +182,8 @@ TEST(KernelsTest, IsasAgreeBitwiseOnRandomFloats) {
   for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
     std::vector<std::uint16_t> a(count), b(count), generic(count), avx2(count);
     for (std::size_t i = 0; i < count; ++i) {
-      a[i] = type == DataType::kFloat16 ? float_to_half_bits(values(generator)) : float_to_bfloat16_bits(values(generator));
-      b[i] = type == DataType::kFloat16 ? float_to_half_bits(values(generator)) : float_to_bfloat16_bits(values(generator));
+      a[i] = type == DataType::kFloat16 ? float_to_float16(values(generator)) : float_to_bfloat16(values(generator));
+      b[i] = type == DataType::kFloat16 ? float_to_float16(values(generator)) : float_to_bfloat16(values(generator));
     }
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kProd, ReduceOp::kMax}) {
       reduce_buffers_with(KernelIsa::kGeneric, generic.data(), a.data(), b.data(), count, type, op, 4);

@@ -1,6 +1,8 @@
 // The algorithms a caller can name. kAuto lets the library choose.
 #pragma once
 
+#include "collective/export.h"
+
 #include <optional>
 #include <string_view>
 
@@ -19,8 +21,8 @@ inline constexpr int kNumAlgorithms = 7;
 
 // "auto", "ring", "recursive_doubling", "mpi", "shared_memory",
 // "hierarchical", "nccl".
-std::string_view to_string(Algorithm algorithm);
-std::optional<Algorithm> parse_algorithm(std::string_view name);
+COLLECTIVE_API std::string_view to_string(Algorithm algorithm);
+COLLECTIVE_API std::optional<Algorithm> parse_algorithm(std::string_view name);
 
 // The collective operations, as named in errors, logs and the benchmark.
 enum class CollectiveKind : int {
@@ -31,7 +33,7 @@ enum class CollectiveKind : int {
   kReduce,
   kBarrier,
 };
-std::string_view to_string(CollectiveKind kind);
-std::optional<CollectiveKind> parse_collective_kind(std::string_view name);
+COLLECTIVE_API std::string_view to_string(CollectiveKind kind);
+COLLECTIVE_API std::optional<CollectiveKind> parse_collective_kind(std::string_view name);
 
 }  // namespace collective

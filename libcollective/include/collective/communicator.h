@@ -1,6 +1,8 @@
 // A group of MPI processes that run collectives together.
 #pragma once
 
+#include "collective/export.h"
+
 #include <cstddef>
 #include <memory>
 #include <span>
@@ -24,7 +26,7 @@ enum class CollectiveCommunication : int { kAuto = 0, kRing, kNccl };
 // kAuto -> Algorithm::kAuto, kRing -> Algorithm::kRing,
 // kNccl -> Algorithm::kNccl. Put the result in an options struct's
 // `algorithm`. Throws InvalidArgumentError for a value outside the enum.
-Algorithm to_algorithm(CollectiveCommunication communication);
+COLLECTIVE_API Algorithm to_algorithm(CollectiveCommunication communication);
 
 namespace internal {
 struct CommunicatorState;
@@ -48,7 +50,7 @@ struct CommunicatorAccess;
 //   all_reduce / reduce:  send == recv
 //   reduce_scatter:       recv == send + rank * recv_count elements
 //   all_gather:           send == recv + rank * send_count elements
-class Communicator {
+class COLLECTIVE_API Communicator {
  public:
   // MPI_COMM_WORLD (duplicated). MPI must be initialized (see Environment).
   static Communicator world();
@@ -166,8 +168,8 @@ class Communicator {
   // The library's internals reach the state through CommunicatorAccess
   // (src/api/communicator_access.h); it is not part of the API.
   friend struct internal::CommunicatorAccess;
-  internal::CommunicatorState& state() const;
-  explicit Communicator(std::shared_ptr<internal::CommunicatorState> state);
+  COLLECTIVE_HIDDEN internal::CommunicatorState& state() const;
+  COLLECTIVE_HIDDEN explicit Communicator(std::shared_ptr<internal::CommunicatorState> state);
   std::shared_ptr<internal::CommunicatorState> state_;
 };
 

@@ -1,6 +1,8 @@
 // Process-wide start-up and shut-down of the library's runtime (MPI).
 #pragma once
 
+#include "collective/export.h"
+
 #include <chrono>
 #include <string>
 
@@ -25,7 +27,7 @@ inline constexpr int kExitAfterCommunicationFailure = 14;
 //     auto world = collective::Communicator::world();
 //     ...
 //   }
-class Environment {
+class COLLECTIVE_API Environment {
  public:
   Environment(int& argc, char**& argv);
   Environment();

@@ -2,6 +2,8 @@
 // errors leave the communicator usable.
 #pragma once
 
+#include "collective/export.h"
+
 #include <stdexcept>
 #include <string>
 
@@ -11,7 +13,7 @@ namespace collective {
 //   "<operation> (rank <r>): <cause>"
 // operation() names the call ("all_reduce #17", "Communicator::split", ...),
 // rank() the rank that raised it (-1 when not known).
-class Error : public std::runtime_error {
+class COLLECTIVE_API Error : public std::runtime_error {
  public:
   Error(std::string operation, int rank, std::string cause);
 
@@ -28,35 +30,35 @@ class Error : public std::runtime_error {
 // The caller passed something the call cannot accept (null buffer, bad root,
 // overlapping buffers, unknown type, ...). Raised before any buffer is
 // touched and before any communication; the communicator stays usable.
-class InvalidArgumentError : public Error {
+class COLLECTIVE_API InvalidArgumentError : public Error {
  public:
   using Error::Error;
 };
 
 // The ranks called the same collective with different arguments (count,
 // type, op, root, algorithm, or a different collective altogether).
-class MismatchError : public InvalidArgumentError {
+class COLLECTIVE_API MismatchError : public InvalidArgumentError {
  public:
   using InvalidArgumentError::InvalidArgumentError;
 };
 
 // The request is valid but the named algorithm or build cannot serve it
 // (e.g. NCCL forced on host buffers, or a build without NCCL).
-class UnsupportedError : public Error {
+class COLLECTIVE_API UnsupportedError : public Error {
  public:
   using Error::Error;
 };
 
 // The transport failed (an MPI, NCCL or CUDA error, a peer that died).
 // The communicator is poisoned: later calls fail at once with this cause.
-class CommunicationError : public Error {
+class COLLECTIVE_API CommunicationError : public Error {
  public:
   using Error::Error;
 };
 
 // The call did not complete within its timeout. The message names what it
 // was waiting for. The communicator is poisoned.
-class TimeoutError : public CommunicationError {
+class COLLECTIVE_API TimeoutError : public CommunicationError {
  public:
   using CommunicationError::CommunicationError;
 };

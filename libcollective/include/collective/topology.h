@@ -4,6 +4,8 @@
 // from a file (COLLECTIVE_TOPOLOGY_FILE). AUTO chooses algorithms from it.
 #pragma once
 
+#include "collective/export.h"
+
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -58,7 +60,7 @@ struct RankPlacement {
   int bound_processing_units = 0;  // how many; 0: unbound or unknown
 };
 
-class Topology {
+class COLLECTIVE_API Topology {
  public:
   Topology() = default;
 

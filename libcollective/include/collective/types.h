@@ -1,6 +1,8 @@
 // Element types and reduction operations understood by every collective.
 #pragma once
 
+#include "collective/export.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -38,17 +40,17 @@ enum class ReduceOp : int {
 inline constexpr int kNumReduceOps = 5;
 
 // Bytes per element; throws InvalidArgumentError for a value outside the enum.
-std::size_t element_size(DataType type);
+COLLECTIVE_API std::size_t element_size(DataType type);
 
 // Canonical lower-case names: "float16", "bfloat16", "float32", "float64",
 // "int8", "uint8", "int32", "int64"; "sum", "mean", "min", "max", "prod".
-std::string_view to_string(DataType type);
-std::string_view to_string(ReduceOp op);
+COLLECTIVE_API std::string_view to_string(DataType type);
+COLLECTIVE_API std::string_view to_string(ReduceOp op);
 
 // Parse a name (canonical names and common aliases such as "half", "bf16",
 // "float", "double", "int"); std::nullopt when unknown.
-std::optional<DataType> parse_data_type(std::string_view name);
-std::optional<ReduceOp> parse_reduce_op(std::string_view name);
+COLLECTIVE_API std::optional<DataType> parse_data_type(std::string_view name);
+COLLECTIVE_API std::optional<ReduceOp> parse_reduce_op(std::string_view name);
 
 // Maps a C++ element type to its DataType (for the typed convenience calls).
 template <typename T>

@@ -34,10 +34,10 @@ struct RankRecord {
 
 std::string record_json(int real_leader, const MachineProbe& probe) {
   std::ostringstream out;
-  out << "{\"leader\": " << real_leader << ", \"cpuset\": " << json::quote(probe.cpuset)
+  out << "{\"leader\": " << real_leader << ", \"cpuset\": " << json::json_quote(probe.cpuset)
       << ", \"bound\": " << probe.bound_processing_units
       << ", \"machine\": " << node_to_json(probe.machine)
-      << ", \"parameters\": " << json::quote(agreed_parameters_text(env_params())) << "}";
+      << ", \"parameters\": " << json::json_quote(agreed_parameters_text(env_params())) << "}";
   return out.str();
 }
 

@@ -7,7 +7,7 @@
 
 #include "core/env_params.h"
 
-namespace collective::internal {
+namespace collective {
 namespace {
 
 std::atomic<int> g_log_rank{-1};
@@ -29,7 +29,7 @@ LogLevel log_level() {
   // communicator (env_params()); logging never throws, it stays at WARN.
   static const LogLevel level = [] {
     try {
-      return env_params().log_level;
+      return internal::env_params().log_level;
     } catch (...) {
       return LogLevel::kWarn;
     }
@@ -37,14 +37,22 @@ LogLevel log_level() {
   return level;
 }
 
-void set_log_rank(int rank) { g_log_rank.store(rank); }
-
-void log_line(LogLevel level, const std::string& message) {
+void log_line(LogLevel level, std::string_view component, std::string_view message) {
   char host[64] = {0};
   gethostname(host, sizeof(host) - 1);
   // One fprintf per line keeps lines from different threads whole.
-  std::fprintf(stderr, "[collective %s rank %d %s] %s\n", level_name(level), g_log_rank.load(),
-               host, message.c_str());
+  std::fprintf(stderr, "[%.*s %s rank %d %s] %.*s\n", static_cast<int>(component.size()),
+               component.data(), level_name(level), g_log_rank.load(), host,
+               static_cast<int>(message.size()), message.data());
 }
 
-}  // namespace collective::internal
+namespace internal {
+
+void set_log_rank(int rank) { g_log_rank.store(rank); }
+
+void log_line(LogLevel level, const std::string& message) {
+  ::collective::log_line(level, "collective", message);
+}
+
+}  // namespace internal
+}  // namespace collective

@@ -1,15 +1,17 @@
-// Leveled logging to stderr, prefixed with rank and host. The level comes
-// from COLLECTIVE_DEBUG (WARN by default; INFO, DEBUG, TRACE, or NONE).
+// The library's own use of the public log (collective/log.h): the
+// COLLECTIVE_LOG macro, whose message is formatted only when its level is on.
 #pragma once
 
 #include <sstream>
 #include <string>
 
+#include "collective/log.h"
+
 namespace collective::internal {
 
-enum class LogLevel : int { kNone = 0, kWarn, kInfo, kDebug, kTrace };
+using ::collective::LogLevel;
+using ::collective::log_level;
 
-LogLevel log_level();
 void log_line(LogLevel level, const std::string& message);
 
 // Ranks are filled in once known (world rank), for the prefix.
@@ -19,10 +21,10 @@ void set_log_rank(int rank);
 
 #define COLLECTIVE_LOG(level, expr)                                                  \
   do {                                                                               \
-    if (::collective::internal::log_level() >= ::collective::internal::LogLevel::level) { \
+    if (::collective::log_level() >= ::collective::LogLevel::level) {                \
       std::ostringstream collective_log_stream_;                                     \
       collective_log_stream_ << expr;                                                \
-      ::collective::internal::log_line(::collective::internal::LogLevel::level,      \
+      ::collective::internal::log_line(::collective::LogLevel::level,                \
                                        collective_log_stream_.str());                \
     }                                                                                \
   } while (0)

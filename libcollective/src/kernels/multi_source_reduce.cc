@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/half_precision.h"
+#include "collective/half_precision.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
@@ -73,9 +73,9 @@ void reduce_sources(void* dst, const void* const* sources, int n, std::size_t co
   if (op != ReduceOp::kMean) divisor = 1;
   switch (type) {
     case DataType::kFloat16:
-      return reduce_16<half_bits_to_float, float_to_half_bits>(dst, sources, n, count, op, divisor);
+      return reduce_16<float16_to_float, float_to_float16>(dst, sources, n, count, op, divisor);
     case DataType::kBFloat16:
-      return reduce_16<bfloat16_bits_to_float, float_to_bfloat16_bits>(dst, sources, n, count, op,
+      return reduce_16<bfloat16_to_float, float_to_bfloat16>(dst, sources, n, count, op,
                                                                       divisor);
     default:
       break;

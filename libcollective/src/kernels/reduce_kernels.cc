@@ -7,7 +7,7 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/log.h"
-#include "kernels/half_precision.h"
+#include "collective/half_precision.h"
 
 namespace collective::internal {
 
@@ -91,9 +91,9 @@ void divide_buffer(void* buffer, std::size_t count, DataType type, int divisor) 
   if (divisor <= 1 || count == 0) return;
   switch (type) {
     case DataType::kFloat16:
-      return divide_16<half_bits_to_float, float_to_half_bits>(buffer, count, divisor);
+      return divide_16<float16_to_float, float_to_float16>(buffer, count, divisor);
     case DataType::kBFloat16:
-      return divide_16<bfloat16_bits_to_float, float_to_bfloat16_bits>(buffer, count, divisor);
+      return divide_16<bfloat16_to_float, float_to_bfloat16>(buffer, count, divisor);
     case DataType::kFloat32: return divide_typed<float>(buffer, count, divisor);
     case DataType::kFloat64: return divide_typed<double>(buffer, count, divisor);
     case DataType::kInt8: return divide_typed<std::int8_t>(buffer, count, divisor);

@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "collective/types.h"
-#include "kernels/half_precision.h"
+#include "collective/half_precision.h"
 
 #ifdef COLLECTIVE_KERNEL_F16C
 #include <immintrin.h>
@@ -111,8 +111,8 @@ void combine(T* dst, const T* a, const T* b, std::size_t count, int divisor) {
 constexpr std::size_t kBlock = 16;
 
 struct Float16Codec {
-  static float load(std::uint16_t bits) { return half_bits_to_float(bits); }
-  static std::uint16_t store(float value) { return float_to_half_bits(value); }
+  static float load(std::uint16_t bits) { return float16_to_float(bits); }
+  static std::uint16_t store(float value) { return float_to_float16(value); }
   static void load_block(const std::uint16_t* in, float* out) {
 #ifdef COLLECTIVE_KERNEL_F16C
     for (std::size_t i = 0; i < kBlock; i += 8) {

@@ -23,7 +23,7 @@ Rule parse_rule(const json::Value& value, const std::string& where) {
   const std::string collective = reader.required_string("collective");
   const auto kind = parse_collective_kind(collective);
   if (!kind) {
-    reader.fail("\"collective\" is " + json::quote(collective) +
+    reader.fail("\"collective\" is " + json::json_quote(collective) +
                 "; expected all_reduce, reduce_scatter, all_gather, broadcast, reduce or barrier");
   }
   rule.collective = *kind;
@@ -34,7 +34,7 @@ Rule parse_rule(const json::Value& value, const std::string& where) {
   rule.min_bytes = static_cast<std::uint64_t>(reader.integer("min_bytes", 0, 0, INT64_MAX));
   rule.max_bytes = reader.has("max_bytes")
                        ? static_cast<std::uint64_t>(reader.integer("max_bytes", 0, 0, INT64_MAX))
-                       : UINT64_MAX;
+                       : kUnboundedBytes;
   if (rule.min_bytes > rule.max_bytes) {
     reader.fail("min_bytes " + std::to_string(rule.min_bytes) + " is above max_bytes " +
                 std::to_string(rule.max_bytes));
@@ -42,7 +42,7 @@ Rule parse_rule(const json::Value& value, const std::string& where) {
   const std::string algorithm = reader.required_string("algorithm");
   const auto parsed = parse_algorithm(algorithm);
   if (!parsed) {
-    reader.fail("\"algorithm\" is " + json::quote(algorithm) +
+    reader.fail("\"algorithm\" is " + json::json_quote(algorithm) +
                 "; expected auto, ring, recursive_doubling, mpi, shared_memory, hierarchical or "
                 "nccl");
   }
@@ -65,42 +65,70 @@ Loaded& loaded() {
 
 }  // namespace
 
-bool Rule::matches(CollectiveKind kind, std::uint64_t bytes, const Topology& topology) const {
-  if (kind != collective || bytes < min_bytes || bytes > max_bytes) return false;
-  if (nodes && *nodes != topology.node_count()) return false;
-  if (ranks_per_node && *ranks_per_node != topology.max_ranks_per_node()) return false;
+bool rule_matches(const Rule& rule, CollectiveKind kind, std::uint64_t bytes,
+                  const Topology& topology) {
+  if (kind != rule.collective || bytes < rule.min_bytes || bytes > rule.max_bytes) return false;
+  if (rule.nodes && *rule.nodes != topology.node_count()) return false;
+  if (rule.ranks_per_node && *rule.ranks_per_node != topology.max_ranks_per_node()) return false;
   return true;
 }
 
-std::string Rule::describe() const {
+std::string describe_rule(const Rule& rule) {
   std::ostringstream out;
-  out << to_string(collective) << " " << min_bytes << "..";
-  if (max_bytes == UINT64_MAX) {
+  out << to_string(rule.collective) << " " << rule.min_bytes << "..";
+  if (rule.max_bytes >= kUnboundedBytes) {
     out << "any";
   } else {
-    out << max_bytes;
+    out << rule.max_bytes;
   }
   out << " B";
-  if (nodes) out << ", " << *nodes << (*nodes == 1 ? " node" : " nodes");
-  if (ranks_per_node) out << ", " << *ranks_per_node << " ranks per node";
-  out << " -> " << to_string(algorithm);
+  if (rule.nodes) out << ", " << *rule.nodes << (*rule.nodes == 1 ? " node" : " nodes");
+  if (rule.ranks_per_node) out << ", " << *rule.ranks_per_node << " ranks per node";
+  out << " -> " << to_string(rule.algorithm);
   return out.str();
 }
 
 RuleSet parse_rules(std::string_view text, const std::string& origin) {
+  return RuleSet{origin, parse_selection_rules(text, origin)};
+}
+
+}  // namespace collective::internal
+
+namespace collective {
+
+std::vector<SelectionRule> parse_selection_rules(std::string_view text, const std::string& origin) {
+  using namespace internal;
   const json::Value document = json::parse(text, origin);
   json::ObjectReader reader(document, origin);
   reader.integer("version", 1, 1, 1);
   if (!reader.has("version")) reader.fail("\"version\": 1 is required");
   const json::Value* rules = reader.required_array("rules");
   reader.finish();
-  RuleSet set;
-  set.origin = origin;
+  std::vector<SelectionRule> parsed;
   for (std::size_t i = 0; i < rules->items().size(); ++i) {
-    set.rules.push_back(parse_rule(rules->items()[i], origin + ": rule " + std::to_string(i)));
+    parsed.push_back(parse_rule(rules->items()[i], origin + ": rule " + std::to_string(i)));
   }
-  return set;
+  return parsed;
 }
+
+std::string format_selection_rules(const std::vector<SelectionRule>& rules) {
+  std::ostringstream out;
+  out << "{\n  \"version\": 1,\n  \"rules\": [";
+  for (std::size_t i = 0; i < rules.size(); ++i) {
+    const SelectionRule& rule = rules[i];
+    out << (i == 0 ? "\n" : ",\n") << "    {\"collective\": " << json_quote(to_string(rule.collective));
+    if (rule.nodes) out << ", \"nodes\": " << *rule.nodes;
+    if (rule.ranks_per_node) out << ", \"ranks_per_node\": " << *rule.ranks_per_node;
+    out << ", \"min_bytes\": " << rule.min_bytes << ", \"max_bytes\": " << rule.max_bytes
+        << ", \"algorithm\": " << json_quote(to_string(rule.algorithm)) << "}";
+  }
+  out << (rules.empty() ? "]\n}\n" : "\n  ]\n}\n");
+  return out.str();
+}
+
+}  // namespace collective
+
+namespace collective::internal {
 
 const RuleSet* process_rules() {
   Loaded& state = loaded();

@@ -1,15 +1,5 @@
-// AUTO's overrides from a file (COLLECTIVE_RULES_FILE), as collective_bench
-// --generate-rules writes them:
-//
-//   {"version": 1, "rules": [
-//     {"collective": "all_reduce", "nodes": 1, "ranks_per_node": 2,
-//      "min_bytes": 0, "max_bytes": 65536, "algorithm": "recursive_doubling"},
-//     ...]}
-//
-// nodes and ranks_per_node are optional (absent: any); min_bytes defaults
-// to 0 and max_bytes to no limit; ranges are inclusive; bytes are those of
-// Request::bytes() (the count argument times the element size); the first
-// matching rule wins. "algorithm": "auto" hands the range to the cost model.
+// The process's rules file (COLLECTIVE_RULES_FILE) and how a rule applies
+// to a call. The format and the rule itself: collective/selection_rules.h.
 #pragma once
 
 #include <cstdint>
@@ -19,29 +9,24 @@
 #include <vector>
 
 #include "collective/algorithm.h"
+#include "collective/selection_rules.h"
 #include "collective/topology.h"
 
 namespace collective::internal {
 
-struct Rule {
-  CollectiveKind collective = CollectiveKind::kAllReduce;
-  std::optional<int> nodes;
-  std::optional<int> ranks_per_node;
-  std::uint64_t min_bytes = 0;
-  std::uint64_t max_bytes = UINT64_MAX;
-  Algorithm algorithm = Algorithm::kAuto;
+using Rule = ::collective::SelectionRule;
 
-  bool matches(CollectiveKind kind, std::uint64_t bytes, const Topology& topology) const;
-  std::string describe() const;  // "all_reduce 0..65536 B, 1 node(s), 2 ranks per node"
-};
+bool rule_matches(const Rule& rule, CollectiveKind kind, std::uint64_t bytes,
+                  const Topology& topology);
+// "all_reduce 0..65536 B, 1 node, 2 ranks per node -> ring"
+std::string describe_rule(const Rule& rule);
 
 struct RuleSet {
   std::string origin;  // the file
   std::vector<Rule> rules;
 };
 
-// Parses a rules document; InvalidArgumentError names `origin`, the rule
-// and the field for anything malformed or unknown.
+// parse_selection_rules, remembering the file.
 RuleSet parse_rules(std::string_view text, const std::string& origin);
 
 // The process's rules from COLLECTIVE_RULES_FILE (read once), or nullptr

@@ -58,7 +58,7 @@ void warn_skipped_rule(const RuleSet& rules, std::size_t index, const Rule& rule
     std::lock_guard<std::mutex> lock(mutex);
     if (!warned.emplace(rules.origin, index).second) return;
   }
-  COLLECTIVE_LOG(kWarn, rules.origin << " rule " << index << " (" << rule.describe()
+  COLLECTIVE_LOG(kWarn, rules.origin << " rule " << index << " (" << describe_rule(rule)
                                      << ") skipped: " << why << "; the next rule or the cost "
                                                                 "model decides (logged once)");
 }
@@ -68,7 +68,7 @@ std::optional<Selection> from_rules(const Request& request, const CommunicatorSt
   if (rules == nullptr || !state.topology) return std::nullopt;
   for (std::size_t i = 0; i < rules->rules.size(); ++i) {
     const Rule& rule = rules->rules[i];
-    if (!rule.matches(request.kind, request.bytes(), *state.topology)) continue;
+    if (!rule_matches(rule, request.kind, request.bytes(), *state.topology)) continue;
     if (rule.algorithm == Algorithm::kAuto) return std::nullopt;
     const CollectiveAlgorithm* algorithm = find_algorithm(rule.algorithm);
     std::string refusal;
@@ -80,7 +80,7 @@ std::optional<Selection> from_rules(const Request& request, const CommunicatorSt
       Selection selection{algorithm, {}};
       if (explain) {
         selection.reason = "rules file " + rules->origin + " rule " + std::to_string(i) + " (" +
-                           rule.describe() + ")";
+                           describe_rule(rule) + ")";
       }
       return selection;
     }

@@ -20,16 +20,16 @@ constexpr std::int64_t kMaxLinkBitsPerSecond = 1'000'000'000'000'000;  // 1 Pb/s
 
 std::string device_json(const GpuDevice& gpu) {
   std::ostringstream out;
-  out << "{\"name\": " << json::quote(gpu.name) << ", \"model\": " << json::quote(gpu.model)
-      << ", \"pci_bus_id\": " << json::quote(gpu.pci_bus_id) << ", \"numa_node\": " << gpu.numa_node
+  out << "{\"name\": " << json::json_quote(gpu.name) << ", \"model\": " << json::json_quote(gpu.model)
+      << ", \"pci_bus_id\": " << json::json_quote(gpu.pci_bus_id) << ", \"numa_node\": " << gpu.numa_node
       << "}";
   return out.str();
 }
 
 std::string device_json(const NetworkDevice& nic) {
   std::ostringstream out;
-  out << "{\"name\": " << json::quote(nic.name) << ", \"kind\": " << json::quote(nic.kind)
-      << ", \"pci_bus_id\": " << json::quote(nic.pci_bus_id) << ", \"numa_node\": " << nic.numa_node
+  out << "{\"name\": " << json::json_quote(nic.name) << ", \"kind\": " << json::json_quote(nic.kind)
+      << ", \"pci_bus_id\": " << json::json_quote(nic.pci_bus_id) << ", \"numa_node\": " << nic.numa_node
       << ", \"link_bits_per_second\": " << nic.link_bits_per_second << "}";
   return out.str();
 }
@@ -86,7 +86,7 @@ TopologyFile read_dump(std::string_view text, const std::string& origin) {
   json::ObjectReader reader(document, origin);
   const std::string format = reader.string("format", kFormatName);
   if (format != kFormatName) {
-    reader.fail("\"format\" is " + json::quote(format) + ", expected \"" + kFormatName + "\"");
+    reader.fail("\"format\" is " + json::json_quote(format) + ", expected \"" + kFormatName + "\"");
   }
   reader.integer("version", kFormatVersion, kFormatVersion, kFormatVersion);
   TopologyFile file;
@@ -180,12 +180,12 @@ std::string trimmed(std::string_view text) {
 
 std::string node_to_json(const Node& node) {
   std::ostringstream out;
-  out << "{\"host\": " << json::quote(node.host) << ", \"packages\": " << node.packages
+  out << "{\"host\": " << json::json_quote(node.host) << ", \"packages\": " << node.packages
       << ", \"numa_nodes\": " << node.numa_nodes << ", \"cores\": " << node.cores
       << ", \"processing_units\": " << node.processing_units
       << ", \"memory_bytes\": " << node.memory_bytes
       << ", \"l3_cache_bytes\": " << node.l3_cache_bytes
-      << ", \"source\": " << json::quote(node.source) << ",\n     \"gpus\": " << devices_json(node.gpus)
+      << ", \"source\": " << json::json_quote(node.source) << ",\n     \"gpus\": " << devices_json(node.gpus)
       << ",\n     \"nics\": " << devices_json(node.nics) << ",\n     \"ranks\": [";
   for (std::size_t i = 0; i < node.ranks.size(); ++i) out << (i == 0 ? "" : ", ") << node.ranks[i];
   out << "]}";
@@ -280,7 +280,7 @@ std::string Topology::to_json() const {
     const RankPlacement& place = placements_[rank];
     out << "    {\"rank\": " << rank << ", \"node\": " << place.node
         << ", \"local_rank\": " << place.local_rank << ", \"cpuset\": "
-        << internal::json::quote(place.cpuset)
+        << internal::json::json_quote(place.cpuset)
         << ", \"bound_processing_units\": " << place.bound_processing_units << "}"
         << (rank + 1 < placements_.size() ? ",\n" : "\n");
   }

@@ -146,9 +146,9 @@ class Parser {
       skip_space();
       if (peek() != '"') fail("an object key (a string) was expected");
       std::string key = parse_string();
-      if (object.find(key) != nullptr) fail("duplicate key " + quote(key));
+      if (object.find(key) != nullptr) fail("duplicate key " + json_quote(key));
       skip_space();
-      if (peek() != ':') fail("':' was expected after key " + quote(key));
+      if (peek() != ':') fail("':' was expected after key " + json_quote(key));
       ++at_;
       skip_space();
       Value member = parse_value(depth + 1);
@@ -301,7 +301,11 @@ Value parse(std::string_view text, const std::string& origin) {
   return Parser(text, origin).document();
 }
 
-std::string quote(std::string_view text) {
+}  // namespace collective::internal::json
+
+namespace collective {
+
+std::string json_quote(std::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     switch (c) {
@@ -323,6 +327,10 @@ std::string quote(std::string_view text) {
   return out + "\"";
 }
 
+}  // namespace collective
+
+namespace collective::internal::json {
+
 ObjectReader::ObjectReader(const Value& object, std::string where)
     : object_(object), where_(std::move(where)) {
   if (!object.is_object()) {
@@ -341,7 +349,7 @@ const Value* ObjectReader::take(std::string_view key, Value::Kind kind) {
   if (value == nullptr) return nullptr;
   taken_.emplace_back(key);
   if (value->kind() != kind) {
-    fail(quote(key) + " must be " + Value::kind_name(kind) + ", not " +
+    fail(json_quote(key) + " must be " + Value::kind_name(kind) + ", not " +
          Value::kind_name(value->kind()));
   }
   return value;
@@ -353,10 +361,10 @@ std::int64_t ObjectReader::integer(std::string_view key, std::int64_t fallback,
   if (value == nullptr) return fallback;
   const std::optional<std::int64_t> parsed = value->integer();
   if (!parsed) {
-    fail(quote(key) + " must be a whole number that fits in 64 bits, not " + value->text());
+    fail(json_quote(key) + " must be a whole number that fits in 64 bits, not " + value->text());
   }
   if (*parsed < minimum || *parsed > maximum) {
-    fail(quote(key) + " = " + std::to_string(*parsed) + " is outside [" + std::to_string(minimum) +
+    fail(json_quote(key) + " = " + std::to_string(*parsed) + " is outside [" + std::to_string(minimum) +
          ", " + std::to_string(maximum) + "]");
   }
   return *parsed;
@@ -364,7 +372,7 @@ std::int64_t ObjectReader::integer(std::string_view key, std::int64_t fallback,
 
 std::int64_t ObjectReader::required_integer(std::string_view key, std::int64_t minimum,
                                             std::int64_t maximum) {
-  if (!has(key)) fail(quote(key) + " is required");
+  if (!has(key)) fail(json_quote(key) + " is required");
   return integer(key, 0, minimum, maximum);
 }
 
@@ -374,28 +382,28 @@ std::string ObjectReader::string(std::string_view key, std::string fallback) {
 }
 
 std::string ObjectReader::required_string(std::string_view key) {
-  if (!has(key)) fail(quote(key) + " is required");
+  if (!has(key)) fail(json_quote(key) + " is required");
   return string(key, "");
 }
 
 const Value* ObjectReader::array(std::string_view key) { return take(key, Value::Kind::kArray); }
 
 const Value* ObjectReader::required_array(std::string_view key) {
-  if (!has(key)) fail(quote(key) + " is required");
+  if (!has(key)) fail(json_quote(key) + " is required");
   return array(key);
 }
 
 const Value* ObjectReader::object(std::string_view key) { return take(key, Value::Kind::kObject); }
 
 const Value* ObjectReader::required_object(std::string_view key) {
-  if (!has(key)) fail(quote(key) + " is required");
+  if (!has(key)) fail(json_quote(key) + " is required");
   return object(key);
 }
 
 void ObjectReader::finish() const {
   for (const Value::Member& member : object_.members()) {
     if (std::find(taken_.begin(), taken_.end(), member.first) == taken_.end()) {
-      fail("unknown key " + quote(member.first));
+      fail("unknown key " + json_quote(member.first));
     }
   }
 }

@@ -4,6 +4,8 @@
 // origin, line and column, never a crash, and nesting and size are bounded.
 #pragma once
 
+#include "collective/json_quote.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -62,8 +64,8 @@ class Value {
 // lone surrogates, leading zeros, NaN/Infinity and comments are errors.
 Value parse(std::string_view text, const std::string& origin);
 
-// `text` as a JSON string literal, quotes included.
-std::string quote(std::string_view text);
+// `text` as a JSON string literal, quotes included (the public writer).
+using ::collective::json_quote;
 
 // Reads the members of one object with type and range checks; every error
 // names `where` ("rules.json: rule 3") and the key. finish() rejects keys

@@ -1,15 +1,17 @@
-// float16 and bfloat16 <-> float32 conversions (round to nearest even),
-// bit-exact and portable; the AVX2 kernels use F16C instructions instead.
-// Internal linkage (static): this header is compiled into translation units
-// with different -m flags, whose inline copies must never be merged.
+// float16 (IEEE 754 binary16) and bfloat16 <-> float32, round to nearest
+// even, bit-exact and portable: the one conversion the library's kernels, the
+// strategies layer, the benchmark and programs preparing 16-bit buffers use.
+// Every function has internal linkage (static): the library compiles this
+// header into translation units built with different instruction sets
+// (-mavx2 -mf16c), whose inline copies must never be merged by the linker.
 #pragma once
 
 #include <bit>
 #include <cstdint>
 
-namespace collective::internal {
+namespace collective {
 
-static inline float half_bits_to_float(std::uint16_t h) {
+static inline float float16_to_float(std::uint16_t h) {
   const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000u) << 16;
   const std::uint32_t exponent = (h >> 10) & 0x1Fu;
   const std::uint32_t mantissa = h & 0x3FFu;
@@ -22,7 +24,7 @@ static inline float half_bits_to_float(std::uint16_t h) {
   return std::bit_cast<float>(sign | ((exponent + 112u) << 23) | (mantissa << 13));
 }
 
-static inline std::uint16_t float_to_half_bits(float value) {
+static inline std::uint16_t float_to_float16(float value) {
   std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
   const std::uint32_t sign = (bits >> 16) & 0x8000u;
   bits &= 0x7FFFFFFFu;
@@ -45,11 +47,11 @@ static inline std::uint16_t float_to_half_bits(float value) {
   return static_cast<std::uint16_t>(sign | (bits >> 13));
 }
 
-static inline float bfloat16_bits_to_float(std::uint16_t b) {
+static inline float bfloat16_to_float(std::uint16_t b) {
   return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
 }
 
-static inline std::uint16_t float_to_bfloat16_bits(float value) {
+static inline std::uint16_t float_to_bfloat16(float value) {
   const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
   if ((bits & 0x7FFFFFFFu) > 0x7F800000u) {
     return static_cast<std::uint16_t>((bits >> 16) | 0x40u);  // keep it a quiet NaN
@@ -58,4 +60,4 @@ static inline std::uint16_t float_to_bfloat16_bits(float value) {
   return static_cast<std::uint16_t>((bits + 0x7FFFu + odd) >> 16);
 }
 
-}  // namespace collective::internal
+}  // namespace collective
