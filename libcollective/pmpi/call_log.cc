@@ -5,13 +5,24 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
+
+#include "collective/errors.h"
+#include "collective/log.h"
+#include "collective/parameters.h"
 
 namespace collective::pmpi {
 
 int log_level() {
+  // Read by the library's parameter reader. Logging never throws into an MPI
+  // program: a malformed value logs one WARN line and leaves logging off.
   static const int level = [] {
-    const char* text = std::getenv("COLLECTIVE_PMPI_LOG");
-    return text == nullptr ? 0 : std::atoi(text);
+    try {
+      return static_cast<int>(integer_parameter("COLLECTIVE_PMPI_LOG", 0, 2).value_or(0));
+    } catch (const InvalidArgumentError& error) {
+      log_line(LogLevel::kWarn, "collective.mpi", std::string(error.cause()) + "; call log off");
+      return 0;
+    }
   }();
   return level;
 }

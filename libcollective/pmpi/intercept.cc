@@ -15,6 +15,7 @@
 #include <string>
 
 #include "call_log.h"
+#include "collective/parameters.h"
 #include "collective/collective.h"
 #include "comm_map.h"
 #include "mpi_types.h"
@@ -71,23 +72,23 @@ std::string root_reason(MPI_Comm comm, int root) {
 // collective to wait as long as its peers take (a barrier while rank 0
 // writes a checkpoint), yet nothing here may wait forever.
 std::chrono::milliseconds call_timeout(int rank) {
-  static const std::chrono::milliseconds timeout = [] {
-    const char* text = std::getenv("COLLECTIVE_PMPI_TIMEOUT");
-    if (text == nullptr || *text == '\0') return std::chrono::milliseconds(86'400'000);
-    char* end = nullptr;
-    const double seconds = std::strtod(text, &end);
-    if (*end != '\0' || !(seconds > 0) || seconds > 1e9) {
-      return std::chrono::milliseconds(-1);  // raised by every served call, see below
+  struct Setting {
+    std::chrono::milliseconds timeout{86'400'000};
+    std::string error;  // a malformed value: raised by every served call
+  };
+  static const Setting setting = [] {
+    Setting read;
+    try {
+      if (const auto seconds = seconds_parameter("COLLECTIVE_PMPI_TIMEOUT", 1e9)) {
+        read.timeout = std::chrono::milliseconds(static_cast<long long>(*seconds * 1000));
+      }
+    } catch (const InvalidArgumentError& error) {
+      read.error = error.cause();
     }
-    return std::chrono::milliseconds(static_cast<long long>(seconds * 1000));
+    return read;
   }();
-  if (timeout.count() < 0) {
-    throw InvalidArgumentError("libcollective_mpi", rank,
-                               std::string("COLLECTIVE_PMPI_TIMEOUT=\"") +
-                                   std::getenv("COLLECTIVE_PMPI_TIMEOUT") +
-                                   "\" is not a number of seconds in (0, 1e9]");
-  }
-  return timeout;
+  if (!setting.error.empty()) throw InvalidArgumentError("libcollective_mpi", rank, setting.error);
+  return setting.timeout;
 }
 
 template <typename Options>

@@ -6,6 +6,7 @@
 
 #include "collective/environment.h"
 #include "collective/errors.h"
+#include "collective/parameters.h"
 
 namespace collective::distribute {
 
@@ -40,28 +41,25 @@ constexpr std::size_t kHostSlot = 256;
 
 namespace {
 
-// COLLECTIVE_NUM_PS, strictly: decimal digits only (no sign, spaces or
-// suffix), so "2x" or " 2" is an error rather than a silent 2. libcollective's
-// parameter reader is internal to the core (not in its public headers), so
-// the strategies layer parses its own parameter, with the same strictness.
+// COLLECTIVE_NUM_PS, by the library's parameter reader: decimal digits only
+// (no sign, spaces or suffix), so "2x" or " 2" is an error, not a silent 2.
 int num_ps_from_environment(int size) {
-  const char* text = std::getenv("COLLECTIVE_NUM_PS");
   const std::string operation = "MPIClusterResolver";
-  if (text == nullptr || *text == '\0') {
+  std::optional<long long> count;
+  try {
+    count = integer_parameter("COLLECTIVE_NUM_PS", 0, 1 << 24);
+  } catch (const InvalidArgumentError& error) {
+    throw InvalidArgumentError(operation, -1,
+                               error.cause() + " (the count of parameter servers, e.g. "
+                               "COLLECTIVE_NUM_PS=2)");
+  }
+  if (!count) {
     throw InvalidArgumentError(operation, -1,
                                "the parameter-server layout needs a ps count: pass num_ps or set "
                                "COLLECTIVE_NUM_PS (" + std::to_string(size) + " ranks: chief, ps "
                                "tasks, at least one worker)");
   }
-  const std::string value(text);
-  const bool digits = value.size() <= 9 &&
-                      std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
-  if (!digits) {
-    throw InvalidArgumentError(operation, -1,
-                               "COLLECTIVE_NUM_PS=\"" + value + "\" is not a decimal count of "
-                               "parameter servers (digits only, e.g. COLLECTIVE_NUM_PS=2)");
-  }
-  return std::atoi(value.c_str());
+  return static_cast<int>(*count);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include "collective/communicator.h"
 #include "collective/errors.h"
+#include "collective/parameters.h"
 #include "log.h"
 #include "remote_variable_ops.h"
 
@@ -15,23 +16,23 @@ namespace collective::distribute::detail {
 namespace {
 
 // COLLECTIVE_PS_FAILURE_TIMEOUT: seconds, a plain decimal number > 0 and at
-// most 10^6 (strict: "3s" or "" is an error naming the variable).
+// most 10^6, read by the library's parameter reader (strict: "3s" or "inf" is
+// an error naming the variable).
 std::chrono::milliseconds failure_timeout_from(const ParameterServerOptions& options, int rank) {
   double seconds = 30;
-  std::string source = "ParameterServerOptions::failure_timeout_seconds";
   if (options.failure_timeout_seconds) {
     seconds = *options.failure_timeout_seconds;
-  } else if (const char* text = std::getenv("COLLECTIVE_PS_FAILURE_TIMEOUT"); text != nullptr) {
-    source = "COLLECTIVE_PS_FAILURE_TIMEOUT";
-    char* end = nullptr;
-    seconds = std::strtod(text, &end);
-    const bool plain = *text != '\0' && end != nullptr && *end == '\0' &&
-                       std::all_of(static_cast<const char*>(text), static_cast<const char*>(end), [](char c) { return (c >= '0' && c <= '9') || c == '.'; });
-    if (!plain) seconds = -1;
-  }
-  if (!(std::isfinite(seconds) && seconds > 0 && seconds <= 1e6)) {
-    throw InvalidArgumentError("ParameterServerStrategy", rank,
-                               source + " must be a number of seconds in (0, 1e6]");
+    if (!(std::isfinite(seconds) && seconds > 0 && seconds <= 1e6)) {
+      throw InvalidArgumentError("ParameterServerStrategy", rank,
+                                 "ParameterServerOptions::failure_timeout_seconds must be a number "
+                                 "of seconds in (0, 1e6], not " + std::to_string(seconds));
+    }
+  } else {
+    try {
+      seconds = seconds_parameter("COLLECTIVE_PS_FAILURE_TIMEOUT", 1e6).value_or(seconds);
+    } catch (const InvalidArgumentError& error) {
+      throw InvalidArgumentError("ParameterServerStrategy", rank, error.cause());
+    }
   }
   return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000)));
 }
@@ -96,15 +97,14 @@ void check_registries_agree(Communicator& comm, const RemoteFunctions& functions
 }
 
 // ParameterServerOptions::same_node_shared_memory, else
-// COLLECTIVE_PS_SHARED_MEMORY ("0" or "1"), else on.
+// COLLECTIVE_PS_SHARED_MEMORY (a switch), else on.
 bool same_node_shared_memory_from(const ParameterServerOptions& options, int rank) {
   if (options.same_node_shared_memory) return *options.same_node_shared_memory;
-  const char* text = std::getenv("COLLECTIVE_PS_SHARED_MEMORY");
-  if (text == nullptr) return true;
-  if (std::strcmp(text, "0") == 0) return false;
-  if (std::strcmp(text, "1") == 0) return true;
-  throw InvalidArgumentError("ParameterServerStrategy", rank,
-                             std::string("COLLECTIVE_PS_SHARED_MEMORY must be 0 or 1, got '") + text + "'");
+  try {
+    return switch_parameter("COLLECTIVE_PS_SHARED_MEMORY").value_or(true);
+  } catch (const InvalidArgumentError& error) {
+    throw InvalidArgumentError("ParameterServerStrategy", rank, error.cause());
+  }
 }
 
 }  // namespace

@@ -73,7 +73,7 @@ def main():
                             text=True, timeout=600)
     output = result.stdout
     if mode == "badtimeout":
-        expected = 'COLLECTIVE_PMPI_TIMEOUT="soon" is not a number of seconds'
+        expected = 'COLLECTIVE_PMPI_TIMEOUT=soon is not a number of seconds'
         if result.returncode == 0 or expected not in output:
             fail(f"expected a failing run naming the variable ({expected!r}), "
                  f"got exit {result.returncode}", output)

@@ -2,10 +2,13 @@
 // name the variable (never a silent clamp or a wrapped-around number).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <functional>
 #include <map>
 #include <string>
 
 #include "collective/errors.h"
+#include "collective/parameters.h"
 #include "core/agreed_params.h"
 #include "core/env_params.h"
 
@@ -137,4 +140,50 @@ TEST(EnvParamsTest, AgreedParametersNameTheDifference) {
 }
 
 }  // namespace
+// The public reader the layers above use (strategies, the MPI drop-in): the
+// same strictness and the same message, on the live environment.
+std::string refusal(const std::function<void()>& read) {
+  try {
+    read();
+  } catch (const InvalidArgumentError& error) {
+    return error.cause();
+  }
+  return "accepted";
+}
+
+TEST(PublicParameters, ReadTheLiveEnvironmentStrictly) {
+  const char* name = "COLLECTIVE_TEST_PUBLIC_PARAMETER";
+  ::unsetenv(name);
+  EXPECT_EQ(seconds_parameter(name, 10), std::nullopt);
+  EXPECT_EQ(integer_parameter(name, 0, 10), std::nullopt);
+  EXPECT_EQ(switch_parameter(name), std::nullopt);
+  ::setenv(name, "", 1);
+  EXPECT_EQ(seconds_parameter(name, 10), std::nullopt);
+
+  ::setenv(name, "2.5", 1);
+  EXPECT_EQ(seconds_parameter(name, 10), 2.5);
+  for (const char* bad : {"3s", "inf", "-1", "0", "1e1", "0x1", " 1", "11"}) {
+    ::setenv(name, bad, 1);
+    EXPECT_EQ(refusal([&] { seconds_parameter(name, 10); }),
+              std::string(name) + "=" + bad + " is not a number of seconds in (0, 10]");
+  }
+
+  ::setenv(name, "7", 1);
+  EXPECT_EQ(integer_parameter(name, 1, 10), 7);
+  for (const char* bad : {"2x", " 2", "-1", "+3", "0", "11", "99999999999999999999999"}) {
+    ::setenv(name, bad, 1);
+    EXPECT_EQ(refusal([&] { integer_parameter(name, 1, 10); }),
+              std::string(name) + "=" + bad + " is not a decimal integer in [1, 10]");
+  }
+
+  ::setenv(name, "yes", 1);
+  EXPECT_EQ(switch_parameter(name), true);
+  ::setenv(name, "0", 1);
+  EXPECT_EQ(switch_parameter(name), false);
+  ::setenv(name, "maybe", 1);
+  EXPECT_NE(refusal([&] { switch_parameter(name); }).find(std::string(name) + "=maybe is not 0 or 1"),
+            std::string::npos);
+  ::unsetenv(name);
+}
+
 }  // namespace collective::internal

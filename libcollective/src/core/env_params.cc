@@ -2,12 +2,14 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 #include <string>
 #include <string_view>
 
 #include "collective/errors.h"
+#include "collective/parameters.h"
 
 namespace collective::internal {
 namespace {
@@ -192,3 +194,51 @@ const EnvParams& env_params() {
 }
 
 }  // namespace collective::internal
+
+namespace collective {
+
+// The public reader: the same parsers, on the live environment.
+namespace {
+const char* live_value(const char* name) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? value : nullptr;
+}
+}  // namespace
+
+std::optional<double> seconds_parameter(const char* name, double max_seconds) {
+  const char* value = live_value(name);
+  if (value == nullptr) return std::nullopt;
+  char limit[32];
+  std::snprintf(limit, sizeof(limit), "%.15g", max_seconds);
+  const std::string expected = std::string("a number of seconds in (0, ") + limit + "]";
+  // strtod also reads hex, inf and exponents: a plain decimal only.
+  for (const char* c = value; *c != '\0'; ++c) {
+    if ((*c < '0' || *c > '9') && *c != '.') internal::bad_value(name, value, expected);
+  }
+  const double seconds = internal::read_number(name, value, 0.0, max_seconds, expected);
+  if (!(seconds > 0)) internal::bad_value(name, value, expected);
+  return seconds;
+}
+
+std::optional<long long> integer_parameter(const char* name, long long minimum, long long maximum) {
+  const char* value = live_value(name);
+  if (value == nullptr) return std::nullopt;
+  const std::string expected =
+      "a decimal integer in [" + std::to_string(minimum) + ", " + std::to_string(maximum) + "]";
+  long long parsed = 0;
+  for (const char* c = value; *c != '\0'; ++c) {
+    if (*c < '0' || *c > '9') internal::bad_value(name, value, expected);
+    if (parsed > (maximum - (*c - '0')) / 10) internal::bad_value(name, value, expected);
+    parsed = parsed * 10 + (*c - '0');
+  }
+  if (parsed < minimum || parsed > maximum) internal::bad_value(name, value, expected);
+  return parsed;
+}
+
+std::optional<bool> switch_parameter(const char* name) {
+  if (live_value(name) == nullptr) return std::nullopt;
+  return internal::read_switch([](const char* n) -> const char* { return std::getenv(n); }, name,
+                               false);
+}
+
+}  // namespace collective
