@@ -117,7 +117,7 @@ Communicator Communicator::split(int color, int key) const {
   }
   internal::require_mpi_running(kOperation, self.rank);
   (void)internal::env_params();  // a malformed variable raises before any MPI call
-  const internal::ExclusiveUse exclusive(self, kOperation);
+  const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kSplit);
   // Every rank's color, on every rank. MPI has no non-blocking split: this
   // exchange first makes sure, within the timeout, that every rank has
   // arrived (so MPI_Comm_split cannot block on a rank that never comes),
@@ -256,7 +256,7 @@ std::uint64_t Communicator::sequence_number() const { return state().next_sequen
 
 void Communicator::free() {
   CommunicatorState& self = state();
-  const internal::ExclusiveUse exclusive(self, "Communicator::free");
+  const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kFree);
   self.release();
 }
 

@@ -1,6 +1,5 @@
 #include "core/exclusive_use.h"
 
-#include <iterator>
 #include <string>
 
 #include "collective/errors.h"
@@ -11,28 +10,30 @@ namespace {
 
 // The claim word: bit 63 marks a claim; for a collective, bits 0-3 hold its
 // kind + 1 and bits 4-61 its sequence number + 1 (0 until started()); for
-// another operation (bit 62), the low bits index kOperations.
+// another operation (bit 62), the low bits hold its Operation.
 constexpr std::uint64_t kClaimed = std::uint64_t{1} << 63;
 constexpr std::uint64_t kOperationFlag = std::uint64_t{1} << 62;
-constexpr const char* kOperations[] = {"Communicator::split", "Communicator::free",
-                                       "Communicator::allocate", "Communicator::choose_algorithm"};
+
+const char* operation_name(ExclusiveUse::Operation operation) {
+  switch (operation) {
+    case ExclusiveUse::Operation::kSplit: return "Communicator::split";
+    case ExclusiveUse::Operation::kFree: return "Communicator::free";
+  }
+  return "another operation";
+}
 
 std::uint64_t collective_mark(CollectiveKind kind, std::uint64_t sequence_plus_one) {
   const std::uint64_t kind_bits = static_cast<std::uint64_t>(kind) + 1;
   return kClaimed | ((sequence_plus_one << 4) & ~(kClaimed | kOperationFlag)) | kind_bits;
 }
 
-std::uint64_t operation_mark(const char* operation) {
-  for (std::uint64_t i = 0; i < std::size(kOperations); ++i) {
-    if (std::string(kOperations[i]) == operation) return kClaimed | kOperationFlag | i;
-  }
-  return kClaimed | kOperationFlag | std::size(kOperations);
+std::uint64_t operation_mark(ExclusiveUse::Operation operation) {
+  return kClaimed | kOperationFlag | static_cast<std::uint64_t>(operation);
 }
 
 std::string describe(std::uint64_t mark) {
   if (mark & kOperationFlag) {
-    const std::uint64_t index = mark & 0xFF;
-    return index < std::size(kOperations) ? kOperations[index] : "another operation";
+    return operation_name(static_cast<ExclusiveUse::Operation>(mark & 0xFF));
   }
   const auto kind = static_cast<CollectiveKind>((mark & 0xF) - 1);
   const std::uint64_t sequence_plus_one = (mark & ~(kClaimed | kOperationFlag)) >> 4;
@@ -66,14 +67,14 @@ void ExclusiveUse::started(std::uint64_t sequence) {
   owner_.store(collective_mark(kind_, sequence + 1), std::memory_order_relaxed);
 }
 
-ExclusiveUse::ExclusiveUse(CommunicatorState& state, const char* operation)
+ExclusiveUse::ExclusiveUse(CommunicatorState& state, Operation operation)
     : owner_(state.in_use) {
   std::uint64_t expected = 0;
   if (owner_.compare_exchange_strong(expected, operation_mark(operation),
                                      std::memory_order_acquire)) {
     return;
   }
-  fail_concurrent(state, operation, expected);
+  fail_concurrent(state, operation_name(operation), expected);
 }
 
 ExclusiveUse::~ExclusiveUse() { owner_.store(0, std::memory_order_release); }

@@ -23,8 +23,9 @@ class ExclusiveUse {
   // A collective of `kind`; started() then records its sequence number, so
   // that a colliding thread can name it.
   ExclusiveUse(CommunicatorState& state, CollectiveKind kind);
-  // For the communicator's other operations (split, free, ...).
-  ExclusiveUse(CommunicatorState& state, const char* operation);
+  // The communicator's other operations that communicate or free it.
+  enum class Operation : std::uint8_t { kSplit, kFree };
+  ExclusiveUse(CommunicatorState& state, Operation operation);
   ~ExclusiveUse();
   void started(std::uint64_t sequence);
   ExclusiveUse(const ExclusiveUse&) = delete;
