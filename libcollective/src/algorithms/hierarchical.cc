@@ -17,9 +17,9 @@ Support HierarchicalAlgorithm::supports(const Request& request,
     return Support::no("hierarchical serves host buffers only; device buffers need nccl");
   }
   if (!state.topology) return Support::no("hierarchical needs the communicator's topology");
-  if (state.node_segment_unavailable) {
+  if (const std::string* unavailable = node_segment_unavailable(state)) {
     return Support::no("hierarchical needs the node's shared-memory segment, which this communicator "
-                       "could not set up: " + *state.node_segment_unavailable);
+                       "could not set up: " + *unavailable);
   }
   return Support::yes();
 }

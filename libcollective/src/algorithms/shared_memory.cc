@@ -62,9 +62,9 @@ Support SharedMemoryAlgorithm::supports(const Request& request,
     return Support::no("shared_memory serves host buffers only; device buffers need nccl");
   }
   if (!state.topology) return Support::no("shared_memory needs the communicator's topology");
-  if (state.node_segment_unavailable) {
+  if (const std::string* unavailable = node_segment_unavailable(state)) {
     return Support::no("shared_memory needs the node's shared-memory segment, which this communicator "
-                       "could not set up: " + *state.node_segment_unavailable);
+                       "could not set up: " + *unavailable);
   }
   if (state.topology->node_count() != 1) {
     return Support::no("shared_memory needs every rank on one node; these ranks span " +

@@ -64,9 +64,9 @@ CommunicatorState::~CommunicatorState() {
 
 void CommunicatorState::release() {
   freed = true;
-  nccl.reset();
-  // The segment only unmaps memory; it never waits for peers.
-  node_segment.reset();
+  // NCCL communicators go before the MPI communicators they were made on;
+  // the node segment only unmaps memory, it never waits for peers.
+  resources.clear();
   if (cross_node) {
     if (poisoned && !cross_node->poisoned) cross_node->poisoned = poisoned;
     cross_node->release();

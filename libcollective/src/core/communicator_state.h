@@ -19,10 +19,10 @@
 #include "core/request.h"
 #include "core/scratch_buffer.h"
 #include "core/peer_liveness.h"
+#include "core/resource_slots.h"
 
 namespace collective::internal {
 
-class NodeSegment;
 class CollectiveAlgorithm;
 
 // One remembered AUTO decision (selection/selector.cc). A decision depends
@@ -36,15 +36,6 @@ struct SelectionMemo {
   ReduceOp op = ReduceOp::kSum;
   MemoryKind memory = MemoryKind::kHost;
   Algorithm requested = Algorithm::kAuto;
-};
-
-// State an algorithm builds lazily for one communicator (NCCL
-// communicators, sub-communicators, pinned buffers). Destroyed by
-// CommunicatorState::release(), before the MPI communicator is freed; the
-// destructor must not throw.
-class AlgorithmResources {
- public:
-  virtual ~AlgorithmResources() = default;
 };
 
 struct CommunicatorState {
@@ -114,18 +105,15 @@ struct CommunicatorState {
   // set only with several nodes and a local rank below the smallest node's
   // rank count (hierarchical all-reduce runs its ring here).
   std::unique_ptr<CommunicatorState> cross_node;
-  // The node's shared-memory segment, made by the first collective that
-  // needs it (algorithms/node_segment.h).
-  std::shared_ptr<NodeSegment> node_segment;
-  // Why the node segment cannot be had (it did not fit in /dev/shm), once
-  // every rank learned it: the algorithms that need it then refuse.
-  std::optional<std::string> node_segment_unavailable;
   // AUTO's last few decisions, most recent replaced first.
   mutable std::array<SelectionMemo, 8> selection_memo{};
   mutable std::uint32_t selection_memo_next = 0;
 
-  // The NCCL algorithm's communicators and streams (algorithms/nccl_resources.h).
-  std::unique_ptr<AlgorithmResources> nccl;
+  // What the algorithms and transports keep between calls, one slot per
+  // type (the node's shared-memory segment, transport/shm/node_segment.h;
+  // NCCL's communicators, algorithms/nccl/nccl_resources.h). Released first
+  // by release().
+  ResourceSlots resources;
 
  private:
   void learn_peers(const char* operation);

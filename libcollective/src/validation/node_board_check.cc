@@ -76,8 +76,8 @@ bool all_alike(const NodeSegment& segment, std::uint64_t round, const CallFinger
 }  // namespace
 
 NodeSegment* node_board(CommunicatorState& state) {
-  if (!state.node_segment || !state.topology || state.topology->node_count() != 1) return nullptr;
-  return state.node_segment.get();
+  if (!state.topology || state.topology->node_count() != 1) return nullptr;
+  return existing_node_segment(state);
 }
 
 std::uint64_t check_on_node(NodeSegment& segment, const CallFingerprint& mine,

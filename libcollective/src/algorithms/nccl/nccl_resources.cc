@@ -7,8 +7,8 @@
 namespace collective::internal {
 
 NcclResources& NcclResources::of(CommunicatorState& state) {
-  if (!state.nccl) state.nccl = std::make_unique<NcclResources>(state);
-  return static_cast<NcclResources&>(*state.nccl);
+  return state.resources.get_or_make<NcclResources>(
+      [&state] { return std::make_unique<NcclResources>(state); });
 }
 
 NcclResources::~NcclResources() {

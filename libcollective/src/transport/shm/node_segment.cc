@@ -285,7 +285,9 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   if (!all_ok) {
     const std::string cause =
         failure.empty() ? "another rank could not set up its node's shared-memory segment" : failure;
-    state.node_segment_unavailable = cause;
+    state.resources.get_or_make<NodeSegmentResource>([] {
+      return std::make_unique<NodeSegmentResource>();
+    }).unavailable = cause;
     throw ResourceUnavailable(operation, state.rank, cause);
   }
   const auto* header = reinterpret_cast<const Header*>(segment->base_);
@@ -304,14 +306,26 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
 }
 
 NodeSegment& NodeSegment::of(const Request& request, CommunicatorState& state) {
-  if (!state.node_segment) {
-    const Topology& topology = *state.topology;
-    const std::size_t local_size = topology.node(topology.node_of(state.rank)).ranks.size();
-    // Every owner's piece must hold at least one 64-byte unit.
-    const std::size_t slot = std::max(env_params().shm_slot_bytes, local_size * 64);
-    state.node_segment = create(request, state, slot);
-  }
-  return *state.node_segment;
+  if (NodeSegment* existing = existing_node_segment(state)) return *existing;
+  const Topology& topology = *state.topology;
+  const std::size_t local_size = topology.node(topology.node_of(state.rank)).ranks.size();
+  // Every owner's piece must hold at least one 64-byte unit.
+  const std::size_t slot = std::max(env_params().shm_slot_bytes, local_size * 64);
+  std::shared_ptr<NodeSegment> made = create(request, state, slot);
+  auto& resource = state.resources.get_or_make<NodeSegmentResource>(
+      [] { return std::make_unique<NodeSegmentResource>(); });
+  resource.segment = std::move(made);
+  return *resource.segment;
+}
+
+NodeSegment* existing_node_segment(const CommunicatorState& state) {
+  const auto* resource = state.resources.find<NodeSegmentResource>();
+  return resource != nullptr ? resource->segment.get() : nullptr;
+}
+
+const std::string* node_segment_unavailable(const CommunicatorState& state) {
+  const auto* resource = state.resources.find<NodeSegmentResource>();
+  return resource != nullptr && resource->unavailable ? &*resource->unavailable : nullptr;
 }
 
 NodeSegment::~NodeSegment() {

@@ -184,4 +184,17 @@ class NodeSegment {
   ScratchBuffer private_scratch_;
 };
 
+// The node segment's slot in CommunicatorState::resources.
+struct NodeSegmentResource final : AlgorithmResources {
+  std::shared_ptr<NodeSegment> segment;
+  // Why the segment cannot be had (it did not fit in /dev/shm), once every
+  // rank learned it: the algorithms that need it then refuse.
+  std::optional<std::string> unavailable;
+};
+
+// The communicator's segment when one was made, else nullptr (no call).
+NodeSegment* existing_node_segment(const CommunicatorState& state);
+// Why this communicator cannot have a node segment, or nullptr.
+const std::string* node_segment_unavailable(const CommunicatorState& state);
+
 }  // namespace collective::internal
