@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <type_traits>
 
 #include "collective/communicator.h"
 #include "strategies_test_util.h"
@@ -210,12 +211,86 @@ TEST_P(MultiWorker, BatchReducePacksByBytesPerPack) {
   EXPECT_EQ(strategy.extended().cross_device_ops().packs_reduced() - before_all, 1u);
 }
 
-TEST_P(MultiWorker, NcclOnHostTensorsFallsBackToRing) {
+// One enum for the choice in the whole library; the guide's constructor
+// form; NCCL forced on the layer's host tensors raises (no silent ring).
+static_assert(std::is_same_v<CommunicationImplementation, collective::CollectiveCommunication>);
+static_assert(std::is_same_v<CollectiveCommunication, collective::CollectiveCommunication>);
+
+TEST_P(MultiWorker, CollectiveCommunicationFormsAndNcclOnHostTensorsRaises) {
+  MultiWorkerMirroredStrategy ring(CollectiveCommunication::kRing, MirroredStrategy::cpu_devices(k()));
+  EXPECT_EQ(ring.extended().communication_options().implementation, CollectiveCommunication::kRing);
+  const PerReplica<Tensor> ones = ring.run([] { return floats({1, 2}); });
+  EXPECT_TRUE(tensor_equals(ring.reduce(ReduceOp::kSum, ones), DataType::kFloat32, {2}, {double(n()), 2.0 * n()}));
+  EXPECT_TRUE(throws_with<UnsupportedError>(
+      [&] { MultiWorkerMirroredStrategy(CollectiveCommunication::kNccl, MirroredStrategy::cpu_devices(k())); },
+      "NCCL serves device buffers only"));
   CommunicationOptions options;
   options.implementation = CommunicationImplementation::kNccl;
-  MultiWorkerMirroredStrategy nccl(options, MirroredStrategy::cpu_devices(k()));
-  const PerReplica<Tensor> ones = nccl.run([] { return floats({1, 2}); });
-  EXPECT_TRUE(tensor_equals(nccl.reduce(ReduceOp::kSum, ones), DataType::kFloat32, {2}, {double(n()), 2.0 * n()}));
+  EXPECT_TRUE(throws_with<UnsupportedError>(
+      [&] { MultiWorkerMirroredStrategy(options, MirroredStrategy::cpu_devices(k())); }, "MultiWorkerMirroredStrategy"));
+}
+
+// tf.distribute broadcasts the chief's initial value: a rank-dependent
+// initializer still gives every copy on every worker worker 0's value, for
+// variables made in the cross-replica context and inside run().
+TEST_P(MultiWorker, VariablesStartFromTheChiefsInitialValue) {
+  auto scope = strategy.scope();
+  const float rank = static_cast<float>(world_rank());
+  Variable v(floats({rank + 1, 10 * rank, -rank}), {.name = "v"});
+  Variable empty(Tensor(DataType::kInt64, {0, 3}), {.name = "empty"});
+  EXPECT_EQ(v.num_copies(), static_cast<std::size_t>(k()));
+  for (const Tensor& copy : v.local_values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {3}, {1, 0, 0}));
+  EXPECT_TRUE(tensor_equals(empty.value(), DataType::kInt64, {0, 3}, {}));
+  const PerReplica<Tensor> made = strategy.run([&] {
+    const int id = get_replica_context()->replica_id_in_sync_group();
+    Variable inside(Tensor(std::vector<std::int32_t>{id, 7}, {2}), {.name = "inside"});
+    return inside.value();
+  });
+  // Local replica 0's initial value of worker 0: replica id 0.
+  for (const Tensor& value : made.values()) EXPECT_TRUE(tensor_equals(value, DataType::kInt32, {2}, {0, 7}));
+  if (w() > 1) {
+    // Workers that disagree on the shape all raise, none waits.
+    EXPECT_TRUE(throws_with<MismatchError>(
+        [&] { Variable bad(Tensor(DataType::kFloat32, {world_rank() == 0 ? 2 : 3}), {.name = "bad"}); },
+        "variable 'bad'"));
+  }
+}
+
+// Sync-on-read across workers: replicas accumulate alone; the
+// cross-replica read (collective) reduces over every worker's replicas.
+TEST_P(MultiWorker, SyncOnReadVariablesReduceAcrossWorkersWhenRead) {
+  auto scope = strategy.scope();
+  SyncOnReadVariable count(Tensor::scalar<std::int64_t>(0), {.name = "count", .aggregation = VariableAggregation::kSum});
+  SyncOnReadVariable mean(floats({0}), {.name = "mean", .aggregation = VariableAggregation::kMean});
+  for (int step = 0; step < 3; ++step) {
+    strategy.run([&] {
+      const int id = get_replica_context()->replica_id_in_sync_group();
+      count.assign_add(Tensor::scalar<std::int64_t>(id + 1));
+      mean.assign_add(floats({static_cast<float>(2 * id)}));
+    });
+  }
+  const double ids = n() * (n() - 1) / 2.0;
+  EXPECT_TRUE(tensor_equals(count.value(), DataType::kInt64, {}, {3 * (ids + n())}));
+  EXPECT_TRUE(tensor_equals(mean.value(), DataType::kFloat32, {1}, {6 * ids / n()}));
+  const std::vector<Tensor> own = count.local_values();
+  for (int r = 0; r < k(); ++r) {
+    EXPECT_TRUE(tensor_equals(own[static_cast<std::size_t>(r)], DataType::kInt64, {},
+                              {3.0 * (world_rank() * k() + r + 1)}, "local replica " + std::to_string(r)));
+  }
+}
+
+// ONLY_FIRST_REPLICA takes each worker's own local replica 0 value (TF's
+// experimental_local_results(value)[0]), with no cross-worker step.
+TEST_P(MultiWorker, OnlyFirstReplicaIsEachWorkersFirstLocalReplica) {
+  auto scope = strategy.scope();
+  Variable first(floats({0}), {.name = "first", .aggregation = VariableAggregation::kOnlyFirstReplica});
+  strategy.run([&] {
+    const float id = static_cast<float>(get_replica_context()->replica_id_in_sync_group());
+    first.assign_add(floats({id + 1}));
+  });
+  for (const Tensor& copy : first.local_values()) {
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {double(world_rank() * k() + 1)}));
+  }
 }
 
 // Every element exactly once across all replicas of all workers: each

@@ -149,6 +149,19 @@ ReplicaContext* get_replica_context();
 // True inside a strategy's scope but not in a replica context.
 bool in_cross_replica_context();
 
+// tf.distribute.experimental_set_strategy: makes strategy the current
+// strategy of this thread until the next call, as if its scope were entered
+// and left open; nullptr returns to the default strategy. Must not be called
+// inside a scope or run() (InvalidArgumentError). The strategy must outlive
+// the setting.
+void experimental_set_strategy(Strategy* strategy);
+
+// tf.distribute.get_loss_reduction: how the optimizer combines replicas'
+// gradients, hence how a per-replica loss must be scaled. Always
+// ReduceOp::kSum here, as in TF 2 outside Estimator: SGD sums the
+// gradients, so scale each replica's loss by the global batch size.
+ReduceOp get_loss_reduction();
+
 namespace detail {
 
 template <typename A>
