@@ -388,6 +388,59 @@ TEST_P(MultiWorker, InputFromFunctionPerWorker) {
   expect_each_once(strategy, data, 31, "from function");
 }
 
+// AutoShardPolicy: kData shards by element (no warning), kFile refuses a
+// pipeline without one file per worker, kOff gives every worker every
+// element (its replicas take the global batches' parts in turn).
+TEST_P(MultiWorker, AutoShardPolicies) {
+  InputOptions data_policy;
+  data_policy.auto_shard_policy = AutoShardPolicy::kData;
+  const DistributedDataset by_element = strategy.experimental_distribute_dataset(Dataset::range(13).batch(5), data_policy);
+  EXPECT_EQ(by_element.sharding(), w() == 1 ? InputSharding::kSingleWorker : InputSharding::kByElement);
+  expect_each_once(strategy, by_element, 13, "kData");
+  InputOptions file_policy;
+  file_policy.auto_shard_policy = AutoShardPolicy::kFile;
+  if (w() > 1) {
+    EXPECT_TRUE(throws_with<InvalidArgumentError>(
+        [&] { strategy.experimental_distribute_dataset(Dataset::range(13).batch(5), file_policy); },
+        "AutoShardPolicy::kFile needs a pipeline that reads at least one file per worker"));
+  }
+  InputOptions off;
+  off.auto_shard_policy = AutoShardPolicy::kOff;
+  const DistributedDataset everything = strategy.experimental_distribute_dataset(Dataset::range(13).batch(5).prefetch(1), off);
+  EXPECT_EQ(everything.sharding(), w() == 1 ? InputSharding::kSingleWorker : InputSharding::kOff);
+  std::vector<int> seen(13, 0);
+  int steps = 0;
+  std::int64_t part = 0;  // index of the next part of the global batch
+  for (const PerReplica<Element>& step : everything) {
+    for (int r = 0; r < k(); ++r) {
+      const Tensor& ids = step[static_cast<std::size_t>(r)][0];
+      // Global batch b (5, 5, 3 rows) is cut into n() parts; with one
+      // worker each step covers one global batch, else parts go in turn.
+      const std::int64_t p = w() == 1 ? r : (part++ % n());
+      const std::int64_t batch = w() == 1 ? steps : (part - 1) / n();
+      const std::int64_t rows = batch == 2 ? 3 : 5;
+      EXPECT_EQ(ids.dim(0), rows / n() + (p < rows % n() ? 1 : 0)) << "step " << steps << " replica " << r;
+      for (std::int64_t id : ids.values<std::int64_t>()) ++seen[static_cast<std::size_t>(id)];
+    }
+    ++steps;
+  }
+  EXPECT_EQ(steps, 3 * w());
+  for (int i = 0; i < 13; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << "element " << i << " on worker " << world_rank();
+}
+
+TEST_P(MultiWorker, ValuesFromFunctionKnowTheirReplicaIds) {
+  const PerReplica<std::int32_t> ids = strategy.experimental_distribute_values_from_function(
+      [&](const ValueContext& context) {
+        EXPECT_EQ(context.num_replicas_in_sync(), n());
+        return context.replica_id_in_sync_group();
+      });
+  const PerReplica<std::int32_t> in_run = strategy.run([](std::int32_t id) {
+    EXPECT_EQ(id, get_replica_context()->replica_id_in_sync_group());
+    return id;
+  }, ids);
+  for (int r = 0; r < k(); ++r) EXPECT_EQ(in_run[static_cast<std::size_t>(r)], world_rank() * k() + r);
+}
+
 INSTANTIATE_TEST_SUITE_P(LocalReplicas, MultiWorker, ::testing::Values(1, 2),
                          [](const auto& info) { return "k" + std::to_string(info.param); });
 

@@ -116,19 +116,37 @@ class Strategy {
   // The cluster of a multi-worker strategy; nullptr for single-worker ones.
   const ClusterResolver* cluster_resolver() const;
 
-  // Splits each global batch of dataset (which must end with
-  // batch(global_batch_size)) across the replicas; across workers it shards
-  // by file when the dataset reads at least as many files as there are
-  // workers, else by element (with a logged warning). See
-  // distributed_dataset.h.
+  // Splits each global batch of dataset across the replicas. The pipeline
+  // must contain batch(global_batch_size); transformations after it
+  // (prefetch, repeat, take, filter, map, shuffle of batches) are kept, as
+  // tf.distribute rebatches. Across workers it shards as
+  // options.auto_shard_policy says. See distributed_dataset.h.
   DistributedDataset experimental_distribute_dataset(const Dataset& dataset,
                                                      const InputOptions& options = {});
 
   // Calls fn once on this worker with its InputContext; the dataset it
   // returns must be batched per replica. Each step gives the worker's
   // replicas consecutive batches. No automatic splitting or sharding.
+  // With options.experimental_replication_mode = kPerReplica, fn is called
+  // once per local replica (see InputReplicationMode) and each step gives
+  // every replica the next batch of its own dataset.
   DistributedDataset distribute_datasets_from_function(
       const std::function<Dataset(const InputContext&)>& fn, const InputOptions& options = {});
+
+  // tf.distribute's experimental_distribute_values_from_function: fn is
+  // called once per local replica, on the caller's thread, with that
+  // replica's ValueContext; the results, one per local replica.
+  template <typename Fn>
+  auto experimental_distribute_values_from_function(Fn&& fn) {
+    using Result = std::remove_cvref_t<std::invoke_result_t<Fn&, const ValueContext&>>;
+    std::vector<Result> values;
+    const int local = extended_->num_local_replicas();
+    for (int r = 0; r < local; ++r) {
+      const ValueContext context(extended_->worker_index() * local + r, num_replicas_in_sync());
+      values.push_back(std::invoke(fn, context));
+    }
+    return PerReplica<Result>(std::move(values));
+  }
 
  protected:
   explicit Strategy(std::unique_ptr<StrategyExtended> extended);
