@@ -195,7 +195,7 @@ template <typename A>
 void check_run_argument(const StrategyExtended& extended, const A& argument, int index) {
   if constexpr (is_distributed_values_v<A>) {
     extended.check_distributed_argument(index, argument.num_replicas());
-  } else if constexpr (std::is_same_v<std::remove_cvref_t<A>, Variable>) {
+  } else if constexpr (std::is_base_of_v<Variable, std::remove_cvref_t<A>>) {
     extended.check_variable_argument(index, argument);
   }
 }
