@@ -428,6 +428,35 @@ TEST_P(MultiWorker, AutoShardPolicies) {
   for (int i = 0; i < 13; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << "element " << i << " on worker " << world_rank();
 }
 
+// kPerReplica: one pipeline per replica of the sync group; replicas whose
+// data ended get empty batches until every replica of every worker is done.
+TEST_P(MultiWorker, InputFromFunctionPerReplica) {
+  InputOptions options;
+  options.experimental_replication_mode = InputReplicationMode::kPerReplica;
+  const DistributedDataset data = strategy.distribute_datasets_from_function(
+      [&](const InputContext& context) {
+        EXPECT_EQ(context.num_input_pipelines(), n());
+        const std::int64_t g = context.input_pipeline_id();
+        return Dataset::range(100 * g, 100 * g + 1 + g).batch(1);  // replica g: g + 1 batches
+      },
+      options);
+  int steps = 0;
+  for (const PerReplica<Element>& step : data) {
+    for (int r = 0; r < k(); ++r) {
+      const std::int64_t g = world_rank() * k() + r;
+      const Tensor& ids = step[static_cast<std::size_t>(r)][0];
+      if (steps <= g) {
+        ASSERT_EQ(ids.dim(0), 1) << "replica " << g << " step " << steps;
+        EXPECT_EQ(ids.values<std::int64_t>()[0], 100 * g + steps);
+      } else {
+        EXPECT_EQ(ids.dim(0), 0) << "replica " << g << " step " << steps;
+      }
+    }
+    ++steps;
+  }
+  EXPECT_EQ(steps, n());
+}
+
 TEST_P(MultiWorker, ValuesFromFunctionKnowTheirReplicaIds) {
   const PerReplica<std::int32_t> ids = strategy.experimental_distribute_values_from_function(
       [&](const ValueContext& context) {

@@ -76,8 +76,10 @@ class Strategy {
   // Mirrored argument passes each replica its own value; a Variable passes
   // itself (it must belong to this strategy); anything else is passed to
   // every replica as is. Returns the per-replica results (one value per
-  // local replica, even for single-replica strategies), or nothing when fn
-  // returns void. If a replica throws, the other replicas are released from
+  // local replica), or nothing when fn returns void. With one local replica
+  // (the default strategy, OneDeviceStrategy) the result converts to the
+  // plain value, as tf.distribute returns it: `Tensor loss = s.run(f, x);`
+  // (values.h). If a replica throws, the other replicas are released from
   // any collective they wait in and run() rethrows the first replica's
   // error (by replica id) after all replicas stopped.
   template <typename Fn, typename... Args>
