@@ -164,13 +164,22 @@ std::string Checkpoint::save(const std::string& directory) {
   const std::string name = "ckpt-" + std::to_string(step_);
   const std::string path = (std::filesystem::path(directory) / name).string();
   std::string error;
+  // A sync-on-read variable's value is a reduction over every worker's
+  // replicas: every worker reads it; the chief saves it.
+  std::vector<Tensor> on_read_values;
+  for (const auto& entry : variables_) {
+    if (entry.second.is_sync_on_read()) on_read_values.push_back(entry.second.value());
+  }
   if (group.rank() == 0) {
     try {
       detail::CheckpointData data;
       data.step = step_;
       data.iterations = optimizer_ ? optimizer_->iterations() : 0;
+      std::size_t next_on_read = 0;
       for (const auto& [variable_name, variable] : variables_) {
-        data.variables.emplace_back(variable_name, variable.value());
+        data.variables.emplace_back(variable_name, variable.is_sync_on_read()
+                                                       ? on_read_values[next_on_read++]
+                                                       : variable.value());
       }
       const std::vector<std::byte> bytes = detail::encode_checkpoint(data);
       std::error_code code;

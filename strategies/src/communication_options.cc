@@ -4,28 +4,34 @@
 #include <string>
 
 #include "collective/environment.h"
+#include "collective/errors.h"
 #include "collective/options.h"
 
 namespace collective::distribute {
 
-std::string_view to_string(CommunicationImplementation implementation) {
+std::string_view to_string(CollectiveCommunication implementation) {
   switch (implementation) {
-    case CommunicationImplementation::kAuto: return "AUTO";
-    case CommunicationImplementation::kRing: return "RING";
-    case CommunicationImplementation::kNccl: return "NCCL";
+    case CollectiveCommunication::kAuto: return "AUTO";
+    case CollectiveCommunication::kRing: return "RING";
+    case CollectiveCommunication::kNccl: return "NCCL";
   }
   return "unknown";
 }
 
-Algorithm host_algorithm_for(CommunicationImplementation implementation) {
+Algorithm host_algorithm_for(CollectiveCommunication implementation, std::string_view operation) {
   switch (implementation) {
-    case CommunicationImplementation::kAuto: return Algorithm::kAuto;
-    case CommunicationImplementation::kRing: return Algorithm::kRing;
-    // NCCL serves device memory; host tensors take the ring (tf.distribute's
-    // rule for CommunicationImplementation.NCCL with CPU tensors).
-    case CommunicationImplementation::kNccl: return Algorithm::kRing;
+    case CollectiveCommunication::kAuto: return Algorithm::kAuto;
+    case CollectiveCommunication::kRing: return Algorithm::kRing;
+    case CollectiveCommunication::kNccl:
+      // The core's rule for a forced algorithm it cannot serve: raise.
+      throw UnsupportedError(std::string(operation), -1,
+                             "CollectiveCommunication::kNccl was requested, but NCCL serves device "
+                             "buffers only and the strategies layer's tensors are in host memory; "
+                             "use kAuto or kRing");
   }
-  return Algorithm::kAuto;
+  throw InvalidArgumentError(std::string(operation), -1,
+                             "unknown CollectiveCommunication value " +
+                                 std::to_string(static_cast<int>(implementation)));
 }
 
 namespace {

@@ -242,6 +242,9 @@ CollectiveAllReduce::CollectiveAllReduce(Communicator communicator, Communicatio
       options_(options),
       local_ops_(std::move(local_ops)),
       communicator_mutex_(std::move(communicator_mutex)) {
+  // A forced kNccl cannot serve host tensors: raise now, not at the first
+  // reduction (and never fall back).
+  (void)host_algorithm_for(options_.implementation, "CollectiveAllReduce");
   if (!local_ops_) local_ops_ = std::make_unique<ReductionToOneDevice>();
   if (!communicator_mutex_) communicator_mutex_ = std::make_shared<std::mutex>();
 }
@@ -282,16 +285,10 @@ std::vector<PackRange> CollectiveAllReduce::plan_packs(const std::vector<std::si
 void CollectiveAllReduce::reduce_pack_across_workers(ReduceOp op, DataType type, void* buffer,
                                                      std::size_t count) {
   if (communicator_.size() == 1) return;
-  if (options_.implementation == CommunicationImplementation::kNccl) {
-    std::call_once(nccl_fallback_logged_, [] {
-      DISTRIBUTE_LOG(kWarn, "CommunicationImplementation NCCL: tensors are in host memory, which "
-                            "NCCL does not serve; the cross-worker all-reduce uses RING instead");
-    });
-  }
   AllReduceOptions options;
   // kMean: the local step summed; the sum is divided once at the end.
   options.op = op == ReduceOp::kMean ? ReduceOp::kSum : op;
-  options.algorithm = host_algorithm_for(options_.implementation);
+  options.algorithm = host_algorithm_for(options_.implementation, "CollectiveAllReduce");
   options.timeout = effective_timeout(options_);
   options.memory = MemoryKind::kHost;
   std::lock_guard<std::mutex> lock(*communicator_mutex_);

@@ -1,8 +1,15 @@
 #include "collective/distribute/dataset.h"
 
+#include <atomic>
+#include <condition_variable>
 #include <cstring>
+#include <exception>
+#include <deque>
 #include <fstream>
+#include <mutex>
+#include <random>
 #include <sstream>
+#include <thread>
 
 #include "collective/errors.h"
 
@@ -11,7 +18,10 @@ namespace collective::distribute {
 namespace detail {
 
 struct DatasetNode {
-  enum class Kind { kTensorSlices, kRange, kGenerator, kFiles, kMap, kShard, kTake, kRepeat, kBatch };
+  enum class Kind {
+    kTensorSlices, kRange, kGenerator, kFiles, kMap, kShard, kTake, kRepeat, kBatch,
+    kFilter, kShuffle, kPrefetch,
+  };
   Kind kind = Kind::kTensorSlices;
   std::shared_ptr<const DatasetNode> input;  // nullptr for sources
 
@@ -23,6 +33,12 @@ struct DatasetNode {
   std::vector<std::string> files;               // kFiles
   FileReader reader;                            // kFiles
   std::function<Element(Element)> map_fn;       // kMap
+  std::function<bool(const Element&)> predicate;  // kFilter
+  std::uint64_t seed = 0;                       // kShuffle (first: buffer size)
+  bool reshuffle = true;                        // kShuffle
+  // kShuffle: passes begun so far (shared by copies of the node).
+  std::shared_ptr<std::atomic<std::int64_t>> passes;
+  // kPrefetch: first is the buffer size.
 };
 
 class DatasetIteratorImpl {
@@ -206,8 +222,138 @@ class BatchIterator final : public DatasetIteratorImpl {
   std::unique_ptr<DatasetIteratorImpl> input_;
 };
 
+class FilterIterator final : public DatasetIteratorImpl {
+ public:
+  explicit FilterIterator(const DatasetNode& node) : node_(node), input_(make_iterator(*node.input)) {}
+  std::optional<Element> next() override {
+    while (std::optional<Element> element = input_->next()) {
+      if (node_.predicate(*element)) return element;
+    }
+    return std::nullopt;
+  }
+
+ private:
+  const DatasetNode& node_;
+  std::unique_ptr<DatasetIteratorImpl> input_;
+};
+
+// Set while element_spec() peeks, so the peek does not count as a pass
+// of a shuffle (workers that peek and workers that do not must agree on
+// every pass's order).
+thread_local bool t_peeking = false;
+
+class ShuffleIterator final : public DatasetIteratorImpl {
+ public:
+  explicit ShuffleIterator(const DatasetNode& node)
+      : node_(node), input_(make_iterator(*node.input)) {
+    std::int64_t pass = 0;
+    if (node.reshuffle) pass = t_peeking ? node.passes->load() : node.passes->fetch_add(1);
+    // SplitMix64 of (seed, pass): distinct, well-mixed seeds per pass.
+    std::uint64_t z = node.seed + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(pass + 1);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    random_.seed(z ^ (z >> 31));
+  }
+  std::optional<Element> next() override {
+    while (!exhausted_ && static_cast<std::int64_t>(buffer_.size()) < node_.first) {
+      std::optional<Element> element = input_->next();
+      if (!element) {
+        exhausted_ = true;
+        break;
+      }
+      buffer_.push_back(std::move(*element));
+    }
+    if (buffer_.empty()) return std::nullopt;
+    // The modulo of a 64-bit draw: the same on every standard library
+    // (std::uniform_int_distribution is not), bias below 2^-40 here.
+    const std::size_t pick = static_cast<std::size_t>(random_() % buffer_.size());
+    std::swap(buffer_[pick], buffer_.back());
+    Element element = std::move(buffer_.back());
+    buffer_.pop_back();
+    return element;
+  }
+
+ private:
+  const DatasetNode& node_;
+  std::unique_ptr<DatasetIteratorImpl> input_;
+  std::vector<Element> buffer_;
+  std::mt19937_64 random_;
+  bool exhausted_ = false;
+};
+
+// The input runs on a producer thread, up to buffer size elements ahead.
+class PrefetchIterator final : public DatasetIteratorImpl {
+ public:
+  explicit PrefetchIterator(const DatasetNode& node)
+      : capacity_(static_cast<std::size_t>(node.first)), input_(make_iterator(*node.input)) {
+    producer_ = std::thread([this] { produce(); });
+  }
+  ~PrefetchIterator() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    changed_.notify_all();
+    // The producer finishes the element it is making, then stops.
+    producer_.join();
+  }
+  std::optional<Element> next() override {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // The producer always ends: with an element, the end or an error.
+    changed_.wait(lock, [this] { return !queue_.empty() || done_; });
+    if (!queue_.empty()) {
+      Element element = std::move(queue_.front());
+      queue_.pop_front();
+      changed_.notify_all();
+      return element;
+    }
+    if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+    return std::nullopt;
+  }
+
+ private:
+  void produce() {
+    while (true) {
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        changed_.wait(lock, [this] { return stopping_ || queue_.size() < capacity_; });
+        if (stopping_) return;
+      }
+      std::optional<Element> element;
+      std::exception_ptr error;
+      try {
+        element = input_->next();
+      } catch (...) {
+        error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (error || !element) {
+        error_ = error;
+        done_ = true;
+        changed_.notify_all();
+        return;
+      }
+      queue_.push_back(std::move(*element));
+      changed_.notify_all();
+    }
+  }
+
+  const std::size_t capacity_;
+  std::unique_ptr<DatasetIteratorImpl> input_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Element> queue_;
+  bool done_ = false;
+  bool stopping_ = false;
+  std::exception_ptr error_;
+  std::thread producer_;
+};
+
 std::unique_ptr<DatasetIteratorImpl> make_iterator(const DatasetNode& node) {
   switch (node.kind) {
+    case Kind::kFilter: return std::make_unique<FilterIterator>(node);
+    case Kind::kShuffle: return std::make_unique<ShuffleIterator>(node);
+    case Kind::kPrefetch: return std::make_unique<PrefetchIterator>(node);
     case Kind::kTensorSlices: return std::make_unique<TensorSlicesIterator>(node);
     case Kind::kRange: return std::make_unique<RangeIterator>(node);
     case Kind::kGenerator: return std::make_unique<GeneratorIterator>(node);
@@ -370,6 +516,37 @@ Dataset Dataset::batch(std::int64_t batch_size, bool drop_remainder) const {
   return Dataset(node);
 }
 
+Dataset Dataset::filter(std::function<bool(const Element&)> predicate) const {
+  if (!predicate) throw InvalidArgumentError("Dataset::filter", -1, "the predicate is empty");
+  auto node = detail::derive(node_, Kind::kFilter);
+  node->predicate = std::move(predicate);
+  return Dataset(node);
+}
+
+Dataset Dataset::shuffle(std::int64_t buffer_size, std::uint64_t seed,
+                         bool reshuffle_each_iteration) const {
+  if (buffer_size < 1) {
+    throw InvalidArgumentError("Dataset::shuffle", -1,
+                               "buffer_size must be at least 1, got " + std::to_string(buffer_size));
+  }
+  auto node = detail::derive(node_, Kind::kShuffle);
+  node->first = buffer_size;
+  node->seed = seed;
+  node->reshuffle = reshuffle_each_iteration;
+  node->passes = std::make_shared<std::atomic<std::int64_t>>(0);
+  return Dataset(node);
+}
+
+Dataset Dataset::prefetch(std::int64_t buffer_size) const {
+  if (buffer_size < 1) {
+    throw InvalidArgumentError("Dataset::prefetch", -1,
+                               "buffer_size must be at least 1, got " + std::to_string(buffer_size));
+  }
+  auto node = detail::derive(node_, Kind::kPrefetch);
+  node->first = buffer_size;
+  return Dataset(node);
+}
+
 Dataset::Iterator::Iterator(std::unique_ptr<detail::DatasetIteratorImpl> impl)
     : impl_(std::move(impl)) {}
 Dataset::Iterator::~Iterator() = default;
@@ -389,6 +566,10 @@ std::vector<Element> Dataset::collect() const {
 }
 
 std::optional<ElementSpec> Dataset::element_spec() const {
+  struct Peek {
+    Peek() { detail::t_peeking = true; }
+    ~Peek() { detail::t_peeking = false; }
+  } peek;
   Iterator iterator = make_iterator();
   std::optional<Element> element = iterator.get_next();
   if (!element) return std::nullopt;
@@ -409,6 +590,41 @@ std::optional<std::int64_t> Dataset::batch_size() const {
 }
 
 bool Dataset::drop_remainder() const { return node_->kind == Kind::kBatch && node_->drop_remainder; }
+
+std::optional<std::pair<std::int64_t, bool>> Dataset::last_batch() const {
+  for (const DatasetNode* node = node_.get(); node != nullptr; node = node->input.get()) {
+    if (node->kind == Kind::kBatch) return std::make_pair(node->first, node->drop_remainder);
+  }
+  return std::nullopt;
+}
+
+namespace {
+std::shared_ptr<const DatasetNode> resize_last_batch(const std::shared_ptr<const DatasetNode>& node,
+                                                     std::int64_t batch_size) {
+  if (!node) return nullptr;
+  auto copy = std::make_shared<DatasetNode>(*node);
+  if (node->kind == Kind::kBatch) {
+    copy->first = batch_size;
+  } else {
+    copy->input = resize_last_batch(node->input, batch_size);
+    if (!copy->input) return nullptr;
+  }
+  return copy;
+}
+}  // namespace
+
+Dataset Dataset::with_batch_size(std::int64_t batch_size) const {
+  if (batch_size < 1) {
+    throw InvalidArgumentError("Dataset::with_batch_size", -1,
+                               "batch_size must be at least 1, got " + std::to_string(batch_size));
+  }
+  std::shared_ptr<const DatasetNode> resized = resize_last_batch(node_, batch_size);
+  if (!resized) {
+    throw InvalidArgumentError("Dataset::with_batch_size", -1,
+                               "the pipeline " + describe() + " has no batch");
+  }
+  return Dataset(resized);
+}
 
 Dataset Dataset::unbatched() const {
   if (node_->kind != Kind::kBatch) {
@@ -451,6 +667,11 @@ std::string Dataset::describe() const {
         steps.push_back("batch(" + std::to_string(node->first) +
                         (node->drop_remainder ? ", drop_remainder" : "") + ")");
         break;
+      case Kind::kFilter: steps.push_back("filter"); break;
+      case Kind::kShuffle:
+        steps.push_back("shuffle(" + std::to_string(node->first) + ", seed " + std::to_string(node->seed) + ")");
+        break;
+      case Kind::kPrefetch: steps.push_back("prefetch(" + std::to_string(node->first) + ")"); break;
     }
   }
   std::string text;

@@ -1,5 +1,7 @@
 #include "collective/distribute/distributed_dataset.h"
 
+#include <deque>
+
 #include "collective/distribute/strategy.h"
 #include "collective/errors.h"
 #include "context_stack.h"
@@ -14,6 +16,7 @@ std::string_view to_string(InputSharding sharding) {
     case InputSharding::kByFile: return "by_file";
     case InputSharding::kByElement: return "by_element";
     case InputSharding::kFromFunction: return "from_function";
+    case InputSharding::kOff: return "off";
   }
   return "unknown";
 }
@@ -31,6 +34,9 @@ struct DistributedDatasetState {
   // Where the spec of an empty batch comes from when this worker has seen no
   // element yet.
   Dataset spec_source;
+  // distribute_datasets_from_function with InputReplicationMode::kPerReplica:
+  // one dataset per local replica (dataset is the first).
+  std::vector<Dataset> replica_datasets;
 };
 
 namespace {
@@ -56,7 +62,12 @@ ElementSpec spec_of(const Element& batch) {
 class DistributedIteratorState {
  public:
   explicit DistributedIteratorState(std::shared_ptr<const DistributedDatasetState> state)
-      : state_(std::move(state)), iterator_(state_->dataset.make_iterator()) {}
+      : state_(std::move(state)), iterator_(state_->dataset.make_iterator()) {
+    // Replica 0's iterator is iterator_; the others get their own.
+    for (std::size_t r = 1; r < state_->replica_datasets.size(); ++r) {
+      replica_iterators_.push_back(state_->replica_datasets[r].make_iterator());
+    }
+  }
 
   std::optional<PerReplica<Element>> next() {
     StrategyImpl& impl = *state_->impl;
@@ -99,7 +110,48 @@ class DistributedIteratorState {
         }
         return PerReplica<Element>(std::move(replicas));
       }
+      case InputSharding::kOff: {
+        // Every worker runs the whole pipeline; each global batch is cut
+        // into num_replicas_in_sync parts and this worker's replicas take
+        // the next num_local_replicas parts per step (tf.distribute's
+        // rebatch without sharding). All workers take the same steps.
+        if (pending_.empty()) {
+          std::optional<Element> batch = iterator_.get_next();
+          if (!batch) return finish();
+          const std::int64_t rows = batch_rows(*batch);
+          const std::int64_t parts = impl.num_replicas_in_sync();
+          for (std::int64_t p = 0; p < parts; ++p) {
+            const auto [begin, end] = split_range(rows, p, parts);
+            pending_.push_back(slice_batch(*batch, begin, end));
+          }
+        }
+        std::vector<Element> replicas;
+        for (std::int64_t r = 0; r < local; ++r) {
+          replicas.push_back(std::move(pending_.front()));
+          pending_.pop_front();
+        }
+        return PerReplica<Element>(std::move(replicas));
+      }
       case InputSharding::kFromFunction: {
+        if (!replica_iterators_.empty() || state_->replica_datasets.size() == 1) {
+          // One dataset per replica: each replica its own next batch.
+          std::vector<std::optional<Element>> batches;
+          bool any = false;
+          for (std::int64_t r = 0; r < local; ++r) {
+            Dataset::Iterator& source = r == 0 ? iterator_ : replica_iterators_[static_cast<std::size_t>(r - 1)];
+            batches.push_back(source.get_next());
+            if (batches.back()) {
+              any = true;
+              remember(*batches.back());
+            }
+          }
+          if (!impl.any_worker(any, operation)) return finish();
+          std::vector<Element> replicas;
+          for (std::optional<Element>& batch : batches) {
+            replicas.push_back(batch ? std::move(*batch) : empty(operation));
+          }
+          return PerReplica<Element>(std::move(replicas));
+        }
         std::vector<Element> replicas;
         for (std::int64_t r = 0; r < local; ++r) {
           std::optional<Element> batch = iterator_.get_next();
@@ -141,6 +193,8 @@ class DistributedIteratorState {
 
   std::shared_ptr<const DistributedDatasetState> state_;
   Dataset::Iterator iterator_;
+  std::vector<Dataset::Iterator> replica_iterators_;
+  std::deque<Element> pending_;  // kOff: this global batch's parts not yet given
   std::optional<ElementSpec> spec_;
   bool finished_ = false;
 };
@@ -179,6 +233,20 @@ std::optional<std::int64_t> DistributedDataset::global_batch_size() const {
   return state_->global_batch_size;
 }
 
+std::optional<ElementSpec> DistributedDataset::element_spec() const {
+  std::optional<ElementSpec> spec = state_->spec_source.element_spec();
+  if (!spec) return std::nullopt;
+  for (ComponentSpec& component : *spec) {
+    if (component.shape.empty()) {
+      throw InvalidArgumentError(state_->impl->label() + " DistributedDataset.element_spec",
+                                 state_->impl->error_rank(),
+                                 "the input yields unbatched elements; a replica's element is a batch");
+    }
+    component.shape.front() = -1;
+  }
+  return spec;
+}
+
 DistributedDataset::RangeIterator::RangeIterator(DistributedIterator iterator)
     : iterator_(std::move(iterator)), current_(iterator_.get_next_as_optional()) {}
 
@@ -195,39 +263,62 @@ DistributedDataset::RangeIterator DistributedDataset::begin() const {
 
 DistributedDataset Strategy::experimental_distribute_dataset(const Dataset& dataset,
                                                              const InputOptions& options) {
-  (void)options;  // kPerWorker is the only replication mode
   detail::StrategyImpl& impl = extended_->impl();
   const std::string operation = impl.label() + " experimental_distribute_dataset";
-  const std::optional<std::int64_t> global_batch = dataset.batch_size();
-  if (!global_batch) {
+  if (options.experimental_replication_mode != InputReplicationMode::kPerWorker) {
     throw InvalidArgumentError(operation, impl.error_rank(),
-                               "the dataset must end with batch(global_batch_size) so it can be "
-                               "split across replicas; its pipeline is " + dataset.describe());
+                               "InputReplicationMode::kPerReplica is only supported by "
+                               "distribute_datasets_from_function (as in tf.distribute)");
   }
+  const AutoShardPolicy policy = options.auto_shard_policy;
+  if (static_cast<int>(policy) < 0 || static_cast<int>(policy) > static_cast<int>(AutoShardPolicy::kOff)) {
+    throw InvalidArgumentError(operation, impl.error_rank(),
+                               "unknown AutoShardPolicy " + std::to_string(static_cast<int>(policy)));
+  }
+  const std::optional<std::pair<std::int64_t, bool>> last_batch = dataset.last_batch();
+  if (!last_batch) {
+    throw InvalidArgumentError(operation, impl.error_rank(),
+                               "the dataset yields unbatched elements (its pipeline is " +
+                                   dataset.describe() + "): add batch(global_batch_size), whose "
+                                   "batches are split across the replicas; transformations after "
+                                   "batch (prefetch, repeat, take, filter, ...) are kept");
+  }
+  const std::int64_t global_batch = last_batch->first;
   auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
-      &impl, InputSharding::kSingleWorker, global_batch, dataset, dataset});
+      &impl, InputSharding::kSingleWorker, global_batch, dataset, dataset, {}});
   const std::int64_t workers = impl.num_workers;
-  if (workers > 1) {
-    const std::vector<std::string>& files = dataset.files();
-    if (static_cast<std::int64_t>(files.size()) >= workers) {
-      if (*global_batch < workers) {
-        throw InvalidArgumentError(operation, impl.error_rank(),
-                                   "the global batch size " + std::to_string(*global_batch) +
-                                       " is smaller than the number of workers " +
-                                       std::to_string(workers));
-      }
-      std::vector<std::string> mine;
-      for (std::size_t f = static_cast<std::size_t>(impl.worker_index); f < files.size();
-           f += static_cast<std::size_t>(workers)) {
-        mine.push_back(files[f]);
-      }
-      const std::int64_t per_worker =
-          *global_batch / workers + (impl.worker_index < *global_batch % workers ? 1 : 0);
-      state->sharding = InputSharding::kByFile;
-      state->dataset =
-          dataset.unbatched().with_files(std::move(mine)).batch(per_worker, dataset.drop_remainder());
-    } else {
-      state->sharding = InputSharding::kByElement;
+  if (workers == 1) return DistributedDataset(state);
+  const std::vector<std::string>& files = dataset.files();
+  const bool enough_files = static_cast<std::int64_t>(files.size()) >= workers;
+  if (policy == AutoShardPolicy::kFile && !enough_files) {
+    throw InvalidArgumentError(operation, impl.error_rank(),
+                               "AutoShardPolicy::kFile needs a pipeline that reads at least one file "
+                               "per worker; " + dataset.describe() + " reads " +
+                                   std::to_string(files.size()) + " files for " +
+                                   std::to_string(workers) + " workers (use kData or kAuto to shard "
+                                   "by element)");
+  }
+  if (policy == AutoShardPolicy::kOff) {
+    state->sharding = InputSharding::kOff;
+  } else if (policy == AutoShardPolicy::kFile || (policy == AutoShardPolicy::kAuto && enough_files)) {
+    if (global_batch < workers) {
+      throw InvalidArgumentError(operation, impl.error_rank(),
+                                 "the global batch size " + std::to_string(global_batch) +
+                                     " is smaller than the number of workers " +
+                                     std::to_string(workers));
+    }
+    std::vector<std::string> mine;
+    for (std::size_t f = static_cast<std::size_t>(impl.worker_index); f < files.size();
+         f += static_cast<std::size_t>(workers)) {
+      mine.push_back(files[f]);
+    }
+    const std::int64_t per_worker =
+        global_batch / workers + (impl.worker_index < global_batch % workers ? 1 : 0);
+    state->sharding = InputSharding::kByFile;
+    state->dataset = dataset.with_files(std::move(mine)).with_batch_size(per_worker);
+  } else {
+    state->sharding = InputSharding::kByElement;
+    if (policy == AutoShardPolicy::kAuto) {
       DISTRIBUTE_LOG(kWarn, operation << ": the dataset reads " << files.size() << " files for "
                                       << workers << " workers, so it is sharded by element: every "
                                       "worker runs the whole input pipeline (" << dataset.describe()
@@ -240,12 +331,27 @@ DistributedDataset Strategy::experimental_distribute_dataset(const Dataset& data
 
 DistributedDataset Strategy::distribute_datasets_from_function(
     const std::function<Dataset(const InputContext&)>& fn, const InputOptions& options) {
-  (void)options;  // kPerWorker is the only replication mode
   detail::StrategyImpl& impl = extended_->impl();
+  if (options.experimental_replication_mode == InputReplicationMode::kPerReplica) {
+    // One pipeline per replica of the sync group.
+    std::vector<Dataset> datasets;
+    for (int r = 0; r < impl.num_local_replicas; ++r) {
+      const int id = impl.worker_index * impl.num_local_replicas + r;
+      datasets.push_back(fn(InputContext(impl.num_replicas_in_sync(), id, impl.num_replicas_in_sync())));
+    }
+    auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
+        &impl, InputSharding::kFromFunction, std::nullopt, datasets.front(), datasets.front(), datasets});
+    return DistributedDataset(state);
+  }
+  if (options.experimental_replication_mode != InputReplicationMode::kPerWorker) {
+    throw InvalidArgumentError(impl.label() + " distribute_datasets_from_function", impl.error_rank(),
+                               "unknown InputReplicationMode " +
+                                   std::to_string(static_cast<int>(options.experimental_replication_mode)));
+  }
   const InputContext context(impl.num_workers, impl.worker_index, impl.num_replicas_in_sync());
   Dataset dataset = fn(context);
   auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
-      &impl, InputSharding::kFromFunction, std::nullopt, dataset, dataset});
+      &impl, InputSharding::kFromFunction, std::nullopt, dataset, dataset, {}});
   return DistributedDataset(state);
 }
 

@@ -31,4 +31,15 @@ std::int64_t InputContext::get_per_replica_batch_size(std::int64_t global_batch_
   return global_batch_size / num_replicas_in_sync_;
 }
 
+ValueContext::ValueContext(int replica_id_in_sync_group, int num_replicas_in_sync)
+    : replica_id_in_sync_group_(replica_id_in_sync_group), num_replicas_in_sync_(num_replicas_in_sync) {
+  if (num_replicas_in_sync < 1 || replica_id_in_sync_group < 0 ||
+      replica_id_in_sync_group >= num_replicas_in_sync) {
+    throw InvalidArgumentError("ValueContext", -1,
+                               "needs 0 <= replica_id_in_sync_group < num_replicas_in_sync; got " +
+                                   std::to_string(replica_id_in_sync_group) + ", " +
+                                   std::to_string(num_replicas_in_sync));
+  }
+}
+
 }  // namespace collective::distribute

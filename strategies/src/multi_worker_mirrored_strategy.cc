@@ -22,6 +22,9 @@ std::unique_ptr<StrategyExtended> make_multi_worker(const CommunicationOptions& 
                                "CommunicationOptions::timeout_seconds must be positive, got " +
                                    std::to_string(*options.timeout_seconds));
   }
+  // kNccl (or a value outside the enum) raises here, on every rank, before
+  // any communication.
+  (void)host_algorithm_for(options.implementation, kName);
   const auto devices = detail::parse_replica_devices(names, kName);
   // A private communicator, so the strategy's traffic never meets the
   // caller's: world() is already a private duplicate; a given one is split.
@@ -30,6 +33,7 @@ std::unique_ptr<StrategyExtended> make_multi_worker(const CommunicationOptions& 
   auto impl = std::make_unique<detail::StrategyImpl>();
   impl->name = kName;
   impl->mirrored_variables = true;
+  impl->broadcast_initial_values = true;
   impl->num_local_replicas = static_cast<int>(devices.size());
   impl->num_workers = communicator.size();
   impl->worker_index = communicator.rank();
@@ -72,11 +76,23 @@ std::unique_ptr<StrategyExtended> make_multi_worker(const CommunicationOptions& 
   return std::make_unique<StrategyExtended>(std::move(impl));
 }
 
+CommunicationOptions options_with(CollectiveCommunication communication) {
+  CommunicationOptions options;
+  options.implementation = communication;
+  return options;
+}
+
 }  // namespace
 
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(CommunicationOptions communication_options,
                                                          std::vector<std::string> local_devices,
                                                          std::optional<Communicator> communicator)
     : Strategy(make_multi_worker(communication_options, local_devices, std::move(communicator))) {}
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(CollectiveCommunication communication,
+                                                         std::vector<std::string> local_devices,
+                                                         std::optional<Communicator> communicator)
+    : MultiWorkerMirroredStrategy(options_with(communication), std::move(local_devices),
+                                  std::move(communicator)) {}
 
 }  // namespace collective::distribute

@@ -8,6 +8,7 @@
 #include "context_stack.h"
 #include "element_math.h"
 #include "remote_variable_ops.h"
+#include "strategy_impl.h"
 #include "variable_state.h"
 
 namespace collective::distribute {
@@ -49,9 +50,22 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
   for (const auto& pair : grads_and_vars) (void)pair.second.value();
   const detail::ContextFrame* frame = detail::current_frame();
   ReplicaContext* context = frame != nullptr ? frame->replica : nullptr;
+  if (frame != nullptr && context == nullptr) {
+    // Keras raises here: in the cross-replica context the gradients of the
+    // replicas are not at hand, and applying one value to every copy
+    // would silently skip the reduction.
+    const detail::StrategyImpl& impl = frame->strategy->extended().impl();
+    throw InvalidArgumentError(
+        "SGD.apply_gradients", impl.error_rank(),
+        "apply_gradients() cannot be called in the cross-replica context (inside the scope of " +
+            impl.label() + " but outside run(), or inside merge_call); call it inside "
+            "Strategy::run so each replica passes its gradients, or leave the scope to apply "
+            "final gradients with no strategy");
+  }
   if (context == nullptr) {
-    // Cross-replica context: the gradients are final; apply them as given
-    // to every copy (whichever strategy owns the variable).
+    // No strategy in effect (the default strategy's replica context, or a
+    // parameter-server closure): the gradients are final; apply them as
+    // given to every copy (whichever strategy owns the variable).
     for (const auto& [gradient, variable] : grads_and_vars) {
       detail::VariableState& state = variable.state();
       if (state.remote) {

@@ -90,7 +90,8 @@ std::unique_ptr<StrategyExtended> make_parameter_server(const MPIClusterResolver
 // number of shards (sizes differ by at most one row, the first shards
 // larger, as TF splits), each on the next ps in round-robin order, and
 // created there with its initial rows.
-void place_variable(detail::PsCluster& cluster, detail::VariableState& state, const Tensor& initial) {
+void place_variable(detail::PsCluster& cluster, detail::VariableState& state, const Tensor& initial,
+                    const detail::VariableState* colocate_with) {
   if (cluster.task_type != "chief") {
     throw InvalidArgumentError("ParameterServerStrategy variable '" + state.name + "'", cluster.rank,
                                "variables are created by the chief; on " + cluster.task_type + " " +
@@ -122,8 +123,14 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
     shard.rows = rows / shards + (s < rows % shards ? 1 : 0);
     shard.row_begin = begin;
     begin += shard.rows;
-    shard.ps = cluster.next_ps;
-    cluster.next_ps = (cluster.next_ps + 1) % cluster.num_ps;
+    if (colocate_with != nullptr) {
+      // StrategyExtended::colocate_vars_with: every shard on the ps of the
+      // given variable's first shard; the round robin does not advance.
+      shard.ps = colocate_with->remote->shards.front().ps;
+    } else {
+      shard.ps = cluster.next_ps;
+      cluster.next_ps = (cluster.next_ps + 1) % cluster.num_ps;
+    }
     shard.id = cluster.next_shard_id.fetch_add(1);
     remote->shards.push_back(shard);
   }
@@ -159,8 +166,13 @@ ParameterServerStrategy::ParameterServerStrategy(const MPIClusterResolver& resol
   cluster_->strategy_label = impl.label();
   cluster_->strategy = this;
   detail::PsCluster* cluster = cluster_.get();
-  impl.place_variable = [cluster](detail::VariableState& state, const Tensor& initial) {
-    place_variable(*cluster, state, initial);
+  detail::StrategyImpl* owner = &impl;
+  impl.place_variable = [cluster, owner](detail::VariableState& state, const Tensor& initial) {
+    const detail::VariableState* colocate = owner->colocate_with.get();
+    place_variable(*cluster, state, initial,
+                   colocate != nullptr && colocate->remote && !colocate->remote->shards.empty()
+                       ? colocate
+                       : nullptr);
   };
   if (cluster_->task_type == "ps") {
     DISTRIBUTE_LOG(kInfo, "ParameterServerStrategy: " << cluster_->ps_label(cluster_->task_id) << " serving");

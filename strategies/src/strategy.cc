@@ -1,6 +1,7 @@
 #include "collective/distribute/strategy.h"
 
 #include <limits>
+#include <optional>
 
 #include "collective/distribute/cluster_resolver.h"
 #include "collective/distribute/dataset.h"
@@ -202,5 +203,30 @@ bool in_cross_replica_context() {
   const ContextFrame* frame = detail::current_frame();
   return frame != nullptr && frame->replica == nullptr;
 }
+
+namespace {
+// The frame experimental_set_strategy pushed on this thread, if any.
+thread_local std::optional<std::uint64_t> t_set_strategy_frame;
+}  // namespace
+
+void experimental_set_strategy(Strategy* strategy) {
+  const ContextFrame* frame = detail::current_frame();
+  if (frame != nullptr && !(t_set_strategy_frame && frame->id == *t_set_strategy_frame)) {
+    throw InvalidArgumentError(
+        "experimental_set_strategy", frame->strategy->extended().impl().error_rank(),
+        std::string("must not be called inside ") +
+            (frame->replica != nullptr ? "run()" : "a scope") + " of " +
+            detail::describe_strategy(*frame->strategy) + "; leave it first");
+  }
+  if (t_set_strategy_frame) {
+    detail::pop_frame(*t_set_strategy_frame);
+    t_set_strategy_frame.reset();
+  }
+  if (strategy != nullptr) {
+    t_set_strategy_frame = detail::push_frame(ContextFrame::Kind::kScope, strategy, nullptr);
+  }
+}
+
+ReduceOp get_loss_reduction() { return ReduceOp::kSum; }
 
 }  // namespace collective::distribute

@@ -1,5 +1,6 @@
 #include "collective/distribute/strategy_extended.h"
 
+#include <algorithm>
 #include <exception>
 
 #include "collective/distribute/cross_device_ops.h"
@@ -65,6 +66,12 @@ std::vector<Tensor> StrategyExtended::batch_reduce_to(ReduceOp op,
 }
 
 void StrategyExtended::update(Variable& variable, const std::function<void(Tensor&)>& fn) {
+  update_copies(variable, [&fn](Tensor& copy, std::size_t) { fn(copy); }, 0);
+}
+
+void StrategyExtended::update_copies(Variable& variable,
+                                     const std::function<void(Tensor&, std::size_t)>& fn,
+                                     std::size_t num_per_copy_values) {
   const std::string operation = impl_->label() + " update";
   require_cross_replica(*impl_, operation);
   detail::VariableState& state = variable.state();
@@ -73,9 +80,21 @@ void StrategyExtended::update(Variable& variable, const std::function<void(Tenso
                                "variable '" + state.name + "' belongs to " + state.strategy_label +
                                    ", not to " + impl_->label());
   }
+  if (state.remote) {
+    throw UnsupportedError(operation, impl_->error_rank(),
+                           "variable '" + state.name + "' lives on ps tasks and has no local "
+                           "copies to update; use assign / assign_add / assign_sub");
+  }
   std::lock_guard<std::mutex> lock(state.mutex);
-  for (Tensor& copy : state.copies) {
-    fn(copy);
+  if (num_per_copy_values != 0 && num_per_copy_values != state.copies.size()) {
+    throw InvalidArgumentError(operation, impl_->error_rank(),
+                               "the distributed arguments do not all have one value per copy of "
+                               "variable '" + state.name + "' (" + std::to_string(state.copies.size()) +
+                                   " copies)");
+  }
+  for (std::size_t index = 0; index < state.copies.size(); ++index) {
+    Tensor& copy = state.copies[index];
+    fn(copy, index);
     if (copy.dtype() != state.dtype || copy.shape() != state.shape) {
       throw InvalidArgumentError(operation, impl_->error_rank(),
                                  "the update function turned variable '" + state.name + "' into " +
@@ -83,6 +102,44 @@ void StrategyExtended::update(Variable& variable, const std::function<void(Tenso
     }
   }
 }
+
+Mirrored<Tensor> StrategyExtended::broadcast_to(const Tensor& value) const {
+  return impl_->cross_device_ops->broadcast(value, static_cast<std::size_t>(impl_->num_local_replicas));
+}
+
+Mirrored<Tensor> StrategyExtended::broadcast_to(const Tensor& value, const Variable& destinations) const {
+  const detail::VariableState& state = destinations.state();
+  if (state.strategy_serial != impl_->serial) {
+    throw InvalidArgumentError(impl_->label() + " broadcast_to", impl_->error_rank(),
+                               "destinations: variable '" + state.name + "' belongs to " +
+                                   state.strategy_label + ", not to " + impl_->label());
+  }
+  return Mirrored<Tensor>(std::vector<Tensor>(std::max<std::size_t>(destinations.num_copies(), 1), value));
+}
+
+bool StrategyExtended::variable_created_in_scope(const Variable& variable) const {
+  return variable.state().strategy_serial == impl_->serial;
+}
+
+Variable StrategyExtended::value_container(const Variable& variable) const { return variable; }
+
+std::shared_ptr<const detail::VariableState> StrategyExtended::shared_state(const Variable& variable) {
+  return variable.state_;
+}
+
+StrategyExtended::ColocationScope::ColocationScope(StrategyExtended& extended, const Variable& variable)
+    : impl_(extended.impl()) {
+  const detail::VariableState& state = variable.state();
+  if (state.strategy_serial != impl_.serial) {
+    throw InvalidArgumentError(impl_.label() + " colocate_vars_with", impl_.error_rank(),
+                               "variable '" + state.name + "' belongs to " + state.strategy_label +
+                                   ", not to " + impl_.label());
+  }
+  previous_ = std::move(impl_.colocate_with);
+  impl_.colocate_with = shared_state(variable);
+}
+
+StrategyExtended::ColocationScope::~ColocationScope() { impl_.colocate_with = std::move(previous_); }
 
 void StrategyExtended::check_distributed_argument(int index, std::size_t num_values) const {
   if (num_values != static_cast<std::size_t>(impl_->num_local_replicas)) {

@@ -66,7 +66,7 @@ bool StrategyImpl::any_worker(bool local, const std::string& operation) {
   std::int32_t flag = local ? 1 : 0;
   AllReduceOptions options;
   options.op = ReduceOp::kMax;
-  options.algorithm = host_algorithm_for(communication_options.implementation);
+  options.algorithm = host_algorithm_for(communication_options.implementation, operation);
   options.timeout = timeout;
   options.memory = MemoryKind::kHost;
   std::lock_guard<std::mutex> lock(*communicator_mutex);
@@ -78,6 +78,49 @@ bool StrategyImpl::any_worker(bool local, const std::string& operation) {
                                  std::string(error.what()));
   }
   return flag != 0;
+}
+
+Tensor StrategyImpl::broadcast_from_chief(const Tensor& value, const std::string& what,
+                                          const std::string& operation) {
+  if (num_workers == 1) return value;
+  // Agree on dtype and shape before the bytes move: the maximum of each
+  // field and of its negation gives every worker the extremes, so all of
+  // them see a disagreement and raise together (no worker is left waiting).
+  std::uint64_t shape_hash = 1469598103934665603ull;  // FNV-1a over the dims
+  for (std::int64_t d : value.shape()) {
+    shape_hash = (shape_hash ^ static_cast<std::uint64_t>(d)) * 1099511628211ull;
+  }
+  const std::int64_t fields[3] = {static_cast<std::int64_t>(value.dtype()), value.rank(),
+                                  static_cast<std::int64_t>(shape_hash >> 1)};
+  std::int64_t extremes[6];
+  for (int i = 0; i < 3; ++i) {
+    extremes[i] = fields[i];
+    extremes[i + 3] = -fields[i];
+  }
+  std::lock_guard<std::mutex> lock(*communicator_mutex);
+  AllReduceOptions check;
+  check.op = ReduceOp::kMax;
+  check.algorithm = host_algorithm_for(communication_options.implementation, operation);
+  check.timeout = timeout;
+  check.memory = MemoryKind::kHost;
+  communicator->all_reduce(extremes, extremes, 6, DataType::kInt64, check);
+  for (int i = 0; i < 3; ++i) {
+    if (extremes[i] != -extremes[i + 3]) {
+      throw MismatchError(operation, error_rank(),
+                          what + " is " + value.debug_string() +
+                              " on this worker, but the workers disagree on its dtype or shape; "
+                              "every worker must create the same variables in the same order");
+    }
+  }
+  Tensor result = value;
+  if (result.num_bytes() == 0) return result;
+  BroadcastOptions options;
+  options.root = 0;
+  options.algorithm = check.algorithm;
+  options.timeout = timeout;
+  options.memory = MemoryKind::kHost;
+  communicator->broadcast(result.raw_data(), result.num_bytes(), DataType::kUInt8, options);
+  return result;
 }
 
 Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std::string& operation) {
@@ -114,7 +157,7 @@ Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std
   // longest worker's length, all-gather the bytes, drop the padding.
   std::lock_guard<std::mutex> lock(*communicator_mutex);
   AllGatherOptions options;
-  options.algorithm = host_algorithm_for(communication_options.implementation);
+  options.algorithm = host_algorithm_for(communication_options.implementation, operation);
   options.timeout = timeout;
   options.memory = MemoryKind::kHost;
   const std::size_t workers = static_cast<std::size_t>(num_workers);

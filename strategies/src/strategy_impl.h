@@ -51,6 +51,14 @@ struct StrategyImpl {
   std::shared_ptr<std::mutex> communicator_mutex = std::make_shared<std::mutex>();
   std::unique_ptr<MPIClusterResolver> cluster_resolver;
 
+  // MultiWorkerMirroredStrategy: a new variable takes the chief's (worker
+  // 0's) initial value, broadcast at creation, as tf.distribute does.
+  bool broadcast_initial_values = false;
+
+  // Set while a StrategyExtended::colocate_vars_with scope lives: new
+  // variables go where this one is (parameter-server strategies).
+  std::shared_ptr<const VariableState> colocate_with;
+
   // Parameter-server strategies: places a new variable's value on the ps
   // tasks (sets VariableState::remote). Unset elsewhere.
   std::function<void(VariableState&, const Tensor& initial_value)> place_variable;
@@ -74,6 +82,11 @@ struct StrategyImpl {
   std::vector<Tensor> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor>>& values);
   // Every replica's value of every worker concatenated along axis.
   Tensor gather(const PerReplica<Tensor>& value, int axis, const std::string& operation);
+  // Worker 0's value on every worker (one broadcast), after checking that
+  // every worker passes the same dtype and shape (MismatchError naming
+  // `what` otherwise, on every worker). value on one worker: returned as is.
+  Tensor broadcast_from_chief(const Tensor& value, const std::string& what,
+                              const std::string& operation);
   // True when any worker passes true (one all-reduce across workers).
   bool any_worker(bool local, const std::string& operation);
 

@@ -11,6 +11,10 @@
 #include "collective/distribute/tensor.h"
 #include "collective/distribute/variable.h"
 
+namespace collective::distribute {
+class Strategy;
+}  // namespace collective::distribute
+
 namespace collective::distribute::detail {
 
 struct RemoteVariable;
@@ -23,6 +27,10 @@ struct VariableState {
   std::string strategy_name;   // "MirroredStrategy"
   std::string strategy_label;  // "MirroredStrategy #2"
   bool mirrored = false;
+  VariableSynchronization synchronization = VariableSynchronization::kOnWrite;
+  // The owning strategy (it outlives its variables' uses), for the
+  // cross-replica read of a sync-on-read variable.
+  Strategy* strategy = nullptr;
   DataType dtype = DataType::kFloat32;
   Shape shape;
 

@@ -67,3 +67,19 @@ TEST(CentralStorageStrategy, OneCopyAndMirroredResults) {
   }
   EXPECT_THROW(cd::CentralStorageStrategy({"/gpu:0"}), collective::UnsupportedError);
 }
+
+// Sync-on-read under CentralStorageStrategy: a copy per compute replica
+// (not the one central copy), reduced when read in the cross-replica context.
+TEST(CentralStorageStrategy, SyncOnReadVariablesHaveACopyPerReplica) {
+  cd::CentralStorageStrategy strategy(cd::MirroredStrategy::cpu_devices(3));
+  auto scope = strategy.scope();
+  cd::SyncOnReadVariable seen(cd::Tensor::scalar<std::int64_t>(0),
+                              {.name = "seen", .aggregation = cd::VariableAggregation::kSum});
+  EXPECT_EQ(seen.num_copies(), 3u);
+  strategy.run([&] {
+    seen.assign_add(cd::Tensor::scalar<std::int64_t>(cd::get_replica_context()->replica_id_in_sync_group() + 1));
+  });
+  const std::vector<cd::Tensor> copies = seen.local_values();
+  for (std::size_t r = 0; r < 3; ++r) EXPECT_EQ(copies[r].values<std::int64_t>()[0], static_cast<std::int64_t>(r + 1)) << "replica " << r;
+  EXPECT_EQ(seen.value().values<std::int64_t>()[0], 6);
+}

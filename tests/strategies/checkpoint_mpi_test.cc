@@ -116,6 +116,43 @@ TEST(CheckpointMultiWorker, ChiefSavesEveryWorkerRestores) {
   remove_directory(dir);
 }
 
+// A sync-on-read variable is saved as its reduction over every replica of
+// every worker (read on every worker, written by the chief) and restored by
+// a cross-replica assign: SUM spreads it so the read gives it back.
+TEST(CheckpointMultiWorker, SyncOnReadVariablesSaveTheirReducedValue) {
+  const std::string dir = shared_directory();
+  ASSERT_FALSE(dir.empty());
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::int64_t replicas = 2 * size;
+  {
+    cd::MultiWorkerMirroredStrategy strategy({}, cd::MirroredStrategy::cpu_devices(2));
+    auto scope = strategy.scope();
+    cd::SyncOnReadVariable count(cd::Tensor::scalar<std::int64_t>(0),
+                                 {.name = "count", .aggregation = cd::VariableAggregation::kSum});
+    strategy.run([&] {
+      count.assign_add(cd::Tensor::scalar<std::int64_t>(cd::get_replica_context()->replica_id_in_sync_group() + 1));
+    });
+    cd::Checkpoint checkpoint(strategy, {{"count", count}});
+    checkpoint.set_step(1);
+    checkpoint.save(dir);
+  }
+  {
+    cd::MultiWorkerMirroredStrategy strategy;
+    auto scope = strategy.scope();
+    cd::SyncOnReadVariable count(cd::Tensor::scalar<std::int64_t>(5),
+                                 {.name = "count", .aggregation = cd::VariableAggregation::kSum});
+    cd::Checkpoint checkpoint(strategy, {{"count", count}});
+    ASSERT_TRUE(checkpoint.restore(dir));
+    // 1 + 2 + ... + replicas, spread over `size` copies of one replica each.
+    const std::int64_t total = replicas * (replicas + 1) / 2;
+    EXPECT_EQ(count.local_values().front().values<std::int64_t>()[0], total / size) << "rank " << rank;
+    EXPECT_EQ(count.value().values<std::int64_t>()[0], total) << "rank " << rank;
+  }
+  remove_directory(dir);
+}
+
 TEST(CheckpointParameterServer, RestoresUnderAnotherPsCountAndSharding) {
   Communicator world = Communicator::world();
   if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";

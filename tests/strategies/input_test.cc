@@ -8,7 +8,9 @@
 
 #include <cstdio>
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <optional>
 
 #include "strategies_test_util.h"
 
@@ -187,7 +189,8 @@ TEST(DistributeDataset, FeedsTheReplicasOfRun) {
 TEST(DistributeDataset, NeedsABatchedDataset) {
   MirroredStrategy strategy(MirroredStrategy::cpu_devices(2));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { strategy.experimental_distribute_dataset(Dataset::range(4)); }, "must end with batch"));
+      [&] { strategy.experimental_distribute_dataset(Dataset::range(4).prefetch(2)); },
+      "add batch(global_batch_size)"));
   const DistributedDataset data = strategy.experimental_distribute_dataset(Dataset::range(2).batch(2));
   DistributedIterator iterator = data.make_iterator();
   (void)iterator.get_next();
@@ -229,6 +232,165 @@ TEST(DistributeDatasetsFromFunction, EachReplicaGetsItsOwnBatches) {
   EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { context.get_per_replica_batch_size(6); },
                                                 "not divisible by num_replicas_in_sync 4"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>([] { InputContext(2, 2, 1); }, "input_pipeline_id"));
+}
+
+
+TEST(Dataset, FilterKeepsMatchingElements) {
+  const std::vector<Element> kept =
+      Dataset::range(10).filter([](const Element& e) { return e[0].values<std::int64_t>()[0] % 3 == 0; }).collect();
+  ASSERT_EQ(kept.size(), 4u);
+  for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i][0].values<std::int64_t>()[0], 3 * static_cast<std::int64_t>(i));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { Dataset::range(1).filter(nullptr); }, "predicate is empty"));
+}
+
+std::vector<std::int64_t> all_ids(const Dataset& data) {
+  std::vector<std::int64_t> ids;
+  for (const Element& e : data.collect()) {
+    for (std::int64_t id : e[0].values<std::int64_t>()) ids.push_back(id);
+  }
+  return ids;
+}
+
+// Deterministic for a seed, a permutation, a new order each pass, the k-th
+// pass the same for equal seeds; buffer 1 keeps the order.
+TEST(Dataset, ShuffleIsADeterministicPermutationPerSeed) {
+  const Dataset a = Dataset::range(50).shuffle(8, 42);
+  const Dataset b = Dataset::range(50).shuffle(8, 42);
+  const std::vector<std::int64_t> a1 = all_ids(a), a2 = all_ids(a), b1 = all_ids(b), b2 = all_ids(b);
+  EXPECT_EQ(a1, b1);
+  EXPECT_EQ(a2, b2);
+  EXPECT_NE(a1, a2);
+  std::vector<std::int64_t> sorted = a1;
+  std::sort(sorted.begin(), sorted.end());
+  for (std::int64_t i = 0; i < 50; ++i) ASSERT_EQ(sorted[static_cast<std::size_t>(i)], i);
+  std::vector<std::int64_t> identity(50);
+  for (std::int64_t i = 0; i < 50; ++i) identity[static_cast<std::size_t>(i)] = i;
+  EXPECT_NE(a1, identity);
+  EXPECT_NE(all_ids(Dataset::range(50).shuffle(8, 43)), a1);
+  EXPECT_EQ(all_ids(Dataset::range(50).shuffle(1, 42)), identity);
+  // Without reshuffling every pass has the same order; element_spec does
+  // not advance the passes.
+  const Dataset fixed = Dataset::range(20).shuffle(20, 7, false);
+  const Dataset moving = Dataset::range(20).shuffle(20, 7);
+  EXPECT_EQ(all_ids(fixed), all_ids(fixed));
+  const std::vector<std::int64_t> first = all_ids(moving);
+  (void)moving.element_spec();
+  EXPECT_EQ(all_ids(Dataset::range(20).shuffle(20, 7)), first);
+  // The elements stay within the buffer's reach: element i comes out
+  // at position >= i - buffer + 1.
+  for (std::size_t pos = 0; pos < a1.size(); ++pos) EXPECT_LE(a1[pos], static_cast<std::int64_t>(pos) + 7);
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { Dataset::range(1).shuffle(0, 1); }, "buffer_size"));
+}
+
+TEST(Dataset, PrefetchKeepsElementsOrderAndErrors) {
+  for (std::int64_t buffer : {1, 3, 64}) {
+    const Dataset data = Dataset::range(37).map([](Element e) { return e; }).prefetch(buffer);
+    std::vector<std::int64_t> identity(37);
+    for (std::int64_t i = 0; i < 37; ++i) identity[static_cast<std::size_t>(i)] = i;
+    EXPECT_EQ(all_ids(data), identity) << "buffer " << buffer;
+    EXPECT_EQ(all_ids(data.batch(5)), identity);
+    // An iterator dropped before the end stops its producer.
+    Dataset::Iterator partial = Dataset::range(1000).repeat().prefetch(buffer).make_iterator();
+    EXPECT_EQ(partial.get_next()->at(0).values<std::int64_t>()[0], 0);
+  }
+  // An input error reaches the consumer at the element it replaced.
+  const Dataset failing = Dataset::range(5).map([](Element e) {
+    if (e[0].values<std::int64_t>()[0] == 3) throw InvalidArgumentError("map", -1, "element 3 is bad");
+    return e;
+  }).prefetch(2);
+  Dataset::Iterator iterator = failing.make_iterator();
+  for (std::int64_t i = 0; i < 3; ++i) EXPECT_EQ(iterator.get_next()->at(0).values<std::int64_t>()[0], i);
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)iterator.get_next(); }, "element 3 is bad"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { Dataset::range(1).prefetch(0); }, "buffer_size"));
+}
+
+// A pipeline with transformations after batch is rebatched as tf.distribute
+// does: the global batches it yields are split across the replicas.
+TEST(DistributeDataset, PipelinesNotEndingInBatchAreRebatched) {
+  MirroredStrategy strategy(MirroredStrategy::cpu_devices(3));
+  const Dataset pipeline = Dataset::range(20)
+                               .batch(7)
+                               .filter([](const Element& e) { return e[0].dim(0) > 0; })
+                               .repeat(2)
+                               .prefetch(2);
+  const DistributedDataset data = strategy.experimental_distribute_dataset(pipeline);
+  EXPECT_EQ(data.global_batch_size(), 7);
+  std::map<std::int64_t, int> seen;
+  int steps = 0;
+  for (const PerReplica<Element>& step : data) {
+    const std::int64_t rows = (steps % 3 == 2) ? 6 : 7;  // 7, 7, 6 per pass
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(step[static_cast<std::size_t>(r)][0].dim(0), rows / 3 + (r < rows % 3 ? 1 : 0)) << "step " << steps;
+      for (std::int64_t id : ids_of(step[static_cast<std::size_t>(r)])) ++seen[id];
+    }
+    ++steps;
+  }
+  EXPECT_EQ(steps, 6);
+  ASSERT_EQ(seen.size(), 20u);
+  for (const auto& [id, count] : seen) EXPECT_EQ(count, 2) << "element " << id;
+  // element_spec: one replica's batch, its leading dimension unknown.
+  const std::optional<ElementSpec> spec =
+      strategy.experimental_distribute_dataset(Dataset::from_tensor_slices({Tensor(DataType::kFloat32, {6, 2})}).batch(4))
+          .element_spec();
+  ASSERT_TRUE(spec.has_value());
+  ASSERT_EQ(spec->size(), 1u);
+  EXPECT_EQ((*spec)[0].dtype, DataType::kFloat32);
+  EXPECT_EQ((*spec)[0].shape, (Shape{-1, 2}));
+  EXPECT_FALSE(strategy.experimental_distribute_dataset(Dataset::range(0).batch(2)).element_spec().has_value());
+  InputOptions per_replica;
+  per_replica.experimental_replication_mode = InputReplicationMode::kPerReplica;
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] { strategy.experimental_distribute_dataset(Dataset::range(4).batch(2), per_replica); },
+      "only supported by distribute_datasets_from_function"));
+}
+
+TEST(DistributeValuesFromFunction, EachReplicaGetsItsValueContext) {
+  for (int k = 1; k <= 4; ++k) {
+    MirroredStrategy strategy(MirroredStrategy::cpu_devices(k));
+    const PerReplica<Tensor> values = strategy.experimental_distribute_values_from_function([](const ValueContext& context) {
+      return Tensor(std::vector<std::int32_t>{context.replica_id_in_sync_group(), context.num_replicas_in_sync()}, {2});
+    });
+    ASSERT_EQ(values.num_replicas(), static_cast<std::size_t>(k));
+    const PerReplica<Tensor> seen = strategy.run([](const Tensor& value) { return value; }, values);
+    for (int r = 0; r < k; ++r) EXPECT_TRUE(tensor_equals(seen[static_cast<std::size_t>(r)], DataType::kInt32, {2}, {double(r), double(k)}));
+  }
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { ValueContext(2, 2); }, "replica_id_in_sync_group"));
+}
+
+TEST(DistributeDatasetsFromFunction, PerReplicaModeBuildsOnePipelinePerReplica) {
+  for (int k = 1; k <= 3; ++k) {
+    MirroredStrategy strategy(MirroredStrategy::cpu_devices(k));
+    InputOptions options;
+    options.experimental_replication_mode = InputReplicationMode::kPerReplica;
+    std::vector<int> ids;
+    const DistributedDataset data = strategy.distribute_datasets_from_function(
+        [&](const InputContext& context) {
+          EXPECT_EQ(context.num_input_pipelines(), k);
+          EXPECT_EQ(context.num_replicas_in_sync(), k);
+          ids.push_back(context.input_pipeline_id());
+          // Replica r: 3 + r elements starting at 100 r, batches of 2.
+          const std::int64_t r = context.input_pipeline_id();
+          return Dataset::range(100 * r, 100 * r + 3 + r).batch(2);
+        },
+        options);
+    std::vector<int> want(static_cast<std::size_t>(k));
+    for (int r = 0; r < k; ++r) want[static_cast<std::size_t>(r)] = r;
+    EXPECT_EQ(ids, want);
+    std::vector<std::vector<std::int64_t>> per_replica(static_cast<std::size_t>(k));
+    int steps = 0;
+    for (const PerReplica<Element>& step : data) {
+      for (int r = 0; r < k; ++r) {
+        for (std::int64_t id : ids_of(step[static_cast<std::size_t>(r)])) per_replica[static_cast<std::size_t>(r)].push_back(id);
+      }
+      ++steps;
+    }
+    EXPECT_EQ(steps, (3 + k - 1 + 1) / 2) << "k " << k;  // the longest replica's batches
+    for (int r = 0; r < k; ++r) {
+      std::vector<std::int64_t> expected;
+      for (std::int64_t i = 0; i < 3 + r; ++i) expected.push_back(100 * r + i);
+      EXPECT_EQ(per_replica[static_cast<std::size_t>(r)], expected) << "replica " << r;
+    }
+  }
 }
 
 }  // namespace

@@ -166,5 +166,49 @@ TEST(Misuse, BadOptimizerInput) {
       [&] { sgd.apply_gradients({{Tensor(std::vector<std::int32_t>{1}, {1}), n}}); }, "floating type"));
 }
 
+
+// Keras raises for apply_gradients in the cross-replica context; the
+// variable is left as it was. Outside every scope (the default strategy's
+// replica context) and inside run() it applies.
+TEST(Misuse, ApplyGradientsInTheCrossReplicaContext) {
+  MirroredStrategy mirrored(MirroredStrategy::cpu_devices(2));
+  OneDeviceStrategy one;
+  for (Strategy* strategy : {static_cast<Strategy*>(&mirrored), static_cast<Strategy*>(&one)}) {
+    SGD sgd(0.5);
+    auto scope = strategy->scope();
+    Variable v(floats({1, 2}), {.name = "v"});
+    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { sgd.apply_gradients({{floats({2, 2}), v}}); },
+                                                  "apply_gradients() cannot be called in the cross-replica context"));
+    // Inside merge_call is the cross-replica context too.
+    EXPECT_TRUE(throws_with<InvalidArgumentError>(
+        [&] {
+          strategy->run([&] {
+            get_replica_context()->merge_call([&](Strategy&) { sgd.apply_gradients({{floats({2, 2}), v}}); });
+          });
+        },
+        "SGD.apply_gradients"));
+    for (const Tensor& copy : v.local_values()) {
+      EXPECT_TRUE(testing::tensor_equals(copy, DataType::kFloat32, {2}, {1, 2}, strategy->extended().worker_devices()[0]));
+    }
+    EXPECT_EQ(sgd.iterations(), 0);
+    strategy->run([&] { sgd.apply_gradients({{floats({2, 2}), v}}); });
+    const double step = 0.5 * 2 * strategy->num_replicas_in_sync();
+    EXPECT_TRUE(testing::tensor_equals(v.value(), DataType::kFloat32, {2}, {1 - step, 2 - step}));
+  }
+  Variable plain(floats({1}), {.name = "plain"});
+  SGD sgd(0.5);
+  sgd.apply_gradients({{floats({4}), plain}});
+  EXPECT_TRUE(testing::tensor_equals(plain.value(), DataType::kFloat32, {1}, {-1}));
+}
+
+// A multi-replica run() result is no single value.
+TEST(Misuse, PlainValueOfAMultiReplicaResult) {
+  MirroredStrategy strategy(MirroredStrategy::cpu_devices(2));
+  const PerReplica<Tensor> results = strategy.run([] { return floats({1}); });
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { const Tensor& t = results; (void)t; },
+                                                "has 2 per-replica values, not one"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)results->num_elements(); }, "Strategy::reduce"));
+}
+
 }  // namespace
 }  // namespace collective::distribute

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <thread>
+#include <type_traits>
 
 #include "collective/communicator.h"
 #include "strategies_test_util.h"
@@ -210,12 +211,86 @@ TEST_P(MultiWorker, BatchReducePacksByBytesPerPack) {
   EXPECT_EQ(strategy.extended().cross_device_ops().packs_reduced() - before_all, 1u);
 }
 
-TEST_P(MultiWorker, NcclOnHostTensorsFallsBackToRing) {
+// One enum for the choice in the whole library; the guide's constructor
+// form; NCCL forced on the layer's host tensors raises (no silent ring).
+static_assert(std::is_same_v<CommunicationImplementation, collective::CollectiveCommunication>);
+static_assert(std::is_same_v<CollectiveCommunication, collective::CollectiveCommunication>);
+
+TEST_P(MultiWorker, CollectiveCommunicationFormsAndNcclOnHostTensorsRaises) {
+  MultiWorkerMirroredStrategy ring(CollectiveCommunication::kRing, MirroredStrategy::cpu_devices(k()));
+  EXPECT_EQ(ring.extended().communication_options().implementation, CollectiveCommunication::kRing);
+  const PerReplica<Tensor> ones = ring.run([] { return floats({1, 2}); });
+  EXPECT_TRUE(tensor_equals(ring.reduce(ReduceOp::kSum, ones), DataType::kFloat32, {2}, {double(n()), 2.0 * n()}));
+  EXPECT_TRUE(throws_with<UnsupportedError>(
+      [&] { MultiWorkerMirroredStrategy(CollectiveCommunication::kNccl, MirroredStrategy::cpu_devices(k())); },
+      "NCCL serves device buffers only"));
   CommunicationOptions options;
   options.implementation = CommunicationImplementation::kNccl;
-  MultiWorkerMirroredStrategy nccl(options, MirroredStrategy::cpu_devices(k()));
-  const PerReplica<Tensor> ones = nccl.run([] { return floats({1, 2}); });
-  EXPECT_TRUE(tensor_equals(nccl.reduce(ReduceOp::kSum, ones), DataType::kFloat32, {2}, {double(n()), 2.0 * n()}));
+  EXPECT_TRUE(throws_with<UnsupportedError>(
+      [&] { MultiWorkerMirroredStrategy(options, MirroredStrategy::cpu_devices(k())); }, "MultiWorkerMirroredStrategy"));
+}
+
+// tf.distribute broadcasts the chief's initial value: a rank-dependent
+// initializer still gives every copy on every worker worker 0's value, for
+// variables made in the cross-replica context and inside run().
+TEST_P(MultiWorker, VariablesStartFromTheChiefsInitialValue) {
+  auto scope = strategy.scope();
+  const float rank = static_cast<float>(world_rank());
+  Variable v(floats({rank + 1, 10 * rank, -rank}), {.name = "v"});
+  Variable empty(Tensor(DataType::kInt64, {0, 3}), {.name = "empty"});
+  EXPECT_EQ(v.num_copies(), static_cast<std::size_t>(k()));
+  for (const Tensor& copy : v.local_values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {3}, {1, 0, 0}));
+  EXPECT_TRUE(tensor_equals(empty.value(), DataType::kInt64, {0, 3}, {}));
+  const PerReplica<Tensor> made = strategy.run([&] {
+    const int id = get_replica_context()->replica_id_in_sync_group();
+    Variable inside(Tensor(std::vector<std::int32_t>{id, 7}, {2}), {.name = "inside"});
+    return inside.value();
+  });
+  // Local replica 0's initial value of worker 0: replica id 0.
+  for (const Tensor& value : made.values()) EXPECT_TRUE(tensor_equals(value, DataType::kInt32, {2}, {0, 7}));
+  if (w() > 1) {
+    // Workers that disagree on the shape all raise, none waits.
+    EXPECT_TRUE(throws_with<MismatchError>(
+        [&] { Variable bad(Tensor(DataType::kFloat32, {world_rank() == 0 ? 2 : 3}), {.name = "bad"}); },
+        "variable 'bad'"));
+  }
+}
+
+// Sync-on-read across workers: replicas accumulate alone; the
+// cross-replica read (collective) reduces over every worker's replicas.
+TEST_P(MultiWorker, SyncOnReadVariablesReduceAcrossWorkersWhenRead) {
+  auto scope = strategy.scope();
+  SyncOnReadVariable count(Tensor::scalar<std::int64_t>(0), {.name = "count", .aggregation = VariableAggregation::kSum});
+  SyncOnReadVariable mean(floats({0}), {.name = "mean", .aggregation = VariableAggregation::kMean});
+  for (int step = 0; step < 3; ++step) {
+    strategy.run([&] {
+      const int id = get_replica_context()->replica_id_in_sync_group();
+      count.assign_add(Tensor::scalar<std::int64_t>(id + 1));
+      mean.assign_add(floats({static_cast<float>(2 * id)}));
+    });
+  }
+  const double ids = n() * (n() - 1) / 2.0;
+  EXPECT_TRUE(tensor_equals(count.value(), DataType::kInt64, {}, {3 * (ids + n())}));
+  EXPECT_TRUE(tensor_equals(mean.value(), DataType::kFloat32, {1}, {6 * ids / n()}));
+  const std::vector<Tensor> own = count.local_values();
+  for (int r = 0; r < k(); ++r) {
+    EXPECT_TRUE(tensor_equals(own[static_cast<std::size_t>(r)], DataType::kInt64, {},
+                              {3.0 * (world_rank() * k() + r + 1)}, "local replica " + std::to_string(r)));
+  }
+}
+
+// ONLY_FIRST_REPLICA takes each worker's own local replica 0 value (TF's
+// experimental_local_results(value)[0]), with no cross-worker step.
+TEST_P(MultiWorker, OnlyFirstReplicaIsEachWorkersFirstLocalReplica) {
+  auto scope = strategy.scope();
+  Variable first(floats({0}), {.name = "first", .aggregation = VariableAggregation::kOnlyFirstReplica});
+  strategy.run([&] {
+    const float id = static_cast<float>(get_replica_context()->replica_id_in_sync_group());
+    first.assign_add(floats({id + 1}));
+  });
+  for (const Tensor& copy : first.local_values()) {
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {double(world_rank() * k() + 1)}));
+  }
 }
 
 // Every element exactly once across all replicas of all workers: each
@@ -311,6 +386,88 @@ TEST_P(MultiWorker, InputFromFunctionPerWorker) {
         .batch(context.get_per_replica_batch_size(2 * n()));
   });
   expect_each_once(strategy, data, 31, "from function");
+}
+
+// AutoShardPolicy: kData shards by element (no warning), kFile refuses a
+// pipeline without one file per worker, kOff gives every worker every
+// element (its replicas take the global batches' parts in turn).
+TEST_P(MultiWorker, AutoShardPolicies) {
+  InputOptions data_policy;
+  data_policy.auto_shard_policy = AutoShardPolicy::kData;
+  const DistributedDataset by_element = strategy.experimental_distribute_dataset(Dataset::range(13).batch(5), data_policy);
+  EXPECT_EQ(by_element.sharding(), w() == 1 ? InputSharding::kSingleWorker : InputSharding::kByElement);
+  expect_each_once(strategy, by_element, 13, "kData");
+  InputOptions file_policy;
+  file_policy.auto_shard_policy = AutoShardPolicy::kFile;
+  if (w() > 1) {
+    EXPECT_TRUE(throws_with<InvalidArgumentError>(
+        [&] { strategy.experimental_distribute_dataset(Dataset::range(13).batch(5), file_policy); },
+        "AutoShardPolicy::kFile needs a pipeline that reads at least one file per worker"));
+  }
+  InputOptions off;
+  off.auto_shard_policy = AutoShardPolicy::kOff;
+  const DistributedDataset everything = strategy.experimental_distribute_dataset(Dataset::range(13).batch(5).prefetch(1), off);
+  EXPECT_EQ(everything.sharding(), w() == 1 ? InputSharding::kSingleWorker : InputSharding::kOff);
+  std::vector<int> seen(13, 0);
+  int steps = 0;
+  std::int64_t part = 0;  // index of the next part of the global batch
+  for (const PerReplica<Element>& step : everything) {
+    for (int r = 0; r < k(); ++r) {
+      const Tensor& ids = step[static_cast<std::size_t>(r)][0];
+      // Global batch b (5, 5, 3 rows) is cut into n() parts; with one
+      // worker each step covers one global batch, else parts go in turn.
+      const std::int64_t p = w() == 1 ? r : (part++ % n());
+      const std::int64_t batch = w() == 1 ? steps : (part - 1) / n();
+      const std::int64_t rows = batch == 2 ? 3 : 5;
+      EXPECT_EQ(ids.dim(0), rows / n() + (p < rows % n() ? 1 : 0)) << "step " << steps << " replica " << r;
+      for (std::int64_t id : ids.values<std::int64_t>()) ++seen[static_cast<std::size_t>(id)];
+    }
+    ++steps;
+  }
+  EXPECT_EQ(steps, 3 * w());
+  for (int i = 0; i < 13; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << "element " << i << " on worker " << world_rank();
+}
+
+// kPerReplica: one pipeline per replica of the sync group; replicas whose
+// data ended get empty batches until every replica of every worker is done.
+TEST_P(MultiWorker, InputFromFunctionPerReplica) {
+  InputOptions options;
+  options.experimental_replication_mode = InputReplicationMode::kPerReplica;
+  const DistributedDataset data = strategy.distribute_datasets_from_function(
+      [&](const InputContext& context) {
+        EXPECT_EQ(context.num_input_pipelines(), n());
+        const std::int64_t g = context.input_pipeline_id();
+        return Dataset::range(100 * g, 100 * g + 1 + g).batch(1);  // replica g: g + 1 batches
+      },
+      options);
+  int steps = 0;
+  for (const PerReplica<Element>& step : data) {
+    for (int r = 0; r < k(); ++r) {
+      const std::int64_t g = world_rank() * k() + r;
+      const Tensor& ids = step[static_cast<std::size_t>(r)][0];
+      if (steps <= g) {
+        ASSERT_EQ(ids.dim(0), 1) << "replica " << g << " step " << steps;
+        EXPECT_EQ(ids.values<std::int64_t>()[0], 100 * g + steps);
+      } else {
+        EXPECT_EQ(ids.dim(0), 0) << "replica " << g << " step " << steps;
+      }
+    }
+    ++steps;
+  }
+  EXPECT_EQ(steps, n());
+}
+
+TEST_P(MultiWorker, ValuesFromFunctionKnowTheirReplicaIds) {
+  const PerReplica<std::int32_t> ids = strategy.experimental_distribute_values_from_function(
+      [&](const ValueContext& context) {
+        EXPECT_EQ(context.num_replicas_in_sync(), n());
+        return context.replica_id_in_sync_group();
+      });
+  const PerReplica<std::int32_t> in_run = strategy.run([](std::int32_t id) {
+    EXPECT_EQ(id, get_replica_context()->replica_id_in_sync_group());
+    return id;
+  }, ids);
+  for (int r = 0; r < k(); ++r) EXPECT_EQ(in_run[static_cast<std::size_t>(r)], world_rank() * k() + r);
 }
 
 INSTANTIATE_TEST_SUITE_P(LocalReplicas, MultiWorker, ::testing::Values(1, 2),

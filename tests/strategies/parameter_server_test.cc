@@ -272,6 +272,18 @@ TEST(ParameterServer, ShardedVariablesAndSgd) {
   EXPECT_EQ(strategy.shards(second).size(), 2u);  // two rows
   EXPECT_EQ(strategy.shards(second)[0].ps, 3 % num_ps);
   EXPECT_EQ(strategy.shards(scalar).size(), 1u);
+  {
+    // colocate_vars_with: every shard on the ps of second's first shard;
+    // the round robin does not advance.
+    auto colocated = strategy.extended().colocate_vars_with(second);
+    cd::Variable near(pattern(DataType::kFloat32, {6, 2}, 3), {.name = "near"});
+    const auto near_shards = strategy.shards(near);
+    ASSERT_EQ(near_shards.size(), 3u);
+    for (const cd::VariableShard& shard : near_shards) EXPECT_EQ(shard.ps, 3 % num_ps);
+    expect_equal(near.value(), pattern(DataType::kFloat32, {6, 2}, 3), "colocated variable");
+  }
+  cd::Variable after(pattern(DataType::kFloat32, {1, 2}, 4), {.name = "after"});
+  EXPECT_EQ(strategy.shards(after)[0].ps, 6 % num_ps);
   expect_equal(first.value(), pattern(DataType::kFloat32, {10, 4}, 1), "sharded initial value");
   cd::ClusterCoordinator coordinator(strategy);
   const int steps = 5 * strategy.num_workers() + 1;

@@ -52,6 +52,49 @@ TEST(DefaultStrategy, RunCallsTheFunctionOnTheCallersThread) {
                             DataType::kFloat32, {1}, {3}));
 }
 
+// tf.distribute returns the plain value under one-replica strategies; the
+// result of run() converts to it, and its members are reached with ->.
+TEST(DefaultStrategy, RunResultIsThePlainValueUnderOneReplicaStrategies) {
+  OneDeviceStrategy one("/cpu:0");
+  MirroredStrategy single(MirroredStrategy::cpu_devices(1));
+  for (Strategy* strategy : {&get_strategy(), static_cast<Strategy*>(&one), static_cast<Strategy*>(&single)}) {
+    const Tensor loss = strategy->run([](float x) { return floats({x, 2 * x}); }, 1.5f);
+    EXPECT_TRUE(tensor_equals(loss, DataType::kFloat32, {2}, {1.5, 3}, std::string(strategy->name())));
+    const PerReplica<Tensor> kept = strategy->run([] { return floats({4}); });
+    EXPECT_EQ(kept->num_elements(), 1u);
+    const Tensor& view = kept;
+    EXPECT_EQ(&view, &kept[0]);
+    const int plus = strategy->run([](int x) { return x + 1; }, 41);
+    EXPECT_EQ(plus, 42);
+    // A function taking the value type accepts the result directly.
+    const auto twice = [](const Tensor& t) { return t.values<float>()[0] * 2; };
+    EXPECT_EQ(twice(strategy->run([] { return floats({5}); })), 10.0f);
+  }
+}
+
+TEST(DefaultStrategy, ExperimentalSetStrategyAndLossReduction) {
+  EXPECT_EQ(get_loss_reduction(), ReduceOp::kSum);
+  MirroredStrategy first(MirroredStrategy::cpu_devices(2));
+  OneDeviceStrategy second;
+  experimental_set_strategy(&first);
+  EXPECT_EQ(&get_strategy(), &first);
+  EXPECT_TRUE(in_cross_replica_context());
+  Variable v(floats({1}), {.name = "v"});
+  EXPECT_TRUE(v.is_mirrored());
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] {
+        auto scope = first.scope();
+        experimental_set_strategy(&second);
+      },
+      "must not be called inside a scope"));
+  experimental_set_strategy(&second);  // replaces the first
+  EXPECT_EQ(&get_strategy(), &second);
+  experimental_set_strategy(nullptr);
+  EXPECT_FALSE(has_strategy());
+  experimental_set_strategy(nullptr);  // nothing set: no effect
+  EXPECT_FALSE(has_strategy());
+}
+
 TEST(DefaultStrategy, ReplicaContextMergeCallEntersCrossReplicaContext) {
   const int result = get_replica_context()->merge_call([](Strategy& strategy) {
     EXPECT_TRUE(in_cross_replica_context());
@@ -426,6 +469,107 @@ TEST_P(Mirrored, OtherCrossDeviceOps) {
     for (int r = 0; r < k(); ++r) ids += r;
     for (const Tensor& t : values.values()) EXPECT_TRUE(tensor_equals(t, DataType::kFloat32, {2}, {ids, double(k())}));
   }
+}
+
+// Sync-on-read: each replica accumulates into its own copy with no
+// communication; a cross-replica read reduces by the aggregation.
+TEST_P(Mirrored, SyncOnReadVariablesAccumulatePerReplicaAndReduceOnRead) {
+  auto scope = strategy.scope();
+  SyncOnReadVariable total(floats({0, 0}), {.name = "total", .aggregation = VariableAggregation::kSum});
+  Variable mean(floats({0}), {.name = "mean", .aggregation = VariableAggregation::kMean,
+                              .synchronization = VariableSynchronization::kOnRead});
+  SyncOnReadVariable first(floats({0}), {.name = "first", .aggregation = VariableAggregation::kOnlyFirstReplica});
+  SyncOnReadVariable none(floats({0}), {.name = "none"});
+  EXPECT_TRUE(total.is_sync_on_read());
+  EXPECT_EQ(mean.synchronization(), VariableSynchronization::kOnRead);
+  EXPECT_FALSE(total.is_mirrored());
+  EXPECT_EQ(total.num_copies(), static_cast<std::size_t>(k()));
+  for (int step = 0; step < 2; ++step) {
+    const PerReplica<Tensor> own = strategy.run([&] {
+      const float id = static_cast<float>(get_replica_context()->replica_id_in_sync_group());
+      total.assign_add(floats({id + 1, 1}));
+      mean.assign_add(floats({2 * id}));
+      first.assign_add(floats({id + 10}));
+      none.assign_add(floats({1}));
+      return total.value();  // the replica's own copy
+    });
+    for (int r = 0; r < k(); ++r) {
+      EXPECT_TRUE(tensor_equals(own[static_cast<std::size_t>(r)], DataType::kFloat32, {2},
+                                {double((step + 1) * (r + 1)), double(step + 1)}, "replica " + std::to_string(r)));
+    }
+  }
+  const std::vector<Tensor> copies = total.local_values();
+  for (int r = 0; r < k(); ++r) {
+    EXPECT_TRUE(tensor_equals(copies[static_cast<std::size_t>(r)], DataType::kFloat32, {2}, {2.0 * (r + 1), 2}));
+  }
+  const double ids = k() * (k() - 1) / 2.0;
+  EXPECT_TRUE(tensor_equals(total.value(), DataType::kFloat32, {2}, {2 * (ids + k()), 2.0 * k()}));
+  EXPECT_TRUE(tensor_equals(mean.value(), DataType::kFloat32, {1}, {4 * ids / k()}));
+  EXPECT_TRUE(tensor_equals(first.value(), DataType::kFloat32, {1}, {20}));
+  if (k() > 1) {
+    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)none.value(); }, "aggregation NONE"));
+    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { total.assign_add(floats({1, 1})); },
+                                                  "cannot be updated by assign_add in the cross-replica"));
+  } else {
+    EXPECT_TRUE(tensor_equals(none.value(), DataType::kFloat32, {1}, {2}));
+  }
+  // A cross-replica assign of a SUM variable spreads the value so the read
+  // gives it back (a metric's reset): each copy holds value / replicas.
+  total.assign(floats({0, 4.0f * static_cast<float>(k())}));
+  for (const Tensor& copy : total.local_values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {2}, {0, 4}));
+  EXPECT_TRUE(tensor_equals(total.value(), DataType::kFloat32, {2}, {0, 4.0 * k()}));
+  mean.assign(floats({3}));
+  EXPECT_TRUE(tensor_equals(mean.value(), DataType::kFloat32, {1}, {3}));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] { SyncOnReadVariable bad(floats({0}), {.synchronization = VariableSynchronization::kOnWrite}); },
+      "a SyncOnReadVariable is ON_READ"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] { Variable bad(floats({0}), {.synchronization = VariableSynchronization::kNone}); },
+      "synchronization NONE is not supported under MirroredStrategy"));
+}
+
+// The StrategyExtended members the guide names.
+TEST_P(Mirrored, ExtendedUpdateBroadcastColocationAndContainers) {
+  OneDeviceStrategy other;
+  Variable foreign = [&] {
+    auto scope = other.scope();
+    return Variable(floats({0}), {.name = "foreign"});
+  }();
+  auto scope = strategy.scope();
+  Variable w(floats({1, 2}), {.name = "w"});
+  StrategyExtended& extended = strategy.extended();
+  EXPECT_TRUE(extended.variable_created_in_scope(w));
+  EXPECT_FALSE(extended.variable_created_in_scope(foreign));
+  EXPECT_TRUE(extended.value_container(w).same_variable(w));
+  const distribute::Mirrored<Tensor> copies = extended.broadcast_to(floats({7}));
+  ASSERT_EQ(copies.num_replicas(), static_cast<std::size_t>(k()));
+  for (const Tensor& copy : copies.values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {7}));
+  EXPECT_EQ(extended.broadcast_to(floats({7}), w).num_replicas(), w.num_copies());
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)extended.broadcast_to(floats({7}), foreign); }, "destinations"));
+  // update with arguments: a Mirrored argument gives each copy its
+  // component, a plain one is passed as is; results come one per copy.
+  const distribute::Mirrored<Tensor> deltas = extended.broadcast_to(floats({10, 20}), w);
+  const distribute::Mirrored<double> sums = extended.update(
+      w,
+      [](Tensor& copy, const Tensor& delta, double scale) {
+        for (std::size_t i = 0; i < 2; ++i) copy.values<float>()[i] += static_cast<float>(scale) * delta.values<float>()[i];
+        return double(copy.values<float>()[0] + copy.values<float>()[1]);
+      },
+      deltas, 0.5);
+  ASSERT_EQ(sums.num_replicas(), static_cast<std::size_t>(k()));
+  for (double sum : sums.values()) EXPECT_EQ(sum, 18.0);
+  for (const Tensor& copy : w.local_values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {2}, {6, 12}));
+  extended.update(w, [](Tensor& copy, const Tensor& value) { copy = value; }, floats({0, 1}));
+  EXPECT_TRUE(tensor_equals(w.value(), DataType::kFloat32, {2}, {0, 1}));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] { extended.update(w, [](Tensor&, const Tensor&) {}, PerReplica<Tensor>(std::vector<Tensor>(static_cast<std::size_t>(k()) + 1))); },
+      "one value per copy"));
+  {
+    auto colocated = extended.colocate_vars_with(w);
+    Variable v(floats({3}), {.name = "v"});
+    EXPECT_EQ(v.num_copies(), w.num_copies());
+  }
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { auto bad = extended.colocate_vars_with(foreign); }, "colocate_vars_with"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Replicas, Mirrored, ::testing::Values(1, 2, 3, 4),

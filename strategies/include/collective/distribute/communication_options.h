@@ -8,18 +8,28 @@
 #include <string_view>
 
 #include "collective/algorithm.h"
+#include "collective/communicator.h"
 
 namespace collective::distribute {
 
-// The cross-worker collective implementation.
+// The cross-worker collective implementation. There is one enum for this
+// choice in the whole library: libcollective's CollectiveCommunication
+// (communicator.h). tf.distribute's two names for it,
+// experimental.CollectiveCommunication and CommunicationImplementation,
+// are both that enum here.
 //   kAuto  libcollective chooses per call (Algorithm::kAuto)
 //   kRing  the ring all-reduce (Algorithm::kRing)
-//   kNccl  NCCL (Algorithm::kNccl) for tensors in GPU memory. Tensors in host
-//          memory use the ring instead, with a log line, as tf.distribute
-//          documents for CommunicationImplementation.NCCL.
-enum class CommunicationImplementation : int { kAuto = 0, kRing, kNccl };
+//   kNccl  NCCL (Algorithm::kNccl), which serves device buffers only. The
+//          strategies layer's tensors are host memory (tensor.h), so a
+//          strategy asked for kNccl raises UnsupportedError when it is
+//          constructed, as Communicator does for a forced algorithm it
+//          cannot serve: a forced choice that cannot be served raises, it
+//          never falls back silently.
+using collective::CollectiveCommunication;
+using CommunicationImplementation = CollectiveCommunication;
 
-std::string_view to_string(CommunicationImplementation implementation);
+// "AUTO", "RING", "NCCL".
+std::string_view to_string(CollectiveCommunication implementation);
 
 struct CommunicationOptions {
   CommunicationImplementation implementation = CommunicationImplementation::kAuto;
@@ -35,9 +45,13 @@ struct CommunicationOptions {
   std::optional<double> timeout_seconds;
 };
 
-// The libcollective algorithm a host-memory all-reduce uses under this
-// implementation (kNccl -> kRing, see above).
-Algorithm host_algorithm_for(CommunicationImplementation implementation);
+// The libcollective algorithm a host-memory collective uses under this
+// implementation: kAuto -> Algorithm::kAuto, kRing -> Algorithm::kRing;
+// kNccl raises UnsupportedError (NCCL serves no host memory), as does a
+// value outside the enum (InvalidArgumentError). `operation` names the
+// caller in the error.
+Algorithm host_algorithm_for(CollectiveCommunication implementation,
+                             std::string_view operation = "host_algorithm_for");
 
 // timeout_seconds as a duration; the process default when unset.
 std::chrono::milliseconds effective_timeout(const CommunicationOptions& options);

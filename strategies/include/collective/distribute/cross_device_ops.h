@@ -178,7 +178,6 @@ class CollectiveAllReduce final : public CrossDeviceOps {
   CommunicationOptions options_;
   std::unique_ptr<CrossDeviceOps> local_ops_;
   std::shared_ptr<std::mutex> communicator_mutex_;
-  std::once_flag nccl_fallback_logged_;
 };
 
 }  // namespace collective::distribute

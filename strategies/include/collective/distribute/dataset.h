@@ -1,6 +1,7 @@
 // A small input pipeline in the manner of tf.data: a source (in-memory
 // slices, a range, a generator or a list of files) followed by
-// transformations (map, shard, take, repeat, batch). A Dataset is an
+// transformations (map, filter, shard, take, repeat, batch, shuffle,
+// prefetch). A Dataset is an
 // immutable description; each make_iterator() starts a fresh pass (an
 // epoch) over it. Iterators are not thread-safe; the strategies iterate on
 // the caller's thread.
@@ -11,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collective/distribute/tensor.h"
@@ -66,6 +68,23 @@ class Dataset {
   // Stacks batch_size consecutive elements; the last batch may be smaller
   // unless drop_remainder.
   Dataset batch(std::int64_t batch_size, bool drop_remainder = false) const;
+  // Keeps the elements for which predicate returns true.
+  Dataset filter(std::function<bool(const Element&)> predicate) const;
+  // tf.data's shuffle: a buffer of buffer_size elements (>= 1) is filled
+  // from the input and each output is drawn uniformly from it, its place
+  // taken by the next input element. Deterministic for a seed (the same
+  // order on every run and every worker; not TF's random stream). With
+  // reshuffle_each_iteration each pass (each make_iterator(), each repeat)
+  // draws another order, the k-th pass of this dataset always the same one.
+  Dataset shuffle(std::int64_t buffer_size, std::uint64_t seed,
+                  bool reshuffle_each_iteration = true) const;
+  // Produces up to buffer_size (>= 1) elements ahead on a background thread
+  // of the iterator, so the input pipeline (its sources, map and filter
+  // functions, which must then be safe to call from that thread) overlaps
+  // the consumer's work. The elements and their order are unchanged; an
+  // error of the input is raised by the get_next() that would have
+  // returned its element.
+  Dataset prefetch(std::int64_t buffer_size) const;
 
   class Iterator {
    public:
@@ -93,6 +112,13 @@ class Dataset {
   // The batch size when the last transformation is batch.
   std::optional<std::int64_t> batch_size() const;
   bool drop_remainder() const;
+  // The last batch of the pipeline, wherever it is (transformations after
+  // it work on batches): its size and drop_remainder; std::nullopt when the
+  // pipeline has no batch.
+  std::optional<std::pair<std::int64_t, bool>> last_batch() const;
+  // This pipeline with its last batch's size replaced, everything after it
+  // kept (InvalidArgumentError if it has no batch).
+  Dataset with_batch_size(std::int64_t batch_size) const;
   // This pipeline without its final batch (InvalidArgumentError if it has none).
   Dataset unbatched() const;
   // This pipeline reading other files (InvalidArgumentError unless from_files).

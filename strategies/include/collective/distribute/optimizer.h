@@ -30,8 +30,11 @@ class SGD {
   // variable -= learning_rate * gradient, for each pair. In a replica
   // context every replica must call it with gradients of the same shapes,
   // in the same order; with experimental_aggregate_gradients = false the
-  // gradients are taken as already summed over replicas. In the
-  // cross-replica context the gradients are applied as given.
+  // gradients are taken as already summed over replicas. With no strategy
+  // in effect (outside every scope, as under tf.distribute's default
+  // strategy) the gradients are applied as given. In the cross-replica
+  // context (inside a scope but outside run(), or inside merge_call) it
+  // raises InvalidArgumentError, as Keras raises there.
   // Gradients must match their variable's dtype (a floating type) and shape.
   void apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_and_vars,
                        bool experimental_aggregate_gradients = true);

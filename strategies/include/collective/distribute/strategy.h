@@ -76,8 +76,10 @@ class Strategy {
   // Mirrored argument passes each replica its own value; a Variable passes
   // itself (it must belong to this strategy); anything else is passed to
   // every replica as is. Returns the per-replica results (one value per
-  // local replica, even for single-replica strategies), or nothing when fn
-  // returns void. If a replica throws, the other replicas are released from
+  // local replica), or nothing when fn returns void. With one local replica
+  // (the default strategy, OneDeviceStrategy) the result converts to the
+  // plain value, as tf.distribute returns it: `Tensor loss = s.run(f, x);`
+  // (values.h). If a replica throws, the other replicas are released from
   // any collective they wait in and run() rethrows the first replica's
   // error (by replica id) after all replicas stopped.
   template <typename Fn, typename... Args>
@@ -116,19 +118,37 @@ class Strategy {
   // The cluster of a multi-worker strategy; nullptr for single-worker ones.
   const ClusterResolver* cluster_resolver() const;
 
-  // Splits each global batch of dataset (which must end with
-  // batch(global_batch_size)) across the replicas; across workers it shards
-  // by file when the dataset reads at least as many files as there are
-  // workers, else by element (with a logged warning). See
-  // distributed_dataset.h.
+  // Splits each global batch of dataset across the replicas. The pipeline
+  // must contain batch(global_batch_size); transformations after it
+  // (prefetch, repeat, take, filter, map, shuffle of batches) are kept, as
+  // tf.distribute rebatches. Across workers it shards as
+  // options.auto_shard_policy says. See distributed_dataset.h.
   DistributedDataset experimental_distribute_dataset(const Dataset& dataset,
                                                      const InputOptions& options = {});
 
   // Calls fn once on this worker with its InputContext; the dataset it
   // returns must be batched per replica. Each step gives the worker's
   // replicas consecutive batches. No automatic splitting or sharding.
+  // With options.experimental_replication_mode = kPerReplica, fn is called
+  // once per local replica (see InputReplicationMode) and each step gives
+  // every replica the next batch of its own dataset.
   DistributedDataset distribute_datasets_from_function(
       const std::function<Dataset(const InputContext&)>& fn, const InputOptions& options = {});
+
+  // tf.distribute's experimental_distribute_values_from_function: fn is
+  // called once per local replica, on the caller's thread, with that
+  // replica's ValueContext; the results, one per local replica.
+  template <typename Fn>
+  auto experimental_distribute_values_from_function(Fn&& fn) {
+    using Result = std::remove_cvref_t<std::invoke_result_t<Fn&, const ValueContext&>>;
+    std::vector<Result> values;
+    const int local = extended_->num_local_replicas();
+    for (int r = 0; r < local; ++r) {
+      const ValueContext context(extended_->worker_index() * local + r, num_replicas_in_sync());
+      values.push_back(std::invoke(fn, context));
+    }
+    return PerReplica<Result>(std::move(values));
+  }
 
  protected:
   explicit Strategy(std::unique_ptr<StrategyExtended> extended);
@@ -149,6 +169,19 @@ ReplicaContext* get_replica_context();
 // True inside a strategy's scope but not in a replica context.
 bool in_cross_replica_context();
 
+// tf.distribute.experimental_set_strategy: makes strategy the current
+// strategy of this thread until the next call, as if its scope were entered
+// and left open; nullptr returns to the default strategy. Must not be called
+// inside a scope or run() (InvalidArgumentError). The strategy must outlive
+// the setting.
+void experimental_set_strategy(Strategy* strategy);
+
+// tf.distribute.get_loss_reduction: how the optimizer combines replicas'
+// gradients, hence how a per-replica loss must be scaled. Always
+// ReduceOp::kSum here, as in TF 2 outside Estimator: SGD sums the
+// gradients, so scale each replica's loss by the global batch size.
+ReduceOp get_loss_reduction();
+
 namespace detail {
 
 template <typename A>
@@ -164,7 +197,7 @@ template <typename A>
 void check_run_argument(const StrategyExtended& extended, const A& argument, int index) {
   if constexpr (is_distributed_values_v<A>) {
     extended.check_distributed_argument(index, argument.num_replicas());
-  } else if constexpr (std::is_same_v<std::remove_cvref_t<A>, Variable>) {
+  } else if constexpr (std::is_base_of_v<Variable, std::remove_cvref_t<A>>) {
     extended.check_variable_argument(index, argument);
   }
 }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <type_traits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +26,7 @@ class Variable;
 
 namespace detail {
 struct StrategyImpl;
+struct VariableState;
 }  // namespace detail
 
 class StrategyExtended {
@@ -62,6 +65,51 @@ class StrategyExtended {
   // same inputs keeps mirrored copies identical.
   void update(Variable& variable, const std::function<void(Tensor& copy)>& fn);
 
+  // tf.distribute's update(var, fn, args): fn(copy, args...) for every local
+  // copy, where a Mirrored or PerReplica argument passes the component of
+  // that copy (it must have one value per copy) and anything else is passed
+  // as is. Returns nothing when fn returns void, else one result per copy.
+  // Parameter-server variables (no local copies) raise UnsupportedError.
+  template <typename Fn, typename... Args>
+    requires(sizeof...(Args) > 0)
+  auto update(Variable& variable, Fn&& fn, const Args&... args);
+
+  // One copy of value per local replica, on the replicas' devices
+  // (tf.distribute's broadcast_to to the strategy's devices).
+  Mirrored<Tensor> broadcast_to(const Tensor& value) const;
+  // One copy of value per local copy of destinations (a variable of this
+  // strategy: InvalidArgumentError otherwise).
+  Mirrored<Tensor> broadcast_to(const Tensor& value, const Variable& destinations) const;
+
+  // Whether variable was created under this strategy's scope.
+  bool variable_created_in_scope(const Variable& variable) const;
+
+  // The distributed variable a value belongs to. This layer hands out
+  // Variable handles, never per-replica components, so it is variable itself.
+  Variable value_container(const Variable& variable) const;
+
+  // tf.distribute's colocate_vars_with: while the returned scope lives,
+  // variables created under this strategy are placed with variable (which
+  // must be this strategy's: InvalidArgumentError otherwise). Under
+  // ParameterServerStrategy every shard of a new variable goes to the ps
+  // holding variable's first shard. The other strategies keep every
+  // variable on parameter_devices() already, so nothing else changes.
+  // Scopes end in reverse order of creation.
+  class [[nodiscard]] ColocationScope {
+   public:
+    ColocationScope(StrategyExtended& extended, const Variable& variable);
+    ~ColocationScope();
+    ColocationScope(const ColocationScope&) = delete;
+    ColocationScope& operator=(const ColocationScope&) = delete;
+
+   private:
+    detail::StrategyImpl& impl_;
+    std::shared_ptr<const detail::VariableState> previous_;
+  };
+  ColocationScope colocate_vars_with(const Variable& variable) {
+    return ColocationScope(*this, variable);
+  }
+
   // Runs fn(local_replica) once per local replica, each in its replica
   // context (replica threads when there are several). Strategy::run is the
   // typed front end.
@@ -71,12 +119,70 @@ class StrategyExtended {
   void check_distributed_argument(int index, std::size_t num_values) const;
   void check_variable_argument(int index, const Variable& variable) const;
 
+  // Internal: runs fn(copy, copy index) on every local copy (cross-replica
+  // context, variable of this strategy), checking dtype and shape after.
+  void update_copies(Variable& variable, const std::function<void(Tensor& copy, std::size_t index)>& fn,
+                     std::size_t num_per_copy_values);
+
   // Internal: the implementation shared by every strategy kind.
   detail::StrategyImpl& impl() const { return *impl_; }
   explicit StrategyExtended(std::unique_ptr<detail::StrategyImpl> impl);
 
  private:
+  static std::shared_ptr<const detail::VariableState> shared_state(const Variable& variable);
+
   std::unique_ptr<detail::StrategyImpl> impl_;
 };
+
+namespace detail {
+// The value fn receives for copy `index`: a distributed value's component,
+// anything else as is.
+template <typename A>
+const auto& update_argument(const A& argument, std::size_t index) {
+  if constexpr (is_distributed_values_v<A>) {
+    return argument.values()[index];
+  } else {
+    return argument;
+  }
+}
+template <typename A>
+std::size_t per_copy_count(const A& argument) {
+  if constexpr (is_distributed_values_v<A>) {
+    return argument.num_replicas();
+  } else {
+    return 0;
+  }
+}
+}  // namespace detail
+
+template <typename Fn, typename... Args>
+  requires(sizeof...(Args) > 0)
+auto StrategyExtended::update(Variable& variable, Fn&& fn, const Args&... args) {
+  // The number of components of the distributed arguments (0: none); all
+  // must agree with the copies (checked in update_copies).
+  std::size_t per_copy = 0;
+  bool mixed = false;
+  for (std::size_t count : {detail::per_copy_count(args)...}) {
+    if (count == 0) continue;
+    if (per_copy != 0 && count != per_copy) mixed = true;
+    per_copy = count;
+  }
+  if (mixed) per_copy = static_cast<std::size_t>(-1);
+  using Result = std::remove_cvref_t<std::invoke_result_t<Fn&, Tensor&, decltype(detail::update_argument(args, 0))...>>;
+  if constexpr (std::is_void_v<Result>) {
+    update_copies(variable, [&](Tensor& copy, std::size_t index) {
+      std::invoke(fn, copy, detail::update_argument(args, index)...);
+    }, per_copy);
+  } else {
+    std::vector<std::optional<Result>> results;
+    update_copies(variable, [&](Tensor& copy, std::size_t index) {
+      if (results.size() <= index) results.resize(index + 1);
+      results[index].emplace(std::invoke(fn, copy, detail::update_argument(args, index)...));
+    }, per_copy);
+    std::vector<Result> values;
+    for (std::optional<Result>& result : results) values.push_back(std::move(*result));
+    return Mirrored<Result>(std::move(values));
+  }
+}
 
 }  // namespace collective::distribute

@@ -11,9 +11,12 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "collective/errors.h"
 
 namespace collective::distribute {
 
@@ -33,7 +36,32 @@ class DistributedValues {
   const T& operator[](std::size_t local_replica) const { return values_[local_replica]; }
   T& operator[](std::size_t local_replica) { return values_[local_replica]; }
 
+  // With one replica (the default strategy, OneDeviceStrategy, one-device
+  // mirrored strategies) the value is the plain value, as tf.distribute
+  // returns it: `Tensor loss = strategy.run(step, x);` or `value()->...`.
+  // With several replicas there is no single value: InvalidArgumentError
+  // (reduce it with Strategy::reduce, or pick one with operator[]).
+  const T& value() const& { return values_[single_index()]; }
+  T& value() & { return values_[single_index()]; }
+  T value() && { return std::move(values_[single_index()]); }
+  operator const T&() const& { return value(); }
+  operator T&() & { return value(); }
+  operator T() && { return std::move(*this).value(); }
+  const T* operator->() const { return &value(); }
+  T* operator->() { return &value(); }
+
  private:
+  std::size_t single_index() const {
+    if (values_.size() != 1) {
+      throw InvalidArgumentError(
+          "DistributedValues::value", -1,
+          "this value has " + std::to_string(values_.size()) +
+              " per-replica values, not one; only a single-replica value converts to its plain "
+              "value (reduce it with Strategy::reduce, or pick a replica's with operator[])");
+    }
+    return 0;
+  }
+
   std::vector<T> values_;
 };
 
