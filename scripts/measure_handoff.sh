@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The shared-memory handoff ways of docs/performance.md: AUTO all_reduce
+# The shared-memory handoff ways of docs/performance_history.md: AUTO all_reduce
 # (float32 SUM, one node) with its slots handed over through the cache,
 # through memory, and measured (COLLECTIVE_SHM_HANDOFF=cache|memory|auto),
 # each beside Open MPI's MPI_Allreduce and the copy bound in the same run.

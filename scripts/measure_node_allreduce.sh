@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The one-node all_reduce measurements of docs/performance.md: AUTO against
+# The one-node all_reduce measurements of docs/performance.md (history: docs/performance_history.md): AUTO against
 # Open MPI's MPI_Allreduce (alternating in the same run) and against the
 # machine's copy bound (measured in the same run), float32 SUM, at 2 ranks
 # (one per core, bound) and 4 ranks (oversubscribed, unbound, as Open MPI

@@ -4,7 +4,7 @@
   python3 tests/topology/median_by_machine_state.py run1.txt run2.txt ...
 
 This VM's cross-core communication swings between a fast state and one 2.5-4x
-slower (docs/performance.md, "This machine's two states"), for MPI_Allreduce
+slower (docs/performance_history.md, "This machine's two states"), for MPI_Allreduce
 as much as for libcollective, and a state lasts from seconds to minutes. Each
 row (size) of each run is classed by Open MPI's own time alone, never by
 ours: "fast" when MPI_Allreduce's time is within 1.5x of its best over the
