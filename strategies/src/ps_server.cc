@@ -9,15 +9,11 @@
 #include "collective/errors.h"
 #include "element_math.h"
 #include "log.h"
+#include "chief_silence.h"
 #include "ps_cluster.h"
 
 namespace collective::distribute::detail {
 namespace {
-
-// How long a server keeps polling after it notices the chief's silence
-// before it gives the chief up: long enough for messages that arrived
-// while this process was not running to be seen.
-constexpr std::chrono::milliseconds kSilenceRecheck{250};
 
 Bytes text_bytes(const std::string& text) {
   const auto* p = reinterpret_cast<const std::byte*>(text.data());
@@ -137,10 +133,7 @@ bool serve_parameters(const std::shared_ptr<PsCluster>& cluster) {
   ParameterStore store(*cluster);
   const std::string label = cluster->ps_label(cluster->task_id);
   Clock::time_point last_contact = Clock::now();
-  // When the chief's silence first passed the failure timeout: this process
-  // may itself have been stopped (SIGSTOP, a debugger) while the chief
-  // wrote, so it keeps polling a while before judging the chief.
-  std::optional<Clock::time_point> silence_noticed;
+  ChiefSilence chief_silence(*cluster, label);
   Clock::time_point last_heartbeat = Clock::time_point{};
   for (int idle = 0;;) {
     bool any = false;
@@ -184,16 +177,7 @@ bool serve_parameters(const std::shared_ptr<PsCluster>& cluster) {
       last_heartbeat = now;
       wire.progress();
     }
-    if (now - last_contact <= cluster->failure_timeout) {
-      silence_noticed.reset();
-    } else if (!silence_noticed) {
-      silence_noticed = now;
-    } else if (now - *silence_noticed > kSilenceRecheck) {
-      throw UnavailableError("ParameterServerStrategy " + label, cluster->rank,
-                             "the chief (rank 0) sent nothing for the failure timeout (" +
-                                 seconds_text(cluster->failure_timeout) +
-                                 "); the coordinator is gone");
-    }
+    chief_silence.check(last_contact, now);
     if (any) {
       idle = 0;
     } else {

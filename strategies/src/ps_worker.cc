@@ -9,6 +9,7 @@
 
 #include "collective/errors.h"
 #include "log.h"
+#include "chief_silence.h"
 #include "ps_cluster.h"
 
 namespace collective::distribute::detail {
@@ -136,7 +137,7 @@ bool serve_closures(const std::shared_ptr<PsCluster>& cluster) {
   bool shutdown = false;
   // Silence from the chief counts only while this worker waits for work.
   Clock::time_point waiting_since = Clock::now();
-  std::optional<Clock::time_point> silence_noticed;
+  ChiefSilence chief_silence(*cluster, label);
   for (int idle = 0;;) {
     const Clock::time_point deadline = Clock::now() + cluster->failure_timeout;
     while (std::optional<Message> m = wire.poll(0, kTagControl, deadline, "a closure")) {
@@ -169,20 +170,7 @@ bool serve_closures(const std::shared_ptr<PsCluster>& cluster) {
       idle = 0;
       continue;
     }
-    // As the servers do (ps_server.cc): a silence noticed right after this
-    // process ran again may hide messages that wait to be seen, so the
-    // chief is given up only after polling a while longer.
-    const Clock::time_point now = Clock::now();
-    if (now - waiting_since <= cluster->failure_timeout) {
-      silence_noticed.reset();
-    } else if (!silence_noticed) {
-      silence_noticed = now;
-    } else if (now - *silence_noticed > std::chrono::milliseconds(250)) {
-      throw UnavailableError("ParameterServerStrategy " + label, cluster->rank,
-                             "the chief (rank 0) sent nothing for the failure timeout (" +
-                                 seconds_text(cluster->failure_timeout) +
-                                 "); the coordinator is gone");
-    }
+    chief_silence.check(waiting_since, Clock::now());
     if ((idle & 63) == 63) wire.progress();
     idle_pause(idle++);
   }
