@@ -393,6 +393,57 @@ TEST_P(CrossRankCheckTest, SmallAndLargeCountsDisagree) {
   expect_healthy();
 }
 
+// A small recursive_doubling all_reduce whose check goes over MPI carries
+// its input in the check's messages (one round in all): the result must be
+// exact, and a rank that carries must still meet one that does not in the
+// check, and every rank must raise.
+AllReduceOptions recursive_doubling() {
+  AllReduceOptions options;
+  options.algorithm = Algorithm::kRecursiveDoubling;
+  return options;
+}
+
+TEST_P(CrossRankCheckTest, RecursiveDoublingCarryingTheCheckIsExact) {
+  for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1023},
+                                  std::size_t{1024}}) {
+    std::vector<float> in(count), out(count, -7.0f);
+    for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>((rank + 1) * (i % 7 + 1));
+    comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling());
+    for (std::size_t i = 0; i < count; ++i) {
+      const float expected = static_cast<float>(size * (size + 1) / 2 * (i % 7 + 1));
+      ASSERT_EQ(out[i], expected) << "rank " << rank << " index " << i << " count " << count;
+    }
+    AllReduceOptions mean = recursive_doubling();
+    mean.op = ReduceOp::kMean;
+    comm.all_reduce(in.data(), in.data(), count, DataType::kFloat32, mean);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float expected = static_cast<float>((size + 1) * (i % 7 + 1)) / 2.0f;
+      ASSERT_EQ(in[i], expected) << "rank " << rank << " index " << i << " count " << count << " (mean, in place)";
+    }
+  }
+  EXPECT_EQ(comm.last_algorithm(), Algorithm::kRecursiveDoubling);
+}
+
+TEST_P(CrossRankCheckTest, RecursiveDoublingCarriedAndPlainChecksMeet) {
+  REQUIRE_RANKS(2);
+  // 16 B rides with rank 0's fingerprint; the others' 8000 B does not.
+  const std::size_t count = rank == 0 ? 4 : 2000;
+  std::vector<float> in(count, 1.0f), out(count, -7.0f);
+  expect_raises<MismatchError>(
+      [&] { comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling()); },
+      {label("all_reduce"), "rank 0 count=4", "count=2000"}, rank);
+  for (float v : out) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
+  // Both carry, but the ops differ.
+  AllReduceOptions options = recursive_doubling();
+  options.op = rank == last ? ReduceOp::kMax : ReduceOp::kSum;
+  std::vector<float> small(8, 1.0f), small_out(8, -7.0f);
+  expect_raises<MismatchError>(
+      [&] { comm.all_reduce(small.data(), small_out.data(), small.size(), DataType::kFloat32, options); },
+      {label("all_reduce"), "op="}, rank);
+  for (float v : small_out) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
+  expect_healthy();
+}
+
 std::string path_name(const ::testing::TestParamInfo<CheckPath>& info) {
   return info.param == CheckPath::kMpiMessages ? "MpiMessages" : "NodeBoard";
 }

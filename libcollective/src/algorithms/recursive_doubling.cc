@@ -3,8 +3,10 @@
 #include "cost/cost_model.h"
 
 #include "algorithms/chunk_layout.h"
+#include "kernels/multi_source_reduce.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
+#include "validation/cross_rank_check.h"
 
 namespace collective::internal {
 namespace {
@@ -85,8 +87,24 @@ Support RecursiveDoublingAlgorithm::supports(const Request& request,
   return Support::yes();
 }
 
+bool RecursiveDoublingAlgorithm::carries_check(const Request& request,
+                                               CommunicatorState& state) const {
+  return request.kind == CollectiveKind::kAllReduce && request.memory == MemoryKind::kHost &&
+         request.bytes() <= kCarriedInputBytes && check_is_direct_exchange(state);
+}
+
 void RecursiveDoublingAlgorithm::run(const Request& request, CommunicatorState& state) const {
   if (request.kind == CollectiveKind::kBarrier) return dissemination_barrier(request, state);
+  if (request.carried_check != nullptr) {
+    // The check's one round brings every rank's input; the reduction in
+    // rank order gives every rank the same bits.
+    const auto inputs = exchange_carrying_input(*request.carried_check, request.send,
+                                                request.bytes(), request, state);
+    if (request.count == 0) return;
+    reduce_sources(request.recv, inputs.data(), state.size, request.count, request.type,
+                   request.op, request.op == ReduceOp::kMean ? state.size : 1);
+    return;
+  }
   all_reduce(request, state);
 }
 

@@ -2,7 +2,10 @@
 // buffer, latency-optimal for small all_reduce. Non-powers of two fold the
 // first 2*(p - p2) ranks pairwise into p2 before and unfold after. Also
 // serves barrier as a dissemination barrier (the same doubling distances,
-// for any p).
+// for any p). A small all_reduce whose cross-rank check is the direct
+// exchange over MPI carries its input in the check's messages instead: once
+// the check agrees, every rank holds every input and reduces them in rank
+// order, so the call costs one round in all (no separate check round).
 #pragma once
 
 #include "algorithms/algorithm.h"
@@ -15,6 +18,7 @@ class RecursiveDoublingAlgorithm final : public CollectiveAlgorithm {
   Support supports(const Request& request, const CommunicatorState& state) const override;
   std::optional<double> estimate_seconds(const Request& request,
                                          const Topology& topology) const override;
+  bool carries_check(const Request& request, CommunicatorState& state) const override;
   void run(const Request& request, CommunicatorState& state) const override;
 };
 

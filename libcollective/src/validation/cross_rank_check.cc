@@ -1,6 +1,8 @@
 #include "validation/cross_rank_check.h"
 
 #include <algorithm>
+#include <cstring>
+#include <vector>
 #include <type_traits>
 
 #include "collective/errors.h"
@@ -10,25 +12,53 @@
 namespace collective::internal {
 namespace {
 
-// Up to this many ranks every rank sends its fingerprint straight to every
-// other: one round trip, and a stalled call names exactly the ranks whose
-// fingerprints are missing. Beyond it, p-1 messages per rank per call cost
-// more than the ceil(log2 p) rounds of a dissemination all-gather.
-constexpr int kDirectExchangeMaxRanks = 16;
+// Up to kDirectExchangeMaxRanks every rank sends its fingerprint straight
+// to every other: one round trip, and a stalled call names exactly the ranks
+// whose fingerprints are missing. Beyond it, p-1 messages per rank per call
+// cost more than the ceil(log2 p) rounds of a dissemination all-gather.
 
-void exchange_direct(const CallFingerprint& mine, PeerExchange& exchange, CallFingerprint* all,
-                     int rank, int size) {
+// One message of the direct exchange: a fingerprint, then the carried input
+// (none for a plain check).
+constexpr std::size_t kSlotBytes = sizeof(CallFingerprint) + kCarriedInputBytes;
+
+// Sends `message` (the fingerprint, then any carried input: `message_bytes`
+// in all) to every other rank and receives theirs into `slots` (rank r's at
+// slots + r * kSlotBytes); copies each fingerprint to all[r].
+void exchange_direct(const std::byte* message, std::size_t message_bytes, PeerExchange& exchange,
+                     std::byte* slots, CallFingerprint* all, int rank, int size) {
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
-    exchange.recv(&all[peer], sizeof(CallFingerprint), peer,
+    exchange.recv(slots + static_cast<std::size_t>(peer) * kSlotBytes, kSlotBytes, peer,
                   "cross-rank check: that rank's fingerprint of this call");
   }
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
-    exchange.send(&mine, sizeof(CallFingerprint), peer,
+    exchange.send(message, message_bytes, peer,
                   "cross-rank check: this rank's fingerprint of this call");
   }
   exchange.wait_all();
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    std::memcpy(&all[peer], slots + static_cast<std::size_t>(peer) * kSlotBytes,
+                sizeof(CallFingerprint));
+  }
+}
+
+// The scratch of one check: every rank's fingerprint, the relay area of the
+// dissemination (or the direct exchange's slots), and this rank's message.
+struct CheckScratch {
+  CallFingerprint* all;
+  std::byte* slots;
+  std::byte* message;
+};
+
+CheckScratch check_scratch(CommunicatorState& state) {
+  const auto size = static_cast<std::size_t>(state.size);
+  const std::size_t fingerprints = size * sizeof(CallFingerprint);
+  const std::size_t relay = std::max(fingerprints, size * kSlotBytes);
+  auto* base = state.scratch_check.get(fingerprints + relay + kSlotBytes);
+  return {reinterpret_cast<CallFingerprint*>(base), base + fingerprints,
+          base + fingerprints + relay};
 }
 
 // Bruck's dissemination all-gather: after the round with distance d, this
@@ -54,20 +84,50 @@ void exchange_dissemination(const CallFingerprint& mine, PeerExchange& exchange,
 std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mine,
                                                        const Request& request,
                                                        CommunicatorState& state) {
-  // Reused across calls: no allocation on the hot path. Room for the
-  // dissemination's relay area too.
+  // Reused across calls: no allocation on the hot path.
   const auto size = static_cast<std::size_t>(state.size);
   static_assert(std::is_trivially_copyable_v<CallFingerprint>);
-  auto* all = reinterpret_cast<CallFingerprint*>(
-      state.scratch_check.get(2 * size * sizeof(CallFingerprint)));
-  all[state.rank] = mine;
+  const CheckScratch scratch = check_scratch(state);
+  scratch.all[state.rank] = mine;
   PeerExchange exchange(request, state, "cross-rank check");
   if (state.size <= kDirectExchangeMaxRanks) {
-    exchange_direct(mine, exchange, all, state.rank, state.size);
+    exchange_direct(reinterpret_cast<const std::byte*>(&mine), sizeof(CallFingerprint), exchange,
+                    scratch.slots, scratch.all, state.rank, state.size);
   } else {
-    exchange_dissemination(mine, exchange, all, all + size, state.rank, state.size);
+    exchange_dissemination(mine, exchange, scratch.all,
+                           reinterpret_cast<CallFingerprint*>(scratch.slots), state.rank,
+                           state.size);
   }
-  return {all, size};
+  return {scratch.all, size};
+}
+
+bool check_is_direct_exchange(CommunicatorState& state) {
+  return state.size <= kDirectExchangeMaxRanks && node_board(state) == nullptr;
+}
+
+std::span<const void* const> exchange_carrying_input(const CallFingerprint& mine, const void* input,
+                                                     std::size_t bytes, const Request& request,
+                                                     CommunicatorState& state) {
+  const auto size = static_cast<std::size_t>(state.size);
+  const CheckScratch scratch = check_scratch(state);
+  scratch.all[state.rank] = mine;
+  std::memcpy(scratch.message, &mine, sizeof(CallFingerprint));
+  if (bytes > 0) std::memcpy(scratch.message + sizeof(CallFingerprint), input, bytes);
+  {
+    PeerExchange exchange(request, state, "cross-rank check");
+    exchange_direct(scratch.message, sizeof(CallFingerprint) + bytes, exchange, scratch.slots,
+                    scratch.all, state.rank, state.size);
+  }
+  raise_unless_agreed({scratch.all, size}, mine, request, state);
+  // Agreed: every rank carried an input of the same size.
+  thread_local std::vector<const void*> inputs;
+  inputs.resize(size);
+  for (std::size_t r = 0; r < size; ++r) {
+    inputs[r] = static_cast<int>(r) == state.rank
+                    ? input
+                    : static_cast<const void*>(scratch.slots + r * kSlotBytes + sizeof(CallFingerprint));
+  }
+  return {inputs.data(), size};
 }
 
 void check_across_ranks(const CallFingerprint& mine, const Request& request,

@@ -13,8 +13,12 @@
 //
 // Cost: one round of (p-1) 256-byte messages each way, up to
 // kDirectExchangeMaxRanks ranks; above that a dissemination all-gather of
-// ceil(log2 p) rounds. Measured in docs/errors.md.
+// ceil(log2 p) rounds. Measured in docs/errors.md. A small all-reduce across
+// nodes carries its input in the same messages (recursive_doubling), so that
+// it pays no round of its own for the check.
 #pragma once
+
+#include <cstddef>
 
 #include <span>
 
@@ -30,6 +34,28 @@ namespace collective::internal {
 std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mine,
                                                        const Request& request,
                                                        CommunicatorState& state);
+
+// Up to this many ranks the check is a direct exchange (every rank sends its
+// fingerprint to every other), which can carry a small input with each
+// fingerprint (exchange_carrying_input).
+inline constexpr int kDirectExchangeMaxRanks = 16;
+// The largest input that rides with a fingerprint in the direct exchange.
+// Every direct exchange receives into slots this much larger than a
+// fingerprint, so a rank that carries and one that does not still match
+// message for message (and learn from the check that their calls differ).
+inline constexpr std::size_t kCarriedInputBytes = 4096;
+
+// Whether check_across_ranks goes through the direct exchange over MPI
+// (not through the node's segment, not the dissemination all-gather).
+bool check_is_direct_exchange(CommunicatorState& state);
+
+// The cross-rank check of a call whose input (`bytes` <= kCarriedInputBytes)
+// rides with this rank's fingerprint; raises as check_across_ranks does.
+// Returns every rank's input (at [r] for rank r; this rank's is `input`),
+// valid until the next call on `state`.
+std::span<const void* const> exchange_carrying_input(const CallFingerprint& mine, const void* input,
+                                                     std::size_t bytes, const Request& request,
+                                                     CommunicatorState& state);
 
 // Raises when the ranks' fingerprints `all` (rank r's at all[r]) do not
 // agree, as check_across_ranks describes.
