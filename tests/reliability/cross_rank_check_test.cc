@@ -426,12 +426,12 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingCarryingTheCheckIsExact) {
 
 TEST_P(CrossRankCheckTest, RecursiveDoublingCarriedAndPlainChecksMeet) {
   REQUIRE_RANKS(2);
-  // 16 B rides with rank 0's fingerprint; the others' 8000 B does not.
-  const std::size_t count = rank == 0 ? 4 : 2000;
+  // 16 B rides with rank 0's fingerprint; the others' 400 KB does not.
+  const std::size_t count = rank == 0 ? 4 : 100000;
   std::vector<float> in(count, 1.0f), out(count, -7.0f);
   expect_raises<MismatchError>(
       [&] { comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling()); },
-      {label("all_reduce"), "rank 0 count=4", "count=2000"}, rank);
+      {label("all_reduce"), "rank 0 count=4", "count=100000"}, rank);
   for (float v : out) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
   // Both carry, but the ops differ.
   AllReduceOptions options = recursive_doubling();

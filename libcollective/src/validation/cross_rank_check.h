@@ -43,7 +43,9 @@ inline constexpr int kDirectExchangeMaxRanks = 16;
 // Every direct exchange receives into slots this much larger than a
 // fingerprint, so a rank that carries and one that does not still match
 // message for message (and learn from the check that their calls differ).
-inline constexpr std::size_t kCarriedInputBytes = 4096;
+// 64 KiB: a posted receive larger than its message costs nothing, and the
+// slots (p of them) are allocated once per communicator.
+inline constexpr std::size_t kCarriedInputBytes = 64 * 1024;
 
 // Whether check_across_ranks goes through the direct exchange over MPI
 // (not through the node's segment, not the dissemination all-gather).
