@@ -68,6 +68,14 @@ class CrossDeviceOps {
   std::vector<Tensor> batch_reduce(ReduceOp op,
                                    const std::vector<PerReplica<Tensor>>& per_replica_values);
 
+  // Internal (the strategies' reductions and replica collectives): as
+  // batch_reduce, on tensors the caller keeps, values[v][r] being local
+  // replica r's tensor of value v. Nothing is copied in; a tensor that is a
+  // pack of its own (or part of one) is reduced straight from the replicas'
+  // buffers into its result.
+  std::vector<Tensor> batch_reduce_views(ReduceOp op,
+                                         const std::vector<std::vector<const Tensor*>>& values);
+
   // One copy of value per local replica.
   Mirrored<Tensor> broadcast(const Tensor& value, std::size_t num_local_replicas) const;
 
@@ -98,8 +106,15 @@ class CrossDeviceOps {
   virtual void reduce_pack_across_workers(ReduceOp op, DataType type, void* buffer,
                                           std::size_t count);
 
+  // A pack of a single local replica: output = the reduction of input over
+  // the workers (input itself in-process). input may equal output. The
+  // default copies and calls reduce_pack_across_workers; cross-worker ops
+  // reduce out of place, so the input is read once and never copied.
+  virtual void reduce_single_replica_pack(ReduceOp op, DataType type, const void* input,
+                                          void* output, std::size_t count);
+
  private:
-  std::vector<Tensor> reduce_group(ReduceOp op, const std::vector<PerReplica<Tensor>>& values,
+  std::vector<Tensor> reduce_group(ReduceOp op, const std::vector<std::vector<const Tensor*>>& values,
                                    const std::vector<std::size_t>& indices);
 
   std::atomic<std::uint64_t> packs_reduced_{0};
@@ -172,8 +187,13 @@ class CollectiveAllReduce final : public CrossDeviceOps {
                                     std::size_t element_size) const override;
   void reduce_pack_across_workers(ReduceOp op, DataType type, void* buffer,
                                   std::size_t count) override;
+  void reduce_single_replica_pack(ReduceOp op, DataType type, const void* input, void* output,
+                                  std::size_t count) override;
 
  private:
+  void all_reduce_across_workers(ReduceOp op, DataType type, const void* input, void* output,
+                                 std::size_t count);
+
   Communicator communicator_;
   CommunicationOptions options_;
   std::unique_ptr<CrossDeviceOps> local_ops_;

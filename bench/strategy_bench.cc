@@ -1,0 +1,212 @@
+// collective_strategy_bench: what the strategies layer adds to an
+// all-reduce, measured against the call a user would make instead, in the
+// same run.
+//
+//   mpirun -n 2 --bind-to core collective_strategy_bench [--sizes 1M,64M] [--iters N]
+//                                                        [--warmup W] [--local-replicas K]
+//
+// For each size S (float32), alternating iteration by iteration:
+//   layer         MultiWorkerMirroredStrategy (K local replicas per rank, 1 by
+//                 default), strategy.run of a function that returns
+//                 get_replica_context()->all_reduce(SUM, t), t a tensor of S
+//                 bytes per replica; timed from the call to run() until its
+//                 per-replica result is destroyed (what one step costs);
+//   communicator  Communicator::all_reduce of the same tensor's bytes into a
+//                 buffer allocated once (the plain library call; with K > 1
+//                 the in-process sum of the K tensors is not part of it);
+//   run alone     strategy.run of a function that does nothing (run's own
+//                 cost).
+// Before each timed call the ranks meet in a barrier; an iteration's time is
+// the slowest rank's. Prints medians, and the ratio layer / communicator.
+// Every element of a layer result and a communicator result is checked after
+// the timing; a wrong one makes the exit status 1.
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "byte_size.h"
+#include "collective/collective.h"
+#include "collective/distribute/distribute.h"
+
+namespace cd = collective::distribute;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr const char* kUsage =
+    "usage: collective_strategy_bench [--sizes S1,S2,...] [--iters N] [--warmup W]\n"
+    "                                 [--local-replicas K]\n"
+    "  sizes in bytes per tensor, with K/M/G suffixes (default 1M,64M)\n";
+
+[[noreturn]] void usage(const std::string& problem) {
+  std::fprintf(stderr, "collective_strategy_bench: %s\n%s", problem.c_str(), kUsage);
+  std::exit(2);
+}
+
+struct Arguments {
+  std::vector<std::size_t> sizes{std::size_t{1} << 20, std::size_t{64} << 20};
+  int iters = 20;
+  int warmup = 3;
+  int local_replicas = 1;
+};
+
+int positive(const std::string& flag, const char* text) {
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 1 || value > 100000) usage(flag + " needs a positive integer");
+  return static_cast<int>(value);
+}
+
+Arguments parse(int argc, char** argv) {
+  Arguments args;
+  for (int i = 1; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--help" || flag == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    }
+    if (i + 1 >= argc) usage(flag + " needs a value");
+    const char* value = argv[++i];
+    if (flag == "--sizes") {
+      args.sizes.clear();
+      std::string list = value;
+      std::size_t start = 0;
+      while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        const auto bytes = collective::bench::parse_byte_size(list.substr(start, comma - start));
+        if (!bytes || *bytes % sizeof(float) != 0) usage("bad size in --sizes " + list);
+        args.sizes.push_back(*bytes);
+        start = comma + 1;
+      }
+    } else if (flag == "--iters") {
+      args.iters = positive(flag, value);
+    } else if (flag == "--warmup") {
+      args.warmup = positive(flag, value);
+    } else if (flag == "--local-replicas") {
+      args.local_replicas = positive(flag, value);
+    } else {
+      usage("unknown flag " + flag);
+    }
+  }
+  return args;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+// Element i of rank r's (local replica l's) tensor: small integers, so every
+// sum is exact in float32.
+float pattern(std::size_t i, int replica_in_sync) {
+  return static_cast<float>(i % 251 + static_cast<std::size_t>(replica_in_sync));
+}
+
+// Wrong elements of a sum over `replicas` tensors of the pattern.
+std::int64_t wrong_elements(const float* values, std::size_t count, int replicas) {
+  std::int64_t wrong = 0;
+  const double offsets = replicas * (replicas - 1) / 2.0;
+  for (std::size_t i = 0; i < count; ++i) {
+    const double expected = static_cast<double>(i % 251) * replicas + offsets;
+    if (values[i] != expected) ++wrong;
+  }
+  return wrong;
+}
+
+// The slowest rank's time of each iteration.
+std::vector<double> slowest(collective::Communicator& world, std::vector<double> seconds) {
+  collective::AllReduceOptions options;
+  options.op = collective::ReduceOp::kMax;
+  world.all_reduce(seconds.data(), seconds.data(), seconds.size(), collective::DataType::kFloat64,
+                   options);
+  return seconds;
+}
+
+template <typename Fn>
+double timed(collective::Communicator& world, Fn&& fn) {
+  world.barrier();
+  const auto start = Clock::now();
+  fn();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Arguments args = parse(argc, argv);
+  collective::Environment environment(argc, argv);
+  auto world = collective::Communicator::world();
+  const bool chief = world.rank() == 0;
+  cd::MultiWorkerMirroredStrategy strategy(cd::CommunicationOptions{},
+                                           cd::MirroredStrategy::cpu_devices(args.local_replicas));
+  const int replicas = strategy.num_replicas_in_sync();
+  if (chief) {
+    std::printf("# collective_strategy_bench: %d ranks x %d local replicas, float32 sum, %d iterations "
+                "(+%d warm-up), medians of the slowest rank\n",
+                world.size(), args.local_replicas, args.iters, args.warmup);
+    std::printf("| size | Communicator::all_reduce (us) | strategy.run + ReplicaContext::all_reduce (us) "
+                "| ratio | run() alone (us) |\n|---:|---:|---:|---:|---:|\n");
+  }
+  std::int64_t wrong = 0;
+  for (const std::size_t bytes : args.sizes) {
+    const std::size_t count = bytes / sizeof(float);
+    std::vector<cd::Tensor> inputs;
+    for (int l = 0; l < args.local_replicas; ++l) {
+      std::vector<float> values(count);
+      const int replica = world.rank() * args.local_replicas + l;
+      for (std::size_t i = 0; i < count; ++i) values[i] = pattern(i, replica);
+      inputs.emplace_back(std::move(values), cd::Shape{static_cast<std::int64_t>(count)});
+    }
+    const cd::PerReplica<cd::Tensor> t(inputs);
+    std::vector<float> output(count);
+    collective::AllReduceOptions options;  // SUM, AUTO: what MWMS's default asks for
+    options.memory = collective::MemoryKind::kHost;
+
+    std::vector<double> layer, plain, run_alone;
+    for (int iteration = 0; iteration < args.warmup + args.iters; ++iteration) {
+      const double layer_s = timed(world, [&] {
+        const cd::PerReplica<cd::Tensor> result = strategy.run(
+            [](const cd::Tensor& tensor) { return cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensor); },
+            t);
+        if (result[0].num_elements() != count) std::abort();
+      });
+      const double plain_s = timed(world, [&] {
+        world.all_reduce(t[0].raw_data(), output.data(), count, collective::DataType::kFloat32, options);
+      });
+      const double run_s = timed(world, [&] { strategy.run([](const cd::Tensor&) {}, t); });
+      if (iteration >= args.warmup) {
+        layer.push_back(layer_s);
+        plain.push_back(plain_s);
+        run_alone.push_back(run_s);
+      }
+    }
+    const double layer_us = median(slowest(world, layer)) * 1e6;
+    const double plain_us = median(slowest(world, plain)) * 1e6;
+    const double run_us = median(slowest(world, run_alone)) * 1e6;
+
+    // Checked outside the timing: one layer result on every local replica,
+    // and the communicator's (a sum over ranks of local replica 0's tensor).
+    const cd::PerReplica<cd::Tensor> result = strategy.run(
+        [](const cd::Tensor& tensor) { return cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensor); },
+        t);
+    for (const cd::Tensor& value : result.values()) {
+      wrong += wrong_elements(value.values<float>().data(), count, replicas);
+    }
+    if (args.local_replicas == 1) wrong += wrong_elements(output.data(), count, world.size());
+    if (chief) {
+      std::printf("| %s | %.1f | %.1f | %.2f | %.1f |\n",
+                  collective::bench::format_byte_size(bytes).c_str(), plain_us, layer_us,
+                  layer_us / plain_us, run_us);
+      std::fflush(stdout);
+    }
+  }
+  collective::AllReduceOptions sum;
+  world.all_reduce(&wrong, &wrong, 1, collective::DataType::kInt64, sum);
+  if (chief) std::printf("# wrong elements: %llu %s\n", static_cast<unsigned long long>(wrong), wrong ? "FAILED" : "OK");
+  return wrong ? 1 : 0;
+}
