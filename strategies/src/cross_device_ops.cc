@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <map>
 #include <memory>
 
 #include "collective/errors.h"
@@ -29,9 +28,10 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce(
 
 std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
     ReduceOp op, const std::vector<std::vector<const Tensor*>>& values) {
-  const std::string operation = std::string(name()) + ".batch_reduce";
+  // Built only for an error: this is every step's path.
+  const auto operation = [this] { return std::string(name()) + ".batch_reduce"; };
   if (static_cast<int>(op) < 0 || static_cast<int>(op) >= kNumReduceOps) {
-    throw InvalidArgumentError(operation, -1,
+    throw InvalidArgumentError(operation(), -1,
                                "unknown ReduceOp value " + std::to_string(static_cast<int>(op)));
   }
   if (values.empty()) return {};
@@ -39,7 +39,7 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
   for (std::size_t i = 0; i < values.size(); ++i) {
     const std::vector<const Tensor*>& value = values[i];
     if (value.empty() || value.size() != replicas) {
-      throw InvalidArgumentError(operation, -1,
+      throw InvalidArgumentError(operation(), -1,
                                  "value " + std::to_string(i) + " has " +
                                      std::to_string(value.size()) +
                                      " per-replica values; value 0 has " + std::to_string(replicas) +
@@ -47,7 +47,7 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
     }
     for (std::size_t r = 1; r < replicas; ++r) {
       if (value[r]->dtype() != value[0]->dtype() || value[r]->shape() != value[0]->shape()) {
-        throw InvalidArgumentError(operation, -1,
+        throw InvalidArgumentError(operation(), -1,
                                    "value " + std::to_string(i) + ": replica " + std::to_string(r) +
                                        " holds " + value[r]->debug_string() + ", replica 0 holds " +
                                        value[0]->debug_string());
@@ -56,16 +56,16 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
   }
   // Values of one dtype share packs; dtypes go in order of first appearance
   // (the same on every worker, given the same calls).
-  std::vector<DataType> dtype_order;
-  std::map<DataType, std::vector<std::size_t>> groups;
+  std::vector<std::pair<DataType, std::vector<std::size_t>>> groups;  // few dtypes: a list
   for (std::size_t i = 0; i < values.size(); ++i) {
     const DataType type = values[i][0]->dtype();
-    if (groups.find(type) == groups.end()) dtype_order.push_back(type);
-    groups[type].push_back(i);
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [type](const auto& entry) { return entry.first == type; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {type, {}});
+    group->second.push_back(i);
   }
   std::vector<Tensor> results(values.size());
-  for (DataType type : dtype_order) {
-    const std::vector<std::size_t>& indices = groups[type];
+  for (const auto& [type, indices] : groups) {
     std::vector<Tensor> reduced = reduce_group(op, values, indices);
     for (std::size_t j = 0; j < indices.size(); ++j) results[indices[j]] = std::move(reduced[j]);
   }
@@ -108,17 +108,24 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
     std::size_t last_tensor = first_tensor;  // the last tensor the pack touches
     while (last_tensor + 1 < sizes.size() && starts[last_tensor + 1] < pack_end) ++last_tensor;
 
-    if (first_tensor == last_tensor) {
-      // Inside one tensor: straight from the replicas' buffers into its result.
-      const std::size_t offset = pack.first_element - starts[first_tensor];
-      void* output = result_bytes(first_tensor, offset);
-      if (replicas == 1) {
-        reduce_single_replica_pack(op, type, replica_bytes(first_tensor, 0, offset), output,
-                                   pack.num_elements);
-      } else {
-        for (std::size_t r = 0; r < replicas; ++r) inputs[r] = replica_bytes(first_tensor, r, offset);
-        reduce_replica_buffers(op, type, inputs, output, pack.num_elements);
-        reduce_pack_across_workers(op, type, output, pack.num_elements);
+    // A pack inside one tensor, or any pack of an in-process reduction (no
+    // cross-worker call to share, so nothing to gain from one buffer), is
+    // reduced piece by piece straight from the replicas' buffers into the
+    // results.
+    if (first_tensor == last_tensor || num_workers() == 1) {
+      for (std::size_t j = first_tensor; j <= last_tensor; ++j) {
+        const std::size_t from = std::max(pack.first_element, starts[j]);
+        const std::size_t to = std::min(pack_end, starts[j] + sizes[j]);
+        if (to == from) continue;
+        const std::size_t offset = from - starts[j];
+        void* output = result_bytes(j, offset);
+        if (replicas == 1) {
+          reduce_single_replica_pack(op, type, replica_bytes(j, 0, offset), output, to - from);
+        } else {
+          for (std::size_t r = 0; r < replicas; ++r) inputs[r] = replica_bytes(j, r, offset);
+          reduce_replica_buffers(op, type, inputs, output, to - from);
+          reduce_pack_across_workers(op, type, output, to - from);
+        }
       }
     } else {
       // Across tensors: the packing copy into one staging buffer per
@@ -287,19 +294,16 @@ void CollectiveAllReduce::reduce_replica_buffers(ReduceOp op, DataType type,
 
 std::vector<PackRange> CollectiveAllReduce::plan_packs(const std::vector<std::size_t>& tensor_sizes,
                                                        std::size_t element_size) const {
+  const std::size_t limit =
+      options_.bytes_per_pack == 0 ? kDefaultBytesPerPack : options_.bytes_per_pack;
+  // Greedy on tensor boundaries: a pack closes when the next tensor would
+  // take it past the limit; a larger tensor is a pack of its own, reduced
+  // straight from the replicas' buffers (reduce_group).
   std::vector<PackRange> packs;
   std::size_t first = 0;
-  if (options_.bytes_per_pack == 0) {
-    for (std::size_t size : tensor_sizes) first += size;
-    packs.push_back(PackRange{0, first});
-    return packs;
-  }
-  // Greedy on tensor boundaries: a pack closes when the next tensor would
-  // take it past bytes_per_pack; a larger tensor is a pack of its own.
   PackRange current{0, 0};
   for (std::size_t size : tensor_sizes) {
-    if (current.num_elements > 0 &&
-        (current.num_elements + size) * element_size > options_.bytes_per_pack) {
+    if (current.num_elements > 0 && (current.num_elements + size) * element_size > limit) {
       packs.push_back(current);
       current = PackRange{first, 0};
     }

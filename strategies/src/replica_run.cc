@@ -1,6 +1,5 @@
 #include "replica_run.h"
 
-#include <sstream>
 
 #include "collective/distribute/strategy.h"
 #include "context_stack.h"
@@ -9,11 +8,13 @@ namespace collective::distribute::detail {
 namespace {
 
 std::string describe_values(const std::vector<const Tensor*>& values) {
-  std::ostringstream out;
+  std::string out;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    out << (i ? ", " : "") << to_string(values[i]->dtype()) << shape_string(values[i]->shape());
+    if (i > 0) out += ", ";
+    out += to_string(values[i]->dtype());
+    out += shape_string(values[i]->shape());
   }
-  return out.str();
+  return out;
 }
 
 }  // namespace
@@ -29,8 +30,12 @@ std::vector<Tensor> ReplicaRun::all_reduce(int local_replica, ReduceOp op,
     std::vector<Tensor> out;
   };
   Payload payload{&values, {}};
+  // The signature lets the replicas check they make the same call; one
+  // replica has no one to disagree with.
   const std::string signature =
-      "ReplicaContext.all_reduce(" + std::string(to_string(op)) + "; " + describe_values(values) + ")";
+      impl_.num_local_replicas == 1
+          ? std::string()
+          : "ReplicaContext.all_reduce(" + std::string(to_string(op)) + "; " + describe_values(values) + ")";
   rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
     // The replicas' tensors are reduced where they are: their owners wait
     // in sync() until this returns.

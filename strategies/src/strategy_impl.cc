@@ -70,20 +70,21 @@ Tensor StrategyImpl::reduce_one(ReduceOp op, const PerReplica<Tensor>& value) {
 
 std::vector<Tensor> StrategyImpl::batch_reduce_views(
     ReduceOp op, const std::vector<std::vector<const Tensor*>>& values) {
-  const std::string operation = label() + " batch_reduce";
+  // Messages are built only for an error: this is every step's path.
+  const auto operation = [this] { return label() + " batch_reduce"; };
   for (std::size_t i = 0; i < values.size(); ++i) {
     const std::vector<const Tensor*>& value = values[i];
-    const std::string which = "value " + std::to_string(i);
+    const auto which = [i] { return "value " + std::to_string(i); };
     if (value.size() != static_cast<std::size_t>(num_local_replicas)) {
-      throw InvalidArgumentError(operation, error_rank(),
-                                 which + " has " + std::to_string(value.size()) +
+      throw InvalidArgumentError(operation(), error_rank(),
+                                 which() + " has " + std::to_string(value.size()) +
                                      " per-replica values but " + label() + " has " +
                                      std::to_string(num_local_replicas) + " local replicas");
     }
     for (std::size_t r = 1; r < value.size(); ++r) {
       if (value[r]->dtype() != value[0]->dtype() || value[r]->shape() != value[0]->shape()) {
-        throw InvalidArgumentError(operation, error_rank(),
-                                   which + ": local replica " + std::to_string(r) + " holds " +
+        throw InvalidArgumentError(operation(), error_rank(),
+                                   which() + ": local replica " + std::to_string(r) + " holds " +
                                        value[r]->debug_string() + " but replica 0 holds " +
                                        value[0]->debug_string());
       }

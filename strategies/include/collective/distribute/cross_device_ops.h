@@ -19,6 +19,12 @@
 //                              (one of the above) then one cross-worker
 //                              all-reduce per pack through a Communicator;
 //                              packs by CommunicationOptions::bytes_per_pack
+//                              (0: kDefaultBytesPerPack, 64 KiB)
+//
+// Only a pack that joins several tensors across workers is copied into one
+// buffer (the packing copy) and back out; a tensor that is a pack of its own,
+// part of one, or any pack of an in-process reduction, is reduced straight
+// from the replicas' buffers into its result.
 //
 // ReduceOp::kMean sums and divides once by the number of values reduced
 // (all replicas of all workers). float16 and bfloat16 accumulate in float32
@@ -172,6 +178,14 @@ class NcclAllReduce final : public CrossDeviceOps {
 // MPI_THREAD_SERIALIZED): every use here holds communicator_mutex.
 class CollectiveAllReduce final : public CrossDeviceOps {
  public:
+  // The pack limit when CommunicationOptions::bytes_per_pack is 0. Measured
+  // (docs/performance.md, "batch_reduce against single reductions"): packing
+  // saves a call's latency per tensor but costs two copies of its bytes;
+  // packs up to 64 KiB beat single calls (up to 2.5x at 16 tensors), packs
+  // of 256 KiB already lost to them (0.88x), and larger tensors gain nothing
+  // from a pack, so they go alone, without the copies.
+  static constexpr std::size_t kDefaultBytesPerPack = std::size_t{64} << 10;
+
   CollectiveAllReduce(Communicator communicator, CommunicationOptions options,
                       std::unique_ptr<CrossDeviceOps> local_ops,
                       std::shared_ptr<std::mutex> communicator_mutex);
