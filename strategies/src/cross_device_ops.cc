@@ -294,21 +294,32 @@ void CollectiveAllReduce::reduce_replica_buffers(ReduceOp op, DataType type,
 
 std::vector<PackRange> CollectiveAllReduce::plan_packs(const std::vector<std::size_t>& tensor_sizes,
                                                        std::size_t element_size) const {
-  const std::size_t limit =
-      options_.bytes_per_pack == 0 ? kDefaultBytesPerPack : options_.bytes_per_pack;
+  // The default (bytes_per_pack 0) packs only tensors of at most
+  // kDefaultLargestPackedTensor bytes, in packs of at most
+  // kDefaultBytesPerPack; an explicit bytes_per_pack packs any tensor that
+  // fits.
+  const bool by_default = options_.bytes_per_pack == 0;
+  const std::size_t limit = by_default ? kDefaultBytesPerPack : options_.bytes_per_pack;
+  const std::size_t largest_packed = by_default ? kDefaultLargestPackedTensor : limit;
   // Greedy on tensor boundaries: a pack closes when the next tensor would
-  // take it past the limit; a larger tensor is a pack of its own, reduced
-  // straight from the replicas' buffers (reduce_group).
+  // take it past the limit; a tensor too large to pack is a pack of its own,
+  // reduced straight from the replicas' buffers (reduce_group).
   std::vector<PackRange> packs;
   std::size_t first = 0;
   PackRange current{0, 0};
   for (std::size_t size : tensor_sizes) {
-    if (current.num_elements > 0 && (current.num_elements + size) * element_size > limit) {
+    const bool alone = size * element_size > largest_packed;
+    if (current.num_elements > 0 &&
+        (alone || (current.num_elements + size) * element_size > limit)) {
       packs.push_back(current);
       current = PackRange{first, 0};
     }
     current.num_elements += size;
     first += size;
+    if (alone) {
+      packs.push_back(current);
+      current = PackRange{first, 0};
+    }
   }
   if (current.num_elements > 0) packs.push_back(current);
   return packs;

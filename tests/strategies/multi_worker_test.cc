@@ -210,10 +210,13 @@ TEST_P(MultiWorker, BatchReducePacksByBytesPerPack) {
   EXPECT_EQ(strategy.extended().cross_device_ops().packs_reduced() - before_all, 1u);
 }
 
-TEST_P(MultiWorker, BatchReduceByDefaultPacksOnlyUpTo64KiB) {
-  // bytes_per_pack 0: packs of at most 64 KiB; a larger tensor goes alone.
-  // Sizes in float32 elements: 4, 4 | 25000 (100 KB) | 4, 10000 | 10000.
-  const std::vector<std::size_t> sizes{4, 4, 25000, 4, 10000, 10000};
+TEST_P(MultiWorker, BatchReduceByDefaultPacksOnlySmallTensors) {
+  // bytes_per_pack 0: tensors of up to 4 KiB in packs of up to 64 KiB; a
+  // larger tensor goes alone. Sizes in float32 elements (4 KiB = 1024):
+  // 4, 4 | 25000 | 1024 x 16 (64 KiB) | 1024, 4 | 1025 | 2.
+  std::vector<std::size_t> sizes{4, 4, 25000};
+  for (int i = 0; i < 17; ++i) sizes.push_back(1024);
+  for (std::size_t size : {4, 1025, 2}) sizes.push_back(size);
   std::vector<PerReplica<Tensor>> values;
   for (std::size_t t = 0; t < sizes.size(); ++t) {
     std::vector<Tensor> locals;
@@ -228,7 +231,7 @@ TEST_P(MultiWorker, BatchReduceByDefaultPacksOnlyUpTo64KiB) {
   }
   const std::uint64_t before = strategy.extended().cross_device_ops().packs_reduced();
   const std::vector<Tensor> results = strategy.extended().batch_reduce_to(ReduceOp::kSum, values);
-  EXPECT_EQ(strategy.extended().cross_device_ops().packs_reduced() - before, 4u);
+  EXPECT_EQ(strategy.extended().cross_device_ops().packs_reduced() - before, 6u);
   const double ids = n() * (n() - 1) / 2.0;
   for (std::size_t t = 0; t < sizes.size(); ++t) {
     std::vector<double> expected(sizes[t]);

@@ -19,7 +19,8 @@
 //                              (one of the above) then one cross-worker
 //                              all-reduce per pack through a Communicator;
 //                              packs by CommunicationOptions::bytes_per_pack
-//                              (0: kDefaultBytesPerPack, 64 KiB)
+//                              (0: tensors up to 4 KiB in packs up to
+//                              64 KiB, larger ones alone)
 //
 // Only a pack that joins several tensors across workers is copied into one
 // buffer (the packing copy) and back out; a tensor that is a pack of its own,
@@ -178,12 +179,14 @@ class NcclAllReduce final : public CrossDeviceOps {
 // MPI_THREAD_SERIALIZED): every use here holds communicator_mutex.
 class CollectiveAllReduce final : public CrossDeviceOps {
  public:
-  // The pack limit when CommunicationOptions::bytes_per_pack is 0. Measured
-  // (docs/performance.md, "batch_reduce against single reductions"): packing
-  // saves a call's latency per tensor but costs two copies of its bytes;
-  // packs up to 64 KiB beat single calls (up to 2.5x at 16 tensors), packs
-  // of 256 KiB already lost to them (0.88x), and larger tensors gain nothing
-  // from a pack, so they go alone, without the copies.
+  // The packing rule when CommunicationOptions::bytes_per_pack is 0,
+  // measured (docs/performance.md, "batch_reduce against single
+  // reductions"): packing saves a call's fixed cost per tensor (about 1-2 us
+  // at 2 ranks) but costs two copies of its bytes. Tensors of up to 4 KiB
+  // are packed, in packs of up to 64 KiB (16 x 4 KiB: 1.8-2.4x faster than
+  // single calls); an 8 KiB tensor already lost (0.77x in 64 KiB packs), so
+  // larger tensors go alone, without the copies.
+  static constexpr std::size_t kDefaultLargestPackedTensor = std::size_t{4} << 10;
   static constexpr std::size_t kDefaultBytesPerPack = std::size_t{64} << 10;
 
   CollectiveAllReduce(Communicator communicator, CommunicationOptions options,
