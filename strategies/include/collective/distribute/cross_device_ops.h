@@ -183,7 +183,7 @@ class CollectiveAllReduce final : public CrossDeviceOps {
   // measured (docs/performance.md, "batch_reduce against single
   // reductions"): packing saves a call's fixed cost per tensor (about 1-2 us
   // at 2 ranks) but costs two copies of its bytes. Tensors of up to 4 KiB
-  // are packed, in packs of up to 64 KiB (16 x 4 KiB: 1.8-2.4x faster than
+  // are packed, in packs of up to 64 KiB (16 x 4 KiB: 1.8-2.7x faster than
   // single calls); an 8 KiB tensor already lost (0.77x in 64 KiB packs), so
   // larger tensors go alone, without the copies.
   static constexpr std::size_t kDefaultLargestPackedTensor = std::size_t{4} << 10;
