@@ -1,12 +1,13 @@
 #include "collective/distribute/cross_device_ops.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
-#include <map>
 
 #include "collective/errors.h"
 #include "element_math.h"
 #include "log.h"
+#include "tensor_access.h"
 
 namespace collective::distribute {
 
@@ -18,126 +19,157 @@ Tensor CrossDeviceOps::reduce(ReduceOp op, const PerReplica<Tensor>& per_replica
 
 std::vector<Tensor> CrossDeviceOps::batch_reduce(
     ReduceOp op, const std::vector<PerReplica<Tensor>>& per_replica_values) {
-  const std::string operation = std::string(name()) + ".batch_reduce";
+  std::vector<std::vector<const Tensor*>> views(per_replica_values.size());
+  for (std::size_t v = 0; v < per_replica_values.size(); ++v) {
+    for (const Tensor& replica_value : per_replica_values[v].values()) views[v].push_back(&replica_value);
+  }
+  return batch_reduce_views(op, views);
+}
+
+std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
+    ReduceOp op, const std::vector<std::vector<const Tensor*>>& values) {
+  // Built only for an error: this is every step's path.
+  const auto operation = [this] { return std::string(name()) + ".batch_reduce"; };
   if (static_cast<int>(op) < 0 || static_cast<int>(op) >= kNumReduceOps) {
-    throw InvalidArgumentError(operation, -1,
+    throw InvalidArgumentError(operation(), -1,
                                "unknown ReduceOp value " + std::to_string(static_cast<int>(op)));
   }
-  if (per_replica_values.empty()) return {};
-  const std::size_t replicas = per_replica_values.front().num_replicas();
-  for (std::size_t i = 0; i < per_replica_values.size(); ++i) {
-    const PerReplica<Tensor>& value = per_replica_values[i];
-    if (value.num_replicas() == 0 || value.num_replicas() != replicas) {
-      throw InvalidArgumentError(operation, -1,
+  if (values.empty()) return {};
+  const std::size_t replicas = values.front().size();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::vector<const Tensor*>& value = values[i];
+    if (value.empty() || value.size() != replicas) {
+      throw InvalidArgumentError(operation(), -1,
                                  "value " + std::to_string(i) + " has " +
-                                     std::to_string(value.num_replicas()) +
+                                     std::to_string(value.size()) +
                                      " per-replica values; value 0 has " + std::to_string(replicas) +
                                      " (need the same number, at least one)");
     }
     for (std::size_t r = 1; r < replicas; ++r) {
-      if (value[r].dtype() != value[0].dtype() || value[r].shape() != value[0].shape()) {
-        throw InvalidArgumentError(operation, -1,
+      if (value[r]->dtype() != value[0]->dtype() || value[r]->shape() != value[0]->shape()) {
+        throw InvalidArgumentError(operation(), -1,
                                    "value " + std::to_string(i) + ": replica " + std::to_string(r) +
-                                       " holds " + value[r].debug_string() + ", replica 0 holds " +
-                                       value[0].debug_string());
+                                       " holds " + value[r]->debug_string() + ", replica 0 holds " +
+                                       value[0]->debug_string());
       }
     }
   }
   // Values of one dtype share packs; dtypes go in order of first appearance
   // (the same on every worker, given the same calls).
-  std::vector<DataType> dtype_order;
-  std::map<DataType, std::vector<std::size_t>> groups;
-  for (std::size_t i = 0; i < per_replica_values.size(); ++i) {
-    const DataType type = per_replica_values[i][0].dtype();
-    if (groups.find(type) == groups.end()) dtype_order.push_back(type);
-    groups[type].push_back(i);
+  std::vector<std::pair<DataType, std::vector<std::size_t>>> groups;  // few dtypes: a list
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const DataType type = values[i][0]->dtype();
+    auto group = std::find_if(groups.begin(), groups.end(),
+                              [type](const auto& entry) { return entry.first == type; });
+    if (group == groups.end()) group = groups.insert(groups.end(), {type, {}});
+    group->second.push_back(i);
   }
-  std::vector<Tensor> results(per_replica_values.size());
-  for (DataType type : dtype_order) {
-    const std::vector<std::size_t>& indices = groups[type];
-    std::vector<Tensor> reduced = reduce_group(op, per_replica_values, indices);
+  std::vector<Tensor> results(values.size());
+  for (const auto& [type, indices] : groups) {
+    std::vector<Tensor> reduced = reduce_group(op, values, indices);
     for (std::size_t j = 0; j < indices.size(); ++j) results[indices[j]] = std::move(reduced[j]);
   }
   return results;
 }
 
 std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
-                                                 const std::vector<PerReplica<Tensor>>& values,
+                                                 const std::vector<std::vector<const Tensor*>>& values,
                                                  const std::vector<std::size_t>& indices) {
-  const std::size_t replicas = values[indices.front()].num_replicas();
-  const DataType type = values[indices.front()][0].dtype();
+  const std::size_t replicas = values[indices.front()].size();
+  const DataType type = values[indices.front()][0]->dtype();
   const std::size_t element = element_size(type);
   std::vector<std::size_t> sizes;
+  std::vector<std::size_t> starts;  // of each tensor in the concatenation, in elements
   std::size_t total = 0;
   for (std::size_t index : indices) {
-    sizes.push_back(values[index][0].num_elements());
+    starts.push_back(total);
+    sizes.push_back(values[index][0]->num_elements());
     total += sizes.back();
   }
+  // Every result byte is written by exactly one pack below.
+  std::vector<Tensor> results;
+  results.reserve(indices.size());
+  for (std::size_t index : indices) {
+    results.push_back(detail::TensorAccess::uninitialized(type, values[index][0]->shape()));
+  }
+  const auto replica_bytes = [&](std::size_t j, std::size_t r, std::size_t element_offset) {
+    return static_cast<const std::byte*>(values[indices[j]][r]->raw_data()) + element_offset * element;
+  };
+  const auto result_bytes = [&](std::size_t j, std::size_t element_offset) {
+    return static_cast<std::byte*>(results[j].raw_data()) + element_offset * element;
+  };
 
-  // One contiguous buffer per replica: the tensor itself when there is one,
-  // else the concatenation (the packing copy). Buffers that are written in
-  // full before they are read are left uninitialized: zero-filling a
-  // megabyte costs as much as copying it.
-  std::vector<std::unique_ptr<std::byte[]>> staging;
   std::vector<const void*> inputs(replicas);
-  const bool single = indices.size() == 1;
-  if (single) {
-    for (std::size_t r = 0; r < replicas; ++r) inputs[r] = values[indices.front()][r].raw_data();
-  } else {
-    staging.resize(replicas);
-    for (std::size_t r = 0; r < replicas; ++r) {
-      staging[r].reset(new std::byte[total * element]);
-      std::size_t offset = 0;
-      for (std::size_t index : indices) {
-        const Tensor& t = values[index][r];
-        if (t.num_bytes() > 0) std::memcpy(staging[r].get() + offset, t.raw_data(), t.num_bytes());
-        offset += t.num_bytes();
-      }
-      inputs[r] = staging[r].get();
-    }
-  }
-
-  // A single tensor is reduced straight into its result; packed tensors
-  // into one buffer that is split afterwards.
-  Tensor single_result;
-  std::unique_ptr<std::byte[]> packed_output;
-  std::byte* output_data = nullptr;
-  if (single) {
-    single_result = Tensor(type, values[indices.front()][0].shape());
-    output_data = static_cast<std::byte*>(single_result.raw_data());
-  } else {
-    packed_output.reset(new std::byte[total * element]);
-    output_data = packed_output.get();
-  }
-  std::vector<const void*> shifted(replicas);
+  std::size_t first_tensor = 0;  // the first tensor that ends after the current pack's start
   for (const PackRange& pack : plan_packs(sizes, element)) {
     if (pack.num_elements == 0) continue;
-    const std::size_t offset = pack.first_element * element;
-    for (std::size_t r = 0; r < replicas; ++r) {
-      shifted[r] = static_cast<const std::byte*>(inputs[r]) + offset;
+    const std::size_t pack_end = pack.first_element + pack.num_elements;
+    while (starts[first_tensor] + sizes[first_tensor] <= pack.first_element) ++first_tensor;
+    std::size_t last_tensor = first_tensor;  // the last tensor the pack touches
+    while (last_tensor + 1 < sizes.size() && starts[last_tensor + 1] < pack_end) ++last_tensor;
+
+    // A pack inside one tensor, or any pack of an in-process reduction (no
+    // cross-worker call to share, so nothing to gain from one buffer), is
+    // reduced piece by piece straight from the replicas' buffers into the
+    // results.
+    if (first_tensor == last_tensor || num_workers() == 1) {
+      for (std::size_t j = first_tensor; j <= last_tensor; ++j) {
+        const std::size_t from = std::max(pack.first_element, starts[j]);
+        const std::size_t to = std::min(pack_end, starts[j] + sizes[j]);
+        if (to == from) continue;
+        const std::size_t offset = from - starts[j];
+        void* output = result_bytes(j, offset);
+        if (replicas == 1) {
+          reduce_single_replica_pack(op, type, replica_bytes(j, 0, offset), output, to - from);
+        } else {
+          for (std::size_t r = 0; r < replicas; ++r) inputs[r] = replica_bytes(j, r, offset);
+          reduce_replica_buffers(op, type, inputs, output, to - from);
+          reduce_pack_across_workers(op, type, output, to - from);
+        }
+      }
+    } else {
+      // Across tensors: the packing copy into one staging buffer per
+      // replica, reduced into the first replica's (one replica: in place)
+      // or a separate output, then split into the results.
+      const std::size_t pack_bytes = pack.num_elements * element;
+      std::vector<detail::TensorStorage> staging;
+      staging.reserve(replicas);
+      for (std::size_t r = 0; r < replicas; ++r) {
+        staging.emplace_back(pack_bytes);
+        for (std::size_t j = first_tensor; j <= last_tensor; ++j) {
+          const std::size_t from = std::max(pack.first_element, starts[j]);
+          const std::size_t to = std::min(pack_end, starts[j] + sizes[j]);
+          if (to == from) continue;  // an empty tensor
+          std::memcpy(staging[r].data() + (from - pack.first_element) * element,
+                      replica_bytes(j, r, from - starts[j]), (to - from) * element);
+        }
+        inputs[r] = staging[r].data();
+      }
+      detail::TensorStorage packed_output;
+      std::byte* output = staging[0].data();
+      if (replicas == 1) {
+        reduce_single_replica_pack(op, type, output, output, pack.num_elements);
+      } else {
+        packed_output = detail::TensorStorage(pack_bytes);
+        output = packed_output.data();
+        reduce_replica_buffers(op, type, inputs, output, pack.num_elements);
+        reduce_pack_across_workers(op, type, output, pack.num_elements);
+      }
+      for (std::size_t j = first_tensor; j <= last_tensor; ++j) {
+        const std::size_t from = std::max(pack.first_element, starts[j]);
+        const std::size_t to = std::min(pack_end, starts[j] + sizes[j]);
+        if (to == from) continue;
+        std::memcpy(result_bytes(j, from - starts[j]), output + (from - pack.first_element) * element,
+                    (to - from) * element);
+      }
     }
-    reduce_replica_buffers(op, type, shifted, output_data + offset, pack.num_elements);
-    reduce_pack_across_workers(op, type, output_data + offset, pack.num_elements);
     packs_reduced_.fetch_add(1);
   }
   if (op == ReduceOp::kMean) {
-    detail::divide_in_place(type, output_data, total,
-                            static_cast<std::int64_t>(replicas) * num_workers());
-  }
-
-  std::vector<Tensor> results;
-  if (single) {
-    results.push_back(std::move(single_result));
-    return results;
-  }
-  std::size_t offset = 0;
-  for (std::size_t index : indices) {
-    Tensor result(type, values[index][0].shape());
-    if (result.num_bytes() > 0) {
-      std::memcpy(result.raw_data(), output_data + offset, result.num_bytes());
+    const std::int64_t divisor = static_cast<std::int64_t>(replicas) * num_workers();
+    for (Tensor& result : results) {
+      detail::divide_in_place(type, result.raw_data(), result.num_elements(), divisor);
     }
-    offset += result.num_bytes();
-    results.push_back(std::move(result));
   }
   return results;
 }
@@ -147,6 +179,12 @@ Mirrored<Tensor> CrossDeviceOps::broadcast(const Tensor& value, std::size_t num_
 }
 
 void CrossDeviceOps::reduce_pack_across_workers(ReduceOp, DataType, void*, std::size_t) {}
+
+void CrossDeviceOps::reduce_single_replica_pack(ReduceOp op, DataType type, const void* input,
+                                                void* output, std::size_t count) {
+  if (input != output) std::memcpy(output, input, count * element_size(type));
+  reduce_pack_across_workers(op, type, output, count);
+}
 
 namespace {
 
@@ -259,24 +297,32 @@ void CollectiveAllReduce::reduce_replica_buffers(ReduceOp op, DataType type,
 
 std::vector<PackRange> CollectiveAllReduce::plan_packs(const std::vector<std::size_t>& tensor_sizes,
                                                        std::size_t element_size) const {
+  // The default (bytes_per_pack 0) packs only tensors of at most
+  // kDefaultLargestPackedTensor bytes, in packs of at most
+  // kDefaultBytesPerPack; an explicit bytes_per_pack packs any tensor that
+  // fits.
+  const bool by_default = options_.bytes_per_pack == 0;
+  const std::size_t limit = by_default ? kDefaultBytesPerPack : options_.bytes_per_pack;
+  const std::size_t largest_packed = by_default ? kDefaultLargestPackedTensor : limit;
+  // Greedy on tensor boundaries: a pack closes when the next tensor would
+  // take it past the limit; a tensor too large to pack is a pack of its own,
+  // reduced straight from the replicas' buffers (reduce_group).
   std::vector<PackRange> packs;
   std::size_t first = 0;
-  if (options_.bytes_per_pack == 0) {
-    for (std::size_t size : tensor_sizes) first += size;
-    packs.push_back(PackRange{0, first});
-    return packs;
-  }
-  // Greedy on tensor boundaries: a pack closes when the next tensor would
-  // take it past bytes_per_pack; a larger tensor is a pack of its own.
   PackRange current{0, 0};
   for (std::size_t size : tensor_sizes) {
+    const bool alone = size * element_size > largest_packed;
     if (current.num_elements > 0 &&
-        (current.num_elements + size) * element_size > options_.bytes_per_pack) {
+        (alone || (current.num_elements + size) * element_size > limit)) {
       packs.push_back(current);
       current = PackRange{first, 0};
     }
     current.num_elements += size;
     first += size;
+    if (alone) {
+      packs.push_back(current);
+      current = PackRange{first, 0};
+    }
   }
   if (current.num_elements > 0) packs.push_back(current);
   return packs;
@@ -284,7 +330,20 @@ std::vector<PackRange> CollectiveAllReduce::plan_packs(const std::vector<std::si
 
 void CollectiveAllReduce::reduce_pack_across_workers(ReduceOp op, DataType type, void* buffer,
                                                      std::size_t count) {
-  if (communicator_.size() == 1) return;
+  all_reduce_across_workers(op, type, buffer, buffer, count);
+}
+
+void CollectiveAllReduce::reduce_single_replica_pack(ReduceOp op, DataType type, const void* input,
+                                                     void* output, std::size_t count) {
+  all_reduce_across_workers(op, type, input, output, count);
+}
+
+void CollectiveAllReduce::all_reduce_across_workers(ReduceOp op, DataType type, const void* input,
+                                                    void* output, std::size_t count) {
+  if (communicator_.size() == 1) {
+    if (input != output) std::memcpy(output, input, count * element_size(type));
+    return;
+  }
   AllReduceOptions options;
   // kMean: the local step summed; the sum is divided once at the end.
   options.op = op == ReduceOp::kMean ? ReduceOp::kSum : op;
@@ -292,7 +351,7 @@ void CollectiveAllReduce::reduce_pack_across_workers(ReduceOp op, DataType type,
   options.timeout = effective_timeout(options_);
   options.memory = MemoryKind::kHost;
   std::lock_guard<std::mutex> lock(*communicator_mutex_);
-  communicator_.all_reduce(buffer, buffer, count, type, options);
+  communicator_.all_reduce(input, output, count, type, options);
 }
 
 }  // namespace collective::distribute

@@ -414,6 +414,20 @@ Dataset Dataset::from_tensor_slices(std::vector<Tensor> components) {
   return Dataset(node);
 }
 
+Dataset Dataset::from_tensors(std::vector<Tensor> components) {
+  if (components.empty()) {
+    throw InvalidArgumentError("Dataset::from_tensors", -1, "needs at least one component");
+  }
+  // The one element is the only slice of each component with a leading
+  // dimension of 1 added.
+  for (Tensor& component : components) {
+    Shape shape{1};
+    shape.insert(shape.end(), component.shape().begin(), component.shape().end());
+    component = component.reshape(std::move(shape));
+  }
+  return from_tensor_slices(std::move(components));
+}
+
 Dataset Dataset::range(std::int64_t start, std::int64_t stop) {
   auto node = std::make_shared<DatasetNode>();
   node->kind = Kind::kRange;

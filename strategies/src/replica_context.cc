@@ -37,20 +37,26 @@ void require_current(const ReplicaContext& context, const char* operation) {
 }  // namespace
 
 Tensor ReplicaContext::all_reduce(ReduceOp op, const Tensor& value) {
-  return all_reduce(op, std::vector<Tensor>{value}).front();
+  return std::move(all_reduce_values(op, {&value}).front());
 }
 
 std::vector<Tensor> ReplicaContext::all_reduce(ReduceOp op, const std::vector<Tensor>& values) {
+  std::vector<const Tensor*> pointers;
+  pointers.reserve(values.size());
+  for (const Tensor& value : values) pointers.push_back(&value);
+  return all_reduce_values(op, pointers);
+}
+
+std::vector<Tensor> ReplicaContext::all_reduce_values(ReduceOp op,
+                                                      const std::vector<const Tensor*>& values) {
   require_current(*this, "ReplicaContext.all_reduce");
   if (run_ == nullptr) {
     // The default strategy: one replica, so every reduction is the value
     // itself (validated the same way as on real replicas).
-    return strategy_->extended().impl().batch_reduce(
-        op, [&] {
-          std::vector<PerReplica<Tensor>> per_value;
-          for (const Tensor& value : values) per_value.emplace_back(std::vector<Tensor>{value});
-          return per_value;
-        }());
+    std::vector<std::vector<const Tensor*>> views;
+    views.reserve(values.size());
+    for (const Tensor* value : values) views.push_back({value});
+    return strategy_->extended().impl().batch_reduce_views(op, views);
   }
   return run_->all_reduce(local_replica_, op, values);
 }

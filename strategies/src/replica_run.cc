@@ -1,6 +1,5 @@
 #include "replica_run.h"
 
-#include <sstream>
 
 #include "collective/distribute/strategy.h"
 #include "context_stack.h"
@@ -8,12 +7,14 @@
 namespace collective::distribute::detail {
 namespace {
 
-std::string describe_values(const std::vector<Tensor>& values) {
-  std::ostringstream out;
+std::string describe_values(const std::vector<const Tensor*>& values) {
+  std::string out;
   for (std::size_t i = 0; i < values.size(); ++i) {
-    out << (i ? ", " : "") << to_string(values[i].dtype()) << shape_string(values[i].shape());
+    if (i > 0) out += ", ";
+    out += to_string(values[i]->dtype());
+    out += shape_string(values[i]->shape());
   }
-  return out.str();
+  return out;
 }
 
 }  // namespace
@@ -23,24 +24,30 @@ ReplicaRun::ReplicaRun(StrategyImpl& impl)
       rendezvous_(impl.num_local_replicas, impl.timeout, impl.label(), impl.error_rank()) {}
 
 std::vector<Tensor> ReplicaRun::all_reduce(int local_replica, ReduceOp op,
-                                           const std::vector<Tensor>& values) {
+                                           const std::vector<const Tensor*>& values) {
   struct Payload {
-    const std::vector<Tensor>* in;
+    const std::vector<const Tensor*>* in;
     std::vector<Tensor> out;
   };
   Payload payload{&values, {}};
+  // The signature lets the replicas check they make the same call; one
+  // replica has no one to disagree with.
   const std::string signature =
-      "ReplicaContext.all_reduce(" + std::string(to_string(op)) + "; " + describe_values(values) + ")";
+      impl_.num_local_replicas == 1
+          ? std::string()
+          : "ReplicaContext.all_reduce(" + std::string(to_string(op)) + "; " + describe_values(values) + ")";
   rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
-    std::vector<PerReplica<Tensor>> per_value(values.size());
+    // The replicas' tensors are reduced where they are: their owners wait
+    // in sync() until this returns.
+    std::vector<std::vector<const Tensor*>> views(values.size());
     for (std::size_t v = 0; v < values.size(); ++v) {
-      std::vector<Tensor> replicas;
-      replicas.reserve(payloads.size());
-      for (void* p : payloads) replicas.push_back((*static_cast<Payload*>(p)->in)[v]);
-      per_value[v] = PerReplica<Tensor>(std::move(replicas));
+      views[v].reserve(payloads.size());
+      for (void* p : payloads) views[v].push_back((*static_cast<Payload*>(p)->in)[v]);
     }
-    std::vector<Tensor> reduced = impl_.batch_reduce(op, per_value);
-    for (void* p : payloads) static_cast<Payload*>(p)->out = reduced;
+    std::vector<Tensor> reduced = impl_.batch_reduce_views(op, views);
+    // Each replica gets its own copy of the result; the last one takes it.
+    for (std::size_t r = 0; r + 1 < payloads.size(); ++r) static_cast<Payload*>(payloads[r])->out = reduced;
+    static_cast<Payload*>(payloads.back())->out = std::move(reduced);
   });
   return std::move(payload.out);
 }

@@ -20,7 +20,9 @@ class ReplicaRun {
   StrategyImpl& impl() { return impl_; }
   ReplicaRendezvous& rendezvous() { return rendezvous_; }
 
-  std::vector<Tensor> all_reduce(int local_replica, ReduceOp op, const std::vector<Tensor>& values);
+  // values: this replica's tensors, read in place (their owner waits here).
+  std::vector<Tensor> all_reduce(int local_replica, ReduceOp op,
+                                 const std::vector<const Tensor*>& values);
   Tensor all_gather(int local_replica, const Tensor& value, int axis);
   std::shared_ptr<const void> merge_call(int local_replica, const MergeRequest& request);
 

@@ -105,7 +105,7 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optio
   }
   if (!axis) {
     detail::validate_per_replica(impl, value, operation, 0);
-    return impl.batch_reduce(op, {value}).front();
+    return impl.reduce_one(op, value);
   }
   // Reduce along the axis within each replica, then across replicas. The
   // replicas' lengths along the axis may differ (a short last batch); for

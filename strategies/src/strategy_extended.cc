@@ -56,7 +56,7 @@ void require_cross_replica(const detail::StrategyImpl& impl, const std::string& 
 
 Tensor StrategyExtended::reduce_to(ReduceOp op, const PerReplica<Tensor>& value) {
   require_cross_replica(*impl_, impl_->label() + " reduce_to");
-  return impl_->batch_reduce(op, {value}).front();
+  return impl_->reduce_one(op, value);
 }
 
 std::vector<Tensor> StrategyExtended::batch_reduce_to(ReduceOp op,

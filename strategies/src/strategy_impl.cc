@@ -55,10 +55,42 @@ int normalize_axis(int axis, int rank, const std::string& operation, int error_r
 
 std::vector<Tensor> StrategyImpl::batch_reduce(ReduceOp op,
                                                const std::vector<PerReplica<Tensor>>& values) {
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    validate_per_replica(*this, values[i], label() + " batch_reduce", i);
+  std::vector<std::vector<const Tensor*>> views(values.size());
+  for (std::size_t v = 0; v < values.size(); ++v) {
+    for (const Tensor& replica_value : values[v].values()) views[v].push_back(&replica_value);
   }
-  return cross_device_ops->batch_reduce(op, values);
+  return batch_reduce_views(op, views);
+}
+
+Tensor StrategyImpl::reduce_one(ReduceOp op, const PerReplica<Tensor>& value) {
+  std::vector<std::vector<const Tensor*>> views(1);
+  for (const Tensor& replica_value : value.values()) views[0].push_back(&replica_value);
+  return std::move(batch_reduce_views(op, views).front());
+}
+
+std::vector<Tensor> StrategyImpl::batch_reduce_views(
+    ReduceOp op, const std::vector<std::vector<const Tensor*>>& values) {
+  // Messages are built only for an error: this is every step's path.
+  const auto operation = [this] { return label() + " batch_reduce"; };
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::vector<const Tensor*>& value = values[i];
+    const auto which = [i] { return "value " + std::to_string(i); };
+    if (value.size() != static_cast<std::size_t>(num_local_replicas)) {
+      throw InvalidArgumentError(operation(), error_rank(),
+                                 which() + " has " + std::to_string(value.size()) +
+                                     " per-replica values but " + label() + " has " +
+                                     std::to_string(num_local_replicas) + " local replicas");
+    }
+    for (std::size_t r = 1; r < value.size(); ++r) {
+      if (value[r]->dtype() != value[0]->dtype() || value[r]->shape() != value[0]->shape()) {
+        throw InvalidArgumentError(operation(), error_rank(),
+                                   which() + ": local replica " + std::to_string(r) + " holds " +
+                                       value[r]->debug_string() + " but replica 0 holds " +
+                                       value[0]->debug_string());
+      }
+    }
+  }
+  return cross_device_ops->batch_reduce_views(op, values);
 }
 
 bool StrategyImpl::any_worker(bool local, const std::string& operation) {

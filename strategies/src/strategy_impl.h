@@ -80,6 +80,12 @@ struct StrategyImpl {
 
   // Reductions of distributed values (validated; cross-replica or combine).
   std::vector<Tensor> batch_reduce(ReduceOp op, const std::vector<PerReplica<Tensor>>& values);
+  // The same on tensors the caller keeps (values[v][r]: local replica r's
+  // value v): validated, then reduced without copying them in.
+  std::vector<Tensor> batch_reduce_views(ReduceOp op,
+                                         const std::vector<std::vector<const Tensor*>>& values);
+  // One value, without copying it (validated).
+  Tensor reduce_one(ReduceOp op, const PerReplica<Tensor>& value);
   // Every replica's value of every worker concatenated along axis.
   Tensor gather(const PerReplica<Tensor>& value, int axis, const std::string& operation);
   // Worker 0's value on every worker (one broadcast), after checking that

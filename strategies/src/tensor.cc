@@ -32,11 +32,15 @@ std::size_t num_elements(const Shape& shape) {
 
 Tensor::Tensor() : Tensor(DataType::kFloat32, Shape{}) {}
 
-Tensor::Tensor(DataType dtype, Shape shape)
+Tensor::Tensor(DataType dtype, Shape shape, Uninitialized)
     : dtype_(dtype),
       shape_(std::move(shape)),
       num_elements_(distribute::num_elements(shape_)),
       bytes_(num_elements_ * element_size(dtype)) {}
+
+Tensor::Tensor(DataType dtype, Shape shape) : Tensor(dtype, std::move(shape), Uninitialized{}) {
+  if (bytes_.size() > 0) std::memset(bytes_.data(), 0, bytes_.size());
+}
 
 std::int64_t Tensor::dim(int axis) const {
   if (axis < 0 || axis >= rank()) {
@@ -127,7 +131,8 @@ Tensor Tensor::reshape(Shape shape) const {
 }
 
 bool Tensor::identical(const Tensor& other) const {
-  return dtype_ == other.dtype_ && shape_ == other.shape_ && bytes_ == other.bytes_;
+  return dtype_ == other.dtype_ && shape_ == other.shape_ && bytes_.size() == other.bytes_.size() &&
+         (bytes_.size() == 0 || std::memcmp(bytes_.data(), other.bytes_.data(), bytes_.size()) == 0);
 }
 
 std::string Tensor::debug_string() const {

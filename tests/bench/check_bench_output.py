@@ -77,14 +77,18 @@ def check_row(row, ranks, baseline):
 
 
 def expected_packs(row):
-    """CommunicationOptions::bytes_per_pack as documented: 0 packs every
-    tensor into one buffer; otherwise consecutive tensors share a pack while
-    it stays within the limit, and a larger tensor is a pack of its own."""
+    """CommunicationOptions::bytes_per_pack as documented: consecutive
+    tensors share a pack while it stays within the limit, and a larger
+    tensor is a pack of its own; 0 means the measured default rule, tensors
+    of up to 4 KiB in packs of up to 64 KiB, larger tensors alone
+    (CollectiveAllReduce::kDefaultLargestPackedTensor, kDefaultBytesPerPack)."""
     tensors, size, limit = row["tensors"], row["bytes"], row["bytes_per_pack"]
     if size == 0:
         return 0  # nothing to reduce: no pack
     if limit == 0:
-        return 1
+        if size > 4 * 1024:
+            return tensors
+        limit = 64 * 1024
     per_pack = max(1, limit // size)
     return -(-tensors // per_pack)
 

@@ -205,10 +205,41 @@ TEST_P(MultiWorker, BatchReducePacksByBytesPerPack) {
     EXPECT_TRUE(tensor_equals(results[static_cast<std::size_t>(t)], DataType::kFloat32, {4},
                               {double(t) * n(), ids, double(n()), -double(n())}, "tensor " + std::to_string(t)));
   }
-  // bytes_per_pack 0: one pack for all of them.
+  // bytes_per_pack 0 (64 KiB packs): one pack for all 192 bytes.
   const std::uint64_t before_all = strategy.extended().cross_device_ops().packs_reduced();
   strategy.extended().batch_reduce_to(ReduceOp::kSum, values);
   EXPECT_EQ(strategy.extended().cross_device_ops().packs_reduced() - before_all, 1u);
+}
+
+TEST_P(MultiWorker, BatchReduceByDefaultPacksOnlySmallTensors) {
+  // bytes_per_pack 0: tensors of up to 4 KiB in packs of up to 64 KiB; a
+  // larger tensor goes alone. Sizes in float32 elements (4 KiB = 1024):
+  // 4, 4 | 25000 | 1024 x 16 (64 KiB) | 1024, 4 | 1025 | 2.
+  std::vector<std::size_t> sizes{4, 4, 25000};
+  for (int i = 0; i < 17; ++i) sizes.push_back(1024);
+  for (std::size_t size : {4, 1025, 2}) sizes.push_back(size);
+  std::vector<PerReplica<Tensor>> values;
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    std::vector<Tensor> locals;
+    for (int r = 0; r < k(); ++r) {
+      std::vector<float> v(sizes[t]);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        v[i] = static_cast<float>((i + 7 * t) % 97) + static_cast<float>(world_rank() * k() + r);
+      }
+      locals.push_back(floats(std::move(v)));
+    }
+    values.emplace_back(std::move(locals));
+  }
+  const std::uint64_t before = strategy.extended().cross_device_ops().packs_reduced();
+  const std::vector<Tensor> results = strategy.extended().batch_reduce_to(ReduceOp::kSum, values);
+  EXPECT_EQ(strategy.extended().cross_device_ops().packs_reduced() - before, 6u);
+  const double ids = n() * (n() - 1) / 2.0;
+  for (std::size_t t = 0; t < sizes.size(); ++t) {
+    std::vector<double> expected(sizes[t]);
+    for (std::size_t i = 0; i < sizes[t]; ++i) expected[i] = double((i + 7 * t) % 97) * n() + ids;
+    EXPECT_TRUE(tensor_equals(results[t], DataType::kFloat32, {static_cast<std::int64_t>(sizes[t])},
+                              expected, "tensor " + std::to_string(t)));
+  }
 }
 
 // One enum for the choice in the whole library; the guide's constructor

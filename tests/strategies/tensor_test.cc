@@ -130,5 +130,49 @@ TEST(BFloat16Conversion, RoundTripsAndRoundsToNearestEven) {
   EXPECT_EQ(::collective::float_to_bfloat16(1.0f + 3 * 0x1.0p-8f), 0x3F82);
 }
 
+// Blocks of 64 KiB and more are reused through the tensor block cache: a
+// reused block must still give zero-filled tensors, aligned data, and copies
+// and moves that own their bytes.
+TEST(TensorStorage, ReusedBlocksStillZeroFillAndCopiesOwnTheirBytes) {
+  constexpr std::size_t kCount = 300000;  // 1.2 MB: cached
+  const void* first_block = nullptr;
+  {
+    Tensor dirty(DataType::kFloat32, {static_cast<std::int64_t>(kCount)});
+    for (float& v : dirty.values<float>()) v = -7.0f;
+    first_block = dirty.raw_data();
+  }
+  const Tensor zeros(DataType::kFloat32, {static_cast<std::int64_t>(kCount)});
+  // The same block came back (nothing else freed one this size meanwhile).
+  EXPECT_EQ(zeros.raw_data(), first_block);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(zeros.raw_data()) % 64, 0u);
+  const auto values = zeros.values<float>();
+  for (std::size_t i = 0; i < kCount; ++i) ASSERT_EQ(values[i], 0.0f) << "index " << i;
+
+  std::vector<float> pattern(kCount);
+  for (std::size_t i = 0; i < kCount; ++i) pattern[i] = static_cast<float>(i % 1000);
+  Tensor original(pattern, {static_cast<std::int64_t>(kCount)});
+  Tensor copy = original;
+  EXPECT_NE(copy.raw_data(), original.raw_data());
+  EXPECT_TRUE(copy.identical(original));
+  copy.values<float>()[5] = -1.0f;
+  EXPECT_EQ(original.values<float>()[5], 5.0f);
+  EXPECT_FALSE(copy.identical(original));
+  Tensor moved = std::move(copy);
+  EXPECT_EQ(moved.values<float>()[5], -1.0f);
+  copy = original;  // assignment into a moved-from tensor
+  EXPECT_TRUE(copy.identical(original));
+  // Sizes a quarter apart do not share a block; a reused larger block keeps
+  // the requested size.
+  const Tensor small(DataType::kFloat32, {static_cast<std::int64_t>(kCount * 3 / 4)});
+  EXPECT_EQ(small.num_bytes(), kCount * 3 / 4 * sizeof(float));
+  for (float v : small.values<float>()) ASSERT_EQ(v, 0.0f);
+  // Empty and small tensors.
+  const Tensor empty(DataType::kFloat64, {0});
+  EXPECT_EQ(empty.num_bytes(), 0u);
+  EXPECT_TRUE(Tensor(empty).identical(empty));
+  const Tensor scalar = Tensor::scalar(3.5);
+  EXPECT_EQ(Tensor(scalar).values<double>()[0], 3.5);
+}
+
 }  // namespace
 }  // namespace collective::distribute

@@ -19,6 +19,13 @@
 //                              (one of the above) then one cross-worker
 //                              all-reduce per pack through a Communicator;
 //                              packs by CommunicationOptions::bytes_per_pack
+//                              (0: tensors up to 4 KiB in packs up to
+//                              64 KiB, larger ones alone)
+//
+// Only a pack that joins several tensors across workers is copied into one
+// buffer (the packing copy) and back out; a tensor that is a pack of its own,
+// part of one, or any pack of an in-process reduction, is reduced straight
+// from the replicas' buffers into its result.
 //
 // ReduceOp::kMean sums and divides once by the number of values reduced
 // (all replicas of all workers). float16 and bfloat16 accumulate in float32
@@ -68,6 +75,14 @@ class CrossDeviceOps {
   std::vector<Tensor> batch_reduce(ReduceOp op,
                                    const std::vector<PerReplica<Tensor>>& per_replica_values);
 
+  // Internal (the strategies' reductions and replica collectives): as
+  // batch_reduce, on tensors the caller keeps, values[v][r] being local
+  // replica r's tensor of value v. Nothing is copied in; a tensor that is a
+  // pack of its own (or part of one) is reduced straight from the replicas'
+  // buffers into its result.
+  std::vector<Tensor> batch_reduce_views(ReduceOp op,
+                                         const std::vector<std::vector<const Tensor*>>& values);
+
   // One copy of value per local replica.
   Mirrored<Tensor> broadcast(const Tensor& value, std::size_t num_local_replicas) const;
 
@@ -98,8 +113,15 @@ class CrossDeviceOps {
   virtual void reduce_pack_across_workers(ReduceOp op, DataType type, void* buffer,
                                           std::size_t count);
 
+  // A pack of a single local replica: output = the reduction of input over
+  // the workers (input itself in-process). input may equal output. The
+  // default copies and calls reduce_pack_across_workers; cross-worker ops
+  // reduce out of place, so the input is read once and never copied.
+  virtual void reduce_single_replica_pack(ReduceOp op, DataType type, const void* input,
+                                          void* output, std::size_t count);
+
  private:
-  std::vector<Tensor> reduce_group(ReduceOp op, const std::vector<PerReplica<Tensor>>& values,
+  std::vector<Tensor> reduce_group(ReduceOp op, const std::vector<std::vector<const Tensor*>>& values,
                                    const std::vector<std::size_t>& indices);
 
   std::atomic<std::uint64_t> packs_reduced_{0};
@@ -157,6 +179,16 @@ class NcclAllReduce final : public CrossDeviceOps {
 // MPI_THREAD_SERIALIZED): every use here holds communicator_mutex.
 class CollectiveAllReduce final : public CrossDeviceOps {
  public:
+  // The packing rule when CommunicationOptions::bytes_per_pack is 0,
+  // measured (docs/performance.md, "batch_reduce against single
+  // reductions"): packing saves a call's fixed cost per tensor (about 1-2 us
+  // at 2 ranks) but costs two copies of its bytes. Tensors of up to 4 KiB
+  // are packed, in packs of up to 64 KiB (16 x 4 KiB: 1.8-2.7x faster than
+  // single calls); an 8 KiB tensor already lost (0.77x in 64 KiB packs), so
+  // larger tensors go alone, without the copies.
+  static constexpr std::size_t kDefaultLargestPackedTensor = std::size_t{4} << 10;
+  static constexpr std::size_t kDefaultBytesPerPack = std::size_t{64} << 10;
+
   CollectiveAllReduce(Communicator communicator, CommunicationOptions options,
                       std::unique_ptr<CrossDeviceOps> local_ops,
                       std::shared_ptr<std::mutex> communicator_mutex);
@@ -172,8 +204,13 @@ class CollectiveAllReduce final : public CrossDeviceOps {
                                     std::size_t element_size) const override;
   void reduce_pack_across_workers(ReduceOp op, DataType type, void* buffer,
                                   std::size_t count) override;
+  void reduce_single_replica_pack(ReduceOp op, DataType type, const void* input, void* output,
+                                  std::size_t count) override;
 
  private:
+  void all_reduce_across_workers(ReduceOp op, DataType type, const void* input, void* output,
+                                 std::size_t count);
+
   Communicator communicator_;
   CommunicationOptions options_;
   std::unique_ptr<CrossDeviceOps> local_ops_;

@@ -47,6 +47,9 @@ class Dataset {
   // Elements are the slices of the components along their first dimension,
   // which all components must share.
   static Dataset from_tensor_slices(std::vector<Tensor> components);
+  // One element made of the components as given (tf.data's from_tensors):
+  // from_tensors({features, label}).repeat(100).batch(10).
+  static Dataset from_tensors(std::vector<Tensor> components);
   // int64 scalars start, start+1, ..., stop-1.
   static Dataset range(std::int64_t start, std::int64_t stop);
   static Dataset range(std::int64_t stop) { return range(0, stop); }

@@ -13,6 +13,7 @@
 #include "collective/distribute/dataset.h"
 #include "collective/distribute/distributed_dataset.h"
 #include "collective/distribute/input_context.h"
+#include "collective/distribute/losses.h"
 #include "collective/distribute/mirrored_strategy.h"
 #include "collective/distribute/multi_worker_mirrored_strategy.h"
 #include "collective/distribute/one_device_strategy.h"

@@ -94,6 +94,8 @@ class ReplicaContext {
  private:
   friend class StrategyExtended;  // attaches the context to each run()
   std::shared_ptr<const void> merge_call_erased(const detail::MergeRequest& request);
+  // The all_reduce overloads' common path: the values are reduced in place.
+  std::vector<Tensor> all_reduce_values(ReduceOp op, const std::vector<const Tensor*>& values);
 
   Strategy* strategy_;
   detail::ReplicaRun* run_;

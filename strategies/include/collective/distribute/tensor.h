@@ -22,6 +22,40 @@ std::string shape_string(const Shape& shape);
 // Product of the dimensions; InvalidArgumentError on a negative dimension.
 std::size_t num_elements(const Shape& shape);
 
+namespace detail {
+
+// A tensor's bytes: 64-byte aligned, copied when copied. Blocks of 64 KiB
+// and more come from and go back to the process's tensor block cache
+// (tensor_storage.cc, COLLECTIVE_TENSOR_CACHE_BYTES), so the tensors of
+// every training step reuse memory that is already mapped instead of
+// faulting in fresh pages, which costs more than the step's all-reduce.
+class TensorStorage {
+ public:
+  TensorStorage() noexcept = default;
+  // bytes of unspecified contents.
+  explicit TensorStorage(std::size_t bytes);
+  TensorStorage(const TensorStorage& other);
+  TensorStorage& operator=(const TensorStorage& other);
+  TensorStorage(TensorStorage&& other) noexcept;
+  TensorStorage& operator=(TensorStorage&& other) noexcept;
+  ~TensorStorage();
+
+  std::byte* data() noexcept { return data_; }
+  const std::byte* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+
+ private:
+  void release() noexcept;
+
+  std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+  std::size_t capacity_ = 0;  // of the block, which a cached one may make larger
+};
+
+struct TensorAccess;  // internal: tensors whose every byte the caller writes
+
+}  // namespace detail
+
 // Value semantics: copying a Tensor copies its bytes. A Tensor is not
 // synchronized; share one between threads only for reading.
 class Tensor {
@@ -78,13 +112,18 @@ class Tensor {
   std::string debug_string() const;
 
  private:
+  friend struct detail::TensorAccess;
+  struct Uninitialized {};
+  // Every byte is written by the caller before the tensor is read.
+  Tensor(DataType dtype, Shape shape, Uninitialized);
+
   void check_view(DataType requested) const;
   void check_count(std::size_t given) const;
 
   DataType dtype_;
   Shape shape_;
   std::size_t num_elements_;
-  std::vector<std::byte> bytes_;
+  detail::TensorStorage bytes_;
 };
 
 namespace detail {
@@ -102,7 +141,7 @@ template <> struct TensorElement<std::uint16_t> { static constexpr DataType kTyp
 
 template <typename T>
 Tensor::Tensor(std::vector<T> values, Shape shape)
-    : Tensor(detail::TensorElement<T>::kType, std::move(shape)) {
+    : Tensor(detail::TensorElement<T>::kType, std::move(shape), Uninitialized{}) {
   check_count(values.size());
   std::span<T> destination = this->values<T>();
   for (std::size_t i = 0; i < values.size(); ++i) destination[i] = values[i];
