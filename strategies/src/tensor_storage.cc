@@ -25,6 +25,8 @@
 #include <string>
 #include <utility>
 
+#include "collective/parameters.h"
+
 #include "collective/distribute/tensor.h"
 #include "collective/errors.h"
 
@@ -39,18 +41,13 @@ constexpr std::size_t kPageBytes = 4096;
 constexpr std::size_t kDefaultLimitBytes = std::size_t{512} << 20;
 
 std::size_t limit_from_environment() {
-  const char* text = std::getenv("COLLECTIVE_TENSOR_CACHE_BYTES");
-  if (text == nullptr) return kDefaultLimitBytes;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long value = std::strtoull(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || text[0] == '-') {
+  // The library's parameter reader: digits with an optional K, M or G.
+  try {
+    return bytes_parameter("COLLECTIVE_TENSOR_CACHE_BYTES", 0, SIZE_MAX).value_or(kDefaultLimitBytes);
+  } catch (const InvalidArgumentError& error) {
     throw InvalidArgumentError("Tensor", -1,
-                               std::string("COLLECTIVE_TENSOR_CACHE_BYTES must be a number of "
-                                           "bytes (0 turns the tensor block cache off), got '") +
-                                   text + "'");
+                               error.cause() + " (0 turns the tensor block cache off)");
   }
-  return static_cast<std::size_t>(value);
 }
 
 class BlockCache {

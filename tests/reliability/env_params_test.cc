@@ -176,6 +176,14 @@ TEST(PublicParameters, ReadTheLiveEnvironmentStrictly) {
               std::string(name) + "=" + bad + " is not a decimal integer in [1, 10]");
   }
 
+  ::setenv(name, "64K", 1);
+  EXPECT_EQ(bytes_parameter(name, 0, 1 << 20), std::size_t{65536});
+  for (const char* bad : {"64Q", "-1", " 1", "2M"}) {
+    ::setenv(name, bad, 1);
+    EXPECT_EQ(refusal([&] { bytes_parameter(name, 0, 1 << 20); }),
+              std::string(name) + "=" + bad + " is not a byte count in [0, 1048576] (suffix K, M or G allowed)");
+  }
+
   ::setenv(name, "yes", 1);
   EXPECT_EQ(switch_parameter(name), true);
   ::setenv(name, "0", 1);

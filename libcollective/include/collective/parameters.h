@@ -6,6 +6,7 @@
 // reads "NAME=value is not <what is expected>".
 #pragma once
 
+#include <cstddef>
 #include <optional>
 
 #include "collective/export.h"
@@ -20,6 +21,11 @@ COLLECTIVE_API std::optional<double> seconds_parameter(const char* name, double 
 // suffix (so "2x" or " 2" is an error rather than a silent 2).
 COLLECTIVE_API std::optional<long long> integer_parameter(const char* name, long long minimum,
                                                           long long maximum);
+
+// A byte count in [minimum, maximum], digits with an optional K, M or G
+// suffix (powers of 1024).
+COLLECTIVE_API std::optional<std::size_t> bytes_parameter(const char* name, std::size_t minimum,
+                                                          std::size_t maximum);
 
 // A switch: 1/on/true/yes or 0/off/false/no.
 COLLECTIVE_API std::optional<bool> switch_parameter(const char* name);

@@ -235,6 +235,13 @@ std::optional<long long> integer_parameter(const char* name, long long minimum, 
   return parsed;
 }
 
+std::optional<std::size_t> bytes_parameter(const char* name, std::size_t minimum,
+                                           std::size_t maximum) {
+  if (live_value(name) == nullptr) return std::nullopt;
+  return internal::read_size([](const char* n) -> const char* { return std::getenv(n); }, name, 0,
+                             minimum, maximum);
+}
+
 std::optional<bool> switch_parameter(const char* name) {
   if (live_value(name) == nullptr) return std::nullopt;
   return internal::read_switch([](const char* n) -> const char* { return std::getenv(n); }, name,
