@@ -49,6 +49,8 @@ constexpr const char* kUsage =
     "  [--local-replicas K] [--steps S] [--global-batch B] [--seed N]\n"
     "  [--learning-rate LR] [--features D] [--examples N]\n"
     "  [--implementation auto|ring|nccl] [--bytes-per-pack BYTES]\n"
+    "  (nccl serves device buffers: with this example's host tensors the\n"
+    "  strategy refuses it with UnsupportedError)\n"
     "  [--format text|json] [--output FILE]\n";
 
 // --help: the usage on stdout, exit 0; a command line that cannot run:
