@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "collective/errors.h"
+#include "core/env_params.h"
 #include "transport/mpi/peer_exchange.h"
 #include "validation/node_board_check.h"
 
@@ -21,14 +22,22 @@ namespace {
 // (none for a plain check).
 constexpr std::size_t kSlotBytes = sizeof(CallFingerprint) + kCarriedInputBytes;
 
+// Whether a whole slot travels as one MPI message. A transfer above
+// COLLECTIVE_MAX_MESSAGE_BYTES is split into pieces of that size, and a
+// receive posted for a slot could then wait for pieces a shorter message
+// never sends: below it, the check receives exactly a fingerprint and
+// nothing is carried (the limit is the same on every rank: agreed_params).
+bool slots_fit_one_message() { return env_params().max_message_bytes >= kSlotBytes; }
+
 // Sends `message` (the fingerprint, then any carried input: `message_bytes`
 // in all) to every other rank and receives theirs into `slots` (rank r's at
 // slots + r * kSlotBytes); copies each fingerprint to all[r].
 void exchange_direct(const std::byte* message, std::size_t message_bytes, PeerExchange& exchange,
                      std::byte* slots, CallFingerprint* all, int rank, int size) {
+  const std::size_t capacity = slots_fit_one_message() ? kSlotBytes : sizeof(CallFingerprint);
   for (int peer = 0; peer < size; ++peer) {
     if (peer == rank) continue;
-    exchange.recv(slots + static_cast<std::size_t>(peer) * kSlotBytes, kSlotBytes, peer,
+    exchange.recv(slots + static_cast<std::size_t>(peer) * kSlotBytes, capacity, peer,
                   "cross-rank check: that rank's fingerprint of this call");
   }
   for (int peer = 0; peer < size; ++peer) {
@@ -102,7 +111,8 @@ std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mi
 }
 
 bool check_is_direct_exchange(CommunicatorState& state) {
-  return state.size <= kDirectExchangeMaxRanks && node_board(state) == nullptr;
+  return state.size <= kDirectExchangeMaxRanks && node_board(state) == nullptr &&
+         slots_fit_one_message();
 }
 
 std::span<const void* const> exchange_carrying_input(const CallFingerprint& mine, const void* input,

@@ -48,7 +48,8 @@ inline constexpr int kDirectExchangeMaxRanks = 16;
 inline constexpr std::size_t kCarriedInputBytes = 64 * 1024;
 
 // Whether check_across_ranks goes through the direct exchange over MPI
-// (not through the node's segment, not the dissemination all-gather).
+// (not through the node's segment, not the dissemination all-gather) with
+// room for a carried input (COLLECTIVE_MAX_MESSAGE_BYTES at least a slot).
 bool check_is_direct_exchange(CommunicatorState& state);
 
 // The cross-rank check of a call whose input (`bytes` <= kCarriedInputBytes)
