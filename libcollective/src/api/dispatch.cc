@@ -1,4 +1,5 @@
 #include "api/dispatch.h"
+#include "api/call_recording.h"
 
 #include <algorithm>
 #include <cstring>
@@ -55,12 +56,9 @@ void run_single_rank(const Request& request, int rank) {
   }
 }
 
-}  // namespace
-
-void run_collective(CommunicatorState& state, Request& request, const CommonOptions& options) {
-  ExclusiveUse exclusive(state, request.kind);
-  request.sequence = state.next_sequence++;
-  exclusive.started(request.sequence);
+// The call after it claimed the communicator and took its sequence number.
+void run_claimed(CommunicatorState& state, Request& request, const CommonOptions& options,
+                 CallRecording& recording) {
   if (state.size == 0) {
     throw InvalidArgumentError(request.label(), -1,
                                "the communicator is null: this rank passed "
@@ -99,6 +97,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
     // their supports(), so device buffers reach NCCL or an UnsupportedError.
     request.memory = gpu::resolve_memory_kind(request, state.rank);
     selection = select_algorithm(request, state);
+    recording.algorithm(selection->algorithm->id(), request.requested);
   } catch (const Error& error) {
     if (!params.validate || state.size == 1) throw;
     rejection = std::current_exception();
@@ -109,6 +108,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
   // One deadline bounds the whole call: the check and the algorithm.
   if (request.timeout.count() <= 0) request.timeout = params.timeout;
   request.deadline = Clock::now() + request.timeout;
+  recording.started(request);
   try {
     CallFingerprint mine;
     if (params.validate && state.size > 1) {
@@ -143,6 +143,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
                                 << "); AUTO serves this and later calls without it, this one with "
                                 << fallback.algorithm->name());
       state.last_algorithm = fallback.algorithm->id();
+      recording.algorithm(state.last_algorithm, request.requested);
       request.carried_check = nullptr;  // the cross-rank check was made before the run
       fallback.algorithm->run(request, state);
     }
@@ -154,6 +155,22 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
     record_communication_failure(error.what());
     throw;
   }
+}
+
+}  // namespace
+
+void run_collective(CommunicatorState& state, Request& request, const CommonOptions& options) {
+  ExclusiveUse exclusive(state, request.kind);
+  request.sequence = state.next_sequence++;
+  exclusive.started(request.sequence);
+  CallRecording recording(state, request);
+  try {
+    run_claimed(state, request, options, recording);
+  } catch (const std::exception& error) {
+    recording.failed(error);
+    throw;
+  }
+  recording.finished();
 }
 
 Algorithm resolve_algorithm(const CommunicatorState& state, Request request,

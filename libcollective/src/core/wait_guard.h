@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/communicator_state.h"
+#include "core/flight_recorder.h"
 #include "core/request.h"
 
 namespace collective::internal {
@@ -113,6 +114,10 @@ class WaitGuard {
       drive_mpi_progress();
     }
     if (abort_flag_ != nullptr && abort_flag_->load(std::memory_order_relaxed)) fail_abort();
+    if (dump_generation_seen_ != nullptr &&
+        dump_generation_seen_->load(std::memory_order_relaxed) != dump_request_generation()) {
+      answer_dump_request(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
+    }
     if (now >= next_check_) {
       checkpoint(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
     }
@@ -125,6 +130,10 @@ class WaitGuard {
   // must still send), and a wait that never enters MPI would hang both.
   void drive_mpi_progress() const;
   void checkpoint(const Describer& describe);
+  // SIGUSR1 asked for a dump: notes in the flight recorder what this call
+  // waits for (the watcher thread writes the file).
+  void answer_dump_request(const Describer& describe);
+  void note_wait(const WaitTarget& target) const;
   [[noreturn]] void fail_abort() const;
   [[noreturn]] void fail_timeout(const WaitTarget& target) const;
   [[noreturn]] void fail_dead_peers(const std::vector<int>& ranks, const WaitTarget& target) const;
@@ -136,6 +145,7 @@ class WaitGuard {
   const char* operation_ = nullptr;
   const CommunicatorState* state_ = nullptr;
   const std::atomic<bool>* abort_flag_ = nullptr;
+  std::atomic<std::uint32_t>* dump_generation_seen_ = nullptr;
   int rank_;
   const char* who_;
   std::chrono::milliseconds timeout_;

@@ -1,0 +1,34 @@
+// What dispatch tells the diagnosis tools about one call: its flight
+// record (core/flight_recorder.h), the dump when it fails in a way that
+// leaves ranks out of step, and its slice in the trace.
+#pragma once
+
+#include <exception>
+
+#include "collective/algorithm.h"
+#include "core/communicator_state.h"
+#include "core/flight_recorder.h"
+#include "core/request.h"
+
+namespace collective::internal {
+
+class CallRecording {
+ public:
+  // After the call claimed the communicator and took its sequence number.
+  CallRecording(CommunicatorState& state, const Request& request);
+  // Its deadline is set: the start time is deadline - timeout.
+  void started(const Request& request);
+  void algorithm(Algorithm ran, Algorithm requested);
+  void finished();
+  // Records the failure; dumps every communicator's record for a timeout,
+  // a communication failure or an abort that poisons the communicator now,
+  // and for a MismatchError (the cross-rank check).
+  void failed(const std::exception& error);
+
+ private:
+  CommunicatorState& state_;
+  FlightRecord* record_ = nullptr;
+  bool poisoned_before_;
+};
+
+}  // namespace collective::internal
