@@ -64,9 +64,10 @@ def ranks_text(ranks):
     spans, start = [], ranks[0]
     for previous, current in zip(ranks, ranks[1:] + [None]):
         if current != previous + 1:
-            spans.append(str(start) if start == previous else
-                         "%d-%d" % (start, previous) if previous > start + 1 else
-                         "%d, %d" % (start, previous))
+            if previous > start + 1:
+                spans.append("%d-%d" % (start, previous))
+            else:
+                spans += [str(r) for r in range(start, previous + 1)]
             start = current
     text = spans[0] if len(spans) == 1 else ", ".join(spans[:-1]) + " and " + spans[-1]
     return ("rank " if len(ranks) == 1 else "ranks ") + text
@@ -183,6 +184,15 @@ def analyse_communicator(comm_id, members, dumps):
             return None
     seq = arrived_all + 1 if arrived_all < highest else highest
     reached = [r for r in present if members[r].last >= seq]
+    # A rank without a dump is missing when a rank that reached the call
+    # waits for it, or when no such wait says whom it awaits.
+    awaited = set()
+    for rank in reached:
+        note = members[rank].waiting if members[rank].last == seq else None
+        if note is not None:
+            awaited |= {world_members[r] for r in note["ranks"] if 0 <= r < len(world_members)}
+    unawaited = [r for r in undumped if awaited and r not in awaited]
+    undumped = [r for r in undumped if r not in unawaited]
     missing = [r for r in present if members[r].last < seq] + undumped
     reference = members[reached[0]].calls.get(seq) if reached else None
     what = (call_name(reference) + " (" + signature(reference) + ")") if reference else "call #%d" % seq
@@ -195,13 +205,16 @@ def analyse_communicator(comm_id, members, dumps):
         last_call = member.calls.get(member.last) if member else None
         instead[rank] = doing_instead(rank, dumps, comm_id, last_call, members)
         text.append("  rank %d: %s" % (rank, instead[rank]))
+    if unawaited:
+        text.append("  %s: no dump, but no rank that dumped waited for %s" %
+                    (ranks_text(unawaited), "it" if len(unawaited) == 1 else "them"))
     waits = []
     for rank in reached:
         call = members[rank].calls.get(seq)
         state = call["state"] if call else "unknown"
         waits.append("  rank %d: %s%s" % (rank, state, describe_wait(members[rank], world_members)))
     return {"communicator": comm_id, "sequence": seq, "kind": "missing", "call": what,
-            "missing": sorted(missing), "arrived": reached, "no_dump": undumped,
+            "missing": sorted(missing), "arrived": reached, "no_dump": sorted(undumped + unawaited),
             "instead": {str(r): t for r, t in instead.items()}, "text": text + waits}
 
 

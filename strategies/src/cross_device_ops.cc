@@ -4,6 +4,7 @@
 #include <memory>
 #include <map>
 
+#include "collective/diagnostics.h"
 #include "collective/errors.h"
 #include "element_math.h"
 #include "log.h"
@@ -18,6 +19,11 @@ Tensor CrossDeviceOps::reduce(ReduceOp op, const PerReplica<Tensor>& per_replica
 
 std::vector<Tensor> CrossDeviceOps::batch_reduce(
     ReduceOp op, const std::vector<PerReplica<Tensor>>& per_replica_values) {
+  const TraceSlice traced("batch_reduce", "strategies",
+                          TraceSlice::enabled()
+                              ? std::string(name()) + ": " + std::to_string(per_replica_values.size()) +
+                                    " values"
+                              : std::string());
   const std::string operation = std::string(name()) + ".batch_reduce";
   if (static_cast<int>(op) < 0 || static_cast<int>(op) >= kNumReduceOps) {
     throw InvalidArgumentError(operation, -1,
@@ -84,6 +90,7 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
   if (single) {
     for (std::size_t r = 0; r < replicas; ++r) inputs[r] = values[indices.front()][r].raw_data();
   } else {
+    const TraceSlice packing("packing", "strategies");
     staging.resize(replicas);
     for (std::size_t r = 0; r < replicas; ++r) {
       staging[r].reset(new std::byte[total * element]);
@@ -116,6 +123,9 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
     for (std::size_t r = 0; r < replicas; ++r) {
       shifted[r] = static_cast<const std::byte*>(inputs[r]) + offset;
     }
+    const TraceSlice traced("pack", "strategies",
+                            TraceSlice::enabled() ? std::to_string(pack.num_elements) + " elements"
+                                                  : std::string());
     reduce_replica_buffers(op, type, shifted, output_data + offset, pack.num_elements);
     reduce_pack_across_workers(op, type, output_data + offset, pack.num_elements);
     packs_reduced_.fetch_add(1);
@@ -130,6 +140,7 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
     results.push_back(std::move(single_result));
     return results;
   }
+  const TraceSlice unpacking("unpacking", "strategies");
   std::size_t offset = 0;
   for (std::size_t index : indices) {
     Tensor result(type, values[index][0].shape());

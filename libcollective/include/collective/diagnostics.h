@@ -3,6 +3,7 @@
 // per-rank trace (COLLECTIVE_TRACE, docs/performance.md#trace).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace collective {
@@ -16,5 +17,31 @@ namespace collective {
 // thread runs a collective. Throws CommunicationError when the file cannot
 // be written, InvalidArgumentError when MPI is not initialized.
 std::string dump_flight_record(const std::string& directory = "");
+
+// A slice of the per-rank trace (COLLECTIVE_TRACE) around the scope it
+// lives in, on the calling thread's track, with the library's own slices of
+// the collectives called inside it nested below. Layers above the library
+// (the strategies' replica function, batch_reduce, packing) mark their
+// phases with it. `name` and `category` must outlive the program (string
+// literals); `detail` is copied into the slice's args. When the trace is
+// off a slice costs one load of a flag.
+class TraceSlice {
+ public:
+  explicit TraceSlice(const char* name, const char* category = "user",
+                      const std::string& detail = {});
+  ~TraceSlice();
+  TraceSlice(const TraceSlice&) = delete;
+  TraceSlice& operator=(const TraceSlice&) = delete;
+
+  // Whether COLLECTIVE_TRACE is writing a trace in this process (it starts
+  // with the first communicator).
+  static bool enabled();
+
+ private:
+  const char* name_;
+  const char* category_;
+  std::string detail_;
+  std::int64_t start_ns_;
+};
 
 }  // namespace collective

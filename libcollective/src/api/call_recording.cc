@@ -1,12 +1,27 @@
 #include "api/call_recording.h"
 
+#include <cstdio>
+
 #include "collective/errors.h"
+#include "core/trace.h"
 
 namespace collective::internal {
 
 CallRecording::CallRecording(CommunicatorState& state, const Request& request)
-    : state_(state), poisoned_before_(state.poisoned.has_value()) {
+    : state_(state), request_(request), poisoned_before_(state.poisoned.has_value()) {
   if (state.flight_recorder) record_ = &state.flight_recorder->begin(request);
+  if (trace_enabled()) trace_start_ns_ = trace_now_ns();
+}
+
+// One slice per collective: "all_reduce", with the call's arguments.
+void CallRecording::trace(const char* outcome) {
+  char detail[96];
+  std::snprintf(detail, sizeof(detail), "#%llu count=%zu %s %s %s%s",
+                static_cast<unsigned long long>(request_.sequence), request_.count,
+                to_string(request_.type).data(), to_string(request_.op).data(),
+                to_string(ran_).data(), outcome);
+  trace_slice(to_string(request_.kind).data(), "collective", trace_start_ns_, trace_now_ns(),
+              detail);
 }
 
 void CallRecording::started(const Request& request) {
@@ -14,16 +29,19 @@ void CallRecording::started(const Request& request) {
 }
 
 void CallRecording::algorithm(Algorithm ran, Algorithm requested) {
+  ran_ = ran;
   if (record_ != nullptr) FlightRecorder::set_algorithm(*record_, ran, requested);
 }
 
 void CallRecording::finished() {
   if (record_ != nullptr) FlightRecorder::finish(*record_);
+  if (trace_start_ns_ != 0) trace("");
 }
 
 void CallRecording::failed(const std::exception& error) {
+  if (trace_start_ns_ != 0) trace(" failed");
   if (record_ == nullptr) return;
-  FlightRecorder::fail(*record_, error.what());
+  state_.flight_recorder->fail(*record_, error.what());
   const bool newly_poisoned = !poisoned_before_ &&
                               dynamic_cast<const CommunicationError*>(&error) != nullptr;
   const bool mismatch = dynamic_cast<const MismatchError*>(&error) != nullptr;

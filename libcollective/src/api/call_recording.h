@@ -3,6 +3,7 @@
 // leaves ranks out of step, and its slice in the trace.
 #pragma once
 
+#include <cstdint>
 #include <exception>
 
 #include "collective/algorithm.h"
@@ -26,9 +27,14 @@ class CallRecording {
   void failed(const std::exception& error);
 
  private:
+  void trace(const char* outcome);
+
   CommunicatorState& state_;
+  const Request& request_;
   FlightRecord* record_ = nullptr;
   bool poisoned_before_;
+  std::int64_t trace_start_ns_ = 0;  // 0: the trace is off
+  Algorithm ran_ = Algorithm::kAuto;
 };
 
 }  // namespace collective::internal

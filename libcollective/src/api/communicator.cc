@@ -10,6 +10,7 @@
 #include "api/dispatch.h"
 #include "core/exclusive_use.h"
 #include "core/flight_recorder.h"
+#include "core/trace.h"
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
@@ -65,6 +66,7 @@ void attach_flight_recorder(CommunicatorState& state) {
   if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
   if (world_group != MPI_GROUP_NULL) MPI_Group_free(&world_group);
   state.flight_recorder = internal::make_flight_recorder(std::move(identity));
+  internal::start_trace_if_requested();
 }
 
 std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operation) {

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/mpi_lifetime.h"
 #include "core/resource_unavailable.h"
+#include "core/trace.h"
 #include "core/validate.h"
 #include "gpu/device_runtime.h"
 #include "gpu/memory_kind.h"
@@ -117,6 +118,7 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
       if (!rejection && selection->algorithm->carries_check(request, state)) {
         request.carried_check = &mine;  // the algorithm makes the check
       } else {
+        const TraceScope traced("cross-rank check");
         check_across_ranks(mine, request, state);
       }
     }
@@ -129,6 +131,7 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
                                            << selection->reason << ")");
     if (state.size == 1) return run_single_rank(request, state.rank);
     try {
+      const TraceScope traced(selection->algorithm->name());
       selection->algorithm->run(request, state);
     } catch (const ResourceUnavailable& shortage) {
       // Every rank learned of the shortage in the same step, before any

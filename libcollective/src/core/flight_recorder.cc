@@ -1,6 +1,7 @@
 #include "core/flight_recorder.h"
 
 #include <fcntl.h>
+#include <time.h>
 #include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
@@ -162,42 +163,51 @@ const char* state_name(CallState state) {
   return "empty";
 }
 
-// A consistent copy of `record`, or false when it is being written.
-bool snapshot(const FlightRecord& record, FlightRecord& copy) {
+// What a dump reads of one record.
+struct RecordCopy {
+  CallState state;
+  Algorithm algorithm, requested;
+  CollectiveKind kind;
+  DataType type;
+  ReduceOp op;
+  std::int32_t root;
+  std::uint64_t sequence, count;
+  std::int64_t start_ns, end_ns;
+};
+
+// A consistent copy of `record`, or false when begin() keeps rewriting it.
+bool snapshot(const FlightRecord& record, RecordCopy& copy) {
   for (int attempt = 0; attempt < 100; ++attempt) {
     const std::uint32_t before = record.version.load(std::memory_order_acquire);
     if (before & 1u) {
       std::this_thread::yield();
       continue;
     }
-    copy.state = record.state;
     copy.kind = record.kind;
     copy.type = record.type;
     copy.op = record.op;
-    copy.algorithm = record.algorithm;
-    copy.requested = record.requested;
     copy.root = record.root;
     copy.sequence = record.sequence;
     copy.count = record.count;
-    copy.start_ns = record.start_ns;
-    copy.end_ns = record.end_ns;
-    std::memcpy(copy.why, record.why, sizeof(copy.why));
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (record.version.load(std::memory_order_relaxed) == before) return true;
+    if (record.version.load(std::memory_order_relaxed) != before) continue;
+    copy.state = record.state.load(std::memory_order_acquire);
+    copy.algorithm = record.algorithm.load(std::memory_order_relaxed);
+    copy.requested = record.requested.load(std::memory_order_relaxed);
+    copy.start_ns = record.start_ns.load(std::memory_order_relaxed);
+    copy.end_ns = record.end_ns.load(std::memory_order_relaxed);
+    return true;
   }
   return false;
 }
 
-// Sequence-lock writers: only the calling thread writes its records.
-void open_write(FlightRecord& record) {
-  record.version.store(record.version.load(std::memory_order_relaxed) + 1,
-                       std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
+std::int64_t coarse_now_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
 }
-void close_write(FlightRecord& record) {
-  record.version.store(record.version.load(std::memory_order_relaxed) + 1,
-                       std::memory_order_release);
-}
+
+constexpr std::size_t kFailureNotes = 8;
 
 }  // namespace
 
@@ -206,53 +216,53 @@ FlightRecorder::FlightRecorder(std::size_t capacity, CommunicatorIdentity identi
 
 FlightRecord& FlightRecorder::begin(const Request& request) {
   FlightRecord& record = records_[request.sequence % records_.size()];
-  open_write(record);
-  record.state = CallState::kStarted;
+  const std::uint32_t version = record.version.load(std::memory_order_relaxed);
+  record.version.store(version + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  record.state.store(CallState::kStarted, std::memory_order_relaxed);
+  record.algorithm.store(Algorithm::kAuto, std::memory_order_relaxed);
+  record.requested.store(request.requested, std::memory_order_relaxed);
   record.kind = request.kind;
   record.type = request.type;
   record.op = request.op;
-  record.algorithm = Algorithm::kAuto;
-  record.requested = request.requested;
   record.root = request.root;
   record.sequence = request.sequence;
   record.count = request.count;
-  record.start_ns = 0;
-  record.end_ns = 0;
-  record.why[0] = '\0';
-  close_write(record);
-  started_.store(request.sequence + 1, std::memory_order_relaxed);
+  record.start_ns.store(0, std::memory_order_relaxed);
+  record.end_ns.store(0, std::memory_order_relaxed);
+  record.version.store(version + 2, std::memory_order_release);
+  started_.store(request.sequence + 1, std::memory_order_release);
   return record;
 }
 
 void FlightRecorder::set_start(FlightRecord& record, Clock::time_point start) {
-  open_write(record);
-  record.start_ns = steady_ns(start);
-  close_write(record);
+  record.start_ns.store(steady_ns(start), std::memory_order_relaxed);
 }
 
 void FlightRecorder::set_algorithm(FlightRecord& record, Algorithm algorithm, Algorithm requested) {
-  open_write(record);
-  record.algorithm = algorithm;
-  record.requested = requested;
-  close_write(record);
+  record.algorithm.store(algorithm, std::memory_order_relaxed);
+  record.requested.store(requested, std::memory_order_relaxed);
 }
 
 void FlightRecorder::finish(FlightRecord& record) {
-  const std::int64_t now = steady_ns(Clock::now());
-  open_write(record);
-  record.end_ns = now;
-  record.state = CallState::kFinished;
-  close_write(record);
+  // The coarse clock may lag the precise start by up to a tick.
+  const std::int64_t start = record.start_ns.load(std::memory_order_relaxed);
+  record.end_ns.store(std::max(coarse_now_ns(), start), std::memory_order_relaxed);
+  record.state.store(CallState::kFinished, std::memory_order_release);
 }
 
 void FlightRecorder::fail(FlightRecord& record, const char* why) {
   const std::int64_t now = steady_ns(Clock::now());
-  open_write(record);
-  if (record.start_ns == 0) record.start_ns = now;  // refused before it started
-  record.end_ns = now;
-  record.state = CallState::kFailed;
-  std::snprintf(record.why, sizeof(record.why), "%s", why);
-  close_write(record);
+  {
+    const std::lock_guard<std::mutex> lock(wait_mutex_);
+    if (failures_.size() == kFailureNotes) failures_.erase(failures_.begin());
+    failures_.push_back(FailureNote{record.sequence, why});
+  }
+  if (record.start_ns.load(std::memory_order_relaxed) == 0) {
+    record.start_ns.store(now, std::memory_order_relaxed);  // refused before it started
+  }
+  record.end_ns.store(now, std::memory_order_relaxed);
+  record.state.store(CallState::kFailed, std::memory_order_release);
 }
 
 void FlightRecorder::note_wait(std::uint64_t sequence, const char* phase,
@@ -269,7 +279,8 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
   out += "{\"id\":";
   std::string id;
   for (std::size_t i = 0; i < identity_.members.size(); ++i) {
-    id += (i > 0 ? "," : "") + std::to_string(identity_.members[i]);
+    if (i > 0) id += ',';
+    id += std::to_string(identity_.members[i]);
   }
   append_string(out, "[" + id + "]#" + std::to_string(identity_.ordinal));
   out += ",\"origin\":";
@@ -300,7 +311,7 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
   out += ",\"calls\":[";
   bool any = false;
   for (std::uint64_t sequence = first; sequence < started; ++sequence) {
-    FlightRecord copy;
+    RecordCopy copy;
     if (!snapshot(records_[sequence % records_.size()], copy)) continue;
     if (copy.state == CallState::kEmpty || copy.sequence != sequence) continue;
     out += any ? ",\n  " : "\n  ";
@@ -333,8 +344,12 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
       out += "null";
     }
     if (copy.state == CallState::kFailed) {
-      out += ",\"why\":";
-      append_escaped(out, copy.why, strnlen(copy.why, sizeof(copy.why)));
+      const std::lock_guard<std::mutex> lock(wait_mutex_);
+      for (const FailureNote& note : failures_) {
+        if (note.sequence != copy.sequence) continue;
+        out += ",\"why\":";
+        append_string(out, note.why);
+      }
     }
     out += '}';
   }

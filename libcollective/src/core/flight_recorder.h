@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <string>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -26,21 +27,30 @@ namespace collective::internal {
 
 enum class CallState : std::uint8_t { kEmpty = 0, kStarted, kFinished, kFailed };
 
-// One call. Plain data between two bumps of `version` (odd while written).
-struct FlightRecord {
+// One call, one cache line. begin() fills it between two bumps of
+// `version` (odd while written); the later single-field updates are
+// atomic stores, so a reader never sees half a value.
+struct alignas(64) FlightRecord {
   std::atomic<std::uint32_t> version{0};
-  CallState state = CallState::kEmpty;
+  std::atomic<CallState> state{CallState::kEmpty};
+  std::atomic<Algorithm> algorithm{Algorithm::kAuto};  // what ran (kAuto: not chosen yet)
+  std::atomic<Algorithm> requested{Algorithm::kAuto};
   CollectiveKind kind = CollectiveKind::kAllReduce;
   DataType type = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
-  Algorithm algorithm = Algorithm::kAuto;  // what ran (kAuto: not chosen yet)
-  Algorithm requested = Algorithm::kAuto;
   std::int32_t root = 0;
   std::uint64_t sequence = 0;
   std::uint64_t count = 0;
-  std::int64_t start_ns = 0;  // steady clock; 0: not started yet
-  std::int64_t end_ns = 0;    // 0: still running
-  char why[160] = {};         // the error of a failed call, cut to fit
+  std::atomic<std::int64_t> start_ns{0};  // steady clock; 0: not started yet
+  // CLOCK_MONOTONIC_COARSE (the steady clock to the kernel's tick, 1-4 ms):
+  // a precise clock read would cost a small call 40 ns (docs/performance.md).
+  std::atomic<std::int64_t> end_ns{0};  // 0: still running
+};
+
+// Why a call failed; kept apart from the records (failures are rare).
+struct FailureNote {
+  std::uint64_t sequence = 0;
+  std::string why;
 };
 
 // Who the communicator is, the same on every member, so that a reader of
@@ -72,7 +82,7 @@ class FlightRecorder {
   static void set_start(FlightRecord& record, Clock::time_point start);
   static void set_algorithm(FlightRecord& record, Algorithm algorithm, Algorithm requested);
   static void finish(FlightRecord& record);
-  static void fail(FlightRecord& record, const char* why);
+  void fail(FlightRecord& record, const char* why);
 
   // Called by a wait loop when a report is due (stall, timeout, a dump
   // request): what the call in flight waits for.
@@ -90,8 +100,9 @@ class FlightRecorder {
   CommunicatorIdentity identity_;
   std::vector<FlightRecord> records_;
   std::atomic<std::uint64_t> started_{0};
-  mutable std::mutex wait_mutex_;
+  mutable std::mutex wait_mutex_;  // guards wait_ and failures_
   WaitNote wait_;
+  std::vector<FailureNote> failures_;  // the last few, oldest first
 };
 
 // Makes the recorder of a new communicator (none when

@@ -1,5 +1,6 @@
 #include "core/wait_guard.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "collective/errors.h"
@@ -98,6 +99,16 @@ void WaitGuard::checkpoint(const Describer& describe) {
   }
   next_check_ = std::min({deadline_, warned_ ? Clock::time_point::max() : warn_at_,
                           next_liveness_check_});
+}
+
+void WaitGuard::end_traced_wait() {
+  // Named after the loop ("wait: ring"); the name must be static, so the
+  // phrase goes in the detail.
+  const std::int64_t last = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               trace_wait_last_.time_since_epoch())
+                               .count();
+  trace_slice("wait", "wait", trace_wait_start_ns_, std::max(last, trace_wait_start_ns_), who_);
+  trace_wait_start_ns_ = 0;
 }
 
 void WaitGuard::note_wait(const WaitTarget& target) const {

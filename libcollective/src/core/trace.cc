@@ -1,0 +1,180 @@
+#include "core/trace.h"
+
+#include <mpi.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/env_params.h"
+#include "core/log.h"
+
+namespace collective::internal {
+namespace trace_detail {
+std::atomic<bool> enabled{false};
+}  // namespace trace_detail
+
+namespace {
+
+struct TraceEvent {
+  const char* name;
+  const char* category;
+  std::int64_t start_ns;
+  std::int64_t end_ns;
+  int tid;
+  char detail[96];
+};
+
+// Formatting and writing wait until this many events are buffered.
+constexpr std::size_t kBatch = 4096;
+
+struct TraceWriter {
+  std::mutex mutex;
+  std::FILE* file = nullptr;
+  std::vector<TraceEvent> events;
+  std::int64_t steady_to_unix_ns = 0;
+  int rank = 0;
+  bool first = true;
+  bool started = false;
+};
+
+TraceWriter& writer() {
+  static TraceWriter* instance = new TraceWriter;  // outlives every static destructor
+  return *instance;
+}
+
+std::atomic<int> g_next_tid{0};
+thread_local int t_tid = -1;
+
+int thread_id() {
+  if (t_tid < 0) t_tid = g_next_tid.fetch_add(1, std::memory_order_relaxed);
+  return t_tid;
+}
+
+void append_json_text(std::string& out, const char* text) {
+  for (const char* c = text; *c != '\0'; ++c) {
+    if (*c == '"' || *c == '\\') out += '\\';
+    if (static_cast<unsigned char>(*c) >= 0x20) out += *c;
+  }
+}
+
+// Formats and writes the buffered events; the caller holds the mutex.
+void flush_locked(TraceWriter& self) {
+  if (self.file == nullptr) {
+    self.events.clear();
+    return;
+  }
+  std::string out;
+  out.reserve(self.events.size() * 200);
+  char number[64];
+  for (const TraceEvent& event : self.events) {
+    out += self.first ? "\n" : ",\n";
+    self.first = false;
+    out += "{\"name\":\"";
+    append_json_text(out, event.name);
+    out += "\",\"cat\":\"";
+    append_json_text(out, event.category);
+    // Microseconds on the Unix time base, so that the ranks' files merge
+    // onto one time line (scripts/merge_traces.py).
+    std::snprintf(number, sizeof(number), "\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f",
+                  static_cast<double>(event.start_ns + self.steady_to_unix_ns) / 1e3,
+                  static_cast<double>(event.end_ns - event.start_ns) / 1e3);
+    out += number;
+    out += ",\"pid\":" + std::to_string(self.rank) + ",\"tid\":" + std::to_string(event.tid);
+    if (event.detail[0] != '\0') {
+      out += ",\"args\":{\"call\":\"";
+      append_json_text(out, event.detail);
+      out += "\"}";
+    }
+    out += '}';
+  }
+  self.events.clear();
+  if (std::fwrite(out.data(), 1, out.size(), self.file) != out.size()) {
+    COLLECTIVE_LOG(kWarn, "COLLECTIVE_TRACE: writing the trace failed; tracing stops");
+    std::fclose(self.file);
+    self.file = nullptr;
+    trace_detail::enabled.store(false, std::memory_order_relaxed);
+  }
+}
+
+void finish_at_exit() { finish_trace(); }
+
+}  // namespace
+
+std::int64_t trace_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             Clock::now().time_since_epoch())
+      .count();
+}
+
+void start_trace_if_requested() {
+  const std::string& directory = env_params().trace_dir;
+  if (directory.empty()) return;
+  TraceWriter& self = writer();
+  const std::lock_guard<std::mutex> lock(self.mutex);
+  if (self.started) return;
+  self.started = true;
+  MPI_Comm_rank(MPI_COMM_WORLD, &self.rank);
+  const std::string path = directory + "/collective_trace." + std::to_string(self.rank) + ".json";
+  self.file = std::fopen(path.c_str(), "w");
+  if (self.file == nullptr) {
+    COLLECTIVE_LOG(kWarn, "COLLECTIVE_TRACE: cannot write " << path << ": " << std::strerror(errno)
+                                                            << "; no trace");
+    return;
+  }
+  self.steady_to_unix_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count() -
+      trace_now_ns();
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  // The JSON array form of the trace-event format: metadata names the
+  // process after the rank; the closing bracket comes at exit (a viewer
+  // also opens a file cut short by a crash).
+  std::fprintf(self.file,
+               "[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d "
+               "(pid %d on %s)\"}},\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
+               "\"args\":{\"sort_index\":%d}}",
+               self.rank, self.rank, static_cast<int>(getpid()), host, self.rank, self.rank);
+  self.first = false;
+  self.events.reserve(kBatch);
+  std::atexit(finish_at_exit);
+  trace_detail::enabled.store(true, std::memory_order_release);
+}
+
+void trace_slice(const char* name, const char* category, std::int64_t start_ns,
+                 std::int64_t end_ns, const char* detail) {
+  TraceWriter& self = writer();
+  const int tid = thread_id();
+  const std::lock_guard<std::mutex> lock(self.mutex);
+  if (self.file == nullptr) return;
+  TraceEvent& event = self.events.emplace_back();
+  event.name = name;
+  event.category = category;
+  event.start_ns = start_ns;
+  event.end_ns = end_ns;
+  event.tid = tid;
+  event.detail[0] = '\0';
+  if (detail != nullptr) std::snprintf(event.detail, sizeof(event.detail), "%s", detail);
+  if (self.events.size() >= kBatch) flush_locked(self);
+}
+
+void finish_trace() {
+  TraceWriter& self = writer();
+  const std::lock_guard<std::mutex> lock(self.mutex);
+  if (self.file == nullptr) return;
+  flush_locked(self);
+  if (self.file == nullptr) return;
+  std::fputs("\n]\n", self.file);
+  std::fclose(self.file);
+  self.file = nullptr;
+  trace_detail::enabled.store(false, std::memory_order_relaxed);
+}
+
+}  // namespace collective::internal
