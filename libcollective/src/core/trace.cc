@@ -37,7 +37,7 @@ struct TraceWriter {
   std::mutex mutex;
   std::FILE* file = nullptr;
   std::vector<TraceEvent> events;
-  std::int64_t steady_to_unix_ns = 0;
+  std::int64_t origin_ns = 0;  // steady clock at the trace's start: ts 0
   int rank = 0;
   bool first = true;
   bool started = false;
@@ -71,7 +71,7 @@ void flush_locked(TraceWriter& self) {
   }
   std::string out;
   out.reserve(self.events.size() * 200);
-  char number[64];
+  char number[128];
   for (const TraceEvent& event : self.events) {
     out += self.first ? "\n" : ",\n";
     self.first = false;
@@ -79,11 +79,14 @@ void flush_locked(TraceWriter& self) {
     append_json_text(out, event.name);
     out += "\",\"cat\":\"";
     append_json_text(out, event.category);
-    // Microseconds on the Unix time base, so that the ranks' files merge
-    // onto one time line (scripts/merge_traces.py).
-    std::snprintf(number, sizeof(number), "\",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f",
-                  static_cast<double>(event.start_ns + self.steady_to_unix_ns) / 1e3,
-                  static_cast<double>(event.end_ns - event.start_ns) / 1e3);
+    // Microseconds since the trace started, exact to the nanosecond (a
+    // Unix time in microseconds would keep only a quarter of one in a
+    // double); the collective_clock metadata event places the start on
+    // the Unix clock, which is how scripts/merge_traces.py aligns ranks.
+    const long long start = event.start_ns - self.origin_ns;
+    const long long duration = event.end_ns - event.start_ns;
+    std::snprintf(number, sizeof(number), "\",\"ph\":\"X\",\"ts\":%lld.%03lld,\"dur\":%lld.%03lld",
+                  start / 1000, start % 1000, duration / 1000, duration % 1000);
     out += number;
     out += ",\"pid\":" + std::to_string(self.rank) + ",\"tid\":" + std::to_string(event.tid);
     if (event.detail[0] != '\0') {
@@ -127,11 +130,10 @@ void start_trace_if_requested() {
                                                             << "; no trace");
     return;
   }
-  self.steady_to_unix_ns =
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count() -
-      trace_now_ns();
+  self.origin_ns = trace_now_ns();
+  const long long unix_origin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                       std::chrono::system_clock::now().time_since_epoch())
+                                       .count();
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   // The JSON array form of the trace-event format: metadata names the
@@ -140,8 +142,10 @@ void start_trace_if_requested() {
   std::fprintf(self.file,
                "[{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"rank %d "
                "(pid %d on %s)\"}},\n{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":%d,"
-               "\"args\":{\"sort_index\":%d}}",
-               self.rank, self.rank, static_cast<int>(getpid()), host, self.rank, self.rank);
+               "\"args\":{\"sort_index\":%d}},\n{\"name\":\"collective_clock\",\"ph\":\"M\","
+               "\"pid\":%d,\"args\":{\"unix_ns_at_ts_0\":%lld}}",
+               self.rank, self.rank, static_cast<int>(getpid()), host, self.rank, self.rank,
+               self.rank, unix_origin_ns);
   self.first = false;
   self.events.reserve(kBatch);
   std::atexit(finish_at_exit);
