@@ -7,12 +7,6 @@
 
 namespace collective::internal {
 
-CallRecording::CallRecording(CommunicatorState& state, const Request& request)
-    : state_(state), request_(request), poisoned_before_(state.poisoned.has_value()) {
-  if (state.flight_recorder) record_ = &state.flight_recorder->begin(request);
-  if (trace_enabled()) trace_start_ns_ = trace_now_ns();
-}
-
 // One slice per collective: "all_reduce", with the call's arguments.
 void CallRecording::trace(const char* outcome) {
   char detail[96];
@@ -22,20 +16,6 @@ void CallRecording::trace(const char* outcome) {
                 to_string(ran_).data(), outcome);
   trace_slice(to_string(request_.kind).data(), "collective", trace_start_ns_, trace_now_ns(),
               detail);
-}
-
-void CallRecording::started(const Request& request) {
-  if (record_ != nullptr) FlightRecorder::set_start(*record_, request.deadline - request.timeout);
-}
-
-void CallRecording::algorithm(Algorithm ran, Algorithm requested) {
-  ran_ = ran;
-  if (record_ != nullptr) FlightRecorder::set_algorithm(*record_, ran, requested);
-}
-
-void CallRecording::finished() {
-  if (record_ != nullptr) FlightRecorder::finish(*record_);
-  if (trace_start_ns_ != 0) trace("");
 }
 
 void CallRecording::failed(const std::exception& error) {

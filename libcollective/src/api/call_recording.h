@@ -10,17 +10,31 @@
 #include "core/communicator_state.h"
 #include "core/flight_recorder.h"
 #include "core/request.h"
+#include "core/trace.h"
 
 namespace collective::internal {
 
 class CallRecording {
  public:
   // After the call claimed the communicator and took its sequence number.
-  CallRecording(CommunicatorState& state, const Request& request);
+  // Inline, like the three below: they run on every call.
+  CallRecording(CommunicatorState& state, const Request& request)
+      : state_(state), request_(request), poisoned_before_(state.poisoned.has_value()) {
+    if (state.flight_recorder) record_ = &state.flight_recorder->begin(request);
+    if (trace_enabled()) trace_start_ns_ = trace_now_ns();
+  }
   // Its deadline is set: the start time is deadline - timeout.
-  void started(const Request& request);
-  void algorithm(Algorithm ran, Algorithm requested);
-  void finished();
+  void started(const Request& request) {
+    if (record_ != nullptr) FlightRecorder::set_start(*record_, request.deadline - request.timeout);
+  }
+  void algorithm(Algorithm ran, Algorithm requested) {
+    ran_ = ran;
+    if (record_ != nullptr) FlightRecorder::set_algorithm(*record_, ran, requested);
+  }
+  void finished() {
+    if (record_ != nullptr) FlightRecorder::finish(*record_);
+    if (trace_start_ns_ != 0) trace("");
+  }
   // Records the failure; dumps every communicator's record for a timeout,
   // a communication failure or an abort that poisons the communicator now,
   // and for a MismatchError (the cross-rank check).

@@ -131,7 +131,7 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
                                            << selection->reason << ")");
     if (state.size == 1) return run_single_rank(request, state.rank);
     try {
-      const TraceScope traced(selection->algorithm->name());
+      const TraceScope traced(trace_enabled() ? selection->algorithm->name() : "");
       selection->algorithm->run(request, state);
     } catch (const ResourceUnavailable& shortage) {
       // Every rank learned of the shortage in the same step, before any

@@ -201,12 +201,6 @@ bool snapshot(const FlightRecord& record, RecordCopy& copy) {
   return false;
 }
 
-std::int64_t coarse_now_ns() {
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-  return static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
-}
-
 constexpr std::size_t kFailureNotes = 8;
 
 }  // namespace
@@ -233,22 +227,6 @@ FlightRecord& FlightRecorder::begin(const Request& request) {
   record.version.store(version + 2, std::memory_order_release);
   started_.store(request.sequence + 1, std::memory_order_release);
   return record;
-}
-
-void FlightRecorder::set_start(FlightRecord& record, Clock::time_point start) {
-  record.start_ns.store(steady_ns(start), std::memory_order_relaxed);
-}
-
-void FlightRecorder::set_algorithm(FlightRecord& record, Algorithm algorithm, Algorithm requested) {
-  record.algorithm.store(algorithm, std::memory_order_relaxed);
-  record.requested.store(requested, std::memory_order_relaxed);
-}
-
-void FlightRecorder::finish(FlightRecord& record) {
-  // The coarse clock may lag the precise start by up to a tick.
-  const std::int64_t start = record.start_ns.load(std::memory_order_relaxed);
-  record.end_ns.store(std::max(coarse_now_ns(), start), std::memory_order_relaxed);
-  record.state.store(CallState::kFinished, std::memory_order_release);
 }
 
 void FlightRecorder::fail(FlightRecord& record, const char* why) {

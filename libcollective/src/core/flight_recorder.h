@@ -10,8 +10,10 @@
 // record caught half written.
 #pragma once
 
+#include <time.h>
+
 #include <atomic>
-#include <string>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -79,9 +81,24 @@ class FlightRecorder {
 
   // The record for `request` (its sequence number set), marked started.
   FlightRecord& begin(const Request& request);
-  static void set_start(FlightRecord& record, Clock::time_point start);
-  static void set_algorithm(FlightRecord& record, Algorithm algorithm, Algorithm requested);
-  static void finish(FlightRecord& record);
+  static void set_start(FlightRecord& record, Clock::time_point start) {
+    record.start_ns.store(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count(),
+        std::memory_order_relaxed);
+  }
+  static void set_algorithm(FlightRecord& record, Algorithm algorithm, Algorithm requested) {
+    record.algorithm.store(algorithm, std::memory_order_relaxed);
+    record.requested.store(requested, std::memory_order_relaxed);
+  }
+  static void finish(FlightRecord& record) {
+    // The coarse clock may lag the precise start by up to a tick.
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+    const std::int64_t end = static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+    const std::int64_t start = record.start_ns.load(std::memory_order_relaxed);
+    record.end_ns.store(end > start ? end : start, std::memory_order_relaxed);
+    record.state.store(CallState::kFinished, std::memory_order_release);
+  }
   void fail(FlightRecord& record, const char* why);
 
   // Called by a wait loop when a report is due (stall, timeout, a dump
