@@ -146,7 +146,8 @@ TEST_F(FlightRecorderTest, RecordsEveryCallWithItsArguments) {
 TEST_F(FlightRecorderTest, KeepsTheLast512Calls) {
   std::int32_t value = 1;
   for (int i = 0; i < 600; ++i) comm.all_reduce(&value, &value, 1, DataType::kInt32);
-  const Value& mine = newest_communicator(read_dump(dump_flight_record(directory)));
+  const Value dump = read_dump(dump_flight_record(directory));
+  const Value& mine = newest_communicator(dump);
   EXPECT_EQ(integer_of(mine, "calls_started"), 600);
   const std::vector<Value>& calls = mine.find("calls")->items();
   ASSERT_EQ(calls.size(), 512u) << "rank " << rank;

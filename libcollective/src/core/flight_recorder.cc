@@ -183,12 +183,12 @@ bool snapshot(const FlightRecord& record, RecordCopy& copy) {
       std::this_thread::yield();
       continue;
     }
-    copy.kind = record.kind;
-    copy.type = record.type;
-    copy.op = record.op;
-    copy.root = record.root;
-    copy.sequence = record.sequence;
-    copy.count = record.count;
+    copy.kind = record.kind.load(std::memory_order_relaxed);
+    copy.type = record.type.load(std::memory_order_relaxed);
+    copy.op = record.op.load(std::memory_order_relaxed);
+    copy.root = record.root.load(std::memory_order_relaxed);
+    copy.sequence = record.sequence.load(std::memory_order_relaxed);
+    copy.count = record.count.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
     if (record.version.load(std::memory_order_relaxed) != before) continue;
     copy.state = record.state.load(std::memory_order_acquire);
@@ -216,12 +216,12 @@ FlightRecord& FlightRecorder::begin(const Request& request) {
   record.state.store(CallState::kStarted, std::memory_order_relaxed);
   record.algorithm.store(Algorithm::kAuto, std::memory_order_relaxed);
   record.requested.store(request.requested, std::memory_order_relaxed);
-  record.kind = request.kind;
-  record.type = request.type;
-  record.op = request.op;
-  record.root = request.root;
-  record.sequence = request.sequence;
-  record.count = request.count;
+  record.kind.store(request.kind, std::memory_order_relaxed);
+  record.type.store(request.type, std::memory_order_relaxed);
+  record.op.store(request.op, std::memory_order_relaxed);
+  record.root.store(request.root, std::memory_order_relaxed);
+  record.sequence.store(request.sequence, std::memory_order_relaxed);
+  record.count.store(request.count, std::memory_order_relaxed);
   record.start_ns.store(0, std::memory_order_relaxed);
   record.end_ns.store(0, std::memory_order_relaxed);
   record.version.store(version + 2, std::memory_order_release);
@@ -234,7 +234,7 @@ void FlightRecorder::fail(FlightRecord& record, const char* why) {
   {
     const std::lock_guard<std::mutex> lock(wait_mutex_);
     if (failures_.size() == kFailureNotes) failures_.erase(failures_.begin());
-    failures_.push_back(FailureNote{record.sequence, why});
+    failures_.push_back(FailureNote{record.sequence.load(std::memory_order_relaxed), why});
   }
   if (record.start_ns.load(std::memory_order_relaxed) == 0) {
     record.start_ns.store(now, std::memory_order_relaxed);  // refused before it started

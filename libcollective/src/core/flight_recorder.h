@@ -30,19 +30,20 @@ namespace collective::internal {
 enum class CallState : std::uint8_t { kEmpty = 0, kStarted, kFinished, kFailed };
 
 // One call, one cache line. begin() fills it between two bumps of
-// `version` (odd while written); the later single-field updates are
-// atomic stores, so a reader never sees half a value.
+// `version` (odd while written), so a reader can tell a consistent copy;
+// every field is an atomic written with relaxed stores (plain stores on
+// x86), so a concurrent reader is never a data race.
 struct alignas(64) FlightRecord {
   std::atomic<std::uint32_t> version{0};
   std::atomic<CallState> state{CallState::kEmpty};
   std::atomic<Algorithm> algorithm{Algorithm::kAuto};  // what ran (kAuto: not chosen yet)
   std::atomic<Algorithm> requested{Algorithm::kAuto};
-  CollectiveKind kind = CollectiveKind::kAllReduce;
-  DataType type = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  std::int32_t root = 0;
-  std::uint64_t sequence = 0;
-  std::uint64_t count = 0;
+  std::atomic<CollectiveKind> kind{CollectiveKind::kAllReduce};
+  std::atomic<DataType> type{DataType::kFloat32};
+  std::atomic<ReduceOp> op{ReduceOp::kSum};
+  std::atomic<std::int32_t> root{0};
+  std::atomic<std::uint64_t> sequence{0};
+  std::atomic<std::uint64_t> count{0};
   std::atomic<std::int64_t> start_ns{0};  // steady clock; 0: not started yet
   // CLOCK_MONOTONIC_COARSE (the steady clock to the kernel's tick, 1-4 ms):
   // a precise clock read would cost a small call 40 ns (docs/performance.md).

@@ -4,11 +4,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/env_params.h"
@@ -30,16 +32,25 @@ struct TraceEvent {
   char detail[96];
 };
 
-// Formatting and writing wait until this many events are buffered.
+// Events are handed to the writer thread in batches of this many; a
+// caller writes them itself only when the writer has fallen this many
+// batches behind (memory stays bounded).
 constexpr std::size_t kBatch = 4096;
+constexpr std::size_t kMostBuffered = 16 * kBatch;
 
+// The calling threads only append events; a writer thread formats and
+// writes them, so a traced call does not wait for the disk.
 struct TraceWriter {
-  std::mutex mutex;
+  std::mutex mutex;  // guards the three below
+  std::condition_variable batch_ready;
+  std::vector<TraceEvent> events;   // being filled
+  std::vector<TraceEvent> pending;  // handed to the writer thread
+  bool open = false;
+  std::mutex file_mutex;  // guards the file and the two below
   std::FILE* file = nullptr;
-  std::vector<TraceEvent> events;
+  bool first = true;
   std::int64_t origin_ns = 0;  // steady clock at the trace's start: ts 0
   int rank = 0;
-  bool first = true;
   bool started = false;
 };
 
@@ -63,16 +74,13 @@ void append_json_text(std::string& out, const char* text) {
   }
 }
 
-// Formats and writes the buffered events; the caller holds the mutex.
-void flush_locked(TraceWriter& self) {
-  if (self.file == nullptr) {
-    self.events.clear();
-    return;
-  }
+// Formats and writes `events`; the caller holds the file mutex.
+void write_events(TraceWriter& self, const std::vector<TraceEvent>& events) {
+  if (self.file == nullptr) return;
   std::string out;
-  out.reserve(self.events.size() * 200);
+  out.reserve(events.size() * 200);
   char number[128];
-  for (const TraceEvent& event : self.events) {
+  for (const TraceEvent& event : events) {
     out += self.first ? "\n" : ",\n";
     self.first = false;
     out += "{\"name\":\"";
@@ -96,12 +104,28 @@ void flush_locked(TraceWriter& self) {
     }
     out += '}';
   }
-  self.events.clear();
   if (std::fwrite(out.data(), 1, out.size(), self.file) != out.size()) {
     COLLECTIVE_LOG(kWarn, "COLLECTIVE_TRACE: writing the trace failed; tracing stops");
     std::fclose(self.file);
     self.file = nullptr;
     trace_detail::enabled.store(false, std::memory_order_relaxed);
+  }
+}
+
+void write_batches() {
+  TraceWriter& self = writer();
+  std::vector<TraceEvent> batch;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(self.mutex);
+      self.batch_ready.wait(lock, [&] { return !self.pending.empty(); });
+      batch.swap(self.pending);
+    }
+    {
+      const std::lock_guard<std::mutex> lock(self.file_mutex);
+      write_events(self, batch);
+    }
+    batch.clear();
   }
 }
 
@@ -119,7 +143,9 @@ void start_trace_if_requested() {
   const std::string& directory = env_params().trace_dir;
   if (directory.empty()) return;
   TraceWriter& self = writer();
-  const std::lock_guard<std::mutex> lock(self.mutex);
+  // Only communicator creation calls this, one thread at a time; the file
+  // mutex keeps it apart from the writer thread all the same.
+  const std::lock_guard<std::mutex> lock(self.file_mutex);
   if (self.started) return;
   self.started = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &self.rank);
@@ -148,6 +174,11 @@ void start_trace_if_requested() {
                self.rank, unix_origin_ns);
   self.first = false;
   self.events.reserve(kBatch);
+  {
+    const std::lock_guard<std::mutex> events_lock(self.mutex);
+    self.open = true;
+  }
+  std::thread(write_batches).detach();
   std::atexit(finish_at_exit);
   trace_detail::enabled.store(true, std::memory_order_release);
 }
@@ -156,8 +187,8 @@ void trace_slice(const char* name, const char* category, std::int64_t start_ns,
                  std::int64_t end_ns, const char* detail) {
   TraceWriter& self = writer();
   const int tid = thread_id();
-  const std::lock_guard<std::mutex> lock(self.mutex);
-  if (self.file == nullptr) return;
+  std::unique_lock<std::mutex> lock(self.mutex);
+  if (!self.open) return;
   TraceEvent& event = self.events.emplace_back();
   event.name = name;
   event.category = category;
@@ -166,14 +197,33 @@ void trace_slice(const char* name, const char* category, std::int64_t start_ns,
   event.tid = tid;
   event.detail[0] = '\0';
   if (detail != nullptr) std::snprintf(event.detail, sizeof(event.detail), "%s", detail);
-  if (self.events.size() >= kBatch) flush_locked(self);
+  if (self.events.size() < kBatch) return;
+  if (self.pending.empty()) {
+    self.pending.swap(self.events);
+    self.batch_ready.notify_one();
+  } else if (self.events.size() >= kMostBuffered) {
+    std::vector<TraceEvent> batch;
+    batch.swap(self.events);
+    lock.unlock();
+    const std::lock_guard<std::mutex> file_lock(self.file_mutex);
+    write_events(self, batch);
+  }
 }
 
 void finish_trace() {
   TraceWriter& self = writer();
-  const std::lock_guard<std::mutex> lock(self.mutex);
-  if (self.file == nullptr) return;
-  flush_locked(self);
+  std::vector<TraceEvent> pending, events;
+  {
+    const std::lock_guard<std::mutex> lock(self.mutex);
+    if (!self.open) return;
+    self.open = false;
+    pending.swap(self.pending);
+    events.swap(self.events);
+  }
+  // After the batch the writer thread may be writing now.
+  const std::lock_guard<std::mutex> file_lock(self.file_mutex);
+  write_events(self, pending);
+  write_events(self, events);
   if (self.file == nullptr) return;
   std::fputs("\n]\n", self.file);
   std::fclose(self.file);
