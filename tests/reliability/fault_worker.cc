@@ -25,7 +25,9 @@
 //   two_comms    two communicators; after 4 calls on each, the victim calls
 //                the second one first, the others the first one
 // The flight-recorder scenarios write their dumps where
-// COLLECTIVE_FLIGHT_RECORDER_DIR says (fault_driver.py, collective_trace).
+// COLLECTIVE_FLIGHT_RECORDER_DIR says (fault_driver.py, collective_trace);
+// after an error their ranks wait 1.5 s before leaving, so that every rank's
+// timeout dumps before mpirun ends the job.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -154,6 +156,11 @@ int main(int argc, char** argv) {
     if (scenario == "loop_return") {
       say("RETURNING rank=" + std::to_string(world_rank));
       return 3;  // Environment's destructor runs
+    }
+    if (scenario == "skip_call" || scenario == "two_comms") {
+      // mpirun ends the job when the first rank exits: the others' own
+      // timeouts, milliseconds later, would then never dump.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     }
     std::_Exit(3);
   }
