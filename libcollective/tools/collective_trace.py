@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """collective_trace: reads the flight-record dumps of every rank of a job
-(collective_flight_record.<rank>.json, docs/errors.md#flight-recorder) and
+(collective_flight_record.<rank>.json, docs/errors.md, "Flight recorder") and
 says which call diverged: the first sequence number, on each communicator,
 at which the ranks disagree on what they called or at which some ranks
 never arrived; which ranks are missing; and what each of them was doing

@@ -70,7 +70,7 @@ struct EnvParams {
   std::string topology_dump;
   std::string rules_file;
 
-  // Diagnosis (docs/errors.md#flight-recorder). COLLECTIVE_FLIGHT_RECORDER:
+  // Diagnosis (docs/errors.md, "Flight recorder"). COLLECTIVE_FLIGHT_RECORDER:
   // calls each communicator remembers (0 turns the recorder off; at most
   // 2^20). COLLECTIVE_FLIGHT_RECORDER_DIR: where dumps go (empty: the
   // working directory). COLLECTIVE_TRACE: a directory for the per-rank

@@ -1,7 +1,7 @@
 // The flight recorder: every communicator remembers its last N calls
 // (COLLECTIVE_FLIGHT_RECORDER, 512 by default, 0 off) in a ring of
 // fixed-size records, and the process writes them all to one file when a
-// call fails, on SIGUSR1, or on demand (docs/errors.md#flight-recorder).
+// call fails, on SIGUSR1, or on demand (docs/errors.md, "Flight recorder").
 //
 // Cost on the hot path: a call fills one record in place (no allocation,
 // no formatting, no lock) and reads the clock once more, at its end. Only

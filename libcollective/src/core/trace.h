@@ -1,8 +1,9 @@
 // The per-rank trace (COLLECTIVE_TRACE=DIR): Chrome trace-event JSON that
 // Perfetto and chrome://tracing open, one slice per collective with nested
-// slices for its phases (docs/performance.md#trace). Off, a scope costs one
-// load of a process-wide flag. On, a slice is a fixed-size event appended
-// under a mutex; events are formatted and written in batches, and at exit.
+// slices for its phases (docs/performance.md, "Flight recorder and
+// trace"). Off, a scope costs one load of a process-wide flag. On, a slice
+// is a fixed-size event appended under a mutex; a writer thread formats
+// and writes them in batches, and the rest at exit.
 #pragma once
 
 #include <atomic>
