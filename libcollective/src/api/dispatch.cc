@@ -1,11 +1,11 @@
 #include "api/dispatch.h"
-#include "api/call_recording.h"
 
 #include <algorithm>
 #include <cstring>
 #include <exception>
 #include <optional>
 
+#include "api/call_recording.h"
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/exclusive_use.h"
