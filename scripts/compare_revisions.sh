@@ -5,7 +5,9 @@
 # 1 is faster). Usage:
 #   scripts/compare_revisions.sh BEFORE_BENCH AFTER_BENCH [ROUNDS=5]
 # with sizes and ranks from SIZES (default "8 67108864") and RANKS
-# (default "2 4"). Build the older revision in a worktree of its own, e.g.
+# (default "2 4"); METRIC=mean compares each run's mean time per call
+# instead of its p50 (the p50 is kept to 10 ns, too coarse at 8 B). Build
+# the older revision in a worktree of its own, e.g.
 #   git worktree add /tmp/before <rev> && cmake -S /tmp/before -B /tmp/before/build \
 #     -DCMAKE_BUILD_TYPE=Release -DCOLLECTIVE_BUILD_TESTS=OFF && cmake --build /tmp/before/build --target collective_bench
 set -euo pipefail
@@ -16,6 +18,8 @@ ranks_list=${RANKS:-"2 4"}
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
 
+column=12  # p50_us
+[[ ${METRIC:-p50} == mean ]] && column=11  # time_us
 iterations_for() { if (($1 <= 65536)); then echo "-n 2000 -w 200"; else echo "-n 10 -w 2"; fi; }
 
 for round in $(seq 1 "$rounds"); do
@@ -29,7 +33,7 @@ for round in $(seq 1 "$rounds"); do
         # shellcheck disable=SC2046
         p50=$(mpirun -np "$ranks" $(binding_for "$ranks") "$bench" -b "$size" -e "$size" \
                 $(iterations_for "$size") --format csv 2>/dev/null |
-              awk -F, '$1 == "collective" && $10 == "false" { print $12 }')
+              awk -F, -v column="$column" '$1 == "collective" && $10 == "false" { print $column }')
         echo "$label $ranks $size $p50" >> "$results"
       done
     done
@@ -42,9 +46,9 @@ runs = {}
 for line in open(sys.argv[1]):
     label, ranks, size, p50 = line.split()
     runs.setdefault((int(ranks), int(size)), {}).setdefault(label, []).append(float(p50))
-print("| ranks | bytes | before p50 (us) | after p50 (us) | after / before | runs |")
+print("| ranks | bytes | before (us) | after (us) | after / before | runs |")
 print("|---|---|---|---|---|---|")
 for (ranks, size), by in sorted(runs.items()):
     b, a = statistics.median(by["before"]), statistics.median(by["after"])
-    print("| %d | %d | %.2f | %.2f | %.3f | %d |" % (ranks, size, b, a, a / b, len(by["before"])))
+    print("| %d | %d | %.3f | %.3f | %.3f | %d |" % (ranks, size, b, a, a / b, len(by["before"])))
 PY

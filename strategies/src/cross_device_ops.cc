@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 
+#include "collective/diagnostics.h"
 #include "collective/errors.h"
 #include "element_math.h"
 #include "log.h"
@@ -28,6 +30,10 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce(
 
 std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
     ReduceOp op, const std::vector<std::vector<const Tensor*>>& values) {
+  const TraceSlice traced("batch_reduce", "strategies",
+                          TraceSlice::enabled()
+                              ? std::string(name()) + ": " + std::to_string(values.size()) + " values"
+                              : std::string());
   // Built only for an error: this is every step's path.
   const auto operation = [this] { return std::string(name()) + ".batch_reduce"; };
   if (static_cast<int>(op) < 0 || static_cast<int>(op) >= kNumReduceOps) {
@@ -107,6 +113,9 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
     while (starts[first_tensor] + sizes[first_tensor] <= pack.first_element) ++first_tensor;
     std::size_t last_tensor = first_tensor;  // the last tensor the pack touches
     while (last_tensor + 1 < sizes.size() && starts[last_tensor + 1] < pack_end) ++last_tensor;
+    const TraceSlice pack_slice("pack", "strategies",
+                                TraceSlice::enabled() ? std::to_string(pack.num_elements) + " elements"
+                                                      : std::string());
 
     // A pack inside one tensor, or any pack of an in-process reduction (no
     // cross-worker call to share, so nothing to gain from one buffer), is
@@ -134,6 +143,8 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
       const std::size_t pack_bytes = pack.num_elements * element;
       std::vector<detail::TensorStorage> staging;
       staging.reserve(replicas);
+      std::optional<TraceSlice> packing;
+      packing.emplace("packing", "strategies");
       for (std::size_t r = 0; r < replicas; ++r) {
         staging.emplace_back(pack_bytes);
         for (std::size_t j = first_tensor; j <= last_tensor; ++j) {
@@ -145,6 +156,7 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
         }
         inputs[r] = staging[r].data();
       }
+      packing.reset();
       detail::TensorStorage packed_output;
       std::byte* output = staging[0].data();
       if (replicas == 1) {
@@ -155,6 +167,7 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
         reduce_replica_buffers(op, type, inputs, output, pack.num_elements);
         reduce_pack_across_workers(op, type, output, pack.num_elements);
       }
+      const TraceSlice unpacking("unpacking", "strategies");
       for (std::size_t j = first_tensor; j <= last_tensor; ++j) {
         const std::size_t from = std::max(pack.first_element, starts[j]);
         const std::size_t to = std::min(pack_end, starts[j] + sizes[j]);

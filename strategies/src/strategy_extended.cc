@@ -7,6 +7,7 @@
 #include "collective/distribute/replica_context.h"
 #include "collective/distribute/strategy.h"
 #include "collective/distribute/variable.h"
+#include "collective/diagnostics.h"
 #include "collective/errors.h"
 #include "context_stack.h"
 #include "replica_run.h"
@@ -211,6 +212,8 @@ void StrategyExtended::call_for_each_replica(const std::function<void(int)>& fn)
   const std::function<void(int)> body = [&](int replica) {
     const std::size_t r = static_cast<std::size_t>(replica);
     detail::FrameGuard frame_guard(ContextFrame::Kind::kReplica, impl.strategy, contexts[r].get());
+    const TraceSlice traced("replica function", "strategies",
+                            TraceSlice::enabled() ? "replica " + std::to_string(replica) : "");
     try {
       fn(replica);
       run.rendezvous().replica_finished(replica, false);

@@ -58,6 +58,11 @@ TEST(EnvParamsTest, AcceptedValues) {
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "memory"}}).shm_handoff, Handoff::kThroughMemory);
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "cache"}}).shm_handoff, Handoff::kThroughCache);
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "auto"}}).shm_handoff, std::nullopt);
+  EXPECT_EQ(parse({}).flight_recorder_calls, 512u);
+  EXPECT_EQ(parse({{"COLLECTIVE_FLIGHT_RECORDER", "0"}}).flight_recorder_calls, 0u);
+  EXPECT_EQ(parse({{"COLLECTIVE_FLIGHT_RECORDER", "1048576"}}).flight_recorder_calls, 1048576u);
+  EXPECT_EQ(parse({{"COLLECTIVE_FLIGHT_RECORDER_DIR", "/tmp/x"}}).flight_recorder_dir, "/tmp/x");
+  EXPECT_EQ(parse({{"COLLECTIVE_TRACE", "/tmp/t"}}).trace_dir, "/tmp/t");
 }
 
 TEST(EnvParamsTest, RefusedValues) {
@@ -76,6 +81,9 @@ TEST(EnvParamsTest, RefusedValues) {
     expect_refused("COLLECTIVE_RING_PIPELINE_DEPTH", value);
   }
   expect_refused("COLLECTIVE_ALGORITHM", "fastest");
+  for (const char* value : {"-1", "1048577", "2.5", "lots", "08"}) {
+    expect_refused("COLLECTIVE_FLIGHT_RECORDER", value);
+  }
   for (const char* value : {"Memory", "nt", "cache "}) expect_refused("COLLECTIVE_SHM_HANDOFF", value);
   // Issue 13: these were accepted silently (read outside the one parser).
   for (const char* value : {"avx512", "Generic", "avx2"}) expect_refused("COLLECTIVE_KERNELS", value);

@@ -13,11 +13,14 @@ the failure took to surface (from the harm to the survivors' last error, or
 to mpirun's exit when mpirun tears the job down)."""
 
 import argparse
+import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -33,8 +36,9 @@ class Failure(Exception):
 class MpiRun:
     """mpirun with its stdout and stderr collected line by line, with times."""
 
-    def __init__(self, args, worker_args, timeout_s, recovery=False, validate=True):
+    def __init__(self, args, worker_args, timeout_s, recovery=False, validate=True, extra_env=None):
         env = dict(os.environ)
+        env.update(extra_env or {})
         env.update({
             "OMPI_ALLOW_RUN_AS_ROOT": "1",
             "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
@@ -399,6 +403,154 @@ def exit_clean(args):
         finish(run)
 
 
+# Flight recorder (issue 18): real dumps from real hangs and mismatches,
+# read back by collective_trace, whose verdict is asserted.
+
+def trace_verdict(args, directory, expect_files):
+    files = sorted(f for f in os.listdir(directory) if f.startswith("collective_flight_record."))
+    if len(files) != expect_files:
+        raise Failure("expected %d dumps in %s, found %s" % (expect_files, directory, files))
+    for name in files:
+        with open(os.path.join(directory, name)) as text:
+            dump = json.load(text)
+        if dump["format"] != "collective-flight-record" or dump["version"] != 1:
+            raise Failure("%s: unexpected format %r %r" % (name, dump["format"], dump["version"]))
+    tool = [sys.executable, args.trace_tool, directory]
+    text = subprocess.run(tool, capture_output=True, text=True, timeout=30)
+    print("$ collective_trace %s (exit %d)" % (directory, text.returncode))
+    for line in text.stdout.splitlines():
+        print("  | " + line)
+    verdict = subprocess.run(tool + ["--json"], capture_output=True, text=True, timeout=30)
+    if verdict.returncode != 1:
+        raise Failure("collective_trace exited %d, expected 1 (a divergence): %s" %
+                      (verdict.returncode, verdict.stderr))
+    return json.loads(verdict.stdout), text.stdout
+
+
+def expect_in(needle, text, what):
+    if needle not in text:
+        raise Failure("%s: '%s' missing from:\n%s" % (what, needle, text))
+
+
+def every_rank_error(run, error_class, within_s):
+    found = run.wait_for(r"ERROR rank=(\d+) class=(\w+) ", RANKS, within_s, what="an ERROR from every rank")
+    for _, match in found:
+        if match.group(2) != error_class:
+            raise Failure("rank %s raised %s, expected %s" % (match.group(1), match.group(2), error_class))
+
+
+def flight_skip_call(args, directory):
+    # Rank 1 skips call #20 (an all_reduce): its #20 is the others' #21, a
+    # broadcast; every rank raises MismatchError and dumps.
+    run = MpiRun(args, ["skip_call", VICTIM], timeout_s=20,
+                 extra_env={"COLLECTIVE_FLIGHT_RECORDER_DIR": directory})
+    try:
+        run.wait_ready()
+        every_rank_error(run, "MismatchError", 30)
+        run.wait_exit(20)
+    finally:
+        finish(run)
+    verdict, text = trace_verdict(args, directory, RANKS)
+    first = verdict["verdicts"][0]
+    if (first["kind"], first["sequence"]) != ("mismatch", 20):
+        raise Failure("verdict %s #%s, expected mismatch at #20" % (first["kind"], first["sequence"]))
+    groups = {tuple(g["ranks"]): g["call"] for g in first["groups"]}
+    if groups != {(0, 2): "all_reduce count=1024 float32 op=sum", (1,): "broadcast count=16 int32 root=0"}:
+        raise Failure("unexpected groups %s" % groups)
+    expect_in("DIVERGED at [0,1,2]#0 #20 (mismatch)", text, "collective_trace")
+    expect_in("ranks 0 and 2 called all_reduce count=1024 float32 op=sum; rank 1 called broadcast",
+              text, "collective_trace")
+    return "every rank dumped on MismatchError; collective_trace: diverged at #20, rank 1 called broadcast"
+
+
+def flight_two_comms(args, directory):
+    # Rank 1 calls two communicators in the other order: each side waits
+    # on one communicator for the ranks that wait on the other; every rank
+    # times out and dumps.
+    run = MpiRun(args, ["two_comms", VICTIM], timeout_s=2,
+                 extra_env={"COLLECTIVE_FLIGHT_RECORDER_DIR": directory})
+    try:
+        run.wait_ready()
+        every_rank_error(run, "TimeoutError", 30)
+        run.wait_exit(20)
+    finally:
+        finish(run)
+    verdict, text = trace_verdict(args, directory, RANKS)
+    found = {(v["communicator"], v["sequence"]): v for v in verdict["verdicts"]}
+    first, second = found.get(("[0,1,2]#0", 4)), found.get(("[0,1,2]#1", 4))
+    if not first or not second:
+        raise Failure("expected verdicts at #4 on both communicators, got %s" % sorted(found))
+    if first["missing"] != [1] or second["missing"] != [0, 2]:
+        raise Failure("missing %s and %s, expected [1] and [0, 2]" % (first["missing"], second["missing"]))
+    if "all_reduce #4 on communicator [0,1,2]#1" not in first["instead"]["1"]:
+        raise Failure("rank 1's activity not named: %s" % first["instead"])
+    if not verdict["deadlock"]:
+        raise Failure("no deadlock reported")
+    expect_in("DEADLOCK: ranks 0 and 2 wait on [0,1,2]#0 for rank 1, who wait on [0,1,2]#1 for "
+              "ranks 0 and 2", text, "collective_trace")
+    return "every rank timed out and dumped; collective_trace: #4 on both communicators, deadlock named"
+
+
+def wait_files(directory, count, within_s):
+    deadline = time.time() + within_s
+    while time.time() < deadline:
+        names = [f for f in os.listdir(directory) if f.endswith(".json")]
+        if len(names) >= count:
+            return names
+        time.sleep(0.02)
+    raise Failure("%d dumps not written within %.0f s: %s" % (count, within_s, os.listdir(directory)))
+
+
+def flight_stop_signal(args, directory):
+    # SIGUSR1 dumps every rank of a healthy run without disturbing it; with
+    # rank 1 stopped, the others' dumps show the call they wait in and name
+    # rank 1; after SIGCONT every rank finishes with correct results.
+    run = MpiRun(args, ["loop", VICTIM, 4], timeout_s=20,
+                 extra_env={"COLLECTIVE_FLIGHT_RECORDER_DIR": directory})
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
+        for pid in run.pids.values():
+            os.kill(pid, signal.SIGUSR1)
+        wait_files(directory, RANKS, 5)
+        for name in os.listdir(directory):
+            os.unlink(os.path.join(directory, name))
+        os.kill(run.pids[VICTIM], signal.SIGSTOP)
+        time.sleep(0.5)
+        for rank in survivors():
+            os.kill(run.pids[rank], signal.SIGUSR1)
+        wait_files(directory, len(survivors()), 5)
+        time.sleep(0.1)
+        os.kill(run.pids[VICTIM], signal.SIGCONT)
+        run.wait_for(r"DONE rank=\d+", RANKS, 30, what="DONE from every rank")
+        if run.wait_exit(20) != 0:
+            raise Failure("mpirun failed after SIGUSR1 and SIGSTOP/SIGCONT")
+        if run.matching(r"ERROR|WRONG"):
+            raise Failure("an error after SIGUSR1")
+    finally:
+        finish(run)
+    verdict, text = trace_verdict(args, directory, len(survivors()))
+    first = verdict["verdicts"][0]
+    if first["kind"] != "missing" or first["missing"] != [VICTIM] or first["no_dump"] != [VICTIM]:
+        raise Failure("unexpected verdict %s" % first)
+    expect_in("no dump from rank 1", text, "collective_trace")
+    expect_in("waiting for rank 1", text, "collective_trace")
+    return ("SIGUSR1 dumped every rank without disturbing the run; with rank 1 stopped the others' "
+            "dumps name it; collective_trace names rank 1")
+
+
+def flight(scenario):
+    def run(args):
+        if not args.trace_tool:
+            raise Failure("--trace-tool is required")
+        directory = tempfile.mkdtemp(prefix="flight-")
+        try:
+            return scenario(args, directory)
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+    return run
+
+
 def finish(run):
     failing = sys.exc_info()[0] is not None
     for (_, stream, text) in run.lines:
@@ -424,6 +576,9 @@ SCENARIOS = {
     "exit_abrupt": lambda a: exit_abrupt(a, recovery=False),
     "exit_abrupt_recovery": lambda a: exit_abrupt(a, recovery=True),
     "exit_clean": exit_clean,
+    "flight_skip_call": flight(flight_skip_call),
+    "flight_two_comms": flight(flight_two_comms),
+    "flight_stop_signal": flight(flight_stop_signal),
 }
 
 
@@ -431,6 +586,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--mpiexec", required=True)
     parser.add_argument("--worker", required=True)
+    parser.add_argument("--trace-tool", help="collective_trace (the flight_* scenarios)")
     parser.add_argument("scenario", choices=sorted(SCENARIOS) + ["all"])
     args = parser.parse_args()
     names = sorted(SCENARIOS) if args.scenario == "all" else [args.scenario]

@@ -20,6 +20,14 @@
 //   loop_return  as loop, but a rank that fails returns from main (printing
 //                RETURNING) instead of _exit(3): Environment's destructor
 //                must end the process within a bound
+//   skip_call    30 calls alternating all_reduce and broadcast; the victim
+//                skips call #20 (the ranks then disagree at #20)
+//   two_comms    two communicators; after 4 calls on each, the victim calls
+//                the second one first, the others the first one
+// The flight-recorder scenarios write their dumps where
+// COLLECTIVE_FLIGHT_RECORDER_DIR says (fault_driver.py, collective_trace);
+// after an error their ranks wait 1.5 s before leaving, so that every rank's
+// timeout dumps before mpirun ends the job.
 #include <mpi.h>
 #include <unistd.h>
 
@@ -87,6 +95,28 @@ int main(int argc, char** argv) {
       data = static_cast<float*>(comm.allocate(owned.size() * sizeof(float)));
     }
     std::span<float> values(data, owned.size());
+    if (scenario == "skip_call" || scenario == "two_comms") {
+      auto other = collective::Communicator::world();
+      std::vector<std::int32_t> small(16, rank);
+      for (int call = 0; call < 30; ++call) {
+        if (scenario == "skip_call") {
+          if (is_victim && call == 20) continue;
+          if (call % 2 == 0) {
+            comm.all_reduce(values.data(), values.data(), values.size(),
+                            collective::DataType::kFloat32);
+          } else {
+            comm.broadcast(std::span<std::int32_t>(small));
+          }
+        } else {
+          const bool swapped = is_victim && call >= 4;
+          (swapped ? other : comm).all_reduce(std::span<float>(values));
+          (swapped ? comm : other).all_reduce(std::span<float>(values));
+        }
+        ++calls;
+      }
+      say("DONE rank=" + std::to_string(rank) + " calls=" + std::to_string(calls));
+      return 0;
+    }
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
       for (int i = 0; i < 100; ++i) {
@@ -126,6 +156,11 @@ int main(int argc, char** argv) {
     if (scenario == "loop_return") {
       say("RETURNING rank=" + std::to_string(world_rank));
       return 3;  // Environment's destructor runs
+    }
+    if (scenario == "skip_call" || scenario == "two_comms") {
+      // mpirun ends the job when the first rank exits: the others' own
+      // timeouts, milliseconds later, would then never dump.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     }
     std::_Exit(3);
   }

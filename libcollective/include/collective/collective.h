@@ -3,6 +3,7 @@
 
 #include "collective/algorithm.h"
 #include "collective/communicator.h"
+#include "collective/diagnostics.h"
 #include "collective/environment.h"
 #include "collective/errors.h"
 #include "collective/options.h"

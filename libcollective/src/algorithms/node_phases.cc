@@ -8,6 +8,7 @@
 #include "kernels/multi_source_reduce.h"
 #include "transport/shm/shared_allocation.h"
 #include "kernels/streaming_copy.h"
+#include "core/trace.h"
 
 namespace collective::internal {
 namespace {
@@ -67,6 +68,7 @@ std::byte* bytes_at(void* base, std::size_t elements, std::size_t element) {
 // it owns none.
 void stage_input(NodeSegment& segment, const Pieces& pieces, std::size_t k, std::uint64_t round,
                  const void* input, std::size_t element, Handoff handoff) {
+  const TraceScope traced("shm copy-in");
   std::byte* stage = segment.staging(segment.local_rank(), round);
   const CopyFunction copy = slot_copy(handoff);
   for (int j = 0; j < pieces.layout.owners(); ++j) {
@@ -101,6 +103,7 @@ void reduce_own_piece(const NodeWork& work, const Pieces& pieces, std::size_t k,
             ? in_place + begin * element
             : segment.staging(q, round) + static_cast<std::size_t>(r) * pieces.piece * element;
   }
+  const TraceScope traced("shm reduce");
   reduce_sources(destination, sources.data(), segment.local_size(), length, work.type, work.op,
                  work.divisor);
 }
@@ -159,8 +162,11 @@ void all_reduce_small(const NodeWork& work, const void* input, void* output, std
       segment.wait(q, Flag::kPosted, round, work.request);
       sources[q] = segment.staging(q, round);
     }
-    reduce_sources(bytes_at(output, first, element), sources, ranks, length, work.type, work.op,
-                   work.divisor);
+    {
+      const TraceScope traced("shm reduce");
+      reduce_sources(bytes_at(output, first, element), sources, ranks, length, work.type, work.op,
+                     work.divisor);
+    }
     segment.finish_round(round);
   }
 }
@@ -182,7 +188,10 @@ void node_all_reduce_boxes(const NodeWork& work, std::uint64_t round, const void
     segment.wait_inline(q, round, work.request);
     sources[q] = segment.inline_data(q, round);
   }
-  reduce_sources(output, sources, ranks, count, work.type, work.op, work.divisor);
+  {
+    const TraceScope traced("shm reduce");
+    reduce_sources(output, sources, ranks, count, work.type, work.op, work.divisor);
+  }
   segment.finish_round(round);
 }
 
@@ -297,6 +306,7 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
     }
     // Copy out: every owner reduced the round.
     if (next_gather < next_reduce && all_reached(Flag::kReduced, next_gather)) {
+      const TraceScope traced("shm copy-out");
       const std::size_t k = next_gather - first;
       const std::byte* results = segment.result(next_gather);
       for (int j = 0; j < ranks; ++j) {

@@ -6,6 +6,7 @@
 #include "kernels/multi_source_reduce.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
+#include "core/trace.h"
 #include "validation/cross_rank_check.h"
 
 namespace collective::internal {
@@ -39,6 +40,7 @@ void all_reduce(const Request& request, CommunicatorState& state) {
   }
 
   for (int mask = 1; mask < power; mask <<= 1) {
+    const TraceScope traced("recursive doubling round");
     const int partner_virtual = virtual_rank ^ mask;
     const int partner =
         partner_virtual < extra ? partner_virtual * 2 + 1 : partner_virtual + extra;

@@ -10,6 +10,7 @@
 #include "core/env_params.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
+#include "core/trace.h"
 
 namespace collective::internal {
 namespace {
@@ -168,6 +169,7 @@ class RingRun {
   void reduce_scatter_phase(const ChunkLayout& layout, const std::byte* input,
                             const PartialSums& partials, std::byte* own_result,
                             const SegmentDone& on_own_segment) {
+    const TraceScope traced("ring reduce-scatter");
     const int steps = p_ - 1;
     auto sent_chunk = [&](int step) { return ring_index(r_ - step - 1, p_); };
     auto received_chunk = [&](int step) { return ring_index(r_ - step - 2, p_); };
@@ -245,8 +247,11 @@ class RingRun {
         }
       }
       const int divisor = last_step && request_.op == ReduceOp::kMean ? p_ : 1;
-      reduce_buffers(destination, own_input, slots + slot * slot_bytes, length, request_.type,
-                     request_.op, divisor);
+      {
+        const TraceScope reducing("reduce");
+        reduce_buffers(destination, own_input, slots + slot * slot_bytes, length, request_.type,
+                       request_.op, divisor);
+      }
       post_next(slot);
       if (!last_step) {
         const auto handle = exchange_.send(destination, length * element_, next_,
@@ -266,6 +271,7 @@ class RingRun {
   // The p-1 all-gather steps: at step s this rank sends chunk r-s and
   // receives chunk r-s-1, straight into `output`, forwarding it next step.
   void all_gather_phase(const ChunkLayout& layout, std::byte* output, bool own_chunk_sent) {
+    const TraceScope traced("ring all-gather");
     const int steps = p_ - 1;
     auto chunk_segment = [&](int chunk, std::size_t j) {
       return output + (layout.offset(chunk) + segmentation_.begin(j)) * element_;

@@ -9,6 +9,8 @@
 #include "core/communicator_state.h"
 #include "api/dispatch.h"
 #include "core/exclusive_use.h"
+#include "core/flight_recorder.h"
+#include "core/trace.h"
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
@@ -44,6 +46,29 @@ void wait_for_all_ranks(MPI_Request& request, const char* operation, int rank,
   }
 }
 
+// The communicator's flight recorder (core/flight_recorder.h), named by
+// its members' world ranks so that every member's dump names it alike.
+void attach_flight_recorder(CommunicatorState& state) {
+  internal::CommunicatorIdentity identity;
+  identity.origin = state.origin;
+  identity.rank = state.rank;
+  identity.size = state.size;
+  std::vector<int> ranks(static_cast<std::size_t>(state.size));
+  for (int r = 0; r < state.size; ++r) ranks[static_cast<std::size_t>(r)] = r;
+  identity.members.assign(ranks.size(), MPI_UNDEFINED);
+  MPI_Group group = MPI_GROUP_NULL;
+  MPI_Group world_group = MPI_GROUP_NULL;
+  if (MPI_Comm_group(state.comm, &group) == MPI_SUCCESS &&
+      MPI_Comm_group(MPI_COMM_WORLD, &world_group) == MPI_SUCCESS) {
+    MPI_Group_translate_ranks(group, state.size, ranks.data(), world_group,
+                              identity.members.data());
+  }
+  if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
+  if (world_group != MPI_GROUP_NULL) MPI_Group_free(&world_group);
+  state.flight_recorder = internal::make_flight_recorder(std::move(identity));
+  internal::start_trace_if_requested();
+}
+
 std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operation) {
   MPI_Comm copy = MPI_COMM_NULL;
   // MPI_COMM_WORLD's default handler aborts; ask for return codes on the
@@ -59,6 +84,7 @@ std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operat
   wait_for_all_ranks(request, operation, rank, "MPI_Comm_idup");
   auto state = std::make_shared<CommunicatorState>(copy, operation);
   internal::attach_topology(*state, operation);
+  attach_flight_recorder(*state);
   return state;
 }
 
@@ -159,6 +185,7 @@ Communicator Communicator::split(int color, int key) const {
   }
   auto state = std::make_shared<CommunicatorState>(child, kOperation);
   internal::attach_topology(*state, kOperation);
+  attach_flight_recorder(*state);
   return Communicator(std::move(state));
 }
 

@@ -5,6 +5,7 @@
 #include <exception>
 #include <optional>
 
+#include "api/call_recording.h"
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/exclusive_use.h"
@@ -12,6 +13,7 @@
 #include "core/log.h"
 #include "core/mpi_lifetime.h"
 #include "core/resource_unavailable.h"
+#include "core/trace.h"
 #include "core/validate.h"
 #include "gpu/device_runtime.h"
 #include "gpu/memory_kind.h"
@@ -55,12 +57,9 @@ void run_single_rank(const Request& request, int rank) {
   }
 }
 
-}  // namespace
-
-void run_collective(CommunicatorState& state, Request& request, const CommonOptions& options) {
-  ExclusiveUse exclusive(state, request.kind);
-  request.sequence = state.next_sequence++;
-  exclusive.started(request.sequence);
+// The call after it claimed the communicator and took its sequence number.
+void run_claimed(CommunicatorState& state, Request& request, const CommonOptions& options,
+                 CallRecording& recording) {
   if (state.size == 0) {
     throw InvalidArgumentError(request.label(), -1,
                                "the communicator is null: this rank passed "
@@ -99,6 +98,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
     // their supports(), so device buffers reach NCCL or an UnsupportedError.
     request.memory = gpu::resolve_memory_kind(request, state.rank);
     selection = select_algorithm(request, state);
+    recording.algorithm(selection->algorithm->id(), request.requested);
   } catch (const Error& error) {
     if (!params.validate || state.size == 1) throw;
     rejection = std::current_exception();
@@ -109,6 +109,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
   // One deadline bounds the whole call: the check and the algorithm.
   if (request.timeout.count() <= 0) request.timeout = params.timeout;
   request.deadline = Clock::now() + request.timeout;
+  recording.started(request);
   try {
     CallFingerprint mine;
     if (params.validate && state.size > 1) {
@@ -117,6 +118,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
       if (!rejection && selection->algorithm->carries_check(request, state)) {
         request.carried_check = &mine;  // the algorithm makes the check
       } else {
+        const TraceScope traced("cross-rank check");
         check_across_ranks(mine, request, state);
       }
     }
@@ -129,6 +131,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
                                            << selection->reason << ")");
     if (state.size == 1) return run_single_rank(request, state.rank);
     try {
+      const TraceScope traced(trace_enabled() ? selection->algorithm->name() : "");
       selection->algorithm->run(request, state);
     } catch (const ResourceUnavailable& shortage) {
       // Every rank learned of the shortage in the same step, before any
@@ -143,6 +146,7 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
                                 << "); AUTO serves this and later calls without it, this one with "
                                 << fallback.algorithm->name());
       state.last_algorithm = fallback.algorithm->id();
+      recording.algorithm(state.last_algorithm, request.requested);
       request.carried_check = nullptr;  // the cross-rank check was made before the run
       fallback.algorithm->run(request, state);
     }
@@ -154,6 +158,22 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
     record_communication_failure(error.what());
     throw;
   }
+}
+
+}  // namespace
+
+void run_collective(CommunicatorState& state, Request& request, const CommonOptions& options) {
+  ExclusiveUse exclusive(state, request.kind);
+  request.sequence = state.next_sequence++;
+  exclusive.started(request.sequence);
+  CallRecording recording(state, request);
+  try {
+    run_claimed(state, request, options, recording);
+  } catch (const std::exception& error) {
+    recording.failed(error);
+    throw;
+  }
+  recording.finished();
 }
 
 Algorithm resolve_algorithm(const CommunicatorState& state, Request request,

@@ -24,6 +24,7 @@
 namespace collective::internal {
 
 class CollectiveAlgorithm;
+class FlightRecorder;
 
 // One remembered AUTO decision (selection/selector.cc). A decision depends
 // only on the call's shape, the topology and the rules, all fixed for the
@@ -114,6 +115,10 @@ struct CommunicatorState {
   // NCCL's communicators, algorithms/nccl/nccl_resources.h). Released first
   // by release().
   ResourceSlots resources;
+
+  // The last calls (core/flight_recorder.h); null when the recorder is off
+  // and on internal states that run no call of their own.
+  std::shared_ptr<FlightRecorder> flight_recorder;
 
  private:
   void learn_peers(const char* operation);

@@ -181,6 +181,18 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
   if (const char* value = lookup_set(lookup, "COLLECTIVE_TOPOLOGY_FILE")) params.topology_file = value;
   if (const char* value = lookup_set(lookup, "COLLECTIVE_TOPOLOGY_DUMP")) params.topology_dump = value;
   if (const char* value = lookup_set(lookup, "COLLECTIVE_RULES_FILE")) params.rules_file = value;
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_FLIGHT_RECORDER")) {
+    const std::string expected = "a number of calls in 0..1048576 (0 turns the recorder off)";
+    const double calls = read_number("COLLECTIVE_FLIGHT_RECORDER", value, 0, 1 << 20, expected);
+    params.flight_recorder_calls = static_cast<std::size_t>(calls);
+    if (std::to_string(params.flight_recorder_calls) != value) {
+      bad_value("COLLECTIVE_FLIGHT_RECORDER", value, expected);
+    }
+  }
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_FLIGHT_RECORDER_DIR")) {
+    params.flight_recorder_dir = value;
+  }
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_TRACE")) params.trace_dir = value;
   return params;
 }
 

@@ -69,6 +69,15 @@ struct EnvParams {
   std::string topology_file;
   std::string topology_dump;
   std::string rules_file;
+
+  // Diagnosis (docs/errors.md, "Flight recorder"). COLLECTIVE_FLIGHT_RECORDER:
+  // calls each communicator remembers (0 turns the recorder off; at most
+  // 2^20). COLLECTIVE_FLIGHT_RECORDER_DIR: where dumps go (empty: the
+  // working directory). COLLECTIVE_TRACE: a directory for the per-rank
+  // Chrome trace (empty: no trace).
+  std::size_t flight_recorder_calls = 512;
+  std::string flight_recorder_dir;
+  std::string trace_dir;
 };
 
 // Looks up one variable: the value, or nullptr when unset.

@@ -1,5 +1,6 @@
 #include "core/wait_guard.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "collective/errors.h"
@@ -29,6 +30,7 @@ WaitGuard::WaitGuard(const Request& request, const CommunicatorState& state, con
       timeout_(request.timeout),
       start_(request.deadline - request.timeout),
       deadline_(request.deadline) {
+  if (state.flight_recorder) dump_generation_seen_ = &state.flight_recorder->dump_generation_seen;
   const double fraction = env_params().stall_warning_fraction;
   warn_at_ = fraction > 0 ? start_ + std::chrono::duration_cast<Clock::duration>(timeout_ * fraction)
                           : Clock::time_point::max();
@@ -99,6 +101,26 @@ void WaitGuard::checkpoint(const Describer& describe) {
                           next_liveness_check_});
 }
 
+void WaitGuard::end_traced_wait() {
+  // Named after the loop ("wait: ring"); the name must be static, so the
+  // phrase goes in the detail.
+  const std::int64_t last = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               trace_wait_last_.time_since_epoch())
+                               .count();
+  trace_slice("wait", "wait", trace_wait_start_ns_, std::max(last, trace_wait_start_ns_), who_);
+  trace_wait_start_ns_ = 0;
+}
+
+void WaitGuard::note_wait(const WaitTarget& target) const {
+  if (request_ == nullptr || state_ == nullptr || !state_->flight_recorder) return;
+  state_->flight_recorder->note_wait(request_->sequence, who_, target.ranks, target.what);
+}
+
+void WaitGuard::answer_dump_request(const Describer& describe) {
+  dump_generation_seen_->store(dump_request_generation(), std::memory_order_relaxed);
+  note_wait(describe());
+}
+
 void WaitGuard::fail_abort() const {
   const std::string reason = state_->abort_reason();
   const CommunicationError error(label(), rank_, "aborted by Communicator::abort while " +
@@ -108,6 +130,7 @@ void WaitGuard::fail_abort() const {
 }
 
 void WaitGuard::fail_timeout(const WaitTarget& target) const {
+  note_wait(target);
   std::ostringstream cause;
   cause << "timed out after " << seconds(timeout_) << " s (" << who_ << ") waiting for ";
   if (!target.ranks.empty()) cause << ranks_text(target.ranks) << ": ";
@@ -120,6 +143,7 @@ void WaitGuard::fail_timeout(const WaitTarget& target) const {
 }
 
 void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget& target) const {
+  note_wait(target);
   // Every dead rank is named: a survivor that already failed and left may
   // be among them, next to the rank that died first.
   std::ostringstream cause;
@@ -139,6 +163,7 @@ void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget&
 }
 
 void WaitGuard::warn_stall(const WaitTarget& target, Clock::time_point now) const {
+  note_wait(target);
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_);
   COLLECTIVE_LOG(kWarn, label() << ": stalled for " << seconds(waited) << " s of the "
                                 << seconds(timeout_) << " s timeout (" << who_

@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "core/communicator_state.h"
+#include "core/flight_recorder.h"
 #include "core/request.h"
+#include "core/trace.h"
 
 namespace collective::internal {
 
@@ -46,7 +48,15 @@ class WaitGuard {
             const CommunicatorState* state, const char* who);
 
   // Starts a new wait: the first polls spin without yielding.
-  void begin_wait() { polls_ = 0; }
+  void begin_wait() {
+    if (trace_wait_start_ns_ != 0) end_traced_wait();
+    polls_ = 0;
+  }
+  ~WaitGuard() {
+    if (trace_wait_start_ns_ != 0) end_traced_wait();
+  }
+  WaitGuard(const WaitGuard&) = delete;
+  WaitGuard& operator=(const WaitGuard&) = delete;
   // How long a wait yields before it sleeps (idle with a `sleep`).
   void set_sleep_after(Clock::duration duration) { sleep_after_ = duration; }
   // Whether this guard was made for `request` (loops that keep one guard
@@ -59,6 +69,7 @@ class WaitGuard {
   template <typename Describe>
   void idle(Describe&& describe) {
     if (++polls_ <= kTightPolls) return;
+    if (polls_ == kTightPolls + 1 && trace_enabled()) trace_wait_start_ns_ = trace_now_ns();
     sched_yield();
     check(describe, Clock::now());
   }
@@ -72,7 +83,10 @@ class WaitGuard {
     // After a yield the clock is cheap by comparison (vDSO, tens of ns),
     // and an oversubscribed yield can take a whole time slice.
     Clock::time_point now = Clock::now();
-    if (polls_ == kTightPolls + 1) yielding_since_ = now;
+    if (polls_ == kTightPolls + 1) {
+      yielding_since_ = now;
+      if (trace_enabled()) trace_wait_start_ns_ = trace_now_ns();
+    }
     if (now - yielding_since_ < sleep_after_) {
       sched_yield();
     } else {
@@ -108,11 +122,16 @@ class WaitGuard {
 
   template <typename Describe>
   void check(Describe& describe, Clock::time_point now) {
+    if (trace_wait_start_ns_ != 0) trace_wait_last_ = now;
     if (now >= next_progress_) {
       next_progress_ = now + kProgressInterval;
       drive_mpi_progress();
     }
     if (abort_flag_ != nullptr && abort_flag_->load(std::memory_order_relaxed)) fail_abort();
+    if (dump_generation_seen_ != nullptr &&
+        dump_generation_seen_->load(std::memory_order_relaxed) != dump_request_generation()) {
+      answer_dump_request(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
+    }
     if (now >= next_check_) {
       checkpoint(Describer(&describe, &call_describe<std::remove_reference_t<Describe>>));
     }
@@ -125,6 +144,12 @@ class WaitGuard {
   // must still send), and a wait that never enters MPI would hang both.
   void drive_mpi_progress() const;
   void checkpoint(const Describer& describe);
+  // The trace's slice of a wait that yielded (core/trace.h).
+  void end_traced_wait();
+  // SIGUSR1 asked for a dump: notes in the flight recorder what this call
+  // waits for (the watcher thread writes the file).
+  void answer_dump_request(const Describer& describe);
+  void note_wait(const WaitTarget& target) const;
   [[noreturn]] void fail_abort() const;
   [[noreturn]] void fail_timeout(const WaitTarget& target) const;
   [[noreturn]] void fail_dead_peers(const std::vector<int>& ranks, const WaitTarget& target) const;
@@ -136,6 +161,7 @@ class WaitGuard {
   const char* operation_ = nullptr;
   const CommunicatorState* state_ = nullptr;
   const std::atomic<bool>* abort_flag_ = nullptr;
+  std::atomic<std::uint32_t>* dump_generation_seen_ = nullptr;
   int rank_;
   const char* who_;
   std::chrono::milliseconds timeout_;
@@ -149,6 +175,10 @@ class WaitGuard {
   int polls_ = 0;
   Clock::duration sleep_after_ = std::chrono::milliseconds(1);
   Clock::time_point yielding_since_;
+  // The wait being traced: its first yield (0: none) and its last idle
+  // turn, where it ends within one yield or sleep slice.
+  std::int64_t trace_wait_start_ns_ = 0;
+  Clock::time_point trace_wait_last_{};
 };
 
 }  // namespace collective::internal

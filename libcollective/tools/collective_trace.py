@@ -1,0 +1,284 @@
+#!/usr/bin/env python3
+"""collective_trace: reads the flight-record dumps of every rank of a job
+(collective_flight_record.<rank>.json, docs/errors.md, "Flight recorder") and
+says which call diverged: the first sequence number, on each communicator,
+at which the ranks disagree on what they called or at which some ranks
+never arrived; which ranks are missing; and what each of them was doing
+instead.
+
+    collective_trace [--json] DIR_OR_FILE...
+
+Ranks are world ranks; a communicator is named by its members' world ranks
+and how many communicators with those members each process made before it
+([0,1,2]#1: the second of ranks 0-2). Exit status: 0 when every communicator's ranks
+agree and none is missing, 1 when a divergence was found, 2 when the
+dumps cannot be read."""
+
+import argparse
+import glob
+import json
+import os
+import sys
+
+FORMAT = "collective-flight-record"
+VERSION = 1
+
+
+class BadDump(Exception):
+    pass
+
+
+def load(paths):
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            found = sorted(glob.glob(os.path.join(path, "collective_flight_record.*.json")))
+            if not found:
+                raise BadDump("%s: no collective_flight_record.*.json in this directory" % path)
+            files += found
+        else:
+            files.append(path)
+    dumps = {}
+    for name in files:
+        try:
+            with open(name, encoding="utf-8") as text:
+                dump = json.load(text)
+        except (OSError, ValueError) as error:
+            raise BadDump("%s: %s" % (name, error))
+        if dump.get("format") != FORMAT or dump.get("version") != VERSION:
+            raise BadDump("%s: not a flight record of version %d (format %r, version %r)" %
+                          (name, VERSION, dump.get("format"), dump.get("version")))
+        rank = dump["world_rank"]
+        if rank in dumps:
+            raise BadDump("%s: a second dump of world rank %d" % (name, rank))
+        dump["file"] = name
+        dumps[rank] = dump
+    return dumps
+
+
+def ranks_text(ranks):
+    """'rank 1', 'ranks 0 and 2', 'ranks 0-3 and 5'."""
+    ranks = sorted(ranks)
+    if not ranks:
+        return "no rank"
+    spans, start = [], ranks[0]
+    for previous, current in zip(ranks, ranks[1:] + [None]):
+        if current != previous + 1:
+            if previous > start + 1:
+                spans.append("%d-%d" % (start, previous))
+            else:
+                spans += [str(r) for r in range(start, previous + 1)]
+            start = current
+    text = spans[0] if len(spans) == 1 else ", ".join(spans[:-1]) + " and " + spans[-1]
+    return ("rank " if len(ranks) == 1 else "ranks ") + text
+
+
+def signature(call):
+    parts = [call["collective"], "count=%d" % call["count"], call["dtype"]]
+    if "op" in call:
+        parts.append("op=" + call["op"])
+    if "root" in call:
+        parts.append("root=%d" % call["root"])
+    return " ".join(parts)
+
+
+def call_name(call):
+    return "%s #%d" % (call["collective"], call["seq"])
+
+
+class Member:
+    """One rank's view of one communicator."""
+
+    def __init__(self, dump, entry):
+        self.dump = dump
+        self.entry = entry
+        self.world_rank = dump["world_rank"]
+        self.calls = {call["seq"]: call for call in entry["calls"]}
+        self.last = entry["calls_started"] - 1  # highest sequence started; -1: none
+        self.first = min(self.calls) if self.calls else self.last + 1
+        waiting = entry.get("waiting")
+        current = self.calls.get(self.last)
+        # The wait note belongs to the call in flight, or to the call that failed.
+        self.waiting = waiting if waiting and current and waiting["sequence"] == self.last else None
+
+    def in_flight(self):
+        call = self.calls.get(self.last)
+        return call if call and call["state"] == "started" else None
+
+
+def describe_wait(member, comm_members):
+    note = member.waiting
+    if not note:
+        return ""
+    world = [comm_members[r] for r in note["ranks"] if 0 <= r < len(comm_members)]
+    who = (" for " + ranks_text(world)) if world else ""
+    return " (%s, waiting%s: %s)" % (note["phase"], who, note["what"])
+
+
+def doing_instead(rank, dumps, comm_id, last_call, comms):
+    """What `rank` was doing while the others waited on comm_id."""
+    dump = dumps.get(rank)
+    if dump is None:
+        return "no dump from rank %d: its process was stopped, killed, or never dumped" % rank
+    for entry in dump["communicators"]:
+        if entry["id"] == comm_id:
+            continue
+        member = Member(dump, entry)
+        call = member.in_flight() or (member.calls.get(member.last)
+                                      if member.calls.get(member.last, {}).get("state") == "failed"
+                                      else None)
+        if call:
+            state = "in" if call["state"] == "started" else "failed in"
+            return "%s %s on communicator %s%s" % (state, call_name(call), entry["id"],
+                                                   describe_wait(member, entry["members"]))
+    if last_call is None:
+        return "it made no call on this communicator, and none is in flight on another"
+    if last_call["state"] == "started":
+        return "still in its %s" % call_name(last_call)
+    idle = ""
+    if last_call.get("end") is not None:
+        idle = ", %.2f s before its dump" % (dump["dumped_at"] - last_call["end"])
+    return ("outside the library: its last call here, %s, %s%s, and no call is in flight on "
+            "another communicator" % (call_name(last_call), last_call["state"], idle))
+
+
+def analyse_communicator(comm_id, members, dumps):
+    """A verdict dict for one communicator, or None when its ranks agree."""
+    any_entry = next(iter(members.values())).entry
+    world_members = any_entry["members"]
+    undumped = [r for r in world_members if r not in members]
+    present = sorted(members)
+    # 1. The first sequence number at which the ranks that made it disagree.
+    lowest = max(m.first for m in members.values())
+    highest = max(m.last for m in members.values())
+    for seq in range(lowest, highest + 1):
+        by_signature = {}
+        for rank in present:
+            call = members[rank].calls.get(seq)
+            if call is not None:
+                by_signature.setdefault(signature(call), []).append(rank)
+        if len(by_signature) > 1:
+            groups = sorted(by_signature.items(), key=lambda item: (-len(item[1]), item[1]))
+            lines = ["%s called %s" % (ranks_text(ranks), sig) for sig, ranks in groups]
+            # A rank whose call here is the majority's next one skipped a call.
+            majority_ranks = groups[0][1]
+            skipped = []
+            for sig, ranks in groups[1:]:
+                ahead = members[majority_ranks[0]].calls.get(seq + 1)
+                if ahead is not None and signature(ahead) == sig:
+                    skipped.append("%s skipped %s: its #%d is the others' #%d" %
+                                   (ranks_text(ranks), call_name(members[majority_ranks[0]].calls[seq]),
+                                    seq, seq + 1))
+            return {"communicator": comm_id, "sequence": seq, "kind": "mismatch",
+                    "groups": [{"ranks": ranks, "call": sig} for sig, ranks in groups],
+                    "skipped": skipped,
+                    "text": ["%s #%d: the ranks disagree: %s" % (comm_id, seq, "; ".join(lines))] +
+                            skipped}
+    # 2. The first call some rank never arrived at (or no dump at all).
+    arrived_all = min(m.last for m in members.values())
+    if arrived_all == highest:
+        # Every dumped rank reached the last call: a rank without a dump is
+        # missing only if the others did not finish it.
+        last_states = [m.calls.get(highest, {}).get("state") for m in members.values()]
+        if not undumped or all(state == "finished" for state in last_states):
+            return None
+    seq = arrived_all + 1 if arrived_all < highest else highest
+    reached = [r for r in present if members[r].last >= seq]
+    # A rank without a dump is missing when a rank that reached the call
+    # waits for it, or when no such wait says whom it awaits.
+    awaited = set()
+    for rank in reached:
+        note = members[rank].waiting if members[rank].last == seq else None
+        if note is not None:
+            awaited |= {world_members[r] for r in note["ranks"] if 0 <= r < len(world_members)}
+    unawaited = [r for r in undumped if awaited and r not in awaited]
+    undumped = [r for r in undumped if r not in unawaited]
+    missing = [r for r in present if members[r].last < seq] + undumped
+    reference = members[reached[0]].calls.get(seq) if reached else None
+    what = (call_name(reference) + " (" + signature(reference) + ")") if reference else "call #%d" % seq
+    text = ["%s %s: %s never arrived%s; %s did" % (
+        comm_id, what, ranks_text(missing), " (or left no dump)" if undumped else "",
+        ranks_text(reached))]
+    instead = {}
+    for rank in sorted(missing):
+        member = members.get(rank)
+        last_call = member.calls.get(member.last) if member else None
+        instead[rank] = doing_instead(rank, dumps, comm_id, last_call, members)
+        text.append("  rank %d: %s" % (rank, instead[rank]))
+    if unawaited:
+        text.append("  %s: no dump, but no rank that dumped waited for %s" %
+                    (ranks_text(unawaited), "it" if len(unawaited) == 1 else "them"))
+    waits = []
+    for rank in reached:
+        call = members[rank].calls.get(seq)
+        state = call["state"] if call else "unknown"
+        waits.append("  rank %d: %s%s" % (rank, state, describe_wait(members[rank], world_members)))
+    return {"communicator": comm_id, "sequence": seq, "kind": "missing", "call": what,
+            "missing": sorted(missing), "arrived": reached, "no_dump": sorted(undumped + unawaited),
+            "instead": {str(r): t for r, t in instead.items()}, "text": text + waits}
+
+
+def analyse(dumps):
+    comms = {}
+    for rank, dump in sorted(dumps.items()):
+        for entry in dump["communicators"]:
+            comms.setdefault(entry["id"], {})[rank] = Member(dump, entry)
+    verdicts = []
+    for comm_id in sorted(comms, key=lambda c: (-len(comms[c]), c)):
+        verdict = analyse_communicator(comm_id, comms[comm_id], dumps)
+        if verdict:
+            verdicts.append(verdict)
+    # Ranks that wait for each other on different communicators.
+    cycle = []
+    missing_on = {v["communicator"]: set(v.get("missing", [])) for v in verdicts}
+    arrived_on = {v["communicator"]: set(v.get("arrived", [])) for v in verdicts}
+    for a in missing_on:
+        for b in missing_on:
+            if a < b and missing_on[a] & arrived_on[b] and missing_on[b] & arrived_on[a]:
+                cycle.append("%s wait on %s for %s, who wait on %s for %s: the communicators "
+                             "are called in different orders" %
+                             (ranks_text(arrived_on[a]), a, ranks_text(missing_on[a]), b,
+                              ranks_text(missing_on[b])))
+    return verdicts, cycle
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     epilog=__doc__.split("\n\n", 1)[1])
+    parser.add_argument("paths", nargs="+", metavar="DIR_OR_FILE",
+                        help="directories holding the dumps, or dump files")
+    parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    args = parser.parse_args()
+    try:
+        dumps = load(args.paths)
+    except BadDump as error:
+        print("collective_trace: %s" % error, file=sys.stderr)
+        return 2
+    world_size = max(d["world_size"] for d in dumps.values())
+    verdicts, cycle = analyse(dumps)
+    absent = [r for r in range(world_size) if r not in dumps]
+    if args.json:
+        json.dump({"dumps": sorted(dumps), "world_size": world_size, "no_dump": absent,
+                   "verdicts": verdicts, "deadlock": cycle}, sys.stdout, indent=1)
+        print()
+        return 1 if verdicts else 0
+    first_dump = dumps[min(dumps)]
+    print("%d dumps of %d ranks%s; rank %d dumped on: %s" %
+          (len(dumps), world_size, ("; no dump from " + ranks_text(absent)) if absent else "",
+           first_dump["world_rank"], first_dump["reason"][:200]))
+    if not verdicts:
+        print("the ranks agree on every call recorded and none is missing")
+        return 0
+    first = verdicts[0]
+    print("DIVERGED at %s #%d (%s)" % (first["communicator"], first["sequence"], first["kind"]))
+    for verdict in verdicts:
+        for line in verdict["text"]:
+            print(line)
+    for line in cycle:
+        print("DEADLOCK: " + line)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
