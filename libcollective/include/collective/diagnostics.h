@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "collective/export.h"
+
 namespace collective {
 
 // Writes the flight record of this process (the last calls of every live
@@ -17,7 +19,7 @@ namespace collective {
 // directory. Local (no other rank takes part) and safe while another
 // thread runs a collective. Throws CommunicationError when the file cannot
 // be written, InvalidArgumentError when MPI is not initialized.
-std::string dump_flight_record(const std::string& directory = "");
+COLLECTIVE_API std::string dump_flight_record(const std::string& directory = "");
 
 // A slice of the per-rank trace (COLLECTIVE_TRACE) around the scope it
 // lives in, on the calling thread's track, with the library's own slices of
@@ -26,7 +28,7 @@ std::string dump_flight_record(const std::string& directory = "");
 // phases with it. `name` and `category` must outlive the program (string
 // literals); `detail` is copied into the slice's args. When the trace is
 // off a slice costs one load of a flag.
-class TraceSlice {
+class COLLECTIVE_API TraceSlice {
  public:
   explicit TraceSlice(const char* name, const char* category = "user",
                       const std::string& detail = {});
