@@ -203,6 +203,7 @@ void Communicator::all_reduce(const void* send, void* recv, std::size_t count, D
                               const AllReduceOptions& options) {
   Request request = make_request(CollectiveKind::kAllReduce, send, recv, count, type);
   request.op = options.op;
+  request.deterministic = options.deterministic;
   internal::run_collective(state(), request, options);
 }
 
@@ -210,6 +211,7 @@ void Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv
                                   DataType type, const ReduceScatterOptions& options) {
   Request request = make_request(CollectiveKind::kReduceScatter, send, recv, recv_count, type);
   request.op = options.op;
+  request.deterministic = options.deterministic;
   internal::run_collective(state(), request, options);
 }
 
@@ -231,6 +233,7 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, DataT
   Request request = make_request(CollectiveKind::kReduce, send, recv, count, type);
   request.op = options.op;
   request.root = options.root;
+  request.deterministic = options.deterministic;
   internal::run_collective(state(), request, options);
 }
 

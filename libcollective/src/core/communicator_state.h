@@ -36,6 +36,7 @@ struct SelectionMemo {
   ReduceOp op = ReduceOp::kSum;
   MemoryKind memory = MemoryKind::kHost;
   Algorithm requested = Algorithm::kAuto;
+  bool deterministic = false;
 };
 
 // State an algorithm builds lazily for one communicator (NCCL
