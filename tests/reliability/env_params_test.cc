@@ -55,6 +55,16 @@ TEST(EnvParamsTest, AcceptedValues) {
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "memory"}}).shm_handoff, Handoff::kThroughMemory);
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "cache"}}).shm_handoff, Handoff::kThroughCache);
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "auto"}}).shm_handoff, std::nullopt);
+  EXPECT_FALSE(parse({}).deterministic);
+  EXPECT_TRUE(parse({{"COLLECTIVE_DETERMINISTIC", "1"}}).deterministic);
+  EXPECT_FALSE(parse({{"COLLECTIVE_DETERMINISTIC", "0"}}).deterministic);
+}
+
+// Deterministic ranks run other protocols (and AUTO other algorithms).
+TEST(EnvParamsTest, DeterministicMustAgree) {
+  EXPECT_NE(agreed_parameters_text(parse({{"COLLECTIVE_DETERMINISTIC", "1"}})),
+            agreed_parameters_text(parse({})));
+  for (const char* value : {"2", "yes please"}) expect_refused("COLLECTIVE_DETERMINISTIC", value);
 }
 
 TEST(EnvParamsTest, RefusedValues) {

@@ -32,7 +32,7 @@ CallFingerprint describe_call(const Request& request, int rank) {
   print.root = has_root(request.kind) ? request.root : -1;
   print.requested = static_cast<std::int8_t>(request.requested);
   print.algorithm = print.requested;
-  print.deterministic = request.deterministic ? 1 : 0;
+  print.deterministic = has_op(request.kind) && request.deterministic ? 1 : 0;
   return print;
 }
 
@@ -124,7 +124,7 @@ Verdict mismatch(std::span<const CallFingerprint> all) {
     for (int field = 0; field < kNumFields; ++field) {
       const auto f = static_cast<Field>(field);
       const bool relevant = (f != kOp || has_op(kind)) && (f != kRoot || has_root(kind)) &&
-                            (f != kDeterministic || has_op(kind)) &&
+                            (f != kDeterministic || print.deterministic) &&
                             ((f != kCount && f != kType) || kind != CollectiveKind::kBarrier);
       // Different collectives: each with its own arguments; the same
       // collective: only what differs.
