@@ -243,11 +243,12 @@ void Communicator::barrier(const BarrierOptions& options) {
 }
 
 Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
-                                         Algorithm requested) const {
+                                         Algorithm requested, bool deterministic) const {
   if (state().size == 0) {
     throw InvalidArgumentError("Communicator::choose_algorithm", -1, kNullCommunicator);
   }
   Request request = make_request(kind, nullptr, nullptr, count, type);
+  request.deterministic = deterministic;  // kept for the reducing kinds only
   CommonOptions options;
   options.algorithm = requested;
   return internal::resolve_algorithm(state(), request, options);
