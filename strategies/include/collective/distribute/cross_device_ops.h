@@ -98,6 +98,12 @@ class CrossDeviceOps {
   virtual void reduce_pack_across_workers(ReduceOp op, DataType type, void* buffer,
                                           std::size_t count);
 
+  // One pack of every local replica's input into `output` (for kMean the
+  // sum): the in-process step, then reduce_pack_across_workers. Cross-worker
+  // ops with another reduction order replace the pair.
+  virtual void reduce_pack(ReduceOp op, DataType type, std::span<const void* const> inputs,
+                           void* output, std::size_t count);
+
  private:
   std::vector<Tensor> reduce_group(ReduceOp op, const std::vector<PerReplica<Tensor>>& values,
                                    const std::vector<std::size_t>& indices);
@@ -172,8 +178,16 @@ class CollectiveAllReduce final : public CrossDeviceOps {
                                     std::size_t element_size) const override;
   void reduce_pack_across_workers(ReduceOp op, DataType type, void* buffer,
                                   std::size_t count) override;
+  void reduce_pack(ReduceOp op, DataType type, std::span<const void* const> inputs, void* output,
+                   std::size_t count) override;
 
  private:
+  // CommunicationOptions::deterministic with several local replicas and
+  // workers: every replica's pack gathered, reduced in global order.
+  void gather_and_reduce_in_order(ReduceOp op, DataType type,
+                                  std::span<const void* const> inputs, void* output,
+                                  std::size_t count);
+
   Communicator communicator_;
   CommunicationOptions options_;
   std::unique_ptr<CrossDeviceOps> local_ops_;
