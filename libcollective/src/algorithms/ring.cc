@@ -287,30 +287,38 @@ class RingRun {
   // ((x0 op x1) op x2) ..., 16-bit types in float32, rounded once), so the
   // result depends neither on p's ring positions nor on the segment size.
   // The same bytes cross the links as in the ring's p-1 steps, as p-1
-  // concurrent messages; the p-1 contributions wait in a scratch of p-1
-  // chunks. After it, this rank's chunk is final at `own_result` and
+  // concurrent messages. After it, this rank's chunk is final at `own_result` and
   // `on_own_segment` has been called for each segment.
   void ordered_reduce_scatter_phase(const ChunkLayout& layout, const std::byte* input,
                                     std::byte* own_result, const SegmentDone& on_own_segment) {
     const std::size_t own_length = layout.length(r_);
-    const std::size_t own_bytes = own_length * element_;
-    std::byte* contributions = state_.scratch_in.get((static_cast<std::size_t>(p_) - 1) * own_bytes);
+    const std::size_t own_segments = segmentation_.segments(own_length);
+    const std::size_t peers = static_cast<std::size_t>(p_ - 1);
+    // Contributions land in `depth_` rotating slots of one segment per peer
+    // (as the ring's receives do), so they stay in cache and the scratch
+    // does not grow with the buffer.
+    const std::size_t slot_bytes = segmentation_.segment_elements * element_;
+    const std::size_t depth = static_cast<std::size_t>(depth_);
+    std::byte* slots = state_.scratch_in.get(depth * peers * slot_bytes);
     auto slot_of = [&](int peer) { return static_cast<std::size_t>(peer < r_ ? peer : peer - 1); };
+    auto landing = [&](std::size_t j, int peer) {
+      return slots + ((j % depth) * peers + slot_of(peer)) * slot_bytes;
+    };
 
     // Posted in segment order per peer, in the order the peer sends them
     // (MPI keeps the order of messages between two ranks with one tag).
-    std::vector<PeerExchange::Handle> arrivals;
-    const std::size_t own_segments = segmentation_.segments(own_length);
-    arrivals.reserve(own_segments * static_cast<std::size_t>(p_ - 1));
-    for (std::size_t j = 0; j < own_segments; ++j) {
+    std::vector<PeerExchange::Handle> arrivals(own_segments * peers);
+    auto post_segment = [&](std::size_t j) {
+      if (j >= own_segments) return;
       const std::size_t bytes = segmentation_.length(own_length, j) * element_;
       for (int d = 1; d < p_; ++d) {
         const int peer = ring_index(r_ - d, p_);
-        arrivals.push_back(exchange_.recv(
-            contributions + slot_of(peer) * own_bytes + segmentation_.begin(j) * element_, bytes,
-            peer, "ordered reduce-scatter: contribution to this rank's chunk"));
+        arrivals[j * peers + static_cast<std::size_t>(d - 1)] =
+            exchange_.recv(landing(j, peer), bytes, peer,
+                           "ordered reduce-scatter: contribution to this rank's chunk");
       }
-    }
+    };
+    for (std::size_t j = 0; j < depth; ++j) post_segment(j);
     // Each rank starts with the owner after it, so no owner gets every
     // rank's first segment at once.
     std::vector<PeerExchange::Handle> input_sends;
@@ -336,17 +344,15 @@ class RingRun {
     std::vector<const void*> sources(static_cast<std::size_t>(p_));
     for (std::size_t j = 0; j < own_segments; ++j) {
       const std::size_t within = segmentation_.begin(j) * element_;
-      for (int d = 1; d < p_; ++d) {
-        exchange_.wait(arrivals[j * static_cast<std::size_t>(p_ - 1) + static_cast<std::size_t>(d - 1)]);
-      }
+      for (std::size_t d = 0; d < peers; ++d) exchange_.wait(arrivals[j * peers + d]);
       for (int q = 0; q < p_; ++q) {
         sources[static_cast<std::size_t>(q)] =
-            q == r_ ? input + layout.offset(r_) * element_ + within
-                    : contributions + slot_of(q) * own_bytes + within;
+            q == r_ ? input + layout.offset(r_) * element_ + within : landing(j, q);
       }
       const std::size_t length = segmentation_.length(own_length, j);
       reduce_sources(own_result + within, sources.data(), p_, length, request_.type, request_.op,
                      divisor);
+      post_segment(j + depth);  // into the slot just read
       if (on_own_segment) on_own_segment(own_result + within, length * element_);
     }
     // What follows (the all-gather, a root's receives) writes where the
