@@ -6,10 +6,10 @@
 // ((x0 op x1) op x2) ..., float32 in float32, float16/bfloat16 accumulated
 // in float32 and rounded once, MEAN divided before that rounding.
 //
-// Registered twice: in collective_mpi_tests (default segment sizes, the
-// option) and as collective_deterministic_test (small ring segments and
-// shared-memory slots, so small buffers are cut into many pieces, and
-// COLLECTIVE_DETERMINISTIC=1 instead of the option).
+// Registered (tests/mpi/CMakeLists.txt) at 1-4 ranks with 4 KiB ring
+// segments and shared-memory slots, so small buffers are cut into many
+// pieces; at 3 ranks with COLLECTIVE_DETERMINISTIC=1 instead of the option
+// and the default sizes; and on 2 network-namespace hosts x 2 ranks.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -279,7 +279,9 @@ TEST(DeterministicReductionTest, ReduceScatterAndReduceBitwiseTheReference) {
             options.root = size - 1;
             std::vector<std::byte> output(total * element, std::byte{0x5A});
             comm.reduce(input.data(), output.data(), total, type, options);
-            if (rank == options.root) expect_bitwise(expected, output.data(), 0, total, type, rank, what);
+            if (rank == options.root) {
+              expect_bitwise(expected, output.data(), 0, total, type, rank, what);
+            }
           }
         }
       }

@@ -215,7 +215,8 @@ TEST_P(MultiWorker, BatchReducePacksByBytesPerPack) {
 // the result bitwise the reduction over global replicas 0..n-1 in order,
 // which no layout of n replicas (workers x local replicas) can change.
 float replica_value(int replica, std::size_t index) {
-  std::uint64_t x = static_cast<std::uint64_t>(replica) * 0x9E3779B97F4A7C15ull + index * 0xBF58476D1CE4E5B9ull + 1;
+  std::uint64_t x = static_cast<std::uint64_t>(replica) * 0x9E3779B97F4A7C15ull +
+                    index * 0xBF58476D1CE4E5B9ull + 1;
   x ^= x >> 31;
   x *= 0x94D049BB133111EBull;
   x ^= x >> 29;

@@ -2,11 +2,11 @@
 
 #include "cost/cost_model.h"
 
-#include "algorithms/chunk_layout.h"
 #include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "algorithms/chunk_layout.h"
 #include "kernels/multi_source_reduce.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
@@ -145,7 +145,8 @@ std::optional<double> RecursiveDoublingAlgorithm::estimate_seconds(
       seconds += flat_step_seconds(topology, shape,
                                    std::min(held, shape.ranks - held) * shape.bytes, flows);
     }
-    return seconds + (shape.ranks - 1) * shape.bytes / kReduceBytesPerSecond * shape.oversubscription;
+    return seconds +
+           (shape.ranks - 1) * shape.bytes / kReduceBytesPerSecond * shape.oversubscription;
   }
   int power = 1;
   int exchanges = 0;

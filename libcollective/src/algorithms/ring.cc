@@ -287,8 +287,8 @@ class RingRun {
   // ((x0 op x1) op x2) ..., 16-bit types in float32, rounded once), so the
   // result depends neither on p's ring positions nor on the segment size.
   // The same bytes cross the links as in the ring's p-1 steps, as p-1
-  // concurrent messages. After it, this rank's chunk is final at `own_result` and
-  // `on_own_segment` has been called for each segment.
+  // concurrent messages. After it, this rank's chunk is final at
+  // `own_result` and `on_own_segment` has been called for each segment.
   void ordered_reduce_scatter_phase(const ChunkLayout& layout, const std::byte* input,
                                     std::byte* own_result, const SegmentDone& on_own_segment) {
     const std::size_t own_length = layout.length(r_);
@@ -297,7 +297,8 @@ class RingRun {
     // Contributions land in `depth_` rotating slots of one segment per peer
     // (as the ring's receives do), so they stay in cache and the scratch
     // does not grow with the buffer.
-    const std::size_t slot_bytes = segmentation_.segment_elements * element_;
+    const std::size_t slot_bytes =
+        std::min(segmentation_.segment_elements, own_length) * element_;
     const std::size_t depth = static_cast<std::size_t>(depth_);
     std::byte* slots = state_.scratch_in.get(depth * peers * slot_bytes);
     auto slot_of = [&](int peer) { return static_cast<std::size_t>(peer < r_ ? peer : peer - 1); };
