@@ -156,9 +156,9 @@ std::vector<ReduceOp> ops_for(DataType type) {
   if (type == DataType::kFloat32) return {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kProd};
   return {ReduceOp::kSum, ReduceOp::kMean};
 }
-// 1 element (less than a rank each); inline boxes; more than a 4 KiB
-// segment or slot and the shared-memory split form; many segments.
-const std::size_t kCounts[] = {1, 33, 5003, 20011};
+// Nothing; 1 element (less than a rank each); inline boxes; more than a
+// 4 KiB segment or slot and the shared-memory split form; many segments.
+const std::size_t kCounts[] = {0, 1, 33, 5003, 20011};
 
 // The algorithms a deterministic all_reduce may be forced to on one node.
 const Algorithm kHonouring[] = {Algorithm::kAuto, Algorithm::kRing,
@@ -249,7 +249,8 @@ TEST(DeterministicReductionTest, ReduceScatterAndReduceBitwiseTheReference) {
   const int size = comm.size();
   for (DataType type : kTypes) {
     for (ReduceOp op : ops_for(type)) {
-      for (std::size_t count : {std::size_t{1}, std::size_t{257}, std::size_t{5003}}) {
+      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{257},
+                                std::size_t{5003}}) {
         const std::uint64_t seed = count * 17 + static_cast<std::uint64_t>(type) * 5 +
                                    static_cast<std::uint64_t>(op) + 1;
         const std::size_t element = element_size(type);
