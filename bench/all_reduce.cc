@@ -39,6 +39,7 @@ class AllReduceCase final : public CollectiveCase {
     AllReduceOptions options;
     options.algorithm = args.algorithm;
     options.op = args.op;
+    options.deterministic = args.deterministic;
     communicator.all_reduce(args.send, args.recv, args.count, args.type, options);
   }
 

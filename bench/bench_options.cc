@@ -214,6 +214,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
        "untimed iterations before timing")
       ("check,c", po::value<std::string>()->default_value("1")->implicit_value("1"),
        "1: check every element of every result (in calls apart from the timed ones); 0: do not")
+      ("deterministic", po::value<std::string>()->default_value("0")->implicit_value("1"),
+       "1: all_reduce, reduce_scatter and reduce run deterministic (bitwise the same "
+       "whatever the algorithm; AllReduceOptions::deterministic)")
       ("baseline", po::value<std::string>()->default_value("none"),
        "mpi: also time the matching MPI collective on the same buffers, alternating with ours "
        "iteration by iteration, and print its time and our speed-up")
@@ -303,6 +306,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   const std::string check = text("check");
   if (check != "0" && check != "1") throw UsageError("-c/--check: '" + check + "' is not 0 or 1");
   options.check = check == "1";
+  const std::string deterministic = text("deterministic");
+  if (deterministic != "0" && deterministic != "1") {
+    throw UsageError("--deterministic: '" + deterministic + "' is not 0 or 1");
+  }
+  options.deterministic = deterministic == "1";
   options.collectives = parse_collectives(text("collective"));
   options.datatypes = parse_datatypes(text("datatype"));
   options.ops = parse_ops(text("op"));

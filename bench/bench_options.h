@@ -30,6 +30,8 @@ struct BenchOptions {
   int iters = 20;
   int warmup_iters = 5;
   bool check = true;
+  // --deterministic 1: reducing collectives run with options.deterministic.
+  bool deterministic = false;
   std::vector<CollectiveKind> collectives{CollectiveKind::kAllReduce};
   std::vector<DataType> datatypes{DataType::kFloat32};
   std::vector<ReduceOp> ops{ReduceOp::kSum};

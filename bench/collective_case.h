@@ -35,6 +35,7 @@ struct CallArgs {
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
   Algorithm algorithm = Algorithm::kAuto;
+  bool deterministic = false;  // the reducing collectives' option
   bool in_place = false;
   int rank = 0;
   int ranks = 1;

@@ -35,7 +35,8 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
     for (int i = 1; i < kNumAlgorithms; ++i) {
       const auto algorithm = static_cast<Algorithm>(i);
       try {
-        context.communicator.choose_algorithm(kind, count, type, algorithm);
+        context.communicator.choose_algorithm(kind, count, type, algorithm,
+                                              context.options.deterministic);
         result.push_back(algorithm);
       } catch (const UnsupportedError&) {
         // -a all: rows for the algorithms that can serve the call only.
@@ -46,7 +47,8 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
     if (std::find(result.begin(), result.end(), algorithm) != result.end()) continue;
     if (algorithm != Algorithm::kAuto) {
       try {
-        context.communicator.choose_algorithm(kind, count, type, algorithm);
+        context.communicator.choose_algorithm(kind, count, type, algorithm,
+                                              context.options.deterministic);
       } catch (const UnsupportedError& error) {
         throw BenchError("-a " + std::string(to_string(algorithm)) + " cannot run " +
                          std::string(to_string(kind)) + " of " + std::to_string(count) + " " +
@@ -163,6 +165,7 @@ SizeRow SweepDriver::measure(const CollectiveCase& c, const Geometry& geometry, 
   args.op = op.value_or(ReduceOp::kSum);
   args.root = c.rooted() ? context_.options.root : 0;
   args.algorithm = algorithm;
+  args.deterministic = context_.options.deterministic;
   args.rank = context_.communicator.rank();
   args.ranks = context_.communicator.size();
 

@@ -80,7 +80,8 @@ void FusionRun::refuse_unsupported(const Step& step, DataType type) const {
     // One tensor alone, and all of them in one pack (the largest call).
     for (const std::size_t count : {step.count, n * step.count}) {
       try {
-        context_.communicator.choose_algorithm(CollectiveKind::kAllReduce, count, type, algorithm);
+        context_.communicator.choose_algorithm(CollectiveKind::kAllReduce, count, type, algorithm,
+                                               context_.options.deterministic);
       } catch (const UnsupportedError& error) {
         throw BenchError("--fusion -a " + std::string(to_string(algorithm)) +
                          " cannot run all_reduce of " + std::to_string(count) + " " +
@@ -189,6 +190,7 @@ FusionRow FusionRun::measure(std::size_t count, DataType type, ReduceOp op, Algo
   distribute::CommunicationOptions communication;
   communication.implementation = implementation_for(algorithm);
   communication.bytes_per_pack = options.fusion_bytes_per_pack;
+  communication.deterministic = options.deterministic;
   CollectiveAllReduce one_by_one_ops(communicator, communication, nullptr, communicator_mutex_);
   CollectiveAllReduce batched_ops(communicator, communication, nullptr, communicator_mutex_);
 

@@ -83,6 +83,7 @@ class JsonReporter final : public Reporter {
     json_.field("iters", options.iters);
     json_.field("warmup_iters", options.warmup_iters);
     json_.field("check", options.check);
+    json_.field("deterministic", options.deterministic);
     json_.field("baseline", options.baseline_mpi ? "mpi" : "none");
     json_.field("fusion_tensors", static_cast<std::uint64_t>(options.fusion_tensors));
     json_.field("fusion_bytes_per_pack", static_cast<std::uint64_t>(options.fusion_bytes_per_pack));

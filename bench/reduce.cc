@@ -42,6 +42,7 @@ class ReduceCase final : public CollectiveCase {
     ReduceOptions options;
     options.algorithm = args.algorithm;
     options.op = args.op;
+    options.deterministic = args.deterministic;
     options.root = args.root;
     communicator.reduce(args.send, args.recv, args.count, args.type, options);
   }

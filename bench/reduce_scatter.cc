@@ -46,6 +46,7 @@ class ReduceScatterCase final : public CollectiveCase {
     ReduceScatterOptions options;
     options.algorithm = args.algorithm;
     options.op = args.op;
+    options.deterministic = args.deterministic;
     communicator.reduce_scatter(args.send, args.recv, args.count, args.type, options);
   }
 

@@ -58,7 +58,7 @@ class TableReporter final : public Reporter {
     }
     out_ << ", iters " << options.iters << ", warmup " << options.warmup_iters << ", check "
          << (options.check ? "on" : "off") << ", baseline " << (baseline_ ? "mpi" : "none")
-         << "\n";
+         << (options.deterministic ? ", deterministic" : "") << "\n";
     out_ << "# time: per iteration the slowest rank's, in us; 'time' is the mean, p50 and p99 "
             "percentiles\n";
     out_ << "# algbw = size / time; busbw = algbw x the collective's factor (nccl-tests); "

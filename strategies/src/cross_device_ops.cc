@@ -132,8 +132,7 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
           reduce_single_replica_pack(op, type, replica_bytes(j, 0, offset), output, to - from);
         } else {
           for (std::size_t r = 0; r < replicas; ++r) inputs[r] = replica_bytes(j, r, offset);
-          reduce_replica_buffers(op, type, inputs, output, to - from);
-          reduce_pack_across_workers(op, type, output, to - from);
+          reduce_pack(op, type, inputs, output, to - from);
         }
       }
     } else {
@@ -164,8 +163,7 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
       } else {
         packed_output = detail::TensorStorage(pack_bytes);
         output = packed_output.data();
-        reduce_replica_buffers(op, type, inputs, output, pack.num_elements);
-        reduce_pack_across_workers(op, type, output, pack.num_elements);
+        reduce_pack(op, type, inputs, output, pack.num_elements);
       }
       const TraceSlice unpacking("unpacking", "strategies");
       for (std::size_t j = first_tensor; j <= last_tensor; ++j) {
@@ -196,6 +194,12 @@ void CrossDeviceOps::reduce_pack_across_workers(ReduceOp, DataType, void*, std::
 void CrossDeviceOps::reduce_single_replica_pack(ReduceOp op, DataType type, const void* input,
                                                 void* output, std::size_t count) {
   if (input != output) std::memcpy(output, input, count * element_size(type));
+  reduce_pack_across_workers(op, type, output, count);
+}
+
+void CrossDeviceOps::reduce_pack(ReduceOp op, DataType type, std::span<const void* const> inputs,
+                                 void* output, std::size_t count) {
+  reduce_replica_buffers(op, type, inputs, output, count);
   reduce_pack_across_workers(op, type, output, count);
 }
 
@@ -363,8 +367,56 @@ void CollectiveAllReduce::all_reduce_across_workers(ReduceOp op, DataType type, 
   options.algorithm = host_algorithm_for(options_.implementation, "CollectiveAllReduce");
   options.timeout = effective_timeout(options_);
   options.memory = MemoryKind::kHost;
+  options.deterministic = options_.deterministic;
   std::lock_guard<std::mutex> lock(*communicator_mutex_);
   communicator_.all_reduce(input, output, count, type, options);
+}
+
+void CollectiveAllReduce::reduce_pack(ReduceOp op, DataType type,
+                                      std::span<const void* const> inputs, void* output,
+                                      std::size_t count) {
+  if (!options_.deterministic) return CrossDeviceOps::reduce_pack(op, type, inputs, output, count);
+  if (inputs.size() > 1 && communicator_.size() > 1) {
+    return gather_and_reduce_in_order(op, type, inputs, output, count);
+  }
+  // One worker, or one replica per worker: the local step in replica order
+  // (whatever local_ops would do), then the library's ordered all-reduce,
+  // whose arithmetic is the same (16-bit types in float32, rounded once).
+  std::vector<int> order(inputs.size());
+  for (std::size_t r = 0; r < order.size(); ++r) order[r] = static_cast<int>(r);
+  detail::reduce_in_order(op == ReduceOp::kMean ? ReduceOp::kSum : op, type, inputs, order, output,
+                          count);
+  reduce_pack_across_workers(op, type, output, count);
+}
+
+void CollectiveAllReduce::gather_and_reduce_in_order(ReduceOp op, DataType type,
+                                                     std::span<const void* const> inputs,
+                                                     void* output, std::size_t count) {
+  const std::size_t bytes = count * element_size(type);
+  const std::size_t local = inputs.size();
+  const std::size_t workers = static_cast<std::size_t>(communicator_.size());
+  std::vector<std::byte> mine(local * bytes);
+  for (std::size_t r = 0; r < local; ++r) {
+    if (bytes > 0) std::memcpy(mine.data() + r * bytes, inputs[r], bytes);
+  }
+  std::vector<std::byte> all(workers * local * bytes);
+  AllGatherOptions options;
+  options.algorithm = host_algorithm_for(options_.implementation);
+  options.timeout = effective_timeout(options_);
+  options.memory = MemoryKind::kHost;
+  {
+    std::lock_guard<std::mutex> lock(*communicator_mutex_);
+    communicator_.all_gather(mine.data(), all.data(), local * count, type, options);
+  }
+  // Worker w's replica r is global replica w * local + r: its block.
+  std::vector<const void*> replicas(workers * local);
+  std::vector<int> order(replicas.size());
+  for (std::size_t g = 0; g < replicas.size(); ++g) {
+    replicas[g] = all.data() + g * bytes;
+    order[g] = static_cast<int>(g);
+  }
+  detail::reduce_in_order(op == ReduceOp::kMean ? ReduceOp::kSum : op, type, replicas, order,
+                          output, count);
 }
 
 }  // namespace collective::distribute

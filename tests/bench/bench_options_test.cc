@@ -64,6 +64,9 @@ TEST(BenchOptions, DefaultsSuitATwoCoreMachine) {
   EXPECT_EQ(o.iters, 20);
   EXPECT_EQ(o.warmup_iters, 5);
   EXPECT_TRUE(o.check);
+  EXPECT_FALSE(o.deterministic);
+  EXPECT_TRUE(options({"--deterministic", "1"}).deterministic);
+  EXPECT_TRUE(options({"--deterministic"}).deterministic);
   EXPECT_EQ(o.collectives, std::vector<CollectiveKind>{CollectiveKind::kAllReduce});
   EXPECT_EQ(o.datatypes, std::vector<DataType>{DataType::kFloat32});
   EXPECT_EQ(o.ops, std::vector<ReduceOp>{ReduceOp::kSum});
@@ -151,6 +154,7 @@ TEST(BenchOptions, RefusalsNameTheFlag) {
   EXPECT_NE(refusal({"-n", "0"}).find("-n/--iters"), std::string::npos);
   EXPECT_NE(refusal({"-w", "-1"}).find("-w/--warmup_iters"), std::string::npos);
   EXPECT_NE(refusal({"-c", "2"}).find("-c/--check"), std::string::npos);
+  EXPECT_NE(refusal({"--deterministic", "yes"}).find("--deterministic"), std::string::npos);
   EXPECT_NE(refusal({"-d", "float128"}).find("-d/--datatype"), std::string::npos);
   EXPECT_NE(refusal({"-o", "xor"}).find("-o/--op"), std::string::npos);
   EXPECT_NE(refusal({"-r", "-1"}).find("-r/--root"), std::string::npos);
@@ -239,7 +243,8 @@ TEST(BenchOptions, InjectErrorIsHiddenFromHelp) {
   for (const char* flag : {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes", "--iters",
                            "--warmup_iters", "--check", "--datatype", "--op", "--root",
                            "--collective", "--algorithm", "--baseline", "--format", "--output",
-                           "--min-busbw", "--fusion", "--bytes-per-pack", "--generate-rules"}) {
+                           "--min-busbw", "--fusion", "--bytes-per-pack", "--generate-rules",
+                           "--deterministic"}) {
     EXPECT_NE(parsed.help_text.find(flag), std::string::npos) << flag;
   }
 }

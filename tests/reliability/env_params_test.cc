@@ -63,6 +63,16 @@ TEST(EnvParamsTest, AcceptedValues) {
   EXPECT_EQ(parse({{"COLLECTIVE_FLIGHT_RECORDER", "1048576"}}).flight_recorder_calls, 1048576u);
   EXPECT_EQ(parse({{"COLLECTIVE_FLIGHT_RECORDER_DIR", "/tmp/x"}}).flight_recorder_dir, "/tmp/x");
   EXPECT_EQ(parse({{"COLLECTIVE_TRACE", "/tmp/t"}}).trace_dir, "/tmp/t");
+  EXPECT_FALSE(parse({}).deterministic);
+  EXPECT_TRUE(parse({{"COLLECTIVE_DETERMINISTIC", "1"}}).deterministic);
+  EXPECT_FALSE(parse({{"COLLECTIVE_DETERMINISTIC", "0"}}).deterministic);
+}
+
+// Deterministic ranks run other protocols (and AUTO other algorithms).
+TEST(EnvParamsTest, DeterministicMustAgree) {
+  EXPECT_NE(agreed_parameters_text(parse({{"COLLECTIVE_DETERMINISTIC", "1"}})),
+            agreed_parameters_text(parse({})));
+  for (const char* value : {"2", "yes please"}) expect_refused("COLLECTIVE_DETERMINISTIC", value);
 }
 
 TEST(EnvParamsTest, RefusedValues) {

@@ -56,6 +56,22 @@ TEST(FingerprintTest, MismatchNamesOnlyTheFieldsThatDiffer) {
   EXPECT_EQ(verdict.cause.find("type="), std::string::npos) << verdict.cause;
 }
 
+// A deterministic call runs another protocol than a plain one.
+TEST(FingerprintTest, DeterministicMustAgreeOnReductionsOnly) {
+  auto plain = call(CollectiveKind::kAllReduce, 4);
+  auto ordered = plain;
+  ordered.deterministic = true;
+  const auto verdict = judge(prints({plain, ordered}));
+  ASSERT_EQ(verdict.kind, Verdict::kMismatch);
+  EXPECT_NE(verdict.cause.find("rank 0 deterministic=false, rank 1 deterministic=true"),
+            std::string::npos)
+      << verdict.cause;
+  auto gather = call(CollectiveKind::kAllGather, 4);
+  auto gather_flagged = gather;
+  gather_flagged.deterministic = true;  // dispatch never sets it; ignored if it did
+  EXPECT_EQ(judge(prints({gather, gather_flagged})).kind, Verdict::kAgree);
+}
+
 TEST(FingerprintTest, RanksWithTheSameCallAreGroupedInRuns) {
   std::vector<Request> requests(7, call(CollectiveKind::kAllReduce, 4));
   requests[3].count = 5;

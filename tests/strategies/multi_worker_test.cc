@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <thread>
@@ -239,6 +240,66 @@ TEST_P(MultiWorker, BatchReduceByDefaultPacksOnlySmallTensors) {
     for (std::size_t i = 0; i < sizes[t]; ++i) expected[i] = double((i + 7 * t) % 97) * n() + ids;
     EXPECT_TRUE(tensor_equals(results[t], DataType::kFloat32, {static_cast<std::int64_t>(sizes[t])},
                               expected, "tensor " + std::to_string(t)));
+  }
+}
+
+// CommunicationOptions::deterministic: random values (whose sums round),
+// the result bitwise the reduction over global replicas 0..n-1 in order,
+// which no layout of n replicas (workers x local replicas) can change.
+float replica_value(int replica, std::size_t index) {
+  std::uint64_t x = static_cast<std::uint64_t>(replica) * 0x9E3779B97F4A7C15ull +
+                    index * 0xBF58476D1CE4E5B9ull + 1;
+  x ^= x >> 31;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 29;
+  return static_cast<float>(static_cast<double>(x >> 11) * 0x1.0p-53 * 3.0 - 1.5);
+}
+
+TEST_P(MultiWorker, DeterministicReductionIsTheSameForEveryLayout) {
+  CommunicationOptions options;
+  options.deterministic = true;
+  MultiWorkerMirroredStrategy ordered(options, MirroredStrategy::cpu_devices(k()));
+  const std::size_t sizes[] = {7, 1000};
+  for (DataType type : {DataType::kFloat32, DataType::kBFloat16}) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
+      std::vector<PerReplica<Tensor>> values;
+      for (std::size_t size : sizes) {
+        std::vector<Tensor> locals;
+        for (int r = 0; r < k(); ++r) {
+          std::vector<double> v(size);
+          for (std::size_t i = 0; i < size; ++i) v[i] = replica_value(world_rank() * k() + r, i);
+          locals.push_back(Tensor::from_doubles(type, v, {static_cast<std::int64_t>(size)}));
+        }
+        values.emplace_back(std::move(locals));
+      }
+      const std::vector<Tensor> results = ordered.extended().batch_reduce_to(op, values);
+      for (std::size_t t = 0; t < values.size(); ++t) {
+        // The reference: ((x0 + x1) + x2) ..., float32 arithmetic, rounded
+        // to the type once; MEAN divides that sum, rounded again.
+        const Tensor& got = results[t];
+        std::size_t wrong = 0;
+        for (std::size_t i = 0; i < sizes[t]; ++i) {
+          auto rounded = [&](float value) {
+            return Tensor::from_doubles(type, {value}, {1});
+          };
+          auto as_float = [&](const Tensor& one, std::size_t at) {
+            return static_cast<float>(one.to_doubles()[at]);
+          };
+          float sum = as_float(rounded(replica_value(0, i)), 0);
+          for (int g = 1; g < n(); ++g) sum += as_float(rounded(replica_value(g, i)), 0);
+          Tensor want = rounded(sum);
+          if (op == ReduceOp::kMean) want = rounded(as_float(want, 0) / static_cast<float>(n()));
+          const std::size_t element = element_size(type);
+          if (std::memcmp(static_cast<const std::byte*>(got.raw_data()) + i * element,
+                          want.raw_data(), element) != 0 &&
+              ++wrong <= 3) {
+            ADD_FAILURE() << to_string(type) << " " << to_string(op) << " tensor " << t
+                          << ": rank " << world_rank() << " index " << i << " expected "
+                          << as_float(want, 0) << " actual " << got.to_doubles()[i];
+          }
+        }
+      }
+    }
   }
 }
 

@@ -134,8 +134,10 @@ class COLLECTIVE_API Communicator {
 
   // The algorithm a call with these arguments would run (what AUTO or the
   // COLLECTIVE_ALGORITHM override resolves to). Same answer on every rank.
+  // `deterministic` as in AllReduceOptions (for the reducing collectives).
   Algorithm choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
-                             Algorithm requested = Algorithm::kAuto) const;
+                             Algorithm requested = Algorithm::kAuto,
+                             bool deterministic = false) const;
 
   // The algorithm the most recent collective on this communicator ran.
   Algorithm last_algorithm() const;

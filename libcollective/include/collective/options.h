@@ -39,10 +39,19 @@ struct CommonOptions {
 
 struct AllReduceOptions : CommonOptions {
   ReduceOp op = ReduceOp::kSum;
+  // Bitwise-reproducible result: every element is reduced over the ranks
+  // in rank order, ((x0 op x1) op x2) ..., whatever algorithm, message size,
+  // segment size or node layout serves the call (docs/algorithms.md#
+  // deterministic-reductions). Algorithms that cannot keep that order refuse
+  // the call when forced; AUTO picks among the others. The environment
+  // variable COLLECTIVE_DETERMINISTIC=1 turns it on for every call.
+  bool deterministic = false;
 };
 
 struct ReduceScatterOptions : CommonOptions {
   ReduceOp op = ReduceOp::kSum;
+  // As AllReduceOptions::deterministic.
+  bool deterministic = false;
 };
 
 struct AllGatherOptions : CommonOptions {};
@@ -54,6 +63,8 @@ struct BroadcastOptions : CommonOptions {
 struct ReduceOptions : CommonOptions {
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
+  // As AllReduceOptions::deterministic.
+  bool deterministic = false;
 };
 
 struct BarrierOptions : CommonOptions {};

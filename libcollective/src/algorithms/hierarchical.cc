@@ -21,6 +21,13 @@ Support HierarchicalAlgorithm::supports(const Request& request,
     return Support::no("hierarchical needs the node's shared-memory segment, which this communicator "
                        "could not set up: " + *unavailable);
   }
+  if (request.deterministic && state.topology->node_count() > 1) {
+    // Each node's ranks are reduced first and the nodes' sums then
+    // combined: the order over ranks follows the node layout.
+    return Support::no("hierarchical cannot be deterministic across nodes: it sums each node's "
+                       "ranks first, so the order over ranks depends on the node layout (use "
+                       "ring or recursive_doubling)");
+  }
   return Support::yes();
 }
 
@@ -29,12 +36,17 @@ void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state
   const Topology& topology = *state.topology;
   const int owners = topology.min_ranks_per_node();
   const int local = topology.local_rank(state.rank);
-  // The sums travel unscaled; MEAN divides once, by every rank, at the end.
-  const ReduceOp partial_op = request.op == ReduceOp::kMean ? ReduceOp::kSum : request.op;
+  // Across nodes the sums travel unscaled and MEAN divides once, by every
+  // rank, at the end. On one node the node's reduction is the whole one: it
+  // divides as it reduces, rounding 16-bit types once, in local-rank (=
+  // rank) order, so the result is the deterministic one.
+  const bool one_node = topology.node_count() == 1;
+  const ReduceOp partial_op =
+      request.op == ReduceOp::kMean && !one_node ? ReduceOp::kSum : request.op;
 
   NodeSegment& segment = NodeSegment::of(request, state);
   const RegionLayout layout(request.count, owners, request.element_bytes());
-  const NodeWork work{request, segment, request.type, partial_op, 1};
+  const NodeWork work{request, segment, request.type, partial_op, one_node ? state.size : 1};
   node_reduce_scatter(work, layout, request.send, request.recv);
 
   if (local < owners) {
@@ -49,7 +61,9 @@ void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state
       // The ring, asked of the registry: bandwidth-optimal across nodes.
       find_algorithm(Algorithm::kRing)->run(across, *state.cross_node);
     }
-    if (request.op == ReduceOp::kMean) divide_buffer(region, length, request.type, state.size);
+    if (request.op == ReduceOp::kMean && !one_node) {
+      divide_buffer(region, length, request.type, state.size);
+    }
   }
   node_all_gather(work, layout, request.recv);
 }

@@ -176,6 +176,13 @@ Support MpiPassthroughAlgorithm::supports(const Request& request,
   if (request.memory == MemoryKind::kDevice) {
     return Support::no("mpi passthrough serves host buffers only (this Open MPI is not CUDA-aware)");
   }
+  if (request.deterministic) {
+    // MPI's reductions combine ranks' contributions in whatever order its
+    // own algorithm (chosen by message size) takes.
+    return Support::no("mpi passthrough cannot be deterministic: MPI does not fix the order in "
+                       "which it combines the ranks' contributions (use ring, "
+                       "recursive_doubling or shared_memory)");
+  }
   return Support::yes();
 }
 

@@ -2,6 +2,10 @@
 
 #include "cost/cost_model.h"
 
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
 #include "algorithms/chunk_layout.h"
 #include "kernels/multi_source_reduce.h"
 #include "kernels/reduce_kernels.h"
@@ -62,6 +66,39 @@ void all_reduce(const Request& request, CommunicatorState& state) {
   exchange.wait_all();
 }
 
+// The deterministic form: every rank gathers every rank's whole input in
+// ceil(log2 p) steps (Bruck's all-gather: at step k it sends the blocks it
+// holds to rank r - 2^k and receives as many from rank r + 2^k, for any p),
+// then reduces the p inputs itself in rank order (reduce_sources), so all
+// ranks compute the same expression. Latency of recursive doubling; p - 1
+// inputs' worth of bytes received per rank, so it suits small buffers.
+void ordered_all_reduce(const Request& request, CommunicatorState& state) {
+  PeerExchange exchange(request, state, "recursive_doubling");
+  const int p = state.size;
+  const int r = state.rank;
+  const std::size_t bytes = request.bytes();
+  // Block i holds the input of rank (r + i) mod p.
+  std::byte* gathered = state.scratch_in.get(static_cast<std::size_t>(p) * bytes);
+  std::memcpy(gathered, request.send, bytes);
+  for (int held = 1; held < p; held *= 2) {
+    const int blocks = std::min(held, p - held);
+    const auto sent = exchange.send(gathered, static_cast<std::size_t>(blocks) * bytes,
+                                    ring_index(r - held, p), "ordered all-gather of inputs");
+    const auto received = exchange.recv(gathered + static_cast<std::size_t>(held) * bytes,
+                                        static_cast<std::size_t>(blocks) * bytes,
+                                        ring_index(r + held, p), "ordered all-gather of inputs");
+    exchange.wait(received);
+    exchange.wait(sent);
+  }
+  std::vector<const void*> sources(static_cast<std::size_t>(p));
+  for (int q = 0; q < p; ++q) {
+    sources[static_cast<std::size_t>(q)] =
+        gathered + static_cast<std::size_t>(ring_index(q - r, p)) * bytes;
+  }
+  reduce_sources(request.recv, sources.data(), p, request.count, request.type, request.op,
+                 request.op == ReduceOp::kMean ? p : 1);
+}
+
 void dissemination_barrier(const Request& request, CommunicatorState& state) {
   PeerExchange exchange(request, state, "dissemination barrier");
   const int p = state.size;
@@ -112,6 +149,7 @@ void RecursiveDoublingAlgorithm::run(const Request& request, CommunicatorState& 
                    request.op, request.op == ReduceOp::kMean ? state.size : 1);
     return;
   }
+  if (request.deterministic) return ordered_all_reduce(request, state);
   all_reduce(request, state);
 }
 
@@ -122,6 +160,18 @@ std::optional<double> RecursiveDoublingAlgorithm::estimate_seconds(
     const Request& request, const Topology& topology) const {
   if (topology.size() < 1 || request.kind != CollectiveKind::kAllReduce) return std::nullopt;
   const Shape shape = shape_of(request, topology);
+  const int flows = shape.nodes > 1 ? shape.per_node : 1;
+  if (request.deterministic) {
+    // The ordered form: ceil(log2 p) steps whose blocks double, p - 1
+    // inputs received and p reduced.
+    double seconds = kCallSeconds;
+    for (int held = 1; held < shape.ranks; held *= 2) {
+      seconds += flat_step_seconds(topology, shape,
+                                   std::min(held, shape.ranks - held) * shape.bytes, flows);
+    }
+    return seconds +
+           (shape.ranks - 1) * shape.bytes / kReduceBytesPerSecond * shape.oversubscription;
+  }
   int power = 1;
   int exchanges = 0;
   while (power * 2 <= shape.ranks) {
@@ -129,7 +179,6 @@ std::optional<double> RecursiveDoublingAlgorithm::estimate_seconds(
     ++exchanges;
   }
   const double steps = exchanges + (power == shape.ranks ? 0 : 2);
-  const int flows = shape.nodes > 1 ? shape.per_node : 1;
   return kCallSeconds + steps * flat_step_seconds(topology, shape, shape.bytes, flows) +
          exchanges * shape.bytes / kReduceBytesPerSecond * shape.oversubscription;
 }

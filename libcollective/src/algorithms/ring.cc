@@ -2,12 +2,14 @@
 
 #include "cost/cost_model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <vector>
 
 #include "algorithms/chunk_layout.h"
 #include "core/env_params.h"
+#include "kernels/multi_source_reduce.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
 #include "core/trace.h"
@@ -73,13 +75,24 @@ class RingRun {
     auto start_gather = [&](std::byte* segment, std::size_t bytes) {
       exchange_.send(segment, bytes, next_, "ring all-gather", 0);
     };
-    reduce_scatter_phase(layout, input, PartialSums{output, nullptr, 0},
-                         output + layout.offset(r_) * element_, start_gather);
+    if (request_.deterministic) {
+      ordered_reduce_scatter_phase(layout, input, output + layout.offset(r_) * element_,
+                                   start_gather);
+    } else {
+      reduce_scatter_phase(layout, input, PartialSums{output, nullptr, 0},
+                           output + layout.offset(r_) * element_, start_gather);
+    }
     all_gather_phase(layout, output, /*own_chunk_sent=*/true);
   }
 
   void reduce_scatter() {
     const auto layout = ChunkLayout::blocks(request_.count, p_);
+    if (request_.deterministic) {
+      ordered_reduce_scatter_phase(layout, static_cast<const std::byte*>(request_.send),
+                                   static_cast<std::byte*>(request_.recv), nullptr);
+      exchange_.wait_all();
+      return;
+    }
     const std::size_t stride = layout.max_length() * element_;
     std::byte* alternating = state_.scratch_work.get(2 * stride);
     reduce_scatter_phase(layout, static_cast<const std::byte*>(request_.send),
@@ -110,8 +123,13 @@ class RingRun {
     auto to_root = [&](std::byte* segment, std::size_t bytes) {
       if (r_ != root) exchange_.send(segment, bytes, root, "ring reduce: result to root");
     };
-    reduce_scatter_phase(layout, static_cast<const std::byte*>(request_.send),
-                         PartialSums{nullptr, work, stride}, final_chunk, to_root);
+    if (request_.deterministic) {
+      ordered_reduce_scatter_phase(layout, static_cast<const std::byte*>(request_.send),
+                                   final_chunk, to_root);
+    } else {
+      reduce_scatter_phase(layout, static_cast<const std::byte*>(request_.send),
+                           PartialSums{nullptr, work, stride}, final_chunk, to_root);
+    }
     if (r_ == root) {
       // Posted only now: in place, the root's output is also its input.
       exchange_.wait_all();
@@ -266,6 +284,86 @@ class RingRun {
     }
     // The all-gather that follows writes where these sends read from.
     for (const auto handle : phase_sends) exchange_.wait(handle);
+  }
+
+  // The deterministic reduce-scatter: every rank sends its input's part of
+  // chunk c straight to c's owner, segment by segment, and the owner reduces
+  // each segment over the p contributions in rank order (reduce_sources:
+  // ((x0 op x1) op x2) ..., 16-bit types in float32, rounded once), so the
+  // result depends neither on p's ring positions nor on the segment size.
+  // The same bytes cross the links as in the ring's p-1 steps, as p-1
+  // concurrent messages. After it, this rank's chunk is final at
+  // `own_result` and `on_own_segment` has been called for each segment.
+  void ordered_reduce_scatter_phase(const ChunkLayout& layout, const std::byte* input,
+                                    std::byte* own_result, const SegmentDone& on_own_segment) {
+    const std::size_t own_length = layout.length(r_);
+    const std::size_t own_segments = segmentation_.segments(own_length);
+    const std::size_t peers = static_cast<std::size_t>(p_ - 1);
+    // Contributions land in `depth_` rotating slots of one segment per peer
+    // (as the ring's receives do), so they stay in cache and the scratch
+    // does not grow with the buffer.
+    const std::size_t slot_bytes =
+        std::min(segmentation_.segment_elements, own_length) * element_;
+    const std::size_t depth = static_cast<std::size_t>(depth_);
+    std::byte* slots = state_.scratch_in.get(depth * peers * slot_bytes);
+    auto slot_of = [&](int peer) { return static_cast<std::size_t>(peer < r_ ? peer : peer - 1); };
+    auto landing = [&](std::size_t j, int peer) {
+      return slots + ((j % depth) * peers + slot_of(peer)) * slot_bytes;
+    };
+
+    // Posted in segment order per peer, in the order the peer sends them
+    // (MPI keeps the order of messages between two ranks with one tag).
+    std::vector<PeerExchange::Handle> arrivals(own_segments * peers);
+    auto post_segment = [&](std::size_t j) {
+      if (j >= own_segments) return;
+      const std::size_t bytes = segmentation_.length(own_length, j) * element_;
+      for (int d = 1; d < p_; ++d) {
+        const int peer = ring_index(r_ - d, p_);
+        arrivals[j * peers + static_cast<std::size_t>(d - 1)] =
+            exchange_.recv(landing(j, peer), bytes, peer,
+                           "ordered reduce-scatter: contribution to this rank's chunk");
+      }
+    };
+    for (std::size_t j = 0; j < depth; ++j) post_segment(j);
+    // Each rank starts with the owner after it, so no owner gets every
+    // rank's first segment at once.
+    std::vector<PeerExchange::Handle> input_sends;
+    std::size_t most_segments = 0;
+    for (int c = 0; c < p_; ++c) {
+      most_segments = std::max(most_segments, segmentation_.segments(layout.length(c)));
+    }
+    for (std::size_t j = 0; j < most_segments; ++j) {
+      for (int d = 1; d < p_; ++d) {
+        const int owner = ring_index(r_ + d, p_);
+        const std::size_t length = layout.length(owner);
+        if (j >= segmentation_.segments(length)) continue;
+        input_sends.push_back(exchange_.send(
+            input + (layout.offset(owner) + segmentation_.begin(j)) * element_,
+            segmentation_.length(length, j) * element_, owner,
+            "ordered reduce-scatter: contribution to the owner's chunk"));
+      }
+    }
+    // In place (all_reduce, reduce_scatter's recv == send + r * count, a
+    // root's reduce), `own_result` is exactly this rank's own source, which
+    // reduce_sources allows; no other chunk of the input is written here.
+    const int divisor = request_.op == ReduceOp::kMean ? p_ : 1;
+    std::vector<const void*> sources(static_cast<std::size_t>(p_));
+    for (std::size_t j = 0; j < own_segments; ++j) {
+      const std::size_t within = segmentation_.begin(j) * element_;
+      for (std::size_t d = 0; d < peers; ++d) exchange_.wait(arrivals[j * peers + d]);
+      for (int q = 0; q < p_; ++q) {
+        sources[static_cast<std::size_t>(q)] =
+            q == r_ ? input + layout.offset(r_) * element_ + within : landing(j, q);
+      }
+      const std::size_t length = segmentation_.length(own_length, j);
+      reduce_sources(own_result + within, sources.data(), p_, length, request_.type, request_.op,
+                     divisor);
+      post_segment(j + depth);  // into the slot just read
+      if (on_own_segment) on_own_segment(own_result + within, length * element_);
+    }
+    // What follows (the all-gather, a root's receives) writes where the
+    // input sends read from.
+    for (const auto handle : input_sends) exchange_.wait(handle);
   }
 
   // The p-1 all-gather steps: at step s this rank sends chunk r-s and

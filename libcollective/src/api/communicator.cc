@@ -230,6 +230,7 @@ void Communicator::all_reduce(const void* send, void* recv, std::size_t count, D
                               const AllReduceOptions& options) {
   Request request = make_request(CollectiveKind::kAllReduce, send, recv, count, type);
   request.op = options.op;
+  request.deterministic = options.deterministic;
   internal::run_collective(state(), request, options);
 }
 
@@ -237,6 +238,7 @@ void Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv
                                   DataType type, const ReduceScatterOptions& options) {
   Request request = make_request(CollectiveKind::kReduceScatter, send, recv, recv_count, type);
   request.op = options.op;
+  request.deterministic = options.deterministic;
   internal::run_collective(state(), request, options);
 }
 
@@ -258,6 +260,7 @@ void Communicator::reduce(const void* send, void* recv, std::size_t count, DataT
   Request request = make_request(CollectiveKind::kReduce, send, recv, count, type);
   request.op = options.op;
   request.root = options.root;
+  request.deterministic = options.deterministic;
   internal::run_collective(state(), request, options);
 }
 
@@ -267,11 +270,12 @@ void Communicator::barrier(const BarrierOptions& options) {
 }
 
 Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
-                                         Algorithm requested) const {
+                                         Algorithm requested, bool deterministic) const {
   if (state().size == 0) {
     throw InvalidArgumentError("Communicator::choose_algorithm", -1, kNullCommunicator);
   }
   Request request = make_request(kind, nullptr, nullptr, count, type);
+  request.deterministic = deterministic;  // kept for the reducing kinds only
   CommonOptions options;
   options.algorithm = requested;
   return internal::resolve_algorithm(state(), request, options);

@@ -30,6 +30,10 @@ void apply_options(Request& request, const CommonOptions& options) {
     request.requested = *env_params().forced_algorithm;
   }
   request.forced = request.requested != Algorithm::kAuto;
+  const bool reducing = request.kind == CollectiveKind::kAllReduce ||
+                        request.kind == CollectiveKind::kReduceScatter ||
+                        request.kind == CollectiveKind::kReduce;
+  request.deterministic = reducing && (request.deterministic || env_params().deterministic);
   request.memory = options.memory;
   request.timeout = options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout)
                                                 : env_params().timeout;

@@ -32,6 +32,8 @@ std::string agreed_parameters_text(const EnvParams& params) {
   // Which algorithm runs: ranks running different ones never meet.
   out << "COLLECTIVE_ALGORITHM="
       << (params.forced_algorithm ? to_string(*params.forced_algorithm) : "auto") << "\n";
+  // Which algorithms may serve a reduction, and the protocol they run.
+  out << "COLLECTIVE_DETERMINISTIC=" << (params.deterministic ? 1 : 0) << "\n";
   out << "COLLECTIVE_SMALL_MESSAGE_BYTES=" << params.small_message_bytes << "\n";
   out << "COLLECTIVE_SHM_SMALL_BYTES=" << params.shm_small_bytes << "\n";
   // Message and slot sizes: a receiver sized for one segment gets another.

@@ -37,6 +37,7 @@ struct SelectionMemo {
   ReduceOp op = ReduceOp::kSum;
   MemoryKind memory = MemoryKind::kHost;
   Algorithm requested = Algorithm::kAuto;
+  bool deterministic = false;
 };
 
 struct CommunicatorState {

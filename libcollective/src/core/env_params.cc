@@ -96,6 +96,8 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
                     "a fraction of the timeout in [0, 1) (0 turns the warning off)");
   }
   params.validate = read_switch(lookup, "COLLECTIVE_VALIDATE", params.validate);
+  params.deterministic =
+      read_switch(lookup, "COLLECTIVE_DETERMINISTIC", params.deterministic);
   if (const char* value = lookup_set(lookup, "COLLECTIVE_ALGORITHM")) {
     params.forced_algorithm = parse_algorithm(value);
     if (!params.forced_algorithm) {

@@ -29,6 +29,10 @@ struct EnvParams {
   bool validate = true;
   // COLLECTIVE_ALGORITHM: replaces Algorithm::kAuto in every call's options.
   std::optional<Algorithm> forced_algorithm;
+  // COLLECTIVE_DETERMINISTIC: 1 makes every all_reduce, reduce_scatter and
+  // reduce deterministic (AllReduceOptions::deterministic); 0 (default)
+  // leaves it to each call's options.
+  bool deterministic = false;
   // COLLECTIVE_RING_SEGMENT_BYTES: unit of pipelining in the ring.
   std::size_t ring_segment_bytes = 512 * 1024;
   // COLLECTIVE_RING_PIPELINE_DEPTH: receive segments in flight per ring.

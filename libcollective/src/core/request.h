@@ -30,6 +30,10 @@ struct Request {
   Algorithm requested = Algorithm::kAuto;  // after the COLLECTIVE_ALGORITHM override
   bool forced = false;                     // the caller (or environment) named the algorithm
   MemoryKind memory = MemoryKind::kHost;   // resolved: kHost or kDevice
+  // Reducing collectives: reduce every element over the ranks in rank order
+  // (the option or COLLECTIVE_DETERMINISTIC); algorithms that cannot refuse
+  // in supports().
+  bool deterministic = false;
   std::chrono::milliseconds timeout{0};
   Clock::time_point deadline{};
   std::uint64_t sequence = 0;

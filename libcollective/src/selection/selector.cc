@@ -170,7 +170,7 @@ Selection select_algorithm(const Request& request, const CommunicatorState& stat
   auto same_shape = [&](const SelectionMemo& memo) {
     return memo.algorithm != nullptr && memo.count == request.count && memo.kind == request.kind &&
            memo.type == request.type && memo.op == request.op && memo.memory == request.memory &&
-           memo.requested == request.requested;
+           memo.requested == request.requested && memo.deterministic == request.deterministic;
   };
   for (const SelectionMemo& memo : state.selection_memo) {
     if (same_shape(memo)) return Selection{memo.algorithm, {}};
@@ -178,7 +178,8 @@ Selection select_algorithm(const Request& request, const CommunicatorState& stat
   Selection selection = select_algorithm(request, state, false);
   SelectionMemo& slot = state.selection_memo[state.selection_memo_next++ % state.selection_memo.size()];
   slot = SelectionMemo{selection.algorithm, request.kind,   request.count,    request.type,
-                       request.op,          request.memory, request.requested};
+                       request.op,          request.memory, request.requested,
+                       request.deterministic};
   return selection;
 }
 

@@ -32,11 +32,12 @@ CallFingerprint describe_call(const Request& request, int rank) {
   print.root = has_root(request.kind) ? request.root : -1;
   print.requested = static_cast<std::int8_t>(request.requested);
   print.algorithm = print.requested;
+  print.deterministic = has_op(request.kind) && request.deterministic ? 1 : 0;
   return print;
 }
 
 // The fields that must agree, in the order they are printed.
-enum Field { kKind, kCount, kType, kOp, kRoot, kAlgorithm, kNumFields };
+enum Field { kKind, kCount, kType, kOp, kRoot, kAlgorithm, kDeterministic, kNumFields };
 
 bool same_field(const CallFingerprint& a, const CallFingerprint& b, Field field) {
   switch (field) {
@@ -46,6 +47,7 @@ bool same_field(const CallFingerprint& a, const CallFingerprint& b, Field field)
     case kOp: return a.op == b.op;
     case kRoot: return a.root == b.root;
     case kAlgorithm: return a.algorithm == b.algorithm;
+    case kDeterministic: return a.deterministic == b.deterministic;
     default: return true;
   }
 }
@@ -81,6 +83,9 @@ void print_field(std::ostream& out, const CallFingerprint& print, Field field) {
       if (print.requested != print.algorithm) {
         out << " (requested " << to_string(static_cast<Algorithm>(print.requested)) << ")";
       }
+      return;
+    case kDeterministic:
+      out << "deterministic=" << (print.deterministic ? "true" : "false");
       return;
     default:
       return;
@@ -119,6 +124,7 @@ Verdict mismatch(std::span<const CallFingerprint> all) {
     for (int field = 0; field < kNumFields; ++field) {
       const auto f = static_cast<Field>(field);
       const bool relevant = (f != kOp || has_op(kind)) && (f != kRoot || has_root(kind)) &&
+                            (f != kDeterministic || print.deterministic) &&
                             ((f != kCount && f != kType) || kind != CollectiveKind::kBarrier);
       // Different collectives: each with its own arguments; the same
       // collective: only what differs.
@@ -132,7 +138,7 @@ Verdict mismatch(std::span<const CallFingerprint> all) {
     cause << " and " << groups.size() - kMaxGroupsShown << " more different calls";
   }
   cause << ". Every rank must make the same collective calls in the same order, with the same "
-           "count, type, op, root and algorithm";
+           "count, type, op, root, algorithm and deterministic option";
   return Verdict{Verdict::kMismatch, false, cause.str()};
 }
 

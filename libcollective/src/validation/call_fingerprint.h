@@ -31,7 +31,8 @@ struct CallFingerprint {
   std::int8_t algorithm = 0;  // the one selected: the protocol depends on it
   std::int8_t requested = 0;  // what the caller (or COLLECTIVE_ALGORITHM) asked
   std::uint8_t status = kValid;
-  std::uint8_t reserved[7] = {};
+  std::uint8_t deterministic = 0;  // 1: reduced in rank order (the protocol differs)
+  std::uint8_t reserved[6] = {};
   char rejection[216] = {};  // a rejecting rank's cause, truncated
 
   bool rejected() const { return status != kValid; }

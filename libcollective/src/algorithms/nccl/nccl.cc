@@ -149,6 +149,12 @@ Support NcclAlgorithm::supports(const Request& request, const CommunicatorState&
   if (request.memory != MemoryKind::kDevice) {
     return Support::no("nccl serves CUDA device buffers only, and this call's buffers are host memory");
   }
+  if (request.deterministic) {
+    // NCCL's reduction order follows its algorithm and protocol (ring,
+    // tree, NVLS), which it picks by size and topology.
+    return Support::no("nccl cannot be deterministic: NCCL's order of combining ranks depends on "
+                       "the algorithm and protocol it picks per size");
+  }
   return Support::yes();
 }
 

@@ -46,6 +46,16 @@ struct CommunicationOptions {
   // Longest wait for other replicas or workers, in seconds. Unset: the
   // library default (COLLECTIVE_TIMEOUT, 300 s). Must be positive when set.
   std::optional<double> timeout_seconds;
+
+  // Bitwise-reproducible reductions: every element is reduced over all
+  // replicas of all workers in global replica order (worker-major), so a
+  // run gives the same bits whatever the layout of the same replica count
+  // (4 workers x 1 replica, 2 x 2, 1 x 4). Cross-worker all-reduces run
+  // with AllReduceOptions::deterministic; with several local replicas per
+  // worker the replicas' values are all-gathered and reduced in that order
+  // on every worker, K x the bytes of the usual local-sum-then-all-reduce
+  // (docs/strategies.md).
+  bool deterministic = false;
 };
 
 // The libcollective algorithm a host-memory collective uses under this

@@ -119,6 +119,11 @@ class CrossDeviceOps {
   // reduce out of place, so the input is read once and never copied.
   virtual void reduce_single_replica_pack(ReduceOp op, DataType type, const void* input,
                                           void* output, std::size_t count);
+  // One pack of every local replica's input into `output` (for kMean the
+  // sum): the in-process step, then reduce_pack_across_workers. Cross-worker
+  // ops with another reduction order replace the pair.
+  virtual void reduce_pack(ReduceOp op, DataType type, std::span<const void* const> inputs,
+                           void* output, std::size_t count);
 
  private:
   std::vector<Tensor> reduce_group(ReduceOp op, const std::vector<std::vector<const Tensor*>>& values,
@@ -206,10 +211,17 @@ class CollectiveAllReduce final : public CrossDeviceOps {
                                   std::size_t count) override;
   void reduce_single_replica_pack(ReduceOp op, DataType type, const void* input, void* output,
                                   std::size_t count) override;
+  void reduce_pack(ReduceOp op, DataType type, std::span<const void* const> inputs, void* output,
+                   std::size_t count) override;
 
  private:
   void all_reduce_across_workers(ReduceOp op, DataType type, const void* input, void* output,
                                  std::size_t count);
+  // CommunicationOptions::deterministic with several local replicas and
+  // workers: every replica's pack gathered, reduced in global order.
+  void gather_and_reduce_in_order(ReduceOp op, DataType type,
+                                  std::span<const void* const> inputs, void* output,
+                                  std::size_t count);
 
   Communicator communicator_;
   CommunicationOptions options_;
