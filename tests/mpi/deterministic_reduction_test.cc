@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "collective/collective.h"
-#include "kernels/half_precision.h"
+#include "collective/half_precision.h"
 #include "virtual_nodes.h"
 
 namespace collective {
@@ -51,17 +51,17 @@ float input_float(int rank, std::size_t index, std::uint64_t seed) {
 
 std::uint32_t stored_bits(DataType type, float value) {
   switch (type) {
-    case DataType::kFloat16: return internal::float_to_half_bits(value);
-    case DataType::kBFloat16: return internal::float_to_bfloat16_bits(value);
+    case DataType::kFloat16: return ::collective::float_to_float16(value);
+    case DataType::kBFloat16: return ::collective::float_to_bfloat16(value);
     default: return std::bit_cast<std::uint32_t>(value);
   }
 }
 
 float loaded(DataType type, std::uint32_t bits) {
   switch (type) {
-    case DataType::kFloat16: return internal::half_bits_to_float(static_cast<std::uint16_t>(bits));
+    case DataType::kFloat16: return ::collective::float16_to_float(static_cast<std::uint16_t>(bits));
     case DataType::kBFloat16:
-      return internal::bfloat16_bits_to_float(static_cast<std::uint16_t>(bits));
+      return ::collective::bfloat16_to_float(static_cast<std::uint16_t>(bits));
     default: return std::bit_cast<float>(bits);
   }
 }
