@@ -41,8 +41,8 @@ if [[ -x scripts/sanitizers.sh ]]; then
 fi
 if [[ -x scripts/fuzz.sh ]]; then
   phase fuzzing
-  # 10 s per target in CI (fuzz.sh's own default is 20): every seed runs, and
+  # 6 s per target in CI (fuzz.sh's own default is 20): every seed runs, and
   # the corpus grows across runs of the same checkout.
-  FUZZ_SECONDS=${FUZZ_SECONDS:-10} bash scripts/fuzz.sh
+  FUZZ_SECONDS=${FUZZ_SECONDS:-6} bash scripts/fuzz.sh
 fi
 echo "== all tests passed (${SECONDS} s)"
