@@ -21,27 +21,22 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from mpirun_capture import CapturedMpirun, Failure, alive  # noqa: E402
 
 RANKS = 3
 VICTIM = 1
 
 
-class Failure(Exception):
-    pass
-
-
-class MpiRun:
-    """mpirun with its stdout and stderr collected line by line, with times."""
+class MpiRun(CapturedMpirun):
+    """RANKS ranks of the fault worker, with the call timeout and validation set."""
 
     def __init__(self, args, worker_args, timeout_s, recovery=False, validate=True, extra_env=None):
-        env = dict(os.environ)
-        env.update(extra_env or {})
+        env = dict(extra_env or {})
         env.update({
-            "OMPI_ALLOW_RUN_AS_ROOT": "1",
-            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
             "COLLECTIVE_TIMEOUT": str(timeout_s),
             "COLLECTIVE_VALIDATE": "1" if validate else "0",
         })
@@ -49,95 +44,7 @@ class MpiRun:
         if recovery:
             command.append("--enable-recovery")
         command += [args.worker] + [str(a) for a in worker_args]
-        print("$ " + " ".join(command), flush=True)
-        self.lines = []  # (time, stream, text)
-        self.lock = threading.Lock()
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env=env, text=True, start_new_session=True)
-        self.readers = [threading.Thread(target=self._read, args=(self.process.stdout, "out")),
-                        threading.Thread(target=self._read, args=(self.process.stderr, "err"))]
-        for reader in self.readers:
-            reader.start()
-        self.pids = {}
-        self.exit_time = None
-
-    def _read(self, stream, name):
-        for line in stream:
-            with self.lock:
-                self.lines.append((time.time(), name, line.rstrip("\n")))
-
-    def matching(self, pattern, stream="out"):
-        regex = re.compile(pattern)
-        with self.lock:
-            return [(t, m) for (t, s, text) in self.lines if s == stream
-                    for m in [regex.search(text)] if m]
-
-    def wait_for(self, pattern, count, within_s, stream="out", what=None):
-        deadline = time.time() + within_s
-        while time.time() < deadline:
-            found = self.matching(pattern, stream)
-            if len(found) >= count:
-                return found
-            if self.process.poll() is not None and len(self.matching(pattern, stream)) < count:
-                time.sleep(0.2)  # let the readers drain
-                found = self.matching(pattern, stream)
-                if len(found) >= count:
-                    return found
-                raise Failure("mpirun exited (rc %s) before %s" % (self.process.returncode,
-                                                                   what or pattern))
-            time.sleep(0.02)
-        raise Failure("not seen within %.0f s: %s" % (within_s, what or pattern))
-
-    def wait_ready(self):
-        for _, match in self.wait_for(r"READY rank=(\d+) pid=(\d+)", RANKS, 60, what="every READY"):
-            self.pids[int(match.group(1))] = int(match.group(2))
-        return time.time()
-
-    def wait_exit(self, within_s):
-        try:
-            self.process.wait(timeout=within_s)
-        except subprocess.TimeoutExpired:
-            raise Failure("mpirun still running %.0f s later" % within_s)
-        self.exit_time = time.time()
-        for reader in self.readers:
-            reader.join(timeout=5)
-        return self.process.returncode
-
-    def cleanup(self):
-        """Kills whatever is left; returns the worker pids that were still alive."""
-        left = []
-        if self.process.poll() is None:
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
-        deadline = time.time() + 5
-        for pid in self.pids.values():
-            while alive(pid) and time.time() < deadline:
-                time.sleep(0.05)
-            if alive(pid):
-                left.append(pid)
-                try:
-                    os.kill(pid, signal.SIGCONT)
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-        return left
-
-    def dump(self):
-        with self.lock:
-            for (t, s, text) in self.lines:
-                print("  [%s] %s" % (s, text))
-
-
-def alive(pid):
-    try:
-        with open("/proc/%d/stat" % pid) as stat:
-            state = stat.read().rsplit(")", 1)[1].split()[0]
-        return state not in ("Z", "X")
-    except (FileNotFoundError, ProcessLookupError, IndexError):
-        return False
+        super().__init__(command, env, RANKS)
 
 
 def signal_if_alive(pid, signum):

@@ -18,12 +18,12 @@ stop_ps        SIGSTOP the ps: join() raises UnavailableError naming
 
 import argparse
 import os
-import re
 import signal
-import subprocess
 import sys
-import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from mpirun_capture import CapturedMpirun, Failure  # noqa: E402
 
 RANKS = 4
 FAILURE_TIMEOUT_S = 3
@@ -31,94 +31,20 @@ SLACK_S = 4  # scheduling noise on 2 oversubscribed cores
 CLOSURES = 300
 
 
-class Failure(Exception):
-    pass
+class MpiRun(CapturedMpirun):
+    """The 4-rank parameter-server program, with a short failure timeout."""
 
-
-class MpiRun:
     def __init__(self, args, recovery=False):
-        env = dict(os.environ)
-        env.update({
-            "OMPI_ALLOW_RUN_AS_ROOT": "1",
-            "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-            "COLLECTIVE_TIMEOUT": "60",
-            "COLLECTIVE_PS_FAILURE_TIMEOUT": str(FAILURE_TIMEOUT_S),
-        })
         command = [args.mpiexec, "-n", str(RANKS), "--oversubscribe", "--bind-to", "none"]
         if recovery:
             command.append("--enable-recovery")
         command += [args.program, str(CLOSURES), "10"]
-        print("$ " + " ".join(command), flush=True)
-        self.lines = []
-        self.lock = threading.Lock()
-        self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        env=env, text=True, start_new_session=True)
-        self.readers = [threading.Thread(target=self._read, args=(self.process.stdout, "out")),
-                        threading.Thread(target=self._read, args=(self.process.stderr, "err"))]
-        for reader in self.readers:
-            reader.start()
-        self.pids = {}
-
-    def _read(self, stream, name):
-        for line in stream:
-            with self.lock:
-                self.lines.append((time.time(), name, line.rstrip("\n")))
-
-    def matching(self, pattern, stream=None):
-        regex = re.compile(pattern)
-        with self.lock:
-            return [(t, m) for (t, s, text) in self.lines if stream in (None, s)
-                    for m in [regex.search(text)] if m]
-
-    def wait_for(self, pattern, count=1, within_s=60, stream=None):
-        deadline = time.time() + within_s
-        while time.time() < deadline:
-            found = self.matching(pattern, stream)
-            if len(found) >= count:
-                return found
-            if self.process.poll() is not None:
-                time.sleep(0.3)
-                found = self.matching(pattern, stream)
-                if len(found) >= count:
-                    return found
-                raise Failure("mpirun exited (rc %s) before: %s" % (self.process.returncode, pattern))
-            time.sleep(0.02)
-        raise Failure("not seen within %.0f s: %s" % (within_s, pattern))
+        super().__init__(command, {"COLLECTIVE_TIMEOUT": "60",
+                                   "COLLECTIVE_PS_FAILURE_TIMEOUT": str(FAILURE_TIMEOUT_S)}, RANKS)
 
     def wait_ready(self):
-        for _, m in self.wait_for(r"READY rank=(\d+) pid=(\d+)", RANKS):
-            self.pids[int(m.group(1))] = int(m.group(2))
-        self.wait_for(r"SCHEDULED")
-
-    def wait_exit(self, within_s):
-        try:
-            return self.process.wait(timeout=within_s)
-        except subprocess.TimeoutExpired:
-            raise Failure("mpirun still running %.0f s later" % within_s)
-        finally:
-            for reader in self.readers:
-                reader.join(timeout=5)
-
-    def cleanup(self):
-        if self.process.poll() is None:
-            for pid in self.pids.values():
-                for signum in (signal.SIGCONT, signal.SIGKILL):
-                    try:
-                        os.kill(pid, signum)
-                    except ProcessLookupError:
-                        pass
-            try:
-                os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            self.process.wait()
-        for reader in self.readers:
-            reader.join(timeout=5)
-
-    def dump(self):
-        with self.lock:
-            for (_, s, text) in self.lines:
-                print("  [%s] %s" % (s, text))
+        super().wait_ready()
+        self.wait_for(r"SCHEDULED", stream=None)
 
 
 def check_result(run, victim_worker):
