@@ -25,6 +25,6 @@ targets=(c_api_test dropin_program dropin_program_linked collective_mpi
 # (not `| grep -q`: with pipefail, grep's early exit fails the pipe)
 [[ $(cmake --build "$build_dir" --target help) == *fortran_api_test* ]] && targets+=(fortran_api_test)
 cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
-ctest --test-dir "$build_dir" --output-on-failure -L "capi|pmpi" --timeout 300
+ctest --test-dir "$build_dir" --output-on-failure -L "capi|pmpi" --timeout 300 -j "$(nproc)"
 ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j "$(nproc)" \
       -R '^(collective_mpi_tests|topology_mpi_test|launcher_variables_test|launcher_variables_misleading)_np[1-4]$'
