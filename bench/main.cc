@@ -43,7 +43,7 @@ class OutputError : public std::runtime_error {
 // Rank 0 flushes and closes `file`; every rank learns whether everything
 // reached it (a full disk, /dev/full, shows only here).
 void finish_file(std::ofstream* file, const std::string& flag, const std::string& path, int rank,
-                 MPI_Comm comm) {
+                 MPI_Comm comm, int earlier_error = 0) {
   int ok = 1;
   int error = 0;
   if (rank == 0 && file != nullptr) {
@@ -51,7 +51,9 @@ void finish_file(std::ofstream* file, const std::string& flag, const std::string
     file->flush();
     file->close();
     ok = file->fail() ? 0 : 1;
-    error = errno;
+    // A write that failed earlier (a large one goes straight to the file,
+    // past the buffer) left the stream failed: its errno is the cause.
+    error = earlier_error != 0 ? earlier_error : errno;
   }
   int verdict[2] = {ok, error};
   MPI_Bcast(verdict, 2, MPI_INT, 0, comm);
@@ -116,9 +118,14 @@ int run(const BenchOptions& options) {
       }
       MPI_Bcast(&ok, 1, MPI_INT, 0, mpi.comm());
       if (!ok) throw OutputError("--generate-rules: cannot write " + *options.rules_file);
-      if (rank == 0) write_rules(out, rules);
+      int write_error = 0;
+      if (rank == 0) {
+        errno = 0;
+        write_rules(out, rules);
+        if (!out) write_error = errno;
+      }
       finish_file(rank == 0 ? &out : nullptr, "--generate-rules", *options.rules_file, rank,
-                  mpi.comm());
+                  mpi.comm(), write_error);
       summary.rules_file = options.rules_file;
       summary.rules_written = rules.size();
     }
