@@ -346,18 +346,25 @@ def every_rank_error(run, error_class, within_s):
             raise Failure("rank %s raised %s, expected %s" % (match.group(1), match.group(2), error_class))
 
 
-def flight_skip_call(args, directory):
-    # Rank 1 skips call #20 (an all_reduce): its #20 is the others' #21, a
-    # broadcast; every rank raises MismatchError and dumps.
-    run = MpiRun(args, ["skip_call", VICTIM], timeout_s=20,
+def dumps_of_failing_run(args, directory, scenario, timeout_s, error_class):
+    """Runs the worker's `scenario` (dumping into `directory`) until every
+    rank raised `error_class` and the job ended; collective_trace's verdict
+    on the dumps of every rank."""
+    run = MpiRun(args, [scenario, VICTIM], timeout_s=timeout_s,
                  extra_env={"COLLECTIVE_FLIGHT_RECORDER_DIR": directory})
     try:
         run.wait_ready()
-        every_rank_error(run, "MismatchError", 30)
+        every_rank_error(run, error_class, 30)
         run.wait_exit(20)
     finally:
         finish(run)
-    verdict, text = trace_verdict(args, directory, RANKS)
+    return trace_verdict(args, directory, RANKS)
+
+
+def flight_skip_call(args, directory):
+    # Rank 1 skips call #20 (an all_reduce): its #20 is the others' #21, a
+    # broadcast; every rank raises MismatchError and dumps.
+    verdict, text = dumps_of_failing_run(args, directory, "skip_call", 20, "MismatchError")
     first = verdict["verdicts"][0]
     if (first["kind"], first["sequence"]) != ("mismatch", 20):
         raise Failure("verdict %s #%s, expected mismatch at #20" % (first["kind"], first["sequence"]))
@@ -374,15 +381,7 @@ def flight_two_comms(args, directory):
     # Rank 1 calls two communicators in the other order: each side waits
     # on one communicator for the ranks that wait on the other; every rank
     # times out and dumps.
-    run = MpiRun(args, ["two_comms", VICTIM], timeout_s=2,
-                 extra_env={"COLLECTIVE_FLIGHT_RECORDER_DIR": directory})
-    try:
-        run.wait_ready()
-        every_rank_error(run, "TimeoutError", 30)
-        run.wait_exit(20)
-    finally:
-        finish(run)
-    verdict, text = trace_verdict(args, directory, RANKS)
+    verdict, text = dumps_of_failing_run(args, directory, "two_comms", 2, "TimeoutError")
     found = {(v["communicator"], v["sequence"]): v for v in verdict["verdicts"]}
     first, second = found.get(("[0,1,2]#0", 4)), found.get(("[0,1,2]#1", 4))
     if not first or not second:
