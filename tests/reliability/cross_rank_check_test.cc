@@ -444,6 +444,103 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingCarriedAndPlainChecksMeet) {
   expect_healthy();
 }
 
+// A ring reduce-scatter, all_reduce or reduce whose check goes over MPI
+// carries it in its first message: the head of step 0's first segment
+// (up to 16 KiB) rides with the fingerprint, the rest follows the verdict.
+// Counts cover no data, chunks shorter than the head, a head that is the
+// whole first segment, and a first segment longer than the head.
+template <typename Options>
+Options ring() {
+  Options options;
+  options.algorithm = Algorithm::kRing;
+  return options;
+}
+
+float ring_input(int rank, std::size_t i) { return static_cast<float>((rank + 1) * (i % 5 + 1)); }
+float ring_sum(int size, std::size_t i) { return static_cast<float>(size * (size + 1) / 2 * (i % 5 + 1)); }
+
+TEST_P(CrossRankCheckTest, RingCarryingTheCheckIsExact) {
+  for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4099},
+                                  std::size_t{8192}, std::size_t{300001}}) {
+    std::vector<float> in(count), out(count, -7.0f);
+    for (std::size_t i = 0; i < count; ++i) in[i] = ring_input(rank, i);
+    comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, ring<AllReduceOptions>());
+    for (std::size_t i = 0; i < count; ++i) {
+      ASSERT_EQ(out[i], ring_sum(size, i)) << "rank " << rank << " index " << i << " count " << count;
+    }
+    EXPECT_EQ(comm.last_algorithm(), Algorithm::kRing);
+    AllReduceOptions mean = ring<AllReduceOptions>();
+    mean.op = ReduceOp::kMean;
+    comm.all_reduce(in.data(), in.data(), count, DataType::kFloat32, mean);
+    for (std::size_t i = 0; i < count; ++i) {
+      const float expected = static_cast<float>((size + 1) * (i % 5 + 1)) / 2.0f;
+      ASSERT_EQ(in[i], expected) << "rank " << rank << " index " << i << " count " << count << " (mean, in place)";
+    }
+
+    // reduce_scatter: `count` elements per rank.
+    std::vector<float> blocks(count * static_cast<std::size_t>(size)), mine(count, -7.0f);
+    for (std::size_t i = 0; i < blocks.size(); ++i) blocks[i] = ring_input(rank, i);
+    comm.reduce_scatter(blocks.data(), mine.data(), count, DataType::kFloat32,
+                        ring<ReduceScatterOptions>());
+    for (std::size_t i = 0; i < count; ++i) {
+      const std::size_t at = static_cast<std::size_t>(rank) * count + i;
+      ASSERT_EQ(mine[i], ring_sum(size, at)) << "rank " << rank << " index " << i << " count " << count << " (reduce_scatter)";
+    }
+
+    // reduce to the last rank.
+    ReduceOptions to_last = ring<ReduceOptions>();
+    to_last.root = last;
+    std::vector<float> reduced(count, -7.0f);
+    for (std::size_t i = 0; i < count; ++i) in[i] = ring_input(rank, i);
+    comm.reduce(in.data(), reduced.data(), count, DataType::kFloat32, to_last);
+    for (std::size_t i = 0; rank == last && i < count; ++i) {
+      ASSERT_EQ(reduced[i], ring_sum(size, i)) << "rank " << rank << " index " << i << " count " << count << " (reduce)";
+    }
+  }
+}
+
+TEST_P(CrossRankCheckTest, RingCarriedAndPlainChecksMeet) {
+  REQUIRE_RANKS(2);
+  // Counts differ: the heads differ in size, and rank 0's first segment
+  // fits its head while the others' does not.
+  {
+    const std::size_t count = rank == 0 ? 6 : 300001;
+    std::vector<float> in(count, 1.0f), out(count, -7.0f);
+    expect_raises<MismatchError>(
+        [&] { comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, ring<AllReduceOptions>()); },
+        {label("all_reduce"), "rank 0 count=6", "count=300001"}, rank);
+    for (float v : out) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
+    for (float v : in) ASSERT_EQ(v, 1.0f) << "rank " << rank << ": the input was touched";
+  }
+  // The last rank gathers (whose check is a round of its own) where the
+  // others all_reduce (which carry it).
+  {
+    std::vector<float> in(4096, 1.0f), out(4096 * static_cast<std::size_t>(size), -7.0f);
+    auto call = [&] {
+      if (rank == last) {
+        AllGatherOptions gather;
+        gather.algorithm = Algorithm::kRing;
+        comm.all_gather(in.data(), out.data(), in.size(), DataType::kFloat32, gather);
+      } else {
+        comm.all_reduce(in.data(), out.data(), in.size(), DataType::kFloat32, ring<AllReduceOptions>());
+      }
+    };
+    expect_raises<MismatchError>(call, {"all_reduce", "all_gather"}, rank);
+    for (float v : out) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
+  }
+  // Rank 0 carries a whole small input for recursive_doubling, the others
+  // the head of a ring segment.
+  {
+    AllReduceOptions options = rank == 0 ? recursive_doubling() : ring<AllReduceOptions>();
+    std::vector<float> in(64, 1.0f), out(64, -7.0f);
+    expect_raises<MismatchError>(
+        [&] { comm.all_reduce(in.data(), in.data(), in.size(), DataType::kFloat32, options); },
+        {label("all_reduce"), "algorithm=recursive_doubling", "algorithm=ring"}, rank);
+    for (float v : in) ASSERT_EQ(v, 1.0f) << "rank " << rank << ": the input was touched";
+  }
+  expect_healthy();
+}
+
 std::string path_name(const ::testing::TestParamInfo<CheckPath>& info) {
   return info.param == CheckPath::kMpiMessages ? "MpiMessages" : "NodeBoard";
 }

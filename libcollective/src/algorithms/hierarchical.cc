@@ -58,6 +58,7 @@ void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state
       across.recv = region;
       across.count = length;
       across.op = partial_op;
+      across.carried_check = nullptr;  // checked before the node phase
       // The ring, asked of the registry: bandwidth-optimal across nodes.
       find_algorithm(Algorithm::kRing)->run(across, *state.cross_node);
     }

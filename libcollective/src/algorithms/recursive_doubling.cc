@@ -142,9 +142,13 @@ void RecursiveDoublingAlgorithm::run(const Request& request, CommunicatorState& 
   if (request.carried_check != nullptr) {
     // The check's one round brings every rank's input; the reduction in
     // rank order gives every rank the same bits.
-    const auto inputs = exchange_carrying_input(*request.carried_check, request.send,
-                                                request.bytes(), request, state);
+    const auto landed = exchange_check_carrying(
+        *request.carried_check, CarriedData{request.send, request.bytes(), CarriedData::kEveryPeer},
+        request, state);
     if (request.count == 0) return;
+    thread_local std::vector<const void*> inputs;
+    inputs.assign(landed.begin(), landed.end());
+    inputs[static_cast<std::size_t>(state.rank)] = request.send;
     reduce_sources(request.recv, inputs.data(), state.size, request.count, request.type,
                    request.op, request.op == ReduceOp::kMean ? state.size : 1);
     return;

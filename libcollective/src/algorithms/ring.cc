@@ -13,6 +13,7 @@
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
 #include "core/trace.h"
+#include "validation/cross_rank_check.h"
 
 namespace collective::internal {
 namespace {
@@ -41,6 +42,13 @@ class StepSegmentCursor {
   int step_ = 0;
   std::size_t segment_ = 0;
 };
+
+// The most of the reduce-scatter's first segment that rides with the
+// fingerprint when the ring makes the cross-rank check (carries_check): the
+// rest waits for the verdict, so more would only be copied into the check's
+// message for nothing. 16 KiB covers the first segment of calls bound by
+// latency, where the round saved matters.
+constexpr std::size_t kCarriedHeadBytes = 16 * 1024;
 
 // Where the reduce-scatter phase keeps partial sums of the chunks it
 // forwards: in place in the output (all_reduce, whose output has room for
@@ -201,21 +209,46 @@ class RingRun {
       return partials.alternating + static_cast<std::size_t>(step % 2) * partials.chunk_stride;
     };
 
+    // With the cross-rank check to make, the head of step 0's first segment
+    // rides with this rank's fingerprint to the next rank, and the head of
+    // the one it receives comes with the previous rank's; nothing else is
+    // sent, and nothing written, before every rank's fingerprint agreed.
+    auto head_bytes = [&](int chunk) {
+      if (request_.carried_check == nullptr || layout.length(chunk) == 0) return std::size_t{0};
+      const std::size_t first = segmentation_.length(layout.length(chunk), 0) * element_;
+      return std::min(first, kCarriedHeadBytes / element_ * element_);
+    };
+    const std::size_t head_sent = head_bytes(sent_chunk(0));
+    const std::size_t head_received = head_bytes(received_chunk(0));
+    const std::byte* carried_head = nullptr;
+    if (request_.carried_check != nullptr) {
+      const TraceScope checking("cross-rank check");
+      const auto landed = exchange_check_carrying(
+          *request_.carried_check,
+          CarriedData{input + layout.offset(sent_chunk(0)) * element_, head_sent, next_}, request_,
+          state_);
+      carried_head = landed[static_cast<std::size_t>(prev_)];
+    }
+
     // Step 0 sends this rank's own input for chunk r-1, all segments at once.
     std::vector<PeerExchange::Handle> phase_sends;
     {
       const int chunk = sent_chunk(0);
       const std::size_t length = layout.length(chunk);
       for (std::size_t j = 0; j < segmentation_.segments(length); ++j) {
+        const std::size_t skip = j == 0 ? head_sent : 0;
+        const std::size_t bytes = segmentation_.length(length, j) * element_ - skip;
+        if (bytes == 0) continue;
         phase_sends.push_back(exchange_.send(
-            input + (layout.offset(chunk) + segmentation_.begin(j)) * element_,
-            segmentation_.length(length, j) * element_, next_, "ring reduce-scatter", 0));
+            input + (layout.offset(chunk) + segmentation_.begin(j)) * element_ + skip, bytes,
+            next_, "ring reduce-scatter", 0));
       }
     }
 
     // Incoming segments land in `depth_` rotating slots.
     const std::size_t slot_bytes = segmentation_.segment_elements * element_;
     std::byte* slots = state_.scratch_in.get(static_cast<std::size_t>(depth_) * slot_bytes);
+    constexpr PeerExchange::Handle kNone = static_cast<PeerExchange::Handle>(-1);
     struct Posted {
       PeerExchange::Handle handle;
       int step;
@@ -230,8 +263,12 @@ class RingRun {
       if (!post_cursor.next(step, segment)) return;
       const int chunk = received_chunk(step);
       const std::size_t bytes = segmentation_.length(layout.length(chunk), segment) * element_;
-      in_flight[slot] = Posted{exchange_.recv(slots + slot * slot_bytes, bytes, prev_,
-                                              "ring reduce-scatter", step),
+      // The head of the first segment came with the check.
+      const std::size_t skip = step == 0 && segment == 0 ? head_received : 0;
+      in_flight[slot] = Posted{bytes == skip ? kNone
+                                             : exchange_.recv(slots + slot * slot_bytes + skip,
+                                                              bytes - skip, prev_,
+                                                              "ring reduce-scatter", step),
                                step, segment};
       ++posted;
     };
@@ -239,7 +276,6 @@ class RingRun {
 
     // Sends that read a partial-sum area, by parity, so the area is not
     // overwritten (two steps later) before its send completed.
-    constexpr PeerExchange::Handle kNone = static_cast<PeerExchange::Handle>(-1);
     std::vector<PeerExchange::Handle> forward_sends[2];
     const bool partials_reused = partials.output_base == nullptr;
 
@@ -248,7 +284,7 @@ class RingRun {
     std::size_t segment = 0;
     for (std::size_t item = 0; cursor.next(step, segment); ++item) {
       const std::size_t slot = item % static_cast<std::size_t>(depth_);
-      exchange_.wait(in_flight[slot].handle);
+      if (in_flight[slot].handle != kNone) exchange_.wait(in_flight[slot].handle);
       const int chunk = received_chunk(step);
       const std::size_t length = segmentation_.length(layout.length(chunk), segment);
       const std::size_t within = segmentation_.begin(segment) * element_;
@@ -267,8 +303,18 @@ class RingRun {
       const int divisor = last_step && request_.op == ReduceOp::kMean ? p_ : 1;
       {
         const TraceScope reducing("reduce");
-        reduce_buffers(destination, own_input, slots + slot * slot_bytes, length, request_.type,
-                       request_.op, divisor);
+        std::byte* incoming = slots + slot * slot_bytes;
+        std::size_t done = 0;  // elements reduced from the carried head
+        if (item == 0 && head_received > 0) {
+          done = head_received / element_;
+          reduce_buffers(destination, own_input, carried_head, done, request_.type, request_.op,
+                         divisor);
+        }
+        if (done < length) {
+          const std::size_t at = done * element_;
+          reduce_buffers(destination + at, own_input + at, incoming + at, length - done,
+                         request_.type, request_.op, divisor);
+        }
       }
       post_next(slot);
       if (!last_step) {
@@ -431,6 +477,17 @@ Support RingAlgorithm::supports(const Request& request, const CommunicatorState&
     return Support::no("ring serves host buffers only; device buffers need nccl");
   }
   return Support::yes();
+}
+
+// The reduce-scatter's first message goes to the next rank: the check
+// rides on it. Not for the deterministic form (its first messages go to
+// every owner), all_gather and broadcast, which check first.
+bool RingAlgorithm::carries_check(const Request& request, CommunicatorState& state) const {
+  const bool reduce_scatter_first = request.kind == CollectiveKind::kAllReduce ||
+                                    request.kind == CollectiveKind::kReduceScatter ||
+                                    request.kind == CollectiveKind::kReduce;
+  return reduce_scatter_first && !request.deterministic && request.memory == MemoryKind::kHost &&
+         check_is_direct_exchange(state);
 }
 
 void RingAlgorithm::run(const Request& request, CommunicatorState& state) const {

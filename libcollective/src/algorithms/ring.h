@@ -16,6 +16,7 @@ class RingAlgorithm final : public CollectiveAlgorithm {
   Support supports(const Request& request, const CommunicatorState& state) const override;
   std::optional<double> estimate_seconds(const Request& request,
                                          const Topology& topology) const override;
+  bool carries_check(const Request& request, CommunicatorState& state) const override;
   void run(const Request& request, CommunicatorState& state) const override;
 };
 

@@ -4,6 +4,7 @@
 // different results.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -38,6 +39,16 @@ struct CallFingerprint {
   bool rejected() const { return status != kValid; }
 };
 static_assert(sizeof(CallFingerprint) == 256, "exchanged as 256 bytes");
+
+// What a valid fingerprint puts on the wire: everything but the rejection
+// text, which only a rejecting rank sends. Small messages cost by the byte
+// across hosts (a carried 1 KiB input crossed the 1500-byte frame with a
+// 256-byte fingerprint, not with this header).
+inline constexpr std::size_t kFingerprintHeaderBytes = offsetof(CallFingerprint, rejection);
+
+inline std::size_t wire_bytes(const CallFingerprint& print) {
+  return print.rejected() ? sizeof(CallFingerprint) : kFingerprintHeaderBytes;
+}
 
 // The fingerprint of a valid request that will run `selected`.
 CallFingerprint fingerprint_of(const Request& request, Algorithm selected, int rank);

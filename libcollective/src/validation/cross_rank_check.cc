@@ -18,8 +18,8 @@ namespace {
 // whose fingerprints are missing. Beyond it, p-1 messages per rank per call
 // cost more than the ceil(log2 p) rounds of a dissemination all-gather.
 
-// One message of the direct exchange: a fingerprint, then the carried input
-// (none for a plain check).
+// One message of the direct exchange: a fingerprint (its header only,
+// unless rejected), then any carried data.
 constexpr std::size_t kSlotBytes = sizeof(CallFingerprint) + kCarriedInputBytes;
 
 // Whether a whole slot travels as one MPI message. A transfer above
@@ -29,45 +29,72 @@ constexpr std::size_t kSlotBytes = sizeof(CallFingerprint) + kCarriedInputBytes;
 // nothing is carried (the limit is the same on every rank: agreed_params).
 bool slots_fit_one_message() { return env_params().max_message_bytes >= kSlotBytes; }
 
-// Sends `message` (the fingerprint, then any carried input: `message_bytes`
-// in all) to every other rank and receives theirs into `slots` (rank r's at
-// slots + r * kSlotBytes); copies each fingerprint to all[r].
-void exchange_direct(const std::byte* message, std::size_t message_bytes, PeerExchange& exchange,
-                     std::byte* slots, CallFingerprint* all, int rank, int size) {
-  const std::size_t capacity = slots_fit_one_message() ? kSlotBytes : sizeof(CallFingerprint);
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    exchange.recv(slots + static_cast<std::size_t>(peer) * kSlotBytes, capacity, peer,
-                  "cross-rank check: that rank's fingerprint of this call");
-  }
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    exchange.send(message, message_bytes, peer,
-                  "cross-rank check: this rank's fingerprint of this call");
-  }
-  exchange.wait_all();
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    std::memcpy(&all[peer], slots + static_cast<std::size_t>(peer) * kSlotBytes,
-                sizeof(CallFingerprint));
-  }
-}
-
 // The scratch of one check: every rank's fingerprint, the relay area of the
-// dissemination (or the direct exchange's slots), and this rank's message.
+// dissemination (or the direct exchange's slots), and this rank's messages:
+// its plain fingerprint and its fingerprint with carried data.
 struct CheckScratch {
   CallFingerprint* all;
   std::byte* slots;
-  std::byte* message;
+  std::byte* plain;
+  std::byte* carrying;
 };
 
 CheckScratch check_scratch(CommunicatorState& state) {
   const auto size = static_cast<std::size_t>(state.size);
   const std::size_t fingerprints = size * sizeof(CallFingerprint);
   const std::size_t relay = std::max(fingerprints, size * kSlotBytes);
-  auto* base = state.scratch_check.get(fingerprints + relay + kSlotBytes);
+  auto* base = state.scratch_check.get(fingerprints + relay + sizeof(CallFingerprint) + kSlotBytes);
   return {reinterpret_cast<CallFingerprint*>(base), base + fingerprints,
-          base + fingerprints + relay};
+          base + fingerprints + relay, base + fingerprints + relay + sizeof(CallFingerprint)};
+}
+
+std::byte* slot_of(const CheckScratch& scratch, int rank) {
+  return scratch.slots + static_cast<std::size_t>(rank) * kSlotBytes;
+}
+
+// Sends this rank's fingerprint `mine` to every other rank, with
+// `carried` appended for its recipients, and receives every other rank's
+// into its slot; copies each fingerprint to scratch.all[r].
+void exchange_direct(const CallFingerprint& mine, const CarriedData& carried,
+                     const Request& request, CommunicatorState& state,
+                     const CheckScratch& scratch) {
+  const int rank = state.rank;
+  const int size = state.size;
+  const std::size_t header = wire_bytes(mine);
+  std::memcpy(scratch.plain, &mine, header);
+  if (carried.to != CarriedData::kNoPeer) {
+    std::memcpy(scratch.carrying, &mine, header);
+    if (carried.bytes > 0) std::memcpy(scratch.carrying + header, carried.data, carried.bytes);
+  }
+  auto carries_to = [&](int peer) {
+    return carried.to == CarriedData::kEveryPeer || carried.to == peer;
+  };
+  PeerExchange exchange(request, state, "cross-rank check");
+  const std::size_t capacity = slots_fit_one_message() ? kSlotBytes : sizeof(CallFingerprint);
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    exchange.recv(slot_of(scratch, peer), capacity, peer,
+                  "cross-rank check: that rank's fingerprint of this call");
+  }
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    if (carries_to(peer)) {
+      exchange.send(scratch.carrying, header + carried.bytes, peer,
+                    "cross-rank check: this rank's fingerprint of this call, with its first data");
+    } else {
+      exchange.send(scratch.plain, header, peer,
+                    "cross-rank check: this rank's fingerprint of this call");
+    }
+  }
+  exchange.wait_all();
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    const std::byte* slot = slot_of(scratch, peer);
+    CallFingerprint& print = scratch.all[peer];
+    print = CallFingerprint{};
+    std::memcpy(static_cast<void*>(&print), slot, kFingerprintHeaderBytes);
+    if (print.rejected()) std::memcpy(static_cast<void*>(&print), slot, sizeof(CallFingerprint));
+  }
 }
 
 // Bruck's dissemination all-gather: after the round with distance d, this
@@ -88,8 +115,8 @@ void exchange_dissemination(const CallFingerprint& mine, PeerExchange& exchange,
   for (int i = 0; i < size; ++i) all[(rank + i) % size] = held[i];
 }
 
-}  // namespace
-
+// Every rank's fingerprint, indexed by rank, in state.scratch_check (valid
+// until the next call).
 std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mine,
                                                        const Request& request,
                                                        CommunicatorState& state) {
@@ -98,11 +125,10 @@ std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mi
   static_assert(std::is_trivially_copyable_v<CallFingerprint>);
   const CheckScratch scratch = check_scratch(state);
   scratch.all[state.rank] = mine;
-  PeerExchange exchange(request, state, "cross-rank check");
   if (state.size <= kDirectExchangeMaxRanks) {
-    exchange_direct(reinterpret_cast<const std::byte*>(&mine), sizeof(CallFingerprint), exchange,
-                    scratch.slots, scratch.all, state.rank, state.size);
+    exchange_direct(mine, CarriedData{}, request, state, scratch);
   } else {
+    PeerExchange exchange(request, state, "cross-rank check");
     exchange_dissemination(mine, exchange, scratch.all,
                            reinterpret_cast<CallFingerprint*>(scratch.slots), state.rank,
                            state.size);
@@ -110,34 +136,31 @@ std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mi
   return {scratch.all, size};
 }
 
+}  // namespace
+
 bool check_is_direct_exchange(CommunicatorState& state) {
   return state.size <= kDirectExchangeMaxRanks && node_board(state) == nullptr &&
          slots_fit_one_message();
 }
 
-std::span<const void* const> exchange_carrying_input(const CallFingerprint& mine, const void* input,
-                                                     std::size_t bytes, const Request& request,
-                                                     CommunicatorState& state) {
+std::span<const std::byte* const> exchange_check_carrying(const CallFingerprint& mine,
+                                                          const CarriedData& carried,
+                                                          const Request& request,
+                                                          CommunicatorState& state) {
   const auto size = static_cast<std::size_t>(state.size);
   const CheckScratch scratch = check_scratch(state);
   scratch.all[state.rank] = mine;
-  std::memcpy(scratch.message, &mine, sizeof(CallFingerprint));
-  if (bytes > 0) std::memcpy(scratch.message + sizeof(CallFingerprint), input, bytes);
-  {
-    PeerExchange exchange(request, state, "cross-rank check");
-    exchange_direct(scratch.message, sizeof(CallFingerprint) + bytes, exchange, scratch.slots,
-                    scratch.all, state.rank, state.size);
-  }
+  exchange_direct(mine, carried, request, state, scratch);
   raise_unless_agreed({scratch.all, size}, mine, request, state);
-  // Agreed: every rank carried an input of the same size.
-  thread_local std::vector<const void*> inputs;
-  inputs.resize(size);
+  // Agreed: every fingerprint was valid, so data follows its header.
+  thread_local std::vector<const std::byte*> landed;
+  landed.resize(size);
   for (std::size_t r = 0; r < size; ++r) {
-    inputs[r] = static_cast<int>(r) == state.rank
-                    ? input
-                    : static_cast<const void*>(scratch.slots + r * kSlotBytes + sizeof(CallFingerprint));
+    landed[r] = static_cast<int>(r) == state.rank
+                    ? nullptr
+                    : slot_of(scratch, static_cast<int>(r)) + kFingerprintHeaderBytes;
   }
-  return {inputs.data(), size};
+  return {landed.data(), size};
 }
 
 void check_across_ranks(const CallFingerprint& mine, const Request& request,

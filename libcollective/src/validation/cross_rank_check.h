@@ -11,11 +11,12 @@
 // check every rank knows all ranks are present and agree, which is what
 // lets the mpi algorithm enter a blocking MPI collective safely.
 //
-// Cost: one round of (p-1) 256-byte messages each way, up to
-// kDirectExchangeMaxRanks ranks; above that a dissemination all-gather of
-// ceil(log2 p) rounds. Measured in docs/errors.md. A small all-reduce across
-// nodes carries its input in the same messages (recursive_doubling), so that
-// it pays no round of its own for the check.
+// Cost: one round of (p-1) 40-byte messages each way (256 from a rank that
+// rejected its call), up to kDirectExchangeMaxRanks ranks; above that a
+// dissemination all-gather of ceil(log2 p) rounds. Measured in
+// docs/errors.md. Algorithms that message other ranks first (ring,
+// recursive_doubling) carry the check in that first message instead
+// (exchange_check_carrying), so that they pay no round of their own for it.
 #pragma once
 
 #include <cstddef>
@@ -28,37 +29,47 @@
 
 namespace collective::internal {
 
-// Every rank's fingerprint, indexed by rank, in state.scratch_check (valid
-// until the next call). Bounded by request.deadline; uses the call's
-// message tag, before any message of the algorithm.
-std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mine,
-                                                       const Request& request,
-                                                       CommunicatorState& state);
-
 // Up to this many ranks the check is a direct exchange (every rank sends its
-// fingerprint to every other), which can carry a small input with each
-// fingerprint (exchange_carrying_input).
+// fingerprint to every other), which can carry the first bytes of an
+// algorithm's data with a fingerprint (exchange_check_carrying).
 inline constexpr int kDirectExchangeMaxRanks = 16;
-// The largest input that rides with a fingerprint in the direct exchange.
+// The most data that rides with a fingerprint in the direct exchange.
 // Every direct exchange receives into slots this much larger than a
-// fingerprint, so a rank that carries and one that does not still match
-// message for message (and learn from the check that their calls differ).
-// 64 KiB: a posted receive larger than its message costs nothing, and the
-// slots (p of them) are allocated once per communicator.
+// fingerprint, so a rank that carries and one that does not (or that
+// carries for another algorithm) still match message for message, and learn
+// from the check that their calls differ. 64 KiB: a posted receive larger
+// than its message costs nothing, and the slots (p of them) are allocated
+// once per communicator.
 inline constexpr std::size_t kCarriedInputBytes = 64 * 1024;
 
 // Whether check_across_ranks goes through the direct exchange over MPI
 // (not through the node's segment, not the dissemination all-gather) with
-// room for a carried input (COLLECTIVE_MAX_MESSAGE_BYTES at least a slot).
+// room for carried data (COLLECTIVE_MAX_MESSAGE_BYTES at least a slot).
 bool check_is_direct_exchange(CommunicatorState& state);
 
-// The cross-rank check of a call whose input (`bytes` <= kCarriedInputBytes)
-// rides with this rank's fingerprint; raises as check_across_ranks does.
-// Returns every rank's input (at [r] for rank r; this rank's is `input`),
-// valid until the next call on `state`.
-std::span<const void* const> exchange_carrying_input(const CallFingerprint& mine, const void* input,
-                                                     std::size_t bytes, const Request& request,
-                                                     CommunicatorState& state);
+// The data an algorithm's first message would send, riding instead with
+// this rank's fingerprint: `bytes` (at most kCarriedInputBytes) at `data`,
+// to rank `to`, or to every other rank when `to` is kEveryPeer.
+struct CarriedData {
+  static constexpr int kNoPeer = -1;
+  static constexpr int kEveryPeer = -2;
+  const void* data = nullptr;
+  std::size_t bytes = 0;
+  int to = kNoPeer;
+};
+
+// The cross-rank check made by an algorithm's first message (the call's
+// request.carried_check): sends this rank's fingerprint to every other rank,
+// with `carried` appended for its recipients, receives every other rank's,
+// and raises as check_across_ranks does. On agreement returns where each
+// rank's carried data landed: at [q] for rank q (meaningful only for ranks
+// that carried to this one; the algorithm knows which, and since the calls
+// agree, how many bytes), valid until the next call on `state`. Nothing the
+// caller owns is written before the verdict.
+std::span<const std::byte* const> exchange_check_carrying(const CallFingerprint& mine,
+                                                          const CarriedData& carried,
+                                                          const Request& request,
+                                                          CommunicatorState& state);
 
 // Raises when the ranks' fingerprints `all` (rank r's at all[r]) do not
 // agree, as check_across_ranks describes.
