@@ -394,8 +394,8 @@ TEST_P(CrossRankCheckTest, SmallAndLargeCountsDisagree) {
 }
 
 // A small recursive_doubling all_reduce whose check goes over MPI carries
-// its input in the check's messages (one round in all): the result must be
-// exact, and a rank that carries must still meet one that does not in the
+// its input in the check's messages (one round in all), a larger one the
+// head of its first message: the result must be exact, and a rank that carries must still meet one that does not in the
 // check, and every rank must raise.
 AllReduceOptions recursive_doubling() {
   AllReduceOptions options;
@@ -404,8 +404,11 @@ AllReduceOptions recursive_doubling() {
 }
 
 TEST_P(CrossRankCheckTest, RecursiveDoublingCarryingTheCheckIsExact) {
+  // Whole inputs ride with the fingerprints up to 64 KiB over the p-1
+  // copies; larger calls carry the head (16 KiB) of their first message.
   for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1023},
-                                  std::size_t{1024}}) {
+                                  std::size_t{1024}, std::size_t{5000}, std::size_t{20000},
+                                  std::size_t{100003}}) {
     std::vector<float> in(count), out(count, -7.0f);
     for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>((rank + 1) * (i % 7 + 1));
     comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling());

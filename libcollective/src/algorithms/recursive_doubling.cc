@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "algorithms/chunk_layout.h"
@@ -16,6 +18,36 @@
 namespace collective::internal {
 namespace {
 
+// The first message each rank sends, given p: ranks below 2 * extra fold,
+// the even one of each pair sending its input to the odd one; every other
+// rank's first message goes to its partner of the first doubling round.
+// When the algorithm carries the cross-rank check (carries_check), the head
+// of that message rides with the fingerprint.
+struct DoublingShape {
+  int power = 1;  // the largest power of two <= p
+  int extra = 0;  // p - power: pairs that fold
+
+  explicit DoublingShape(int p) {
+    while (power * 2 <= p) power *= 2;
+    extra = p - power;
+  }
+  int real_rank(int virtual_rank) const {
+    return virtual_rank < extra ? virtual_rank * 2 + 1 : virtual_rank + extra;
+  }
+  int virtual_rank(int rank) const { return rank < 2 * extra ? rank / 2 : rank - extra; }
+  // Where `rank`'s first message goes, or CarriedData::kNoPeer for an odd
+  // folding rank (its first send is its fold's reduction).
+  int first_message_to(int rank) const {
+    if (rank < 2 * extra) return rank % 2 == 0 ? rank + 1 : CarriedData::kNoPeer;
+    if (power == 1) return CarriedData::kNoPeer;
+    return real_rank(virtual_rank(rank) ^ 1);
+  }
+};
+
+// The most of a first message that rides with the fingerprint; as in the
+// ring, the rest waits for the verdict.
+constexpr std::size_t kCarriedHeadBytes = 16 * 1024;
+
 void all_reduce(const Request& request, CommunicatorState& state) {
   PeerExchange exchange(request, state, "recursive_doubling");
   const int p = state.size;
@@ -24,20 +56,55 @@ void all_reduce(const Request& request, CommunicatorState& state) {
   auto* output = static_cast<std::byte*>(request.recv);
   const auto* current = static_cast<const std::byte*>(request.send);
   std::byte* incoming = state.scratch_in.get(bytes);
+  const DoublingShape shape(p);
+  const int power = shape.power;
+  const int extra = shape.extra;
 
-  int power = 1;
-  while (power * 2 <= p) power *= 2;
-  const int extra = p - power;  // ranks below 2*extra pair up and fold
+  // With the check to make, it rides with the head of the first message.
+  const std::size_t head = request.carried_check == nullptr
+                               ? 0
+                               : std::min(bytes, kCarriedHeadBytes / request.element_bytes() *
+                                                     request.element_bytes());
+  std::span<const std::byte* const> landed;
+  if (request.carried_check != nullptr) {
+    const TraceScope checking("cross-rank check");
+    landed = exchange_check_carrying(*request.carried_check,
+                                     CarriedData{current, head, shape.first_message_to(r)},
+                                     request, state);
+  }
+  // What this rank sends `to` first skips the head that rode with its
+  // fingerprint; what it receives first from `from` starts with the head
+  // that rode with that rank's.
+  const int carried_to = request.carried_check != nullptr ? shape.first_message_to(r)
+                                                          : CarriedData::kNoPeer;
+  auto skip_to = [&](int to) { return to == carried_to ? head : std::size_t{0}; };
+  auto receive_first = [&](void* into, int from, const char* purpose) {
+    std::size_t skip = 0;
+    if (request.carried_check != nullptr && shape.first_message_to(from) == r) {
+      skip = head;
+      std::memcpy(into, landed[static_cast<std::size_t>(from)], head);
+    }
+    return skip > 0 && skip == bytes ? std::optional<PeerExchange::Handle>{}
+                                     : exchange.recv(static_cast<std::byte*>(into) + skip, bytes - skip, from,
+                                         purpose);
+  };
+  auto wait_for = [&](std::optional<PeerExchange::Handle> handle) {
+    if (handle) exchange.wait(*handle);
+  };
 
   int virtual_rank = r - extra;
   if (r < 2 * extra) {
     if (r % 2 == 0) {
       // Hand the data to the odd partner and wait for the final result.
-      exchange.wait(exchange.send(current, bytes, r + 1, "recursive doubling: fold to partner"));
+      const std::size_t skip = skip_to(r + 1);
+      if (skip == 0 || skip < bytes) {  // a zero-byte message still marks the step
+        exchange.wait(exchange.send(current + skip, bytes - skip, r + 1,
+                                    "recursive doubling: fold to partner"));
+      }
       exchange.wait(exchange.recv(output, bytes, r + 1, "recursive doubling: result from partner"));
       return;
     }
-    exchange.wait(exchange.recv(incoming, bytes, r - 1, "recursive doubling: fold from partner"));
+    wait_for(receive_first(incoming, r - 1, "recursive doubling: fold from partner"));
     reduce_buffers(output, current, incoming, request.count, request.type, request.op);
     current = output;
     virtual_rank = r / 2;
@@ -45,13 +112,19 @@ void all_reduce(const Request& request, CommunicatorState& state) {
 
   for (int mask = 1; mask < power; mask <<= 1) {
     const TraceScope traced("recursive doubling round");
-    const int partner_virtual = virtual_rank ^ mask;
-    const int partner =
-        partner_virtual < extra ? partner_virtual * 2 + 1 : partner_virtual + extra;
-    const auto sent = exchange.send(current, bytes, partner, "recursive doubling exchange");
-    const auto received = exchange.recv(incoming, bytes, partner, "recursive doubling exchange");
-    exchange.wait(received);
-    exchange.wait(sent);
+    const int partner = shape.real_rank(virtual_rank ^ mask);
+    const bool first_round = mask == 1;
+    const std::size_t skip = first_round ? skip_to(partner) : 0;
+    std::optional<PeerExchange::Handle> sent;
+    if (skip == 0 || skip < bytes) {
+      sent = exchange.send(current + skip, bytes - skip, partner, "recursive doubling exchange");
+    }
+    const auto received =
+        first_round ? receive_first(incoming, partner, "recursive doubling exchange")
+                    : std::optional<PeerExchange::Handle>{
+                          exchange.recv(incoming, bytes, partner, "recursive doubling exchange")};
+    wait_for(received);
+    wait_for(sent);
     // Both partners compute the same commutative combination, so every rank
     // ends with bitwise-identical values.
     const bool last = (mask << 1) >= power;
@@ -126,20 +199,30 @@ Support RecursiveDoublingAlgorithm::supports(const Request& request,
   return Support::yes();
 }
 
-// Carrying sends the whole input to each of the p-1 others in one round,
-// where the doubling sends it log2 p times in as many rounds: worth it while
-// the p-1 copies together stay within one carried slot (64 KiB at 2 ranks,
-// 21 KiB at 4, 4 KiB at 16), where the call is bound by latency.
+// Carrying the whole input sends it to each of the p-1 others in one
+// round, where the doubling sends it log2 p times in as many rounds: worth
+// it while the p-1 copies together stay within one carried slot (64 KiB at
+// 2 ranks, 21 KiB at 4, 4 KiB at 16), where the call is bound by latency.
+// Larger all_reduce calls carry the check with the head of their first
+// message instead.
+namespace {
+bool carries_whole_input(const Request& request, const CommunicatorState& state) {
+  return request.bytes() * static_cast<std::size_t>(state.size - 1) <= kCarriedInputBytes;
+}
+}  // namespace
+
+// The whole-input form reduces in rank order, so it serves deterministic
+// calls too; the ordered all-gather of larger ones checks first.
 bool RecursiveDoublingAlgorithm::carries_check(const Request& request,
                                                CommunicatorState& state) const {
   return request.kind == CollectiveKind::kAllReduce && request.memory == MemoryKind::kHost &&
-         request.bytes() * static_cast<std::size_t>(state.size - 1) <= kCarriedInputBytes &&
+         (!request.deterministic || carries_whole_input(request, state)) &&
          check_is_direct_exchange(state);
 }
 
 void RecursiveDoublingAlgorithm::run(const Request& request, CommunicatorState& state) const {
   if (request.kind == CollectiveKind::kBarrier) return dissemination_barrier(request, state);
-  if (request.carried_check != nullptr) {
+  if (request.carried_check != nullptr && carries_whole_input(request, state)) {
     // The check's one round brings every rank's input; the reduction in
     // rank order gives every rank the same bits.
     const auto landed = exchange_check_carrying(
