@@ -404,7 +404,7 @@ AllReduceOptions recursive_doubling() {
 }
 
 TEST_P(CrossRankCheckTest, RecursiveDoublingCarryingTheCheckIsExact) {
-  // Whole inputs ride with the fingerprints up to 64 KiB over the p-1
+  // Whole inputs ride with the fingerprints up to 32 KiB over the p-1
   // copies; larger calls carry the head (16 KiB) of their first message.
   for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1023},
                                   std::size_t{1024}, std::size_t{5000}, std::size_t{20000},

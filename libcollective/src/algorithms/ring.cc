@@ -60,6 +60,14 @@ struct PartialSums {
   std::size_t chunk_stride = 0;
 };
 
+// The pipelining unit: larger across nodes, where every segment pays a
+// network rendezvous. The same on every rank (the topology is).
+std::size_t segment_bytes(const CommunicatorState& state) {
+  const bool across_nodes = state.topology && state.topology->node_count() > 1;
+  return across_nodes ? env_params().ring_segment_bytes_across_nodes
+                      : env_params().ring_segment_bytes;
+}
+
 class RingRun {
  public:
   RingRun(const Request& request, CommunicatorState& state)
@@ -71,7 +79,7 @@ class RingRun {
         next_((state.rank + 1) % state.size),
         prev_((state.rank + state.size - 1) % state.size),
         element_(request.element_bytes()),
-        segmentation_(segmentation_for(env_params().ring_segment_bytes, element_)),
+        segmentation_(segmentation_for(segment_bytes(state), element_)),
         depth_(env_params().ring_pipeline_depth) {}
 
   void all_reduce() {

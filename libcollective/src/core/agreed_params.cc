@@ -38,6 +38,8 @@ std::string agreed_parameters_text(const EnvParams& params) {
   out << "COLLECTIVE_SHM_SMALL_BYTES=" << params.shm_small_bytes << "\n";
   // Message and slot sizes: a receiver sized for one segment gets another.
   out << "COLLECTIVE_RING_SEGMENT_BYTES=" << params.ring_segment_bytes << "\n";
+  out << "COLLECTIVE_RING_SEGMENT_BYTES_ACROSS_NODES=" << params.ring_segment_bytes_across_nodes
+      << "\n";
   out << "COLLECTIVE_MAX_MESSAGE_BYTES=" << params.max_message_bytes << "\n";
   out << "COLLECTIVE_SHM_SLOT_BYTES=" << params.shm_slot_bytes << "\n";
   // The ranks of a node share one handoff decision per size class.

@@ -109,6 +109,9 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
   constexpr std::size_t kMaxMessage = std::size_t{1} << 30;
   params.ring_segment_bytes = read_size(lookup, "COLLECTIVE_RING_SEGMENT_BYTES",
                                         params.ring_segment_bytes, 64, kMaxMessage);
+  params.ring_segment_bytes_across_nodes =
+      read_size(lookup, "COLLECTIVE_RING_SEGMENT_BYTES_ACROSS_NODES",
+                params.ring_segment_bytes_across_nodes, 64, kMaxMessage);
   params.small_message_bytes =
       read_size(lookup, "COLLECTIVE_SMALL_MESSAGE_BYTES", params.small_message_bytes, 0,
                 std::numeric_limits<std::size_t>::max());
