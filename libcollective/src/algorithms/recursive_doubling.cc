@@ -44,10 +44,6 @@ struct DoublingShape {
   }
 };
 
-// The most of a first message that rides with the fingerprint; as in the
-// ring, the rest waits for the verdict.
-constexpr std::size_t kCarriedHeadBytes = 16 * 1024;
-
 void all_reduce(const Request& request, CommunicatorState& state) {
   PeerExchange exchange(request, state, "recursive_doubling");
   const int p = state.size;
@@ -84,9 +80,9 @@ void all_reduce(const Request& request, CommunicatorState& state) {
       skip = head;
       std::memcpy(into, landed[static_cast<std::size_t>(from)], head);
     }
-    return skip > 0 && skip == bytes ? std::optional<PeerExchange::Handle>{}
-                                     : exchange.recv(static_cast<std::byte*>(into) + skip, bytes - skip, from,
-                                         purpose);
+    if (skip > 0 && skip == bytes) return std::optional<PeerExchange::Handle>{};
+    return std::optional<PeerExchange::Handle>{
+        exchange.recv(static_cast<std::byte*>(into) + skip, bytes - skip, from, purpose)};
   };
   auto wait_for = [&](std::optional<PeerExchange::Handle> handle) {
     if (handle) exchange.wait(*handle);

@@ -43,13 +43,6 @@ class StepSegmentCursor {
   std::size_t segment_ = 0;
 };
 
-// The most of the reduce-scatter's first segment that rides with the
-// fingerprint when the ring makes the cross-rank check (carries_check): the
-// rest waits for the verdict, so more would only be copied into the check's
-// message for nothing. 16 KiB covers the first segment of calls bound by
-// latency, where the round saved matters.
-constexpr std::size_t kCarriedHeadBytes = 16 * 1024;
-
 // Where the reduce-scatter phase keeps partial sums of the chunks it
 // forwards: in place in the output (all_reduce, whose output has room for
 // every chunk) or in two scratch chunks used alternately by step parity

@@ -42,6 +42,13 @@ inline constexpr int kDirectExchangeMaxRanks = 16;
 // once per communicator.
 inline constexpr std::size_t kCarriedInputBytes = 64 * 1024;
 
+// How much of a large first message rides with the fingerprint (ring,
+// recursive_doubling): the rest of that message waits for the verdict, so a
+// larger head would only be copied into the check's message for nothing;
+// 16 KiB covers the first message of calls bound by latency, where the
+// round saved matters.
+inline constexpr std::size_t kCarriedHeadBytes = 16 * 1024;
+
 // Whether check_across_ranks goes through the direct exchange over MPI
 // (not through the node's segment, not the dissemination all-gather) with
 // room for carried data (COLLECTIVE_MAX_MESSAGE_BYTES at least a slot).
