@@ -52,7 +52,7 @@ targets_of_tests() {  # folder, ctest selection...
 
 if [[ " $selected " == *" asan "* ]]; then
   configure build-asan "address;undefined"
-  asan_reliability=(-L reliability -LE "large|load|fault")
+  asan_reliability=(-L reliability -LE "large|load|fault|netns")
   asan_others=(-L "unit|mpi|strategies" -LE "large|load|reliability|fault")
   mapfile -t asan_targets < <(targets_of_tests build-asan "${asan_reliability[@]}"
                               targets_of_tests build-asan "${asan_others[@]}")
