@@ -18,14 +18,15 @@
 namespace {
 
 // The first nine keep the existing corpus's meaning; new ones go last.
-constexpr std::array<const char*, 14> kVariables = {
+constexpr std::array<const char*, 15> kVariables = {
     "COLLECTIVE_TIMEOUT",          "COLLECTIVE_STALL_WARNING",
     "COLLECTIVE_VALIDATE",         "COLLECTIVE_ALGORITHM",
     "COLLECTIVE_RING_SEGMENT_BYTES", "COLLECTIVE_SMALL_MESSAGE_BYTES",
     "COLLECTIVE_MAX_MESSAGE_BYTES",  "COLLECTIVE_RING_PIPELINE_DEPTH",
     "COLLECTIVE_SHM_HANDOFF",        "COLLECTIVE_DEBUG",
     "COLLECTIVE_KERNELS",            "COLLECTIVE_NCCL_HIERARCHICAL",
-    "COLLECTIVE_NCCL_RANKS_PER_NODE", "COLLECTIVE_FLIGHT_RECORDER"};
+    "COLLECTIVE_NCCL_RANKS_PER_NODE", "COLLECTIVE_FLIGHT_RECORDER",
+    "COLLECTIVE_RING_SEGMENT_BYTES_ACROSS_NODES"};
 
 [[noreturn]] void finding(const char* what) {
   std::fprintf(stderr, "env_params_fuzzer: %s\n", what);

@@ -54,11 +54,13 @@ struct PartialSums {
 };
 
 // The pipelining unit: larger across nodes, where every segment pays a
-// network rendezvous. The same on every rank (the topology is).
-std::size_t segment_bytes(const CommunicatorState& state) {
+// network rendezvous. The same on every rank (the topology is). Not for the
+// deterministic form, whose receive slots hold a segment per peer (p-1 of
+// them, four deep): 4 MiB segments would make that 240 MiB at 16 ranks.
+std::size_t segment_bytes(const Request& request, const CommunicatorState& state) {
   const bool across_nodes = state.topology && state.topology->node_count() > 1;
-  return across_nodes ? env_params().ring_segment_bytes_across_nodes
-                      : env_params().ring_segment_bytes;
+  return across_nodes && !request.deterministic ? env_params().ring_segment_bytes_across_nodes
+                                                : env_params().ring_segment_bytes;
 }
 
 class RingRun {
@@ -72,7 +74,7 @@ class RingRun {
         next_((state.rank + 1) % state.size),
         prev_((state.rank + state.size - 1) % state.size),
         element_(request.element_bytes()),
-        segmentation_(segmentation_for(segment_bytes(state), element_)),
+        segmentation_(segmentation_for(segment_bytes(request, state), element_)),
         depth_(env_params().ring_pipeline_depth) {}
 
   void all_reduce() {
