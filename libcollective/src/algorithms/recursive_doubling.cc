@@ -35,11 +35,10 @@ struct DoublingShape {
     return virtual_rank < extra ? virtual_rank * 2 + 1 : virtual_rank + extra;
   }
   int virtual_rank(int rank) const { return rank < 2 * extra ? rank / 2 : rank - extra; }
-  // Where `rank`'s first message goes, or CarriedData::kNoPeer for an odd
-  // folding rank (its first send is its fold's reduction).
+  // Where `rank`'s first message goes (p >= 2), or CarriedData::kNoPeer for
+  // an odd folding rank (its first send is its fold's reduction).
   int first_message_to(int rank) const {
     if (rank < 2 * extra) return rank % 2 == 0 ? rank + 1 : CarriedData::kNoPeer;
-    if (power == 1) return CarriedData::kNoPeer;
     return real_rank(virtual_rank(rank) ^ 1);
   }
 };
@@ -57,11 +56,9 @@ void all_reduce(const Request& request, CommunicatorState& state) {
   const int extra = shape.extra;
 
   // With the check to make, it rides with the head of the first message.
-  const std::size_t head = request.carried_check == nullptr
-                               ? 0
-                               : std::min(bytes, kCarriedHeadBytes / request.element_bytes() *
-                                                     request.element_bytes());
-  std::span<const std::byte* const> landed;
+  const std::size_t head =
+      request.carried_check == nullptr ? 0 : carried_head_bytes(bytes, request.element_bytes());
+  std::span<const void* const> landed;
   if (request.carried_check != nullptr) {
     const TraceScope checking("cross-rank check");
     landed = exchange_check_carrying(*request.carried_check,
@@ -70,17 +67,19 @@ void all_reduce(const Request& request, CommunicatorState& state) {
   }
   // What this rank sends `to` first skips the head that rode with its
   // fingerprint; what it receives first from `from` starts with the head
-  // that rode with that rank's.
+  // that rode with that rank's. A message whose whole content rode with the
+  // check is not sent; an empty one still is (it marks the step).
   const int carried_to = request.carried_check != nullptr ? shape.first_message_to(r)
                                                           : CarriedData::kNoPeer;
   auto skip_to = [&](int to) { return to == carried_to ? head : std::size_t{0}; };
+  auto all_carried = [&](std::size_t skip) { return skip > 0 && skip == bytes; };
   auto receive_first = [&](void* into, int from, const char* purpose) {
     std::size_t skip = 0;
     if (request.carried_check != nullptr && shape.first_message_to(from) == r) {
       skip = head;
       std::memcpy(into, landed[static_cast<std::size_t>(from)], head);
     }
-    if (skip > 0 && skip == bytes) return std::optional<PeerExchange::Handle>{};
+    if (all_carried(skip)) return std::optional<PeerExchange::Handle>{};
     return std::optional<PeerExchange::Handle>{
         exchange.recv(static_cast<std::byte*>(into) + skip, bytes - skip, from, purpose)};
   };
@@ -93,7 +92,7 @@ void all_reduce(const Request& request, CommunicatorState& state) {
     if (r % 2 == 0) {
       // Hand the data to the odd partner and wait for the final result.
       const std::size_t skip = skip_to(r + 1);
-      if (skip == 0 || skip < bytes) {  // a zero-byte message still marks the step
+      if (!all_carried(skip)) {
         exchange.wait(exchange.send(current + skip, bytes - skip, r + 1,
                                     "recursive doubling: fold to partner"));
       }
@@ -112,7 +111,7 @@ void all_reduce(const Request& request, CommunicatorState& state) {
     const bool first_round = mask == 1;
     const std::size_t skip = first_round ? skip_to(partner) : 0;
     std::optional<PeerExchange::Handle> sent;
-    if (skip == 0 || skip < bytes) {
+    if (!all_carried(skip)) {
       sent = exchange.send(current + skip, bytes - skip, partner, "recursive doubling exchange");
     }
     const auto received =
@@ -226,13 +225,10 @@ void RecursiveDoublingAlgorithm::run(const Request& request, CommunicatorState& 
   if (request.carried_check != nullptr && carries_whole_input(request, state)) {
     // The check's one round brings every rank's input; the reduction in
     // rank order gives every rank the same bits.
-    const auto landed = exchange_check_carrying(
+    const auto inputs = exchange_check_carrying(
         *request.carried_check, CarriedData{request.send, request.bytes(), CarriedData::kEveryPeer},
         request, state);
     if (request.count == 0) return;
-    thread_local std::vector<const void*> inputs;
-    inputs.assign(landed.begin(), landed.end());
-    inputs[static_cast<std::size_t>(state.rank)] = request.send;
     reduce_sources(request.recv, inputs.data(), state.size, request.count, request.type,
                    request.op, request.op == ReduceOp::kMean ? state.size : 1);
     return;

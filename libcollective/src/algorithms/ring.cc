@@ -218,8 +218,7 @@ class RingRun {
     // sent, and nothing written, before every rank's fingerprint agreed.
     auto head_bytes = [&](int chunk) {
       if (request_.carried_check == nullptr || layout.length(chunk) == 0) return std::size_t{0};
-      const std::size_t first = segmentation_.length(layout.length(chunk), 0) * element_;
-      return std::min(first, kCarriedHeadBytes / element_ * element_);
+      return carried_head_bytes(segmentation_.length(layout.length(chunk), 0) * element_, element_);
     };
     const std::size_t head_sent = head_bytes(sent_chunk(0));
     const std::size_t head_received = head_bytes(received_chunk(0));
@@ -230,7 +229,7 @@ class RingRun {
           *request_.carried_check,
           CarriedData{input + layout.offset(sent_chunk(0)) * element_, head_sent, next_}, request_,
           state_);
-      carried_head = landed[static_cast<std::size_t>(prev_)];
+      carried_head = static_cast<const std::byte*>(landed[static_cast<std::size_t>(prev_)]);
     }
 
     // Step 0 sends this rank's own input for chunk r-1, all segments at once.

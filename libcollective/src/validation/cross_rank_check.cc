@@ -30,12 +30,11 @@ constexpr std::size_t kSlotBytes = sizeof(CallFingerprint) + kCarriedInputBytes;
 bool slots_fit_one_message() { return env_params().max_message_bytes >= kSlotBytes; }
 
 // The scratch of one check: every rank's fingerprint, the relay area of the
-// dissemination (or the direct exchange's slots), and this rank's messages:
-// its plain fingerprint and its fingerprint with carried data.
+// dissemination (or the direct exchange's slots), and this rank's
+// fingerprint with carried data.
 struct CheckScratch {
   CallFingerprint* all;
   std::byte* slots;
-  std::byte* plain;
   std::byte* carrying;
 };
 
@@ -43,9 +42,9 @@ CheckScratch check_scratch(CommunicatorState& state) {
   const auto size = static_cast<std::size_t>(state.size);
   const std::size_t fingerprints = size * sizeof(CallFingerprint);
   const std::size_t relay = std::max(fingerprints, size * kSlotBytes);
-  auto* base = state.scratch_check.get(fingerprints + relay + sizeof(CallFingerprint) + kSlotBytes);
+  auto* base = state.scratch_check.get(fingerprints + relay + kSlotBytes);
   return {reinterpret_cast<CallFingerprint*>(base), base + fingerprints,
-          base + fingerprints + relay, base + fingerprints + relay + sizeof(CallFingerprint)};
+          base + fingerprints + relay};
 }
 
 std::byte* slot_of(const CheckScratch& scratch, int rank) {
@@ -61,7 +60,6 @@ void exchange_direct(const CallFingerprint& mine, const CarriedData& carried,
   const int rank = state.rank;
   const int size = state.size;
   const std::size_t header = wire_bytes(mine);
-  std::memcpy(scratch.plain, &mine, header);
   if (carried.to != CarriedData::kNoPeer) {
     std::memcpy(scratch.carrying, &mine, header);
     if (carried.bytes > 0) std::memcpy(scratch.carrying + header, carried.data, carried.bytes);
@@ -82,8 +80,7 @@ void exchange_direct(const CallFingerprint& mine, const CarriedData& carried,
       exchange.send(scratch.carrying, header + carried.bytes, peer,
                     "cross-rank check: this rank's fingerprint of this call, with its first data");
     } else {
-      exchange.send(scratch.plain, header, peer,
-                    "cross-rank check: this rank's fingerprint of this call");
+      exchange.send(&mine, header, peer, "cross-rank check: this rank's fingerprint of this call");
     }
   }
   exchange.wait_all();
@@ -143,21 +140,21 @@ bool check_is_direct_exchange(CommunicatorState& state) {
          slots_fit_one_message();
 }
 
-std::span<const std::byte* const> exchange_check_carrying(const CallFingerprint& mine,
-                                                          const CarriedData& carried,
-                                                          const Request& request,
-                                                          CommunicatorState& state) {
+std::span<const void* const> exchange_check_carrying(const CallFingerprint& mine,
+                                                     const CarriedData& carried,
+                                                     const Request& request,
+                                                     CommunicatorState& state) {
   const auto size = static_cast<std::size_t>(state.size);
   const CheckScratch scratch = check_scratch(state);
   scratch.all[state.rank] = mine;
   exchange_direct(mine, carried, request, state, scratch);
   raise_unless_agreed({scratch.all, size}, mine, request, state);
   // Agreed: every fingerprint was valid, so data follows its header.
-  thread_local std::vector<const std::byte*> landed;
+  thread_local std::vector<const void*> landed;
   landed.resize(size);
   for (std::size_t r = 0; r < size; ++r) {
     landed[r] = static_cast<int>(r) == state.rank
-                    ? nullptr
+                    ? carried.data
                     : slot_of(scratch, static_cast<int>(r)) + kFingerprintHeaderBytes;
   }
   return {landed.data(), size};

@@ -49,6 +49,13 @@ inline constexpr std::size_t kCarriedInputBytes = 64 * 1024;
 // round saved matters.
 inline constexpr std::size_t kCarriedHeadBytes = 16 * 1024;
 
+// The head of a first message of `first_message_bytes` that rides with the
+// fingerprint: at most kCarriedHeadBytes, whole elements.
+inline std::size_t carried_head_bytes(std::size_t first_message_bytes, std::size_t element_bytes) {
+  const std::size_t limit = kCarriedHeadBytes / element_bytes * element_bytes;
+  return first_message_bytes < limit ? first_message_bytes : limit;
+}
+
 // Whether check_across_ranks goes through the direct exchange over MPI
 // (not through the node's segment, not the dissemination all-gather) with
 // room for carried data (COLLECTIVE_MAX_MESSAGE_BYTES at least a slot).
@@ -69,14 +76,15 @@ struct CarriedData {
 // request.carried_check): sends this rank's fingerprint to every other rank,
 // with `carried` appended for its recipients, receives every other rank's,
 // and raises as check_across_ranks does. On agreement returns where each
-// rank's carried data landed: at [q] for rank q (meaningful only for ranks
-// that carried to this one; the algorithm knows which, and since the calls
-// agree, how many bytes), valid until the next call on `state`. Nothing the
-// caller owns is written before the verdict.
-std::span<const std::byte* const> exchange_check_carrying(const CallFingerprint& mine,
-                                                          const CarriedData& carried,
-                                                          const Request& request,
-                                                          CommunicatorState& state);
+// rank's carried data is: at [q] for rank q (meaningful only for ranks that
+// carried to this one, and for this rank, whose entry is carried.data; the
+// algorithm knows which, and since the calls agree, how many bytes), valid
+// until the next call on `state`. Nothing the caller owns is written before
+// the verdict.
+std::span<const void* const> exchange_check_carrying(const CallFingerprint& mine,
+                                                     const CarriedData& carried,
+                                                     const Request& request,
+                                                     CommunicatorState& state);
 
 // Raises when the ranks' fingerprints `all` (rank r's at all[r]) do not
 // agree, as check_across_ranks describes.
