@@ -1,10 +1,17 @@
 #include "algorithms/hierarchical.h"
 
+#include <optional>
+#include <utility>
+#include <vector>
+
 #include "algorithms/node_phases.h"
-#include "cost/cost_model.h"
-#include "transport/shm/node_segment.h"
 #include "algorithms/registry.h"
+#include "collective/errors.h"
+#include "core/trace.h"
+#include "cost/cost_model.h"
 #include "kernels/reduce_kernels.h"
+#include "transport/shm/node_segment.h"
+#include "validation/two_stage_check.h"
 
 namespace collective::internal {
 
@@ -31,11 +38,44 @@ Support HierarchicalAlgorithm::supports(const Request& request,
   return Support::yes();
 }
 
+namespace {
+
+// The largest region reduced into scratch while the check is still open:
+// beyond it the check is a round of its own, which costs one network
+// latency against the milliseconds such a region takes to cross the
+// network (at 12.5 GB/s, 16 MiB takes 1.3 ms), and no call keeps a
+// scratch larger than this.
+constexpr std::size_t kStagedRegionBytes = std::size_t{16} << 20;
+
+// The rank of `local` on every node, by node: the ranks of the ring across
+// nodes that local rank `local` runs (state.cross_node is split by node).
+std::vector<int> ring_across_nodes(const Topology& topology, int local) {
+  std::vector<int> ranks(static_cast<std::size_t>(topology.node_count()));
+  for (int node = 0; node < topology.node_count(); ++node) {
+    ranks[static_cast<std::size_t>(node)] = topology.node(node).ranks[static_cast<std::size_t>(local)];
+  }
+  return ranks;
+}
+
+}  // namespace
+
+// Across nodes, once the node segment exists: making it is a step every
+// rank of the communicator takes together, which a rank whose call differs
+// would not take, so the first hierarchical call checks first.
+bool HierarchicalAlgorithm::carries_check(const Request& request, CommunicatorState& state) const {
+  if (!state.topology || state.topology->node_count() < 2 || request.count == 0) return false;
+  const auto owners = static_cast<std::size_t>(state.topology->min_ranks_per_node());
+  return request.bytes() / owners < kStagedRegionBytes && existing_node_segment(state) != nullptr &&
+         check_is_direct_exchange(state);
+}
+
 void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state) const {
   if (request.count == 0) return;
   const Topology& topology = *state.topology;
   const int owners = topology.min_ranks_per_node();
   const int local = topology.local_rank(state.rank);
+  const int node = topology.node_of(state.rank);
+  const bool owner = local < owners;
   // Across nodes the sums travel unscaled and MEAN divides once, by every
   // rank, at the end. On one node the node's reduction is the whole one: it
   // divides as it reduces, rounding 16-bit types once, in local-rank (=
@@ -44,27 +84,52 @@ void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state
   const ReduceOp partial_op =
       request.op == ReduceOp::kMean && !one_node ? ReduceOp::kSum : request.op;
 
-  NodeSegment& segment = NodeSegment::of(request, state);
-  const RegionLayout layout(request.count, owners, request.element_bytes());
-  const NodeWork work{request, segment, request.type, partial_op, one_node ? state.size : 1};
-  node_reduce_scatter(work, layout, request.send, request.recv);
+  // The check, when this call makes it: the node's ranks hear each other
+  // first; an owner holds back its fingerprint to the next node's owner of
+  // its region, for the ring's first message.
+  std::optional<TwoStageCheck> check;
+  if (request.carried_check != nullptr) {
+    std::vector<int> ring = owner ? ring_across_nodes(topology, local) : std::vector<int>{};
+    const int held_back = owner ? ring[static_cast<std::size_t>((node + 1) % topology.node_count())]
+                                : CarriedData::kNoPeer;
+    const TraceScope checking("cross-rank check");
+    check.emplace(*request.carried_check, topology.node(node).ranks, held_back, std::move(ring),
+                  request, state);
+    if (!check->group_agrees()) {
+      check->finish();  // raises: this node's ranks differ
+      throw CommunicationError(request.label(), state.rank,
+                               "cross-rank check: this node's ranks sent differing fingerprints, "
+                               "yet the check of all of them agreed");
+    }
+  }
 
-  if (local < owners) {
-    auto* region = static_cast<std::byte*>(request.recv) + layout.offset(local) * request.element_bytes();
-    const std::size_t length = layout.length(local);
-    if (state.cross_node && length > 0) {
-      Request across = request;
-      across.send = region;
-      across.recv = region;
-      across.count = length;
-      across.op = partial_op;
-      across.carried_check = nullptr;  // checked before the node phase
-      // The ring, asked of the registry: bandwidth-optimal across nodes.
-      find_algorithm(Algorithm::kRing)->run(across, *state.cross_node);
-    }
-    if (request.op == ReduceOp::kMean && !one_node) {
-      divide_buffer(region, length, request.type, state.size);
-    }
+  NodeSegment& segment = NodeSegment::of(request, state);
+  const std::size_t element = request.element_bytes();
+  const RegionLayout layout(request.count, owners, element);
+  const NodeWork work{request, segment, request.type, partial_op, one_node ? state.size : 1};
+  std::byte* region = owner ? static_cast<std::byte*>(request.recv) + layout.offset(local) * element
+                            : nullptr;
+  const std::size_t length = owner ? layout.length(local) : 0;
+  // With the check open, nothing of the caller's is written: the node's
+  // sum of this owner's region goes to scratch, and the ring reads it from
+  // there (out of place) once the check agreed.
+  std::byte* reduced = check && length > 0 ? state.scratch_work.get(length * element) : region;
+  node_reduce_scatter(work, layout, request.send, reduced);
+
+  if (owner && state.cross_node && length > 0) {
+    Request across = request;
+    across.send = reduced;
+    across.recv = region;
+    across.count = length;
+    across.op = partial_op;
+    across.check_relay = check ? &*check : nullptr;  // carried_check stays set with it
+    // The ring, asked of the registry: bandwidth-optimal across nodes.
+    find_algorithm(Algorithm::kRing)->run(across, *state.cross_node);
+  } else if (check) {
+    check->finish();
+  }
+  if (owner && request.op == ReduceOp::kMean && !one_node) {
+    divide_buffer(region, length, request.type, state.size);
   }
   node_all_gather(work, layout, request.recv);
 }

@@ -10,7 +10,14 @@
 // region and take part in the ring of that region; the other local ranks
 // only contribute their input to the node's reduce-scatter and receive the
 // result in the node's all-gather.
+//
+// Across nodes the cross-rank check rides on the ring's first message
+// (validation/two_stage_check.h): a node's ranks first learn from each
+// other that their calls agree, reduce into scratch rather than the output,
+// and the check finishes with the first message that leaves the node.
 #pragma once
+
+#include <cstddef>
 
 #include "algorithms/algorithm.h"
 
@@ -22,6 +29,7 @@ class HierarchicalAlgorithm final : public CollectiveAlgorithm {
   Support supports(const Request& request, const CommunicatorState& state) const override;
   std::optional<double> estimate_seconds(const Request& request,
                                          const Topology& topology) const override;
+  bool carries_check(const Request& request, CommunicatorState& state) const override;
   void run(const Request& request, CommunicatorState& state) const override;
 };
 

@@ -329,7 +329,7 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
 }
 
 void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const void* input,
-                         void* output) {
+                         void* own_region) {
   NodeSegment& segment = work.segment;
   const int r = segment.local_rank();
   const std::size_t element = element_size(work.type);
@@ -352,8 +352,8 @@ void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const
     }
     segment.publish(Flag::kPosted, round);
     if (r < layout.owners()) {
-      reduce_own_piece(work, pieces, k, round, input,
-                       bytes_at(output, pieces.begin(r, k), element), sources);
+      reduce_own_piece(work, pieces, k, round, input, bytes_at(own_region, k * pieces.piece, element),
+                       sources);
     }
     segment.finish_round(round);
   }

@@ -73,10 +73,10 @@ void node_all_reduce_boxes(const NodeWork& work, std::uint64_t round, const void
                            void* output, std::size_t count);
 
 // Reduce-scatter inside the node to the first layout.owners() local ranks:
-// owner j receives region j of the reduction at output + offset(j). Ranks
-// beyond the owners only contribute.
+// owner j receives region j of the reduction at `own_region` (length(j)
+// elements). Ranks beyond the owners only contribute (own_region unused).
 void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const void* input,
-                         void* output);
+                         void* own_region);
 
 // All-gather inside the node from the owners: region j of owner j's
 // `buffer` is copied into region j of every rank's `buffer`.

@@ -58,7 +58,8 @@ struct PartialSums {
 // deterministic form, whose receive slots hold a segment per peer (p-1 of
 // them, four deep): 4 MiB segments would make that 240 MiB at 16 ranks.
 std::size_t segment_bytes(const Request& request, const CommunicatorState& state) {
-  const bool across_nodes = state.topology && state.topology->node_count() > 1;
+  const bool across_nodes =
+      state.spans_nodes || (state.topology && state.topology->node_count() > 1);
   return across_nodes && !request.deterministic ? env_params().ring_segment_bytes_across_nodes
                                                 : env_params().ring_segment_bytes;
 }
@@ -225,8 +226,7 @@ class RingRun {
     const std::byte* carried_head = nullptr;
     if (request_.carried_check != nullptr) {
       const TraceScope checking("cross-rank check");
-      const auto landed = exchange_check_carrying(
-          *request_.carried_check,
+      const auto landed = carry_check(
           CarriedData{input + layout.offset(sent_chunk(0)) * element_, head_sent, next_}, request_,
           state_);
       carried_head = static_cast<const std::byte*>(landed[static_cast<std::size_t>(prev_)]);

@@ -235,7 +235,10 @@ void split_node_groups(CommunicatorState& state, const char* operation) {
   MPI_Comm cross = MPI_COMM_NULL;
   COLLECTIVE_MPI_CHECK(MPI_Comm_split(state.comm, color, topology.node_of(state.rank), &cross),
                        operation, state.rank);
-  if (cross != MPI_COMM_NULL) state.cross_node = std::make_unique<CommunicatorState>(cross);
+  if (cross != MPI_COMM_NULL) {
+    state.cross_node = std::make_unique<CommunicatorState>(cross);
+    state.cross_node->spans_nodes = true;
+  }
 }
 
 }  // namespace

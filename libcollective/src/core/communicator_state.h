@@ -107,6 +107,10 @@ struct CommunicatorState {
   // set only with several nodes and a local rank below the smallest node's
   // rank count (hierarchical all-reduce runs its ring here).
   std::unique_ptr<CommunicatorState> cross_node;
+  // An internal state whose ranks are each on a different node (cross_node,
+  // NCCL's ring across nodes): it has no topology, but its messages cross
+  // the network.
+  bool spans_nodes = false;
   // AUTO's last few decisions, most recent replaced first.
   mutable std::array<SelectionMemo, 8> selection_memo{};
   mutable std::uint32_t selection_memo_next = 0;

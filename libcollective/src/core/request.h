@@ -14,6 +14,7 @@
 namespace collective::internal {
 
 struct CallFingerprint;
+class CheckRelay;
 
 using Clock = std::chrono::steady_clock;
 
@@ -41,6 +42,9 @@ struct Request {
   // first exchange (CollectiveAlgorithm::carries_check): this rank's
   // fingerprint of the call.
   const CallFingerprint* carried_check = nullptr;
+  // Set with carried_check when an outer algorithm runs this one as a step
+  // and began the check itself (validation/cross_rank_check.h, CheckRelay).
+  CheckRelay* check_relay = nullptr;
 
   std::size_t element_bytes() const;
   // Bytes of one rank's contribution (the `count` above times element size).

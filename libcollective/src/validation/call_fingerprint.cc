@@ -196,4 +196,9 @@ Verdict judge(std::span<const CallFingerprint> all) {
   return Verdict{};
 }
 
+bool agrees_with(const CallFingerprint& theirs, int from, const CallFingerprint& mine) {
+  return !theirs.rejected() && !mine.rejected() && theirs.rank == from &&
+         theirs.sequence == mine.sequence && same_call(theirs, mine);
+}
+
 }  // namespace collective::internal

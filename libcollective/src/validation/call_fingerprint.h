@@ -70,4 +70,9 @@ struct Verdict {
 // `all[r]` is rank r's fingerprint.
 Verdict judge(std::span<const CallFingerprint> all);
 
+// Whether `theirs`, received from rank `from`, is a valid fingerprint of the
+// call `mine` describes (what judge() would find agreeing with it), for a
+// verdict on some of the ranks before the others have answered.
+bool agrees_with(const CallFingerprint& theirs, int from, const CallFingerprint& mine);
+
 }  // namespace collective::internal

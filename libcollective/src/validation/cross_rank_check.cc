@@ -8,91 +8,17 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "transport/mpi/peer_exchange.h"
+#include "validation/direct_check_exchange.h"
 #include "validation/node_board_check.h"
 
 namespace collective::internal {
 namespace {
 
 // Up to kDirectExchangeMaxRanks every rank sends its fingerprint straight
-// to every other: one round trip, and a stalled call names exactly the ranks
-// whose fingerprints are missing. Beyond it, p-1 messages per rank per call
-// cost more than the ceil(log2 p) rounds of a dissemination all-gather.
-
-// One message of the direct exchange: a fingerprint (its header only,
-// unless rejected), then any carried data.
-constexpr std::size_t kSlotBytes = sizeof(CallFingerprint) + kCarriedInputBytes;
-
-// Whether a whole slot travels as one MPI message. A transfer above
-// COLLECTIVE_MAX_MESSAGE_BYTES is split into pieces of that size, and a
-// receive posted for a slot could then wait for pieces a shorter message
-// never sends: below it, the check receives exactly a fingerprint and
-// nothing is carried (the limit is the same on every rank: agreed_params).
-bool slots_fit_one_message() { return env_params().max_message_bytes >= kSlotBytes; }
-
-// The scratch of one check: every rank's fingerprint, the relay area of the
-// dissemination (or the direct exchange's slots), and this rank's
-// fingerprint with carried data.
-struct CheckScratch {
-  CallFingerprint* all;
-  std::byte* slots;
-  std::byte* carrying;
-};
-
-CheckScratch check_scratch(CommunicatorState& state) {
-  const auto size = static_cast<std::size_t>(state.size);
-  const std::size_t fingerprints = size * sizeof(CallFingerprint);
-  const std::size_t relay = std::max(fingerprints, size * kSlotBytes);
-  auto* base = state.scratch_check.get(fingerprints + relay + kSlotBytes);
-  return {reinterpret_cast<CallFingerprint*>(base), base + fingerprints,
-          base + fingerprints + relay};
-}
-
-std::byte* slot_of(const CheckScratch& scratch, int rank) {
-  return scratch.slots + static_cast<std::size_t>(rank) * kSlotBytes;
-}
-
-// Sends this rank's fingerprint `mine` to every other rank, with
-// `carried` appended for its recipients, and receives every other rank's
-// into its slot; copies each fingerprint to scratch.all[r].
-void exchange_direct(const CallFingerprint& mine, const CarriedData& carried,
-                     const Request& request, CommunicatorState& state,
-                     const CheckScratch& scratch) {
-  const int rank = state.rank;
-  const int size = state.size;
-  const std::size_t header = wire_bytes(mine);
-  if (carried.to != CarriedData::kNoPeer) {
-    std::memcpy(scratch.carrying, &mine, header);
-    if (carried.bytes > 0) std::memcpy(scratch.carrying + header, carried.data, carried.bytes);
-  }
-  auto carries_to = [&](int peer) {
-    return carried.to == CarriedData::kEveryPeer || carried.to == peer;
-  };
-  PeerExchange exchange(request, state, "cross-rank check");
-  const std::size_t capacity = slots_fit_one_message() ? kSlotBytes : sizeof(CallFingerprint);
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    exchange.recv(slot_of(scratch, peer), capacity, peer,
-                  "cross-rank check: that rank's fingerprint of this call");
-  }
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    if (carries_to(peer)) {
-      exchange.send(scratch.carrying, header + carried.bytes, peer,
-                    "cross-rank check: this rank's fingerprint of this call, with its first data");
-    } else {
-      exchange.send(&mine, header, peer, "cross-rank check: this rank's fingerprint of this call");
-    }
-  }
-  exchange.wait_all();
-  for (int peer = 0; peer < size; ++peer) {
-    if (peer == rank) continue;
-    const std::byte* slot = slot_of(scratch, peer);
-    CallFingerprint& print = scratch.all[peer];
-    print = CallFingerprint{};
-    std::memcpy(static_cast<void*>(&print), slot, kFingerprintHeaderBytes);
-    if (print.rejected()) std::memcpy(static_cast<void*>(&print), slot, sizeof(CallFingerprint));
-  }
-}
+// to every other (direct_check_exchange.h): one round trip, and a stalled
+// call names exactly the ranks whose fingerprints are missing. Beyond it,
+// p-1 messages per rank per call cost more than the ceil(log2 p) rounds of
+// a dissemination all-gather.
 
 // Bruck's dissemination all-gather: after the round with distance d, this
 // rank holds the fingerprints of ranks rank .. rank+2d-1 (mod size).
@@ -117,47 +43,56 @@ void exchange_dissemination(const CallFingerprint& mine, PeerExchange& exchange,
 std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mine,
                                                        const Request& request,
                                                        CommunicatorState& state) {
-  // Reused across calls: no allocation on the hot path.
-  const auto size = static_cast<std::size_t>(state.size);
-  static_assert(std::is_trivially_copyable_v<CallFingerprint>);
-  const CheckScratch scratch = check_scratch(state);
-  scratch.all[state.rank] = mine;
   if (state.size <= kDirectExchangeMaxRanks) {
-    exchange_direct(mine, CarriedData{}, request, state, scratch);
-  } else {
-    PeerExchange exchange(request, state, "cross-rank check");
-    exchange_dissemination(mine, exchange, scratch.all,
-                           reinterpret_cast<CallFingerprint*>(scratch.slots), state.rank,
-                           state.size);
+    DirectCheckExchange exchange(mine, request, state);
+    for (int peer = 0; peer < state.size; ++peer) {
+      if (peer != state.rank) exchange.send(peer);
+    }
+    exchange.wait_all();
+    return exchange.all();
   }
-  return {scratch.all, size};
+  // Reused across calls: every rank's fingerprint, then the relay area.
+  const auto size = static_cast<std::size_t>(state.size);
+  auto* all = reinterpret_cast<CallFingerprint*>(
+      state.scratch_check.get(2 * size * sizeof(CallFingerprint)));
+  PeerExchange exchange(request, state, "cross-rank check");
+  exchange_dissemination(mine, exchange, all, all + size, state.rank, state.size);
+  return {all, size};
 }
 
 }  // namespace
 
 bool check_is_direct_exchange(CommunicatorState& state) {
   return state.size <= kDirectExchangeMaxRanks && node_board(state) == nullptr &&
-         slots_fit_one_message();
+         check_slots_fit_one_message();
 }
 
 std::span<const void* const> exchange_check_carrying(const CallFingerprint& mine,
                                                      const CarriedData& carried,
                                                      const Request& request,
                                                      CommunicatorState& state) {
-  const auto size = static_cast<std::size_t>(state.size);
-  const CheckScratch scratch = check_scratch(state);
-  scratch.all[state.rank] = mine;
-  exchange_direct(mine, carried, request, state, scratch);
-  raise_unless_agreed({scratch.all, size}, mine, request, state);
+  DirectCheckExchange exchange(mine, request, state);
+  for (int peer = 0; peer < state.size; ++peer) {
+    if (peer == state.rank) continue;
+    const bool carries = carried.to == CarriedData::kEveryPeer || carried.to == peer;
+    exchange.send(peer, carries ? carried.data : nullptr, carries ? carried.bytes : 0);
+  }
+  exchange.wait_all();
+  raise_unless_agreed(exchange.all(), mine, request, state);
   // Agreed: every fingerprint was valid, so data follows its header.
+  const auto size = static_cast<std::size_t>(state.size);
   thread_local std::vector<const void*> landed;
   landed.resize(size);
-  for (std::size_t r = 0; r < size; ++r) {
-    landed[r] = static_cast<int>(r) == state.rank
-                    ? carried.data
-                    : slot_of(scratch, static_cast<int>(r)) + kFingerprintHeaderBytes;
+  for (int r = 0; r < state.size; ++r) {
+    landed[static_cast<std::size_t>(r)] = r == state.rank ? carried.data : exchange.carried_by(r);
   }
   return {landed.data(), size};
+}
+
+std::span<const void* const> carry_check(const CarriedData& carried, const Request& request,
+                                         CommunicatorState& state) {
+  if (request.check_relay != nullptr) return request.check_relay->carry(carried);
+  return exchange_check_carrying(*request.carried_check, carried, request, state);
 }
 
 void check_across_ranks(const CallFingerprint& mine, const Request& request,

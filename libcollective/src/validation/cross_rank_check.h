@@ -86,6 +86,27 @@ std::span<const void* const> exchange_check_carrying(const CallFingerprint& mine
                                                      const Request& request,
                                                      CommunicatorState& state);
 
+// An algorithm that runs another on a sub-communicator as one of its steps
+// (hierarchical's ring across nodes), and began the check on its own
+// communicator: the inner algorithm's first message goes through it
+// (Request::check_relay). carry() sends `carried` (`to` in the inner
+// communicator's ranks) with the outer rank's fingerprint, finishes the
+// check, raises as check_across_ranks does, and returns what
+// exchange_check_carrying would, indexed by inner rank.
+class CheckRelay {
+ public:
+  virtual std::span<const void* const> carry(const CarriedData& carried) = 0;
+
+ protected:
+  ~CheckRelay() = default;
+};
+
+// The check made by an algorithm's first message: through the request's
+// check_relay when it has one, else exchange_check_carrying with
+// request.carried_check.
+std::span<const void* const> carry_check(const CarriedData& carried, const Request& request,
+                                         CommunicatorState& state);
+
 // Raises when the ranks' fingerprints `all` (rank r's at all[r]) do not
 // agree, as check_across_ranks describes.
 void raise_unless_agreed(std::span<const CallFingerprint> all, const CallFingerprint& mine,

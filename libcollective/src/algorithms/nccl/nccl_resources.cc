@@ -61,6 +61,7 @@ void NcclResources::split_for_hierarchy(const Request& request) {
   node_comm_ = node;
   MPI_Comm_set_errhandler(node_comm_, MPI_ERRORS_RETURN);
   across_nodes_ = std::make_unique<CommunicatorState>(across);
+  across_nodes_->spans_nodes = true;
 }
 
 NcclCommunicator& NcclResources::this_node(int device, const Request& request) {
