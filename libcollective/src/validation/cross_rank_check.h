@@ -16,7 +16,9 @@
 // dissemination all-gather of ceil(log2 p) rounds. Measured in
 // docs/errors.md. Algorithms that message other ranks first (ring,
 // recursive_doubling) carry the check in that first message instead
-// (exchange_check_carrying), so that they pay no round of their own for it.
+// (exchange_check_carrying), so that they pay no round of their own for it;
+// hierarchical across nodes carries it on its ring's first message after its
+// node step (two_stage_check.h).
 #pragma once
 
 #include <cstddef>
