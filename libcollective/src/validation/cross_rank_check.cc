@@ -1,12 +1,9 @@
 #include "validation/cross_rank_check.h"
 
 #include <algorithm>
-#include <cstring>
 #include <vector>
-#include <type_traits>
 
 #include "collective/errors.h"
-#include "core/env_params.h"
 #include "transport/mpi/peer_exchange.h"
 #include "validation/direct_check_exchange.h"
 #include "validation/node_board_check.h"
@@ -19,6 +16,18 @@ namespace {
 // call names exactly the ranks whose fingerprints are missing. Beyond it,
 // p-1 messages per rank per call cost more than the ceil(log2 p) rounds of
 // a dissemination all-gather.
+
+// Sends this rank's fingerprint to every other rank, with `carried` for its
+// recipients, and waits for every rank's.
+void exchange_direct(DirectCheckExchange& exchange, const CarriedData& carried,
+                     const CommunicatorState& state) {
+  for (int peer = 0; peer < state.size; ++peer) {
+    if (peer == state.rank) continue;
+    const bool carries = carried.to == CarriedData::kEveryPeer || carried.to == peer;
+    exchange.send(peer, carries ? carried.data : nullptr, carries ? carried.bytes : 0);
+  }
+  exchange.wait_all();
+}
 
 // Bruck's dissemination all-gather: after the round with distance d, this
 // rank holds the fingerprints of ranks rank .. rank+2d-1 (mod size).
@@ -45,10 +54,7 @@ std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mi
                                                        CommunicatorState& state) {
   if (state.size <= kDirectExchangeMaxRanks) {
     DirectCheckExchange exchange(mine, request, state);
-    for (int peer = 0; peer < state.size; ++peer) {
-      if (peer != state.rank) exchange.send(peer);
-    }
-    exchange.wait_all();
+    exchange_direct(exchange, CarriedData{}, state);
     return exchange.all();
   }
   // Reused across calls: every rank's fingerprint, then the relay area.
@@ -72,12 +78,7 @@ std::span<const void* const> exchange_check_carrying(const CallFingerprint& mine
                                                      const Request& request,
                                                      CommunicatorState& state) {
   DirectCheckExchange exchange(mine, request, state);
-  for (int peer = 0; peer < state.size; ++peer) {
-    if (peer == state.rank) continue;
-    const bool carries = carried.to == CarriedData::kEveryPeer || carried.to == peer;
-    exchange.send(peer, carries ? carried.data : nullptr, carries ? carried.bytes : 0);
-  }
-  exchange.wait_all();
+  exchange_direct(exchange, carried, state);
   raise_unless_agreed(exchange.all(), mine, request, state);
   // Agreed: every fingerprint was valid, so data follows its header.
   const auto size = static_cast<std::size_t>(state.size);
