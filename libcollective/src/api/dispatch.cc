@@ -7,6 +7,7 @@
 
 #include "api/call_recording.h"
 #include "collective/errors.h"
+#include "core/coarse_clock.h"
 #include "core/env_params.h"
 #include "core/exclusive_use.h"
 #include "core/failure_record.h"
@@ -110,9 +111,10 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
     rejection_cause = error.cause();
   }
 
-  // One deadline bounds the whole call: the check and the algorithm.
+  // One deadline bounds the whole call: the check and the algorithm. Read
+  // at the clock's tick: a timeout may come up to a tick early.
   if (request.timeout.count() <= 0) request.timeout = params.timeout;
-  request.deadline = Clock::now() + request.timeout;
+  request.deadline = coarse_now() + request.timeout;
   recording.started(request);
   try {
     CallFingerprint mine;

@@ -23,6 +23,7 @@
 
 #include "collective/algorithm.h"
 #include "collective/types.h"
+#include "core/coarse_clock.h"
 #include "core/request.h"
 
 namespace collective::internal {
@@ -44,7 +45,7 @@ struct alignas(64) FlightRecord {
   std::atomic<std::int32_t> root{0};
   std::atomic<std::uint64_t> sequence{0};
   std::atomic<std::uint64_t> count{0};
-  std::atomic<std::int64_t> start_ns{0};  // steady clock; 0: not started yet
+  std::atomic<std::int64_t> start_ns{0};  // steady clock at its tick (coarse_clock.h); 0: not started yet
   // CLOCK_MONOTONIC_COARSE (the steady clock to the kernel's tick, 1-4 ms):
   // a precise clock read would cost a small call 40 ns (docs/performance.md).
   std::atomic<std::int64_t> end_ns{0};  // 0: still running
@@ -92,10 +93,7 @@ class FlightRecorder {
     record.requested.store(requested, std::memory_order_relaxed);
   }
   static void finish(FlightRecord& record) {
-    // The coarse clock may lag the precise start by up to a tick.
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-    const std::int64_t end = static_cast<std::int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+    const std::int64_t end = coarse_now_ns();
     const std::int64_t start = record.start_ns.load(std::memory_order_relaxed);
     record.end_ns.store(end > start ? end : start, std::memory_order_relaxed);
     record.state.store(CallState::kFinished, std::memory_order_release);

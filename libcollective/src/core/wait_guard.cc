@@ -29,16 +29,7 @@ WaitGuard::WaitGuard(const Request& request, const CommunicatorState& state, con
       who_(who),
       timeout_(request.timeout),
       start_(request.deadline - request.timeout),
-      deadline_(request.deadline) {
-  if (state.flight_recorder) dump_generation_seen_ = &state.flight_recorder->dump_generation_seen;
-  const double fraction = env_params().stall_warning_fraction;
-  warn_at_ = fraction > 0 ? start_ + std::chrono::duration_cast<Clock::duration>(timeout_ * fraction)
-                          : Clock::time_point::max();
-  next_liveness_check_ = state.liveness.empty() ? Clock::time_point::max()
-                                                : start_ + kLivenessInterval;
-  next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
-  next_progress_ = Clock::now() + kProgressInterval;
-}
+      deadline_(request.deadline) {}
 
 WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
                      const CommunicatorState* state, const char* who)
@@ -49,15 +40,23 @@ WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds 
       who_(who),
       timeout_(timeout),
       start_(Clock::now()),
-      deadline_(start_ + timeout) {
+      deadline_(start_ + timeout) {}
+
+void WaitGuard::arm() {
+  armed_ = true;
+  if (state_ != nullptr && state_->flight_recorder) {
+    dump_generation_seen_ = &state_->flight_recorder->dump_generation_seen;
+  }
   const double fraction = env_params().stall_warning_fraction;
   warn_at_ = fraction > 0 ? start_ + std::chrono::duration_cast<Clock::duration>(timeout_ * fraction)
                           : Clock::time_point::max();
-  next_liveness_check_ = state != nullptr && !state->liveness.empty()
+  next_liveness_check_ = state_ != nullptr && !state_->liveness.empty()
                              ? start_ + kLivenessInterval
                              : Clock::time_point::max();
   next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
-  next_progress_ = Clock::now() + kProgressInterval;
+  // Counted from the start: the first idle turn past the tight polls lets
+  // MPI progress at once when the wait began late in a long call.
+  next_progress_ = start_ + kProgressInterval;
 }
 
 void WaitGuard::drive_mpi_progress() const {

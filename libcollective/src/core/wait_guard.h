@@ -69,6 +69,7 @@ class WaitGuard {
   template <typename Describe>
   void idle(Describe&& describe) {
     if (++polls_ <= kTightPolls) return;
+    if (!armed_) arm();
     if (polls_ == kTightPolls + 1 && trace_enabled()) trace_wait_start_ns_ = trace_now_ns();
     sched_yield();
     check(describe, Clock::now());
@@ -80,6 +81,7 @@ class WaitGuard {
   template <typename Describe, typename Sleep>
   void idle(Describe&& describe, Sleep&& sleep) {
     if (++polls_ <= kTightPolls) return;
+    if (!armed_) arm();
     // After a yield the clock is cheap by comparison (vDSO, tens of ns),
     // and an oversubscribed yield can take a whole time slice.
     Clock::time_point now = Clock::now();
@@ -114,7 +116,7 @@ class WaitGuard {
   // The longest sleep between two looks at the abort flag and the clock:
   // short next to any timeout, long next to a system call.
   static constexpr std::chrono::microseconds kSleepSlice{1000};
-  // How often a wait lets MPI progress, from the wait's start on: the
+  // How often a wait lets MPI progress, from the call's start on: the
   // transfers it may owe a peer finish within this, and a short wait (a
   // small shared-memory call, whose ranks yield to each other when they
   // outnumber the cores) pays nothing for it.
@@ -143,6 +145,10 @@ class WaitGuard {
   // MPI's single-copy rendezvous finishes a send with a message the sender
   // must still send), and a wait that never enters MPI would hang both.
   void drive_mpi_progress() const;
+  // What only a wait that outlasts the tight polls needs (the stall, liveness
+  // and progress times, the dump flag), computed then: most waits of small
+  // calls end within the tight polls, and the guard is made on every call.
+  void arm();
   void checkpoint(const Describer& describe);
   // The trace's slice of a wait that yielded (core/trace.h).
   void end_traced_wait();
@@ -171,6 +177,7 @@ class WaitGuard {
   Clock::time_point next_liveness_check_;
   Clock::time_point next_check_;  // earliest of the three above
   Clock::time_point next_progress_;
+  bool armed_ = false;
   bool warned_ = false;
   int polls_ = 0;
   Clock::duration sleep_after_ = std::chrono::milliseconds(1);

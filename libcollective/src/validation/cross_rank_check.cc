@@ -26,6 +26,7 @@ void exchange_direct(DirectCheckExchange& exchange, const CarriedData& carried,
     const bool carries = carried.to == CarriedData::kEveryPeer || carried.to == peer;
     exchange.send(peer, carries ? carried.data : nullptr, carries ? carried.bytes : 0);
   }
+  exchange.post_receives();
   exchange.wait_all();
 }
 
@@ -47,15 +48,14 @@ void exchange_dissemination(const CallFingerprint& mine, PeerExchange& exchange,
   for (int i = 0; i < size; ++i) all[(rank + i) % size] = held[i];
 }
 
-// Every rank's fingerprint, indexed by rank, in state.scratch_check (valid
-// until the next call).
-std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mine,
-                                                       const Request& request,
-                                                       CommunicatorState& state) {
+// Exchanges every rank's fingerprint and raises unless they agree.
+void exchange_and_judge(const CallFingerprint& mine, const Request& request,
+                        CommunicatorState& state) {
   if (state.size <= kDirectExchangeMaxRanks) {
     DirectCheckExchange exchange(mine, request, state);
     exchange_direct(exchange, CarriedData{}, state);
-    return exchange.all();
+    if (!exchange.every_peer_agrees()) raise_unless_agreed(exchange.all(), mine, request, state);
+    return;
   }
   // Reused across calls: every rank's fingerprint, then the relay area.
   const auto size = static_cast<std::size_t>(state.size);
@@ -63,7 +63,7 @@ std::span<const CallFingerprint> exchange_fingerprints(const CallFingerprint& mi
       state.scratch_check.get(2 * size * sizeof(CallFingerprint)));
   PeerExchange exchange(request, state, "cross-rank check");
   exchange_dissemination(mine, exchange, all, all + size, state.rank, state.size);
-  return {all, size};
+  raise_unless_agreed({all, size}, mine, request, state);
 }
 
 }  // namespace
@@ -79,15 +79,9 @@ std::span<const void* const> exchange_check_carrying(const CallFingerprint& mine
                                                      CommunicatorState& state) {
   DirectCheckExchange exchange(mine, request, state);
   exchange_direct(exchange, carried, state);
-  raise_unless_agreed(exchange.all(), mine, request, state);
+  if (!exchange.every_peer_agrees()) raise_unless_agreed(exchange.all(), mine, request, state);
   // Agreed: every fingerprint was valid, so data follows its header.
-  const auto size = static_cast<std::size_t>(state.size);
-  thread_local std::vector<const void*> landed;
-  landed.resize(size);
-  for (int r = 0; r < state.size; ++r) {
-    landed[static_cast<std::size_t>(r)] = r == state.rank ? carried.data : exchange.carried_by(r);
-  }
-  return {landed.data(), size};
+  return exchange.landed(carried.data);
 }
 
 std::span<const void* const> carry_check(const CarriedData& carried, const Request& request,
@@ -102,7 +96,7 @@ void check_across_ranks(const CallFingerprint& mine, const Request& request,
     board->finish_round(check_on_node(*board, mine, request, state, {}));
     return;
   }
-  raise_unless_agreed(exchange_fingerprints(mine, request, state), mine, request, state);
+  exchange_and_judge(mine, request, state);
 }
 
 void raise_unless_agreed(std::span<const CallFingerprint> all, const CallFingerprint& mine,

@@ -4,6 +4,12 @@
 // carry data with their fingerprint and ranks that do not still match
 // message for message. One object is one call's exchange; its sends may be
 // spread over the call (two_stage_check.h sends one of them late).
+//
+// The sends may go before the receives are posted: a fingerprint is the
+// first message of the call between any two ranks, so it matches the slot
+// whenever that is posted, and posting the receives while the message is in
+// flight keeps them off the call's critical path (a small all_reduce is
+// one message each way).
 #pragma once
 
 #include <cstddef>
@@ -22,24 +28,36 @@ bool check_slots_fit_one_message();
 
 class DirectCheckExchange {
  public:
-  // Posts the receive of every other rank's fingerprint. `mine` must
-  // outlive the exchange.
+  // `mine` must outlive the exchange. Nothing is posted yet.
   DirectCheckExchange(const CallFingerprint& mine, const Request& request,
                       CommunicatorState& state);
+
+  // Posts the receive of every other rank's fingerprint (once; the waits
+  // post them if nothing did). It must come before the call posts any other
+  // receive, so that each rank's first message lands in its slot.
+  void post_receives();
 
   // Sends this rank's fingerprint to `peer`, followed by `bytes` of `data`
   // (at most kCarriedInputBytes; the same data for every peer of a call).
   void send(int peer, const void* data = nullptr, std::size_t bytes = 0);
-  // Waits for `peer`'s fingerprint; then all()[peer] holds it.
+  // Waits for `peer`'s fingerprint; then received(peer) holds it.
   void wait_for(int peer);
-  // Waits for every send and receive; then all() holds every fingerprint.
+  const CallFingerprint& received(int peer) const { return all_[peer]; }
+  // Waits for every send and receive.
   void wait_all();
 
-  // Every rank's fingerprint, this rank's at its own index (valid until the
-  // next call on the communicator).
-  std::span<const CallFingerprint> all() const;
+  // After wait_all: whether every other rank's fingerprint agrees with this
+  // rank's (agrees_with), read where it landed. The common case costs no
+  // copy; a rank that disagrees is judged from all().
+  bool every_peer_agrees() const;
+  // After wait_all: every rank's fingerprint, this rank's at its own index
+  // (valid until the next call on the communicator).
+  std::span<const CallFingerprint> all();
   // What `peer` carried after its fingerprint (meaningful once it agreed).
   const void* carried_by(int peer) const;
+  // Where every rank's carried data is, indexed by rank, `own` at this
+  // rank's index (valid until the next call on the communicator).
+  std::span<const void* const> landed(const void* own);
 
  private:
   void take_fingerprint(int peer);
@@ -50,7 +68,10 @@ class DirectCheckExchange {
   CallFingerprint* all_;
   std::byte* slots_;
   std::byte* carrying_;  // mine_ with carried data, built at the first such send
+  const void** landed_;
   bool carrying_built_ = false;
+  bool receives_posted_ = false;
+  PeerExchange::Handle first_receive_ = 0;  // the receives' handles follow it in rank order
 };
 
 }  // namespace collective::internal

@@ -20,6 +20,7 @@ TwoStageCheck::TwoStageCheck(const CallFingerprint& mine, std::span<const int> g
   for (int peer = 0; peer < state.size; ++peer) {
     if (peer != state.rank && peer != held_back) exchange_.send(peer);
   }
+  exchange_.post_receives();
 }
 
 bool TwoStageCheck::group_agrees() {
@@ -27,7 +28,7 @@ bool TwoStageCheck::group_agrees() {
   for (const int peer : group_) {
     if (peer == state_.rank) continue;
     exchange_.wait_for(peer);
-    agree = agree && agrees_with(exchange_.all()[static_cast<std::size_t>(peer)], peer, mine_);
+    agree = agree && agrees_with(exchange_.received(peer), peer, mine_);
   }
   return agree;
 }
@@ -36,7 +37,7 @@ void TwoStageCheck::finish() {
   if (!held_back_sent_ && held_back_ != CarriedData::kNoPeer) exchange_.send(held_back_);
   held_back_sent_ = true;
   exchange_.wait_all();
-  raise_unless_agreed(exchange_.all(), mine_, request_, state_);
+  if (!exchange_.every_peer_agrees()) raise_unless_agreed(exchange_.all(), mine_, request_, state_);
 }
 
 std::span<const void* const> TwoStageCheck::carry(const CarriedData& carried) {

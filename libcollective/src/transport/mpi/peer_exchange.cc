@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <stdexcept>
 
 #include "collective/errors.h"
 #include "core/env_params.h"
@@ -59,6 +60,7 @@ PeerExchange::Handle PeerExchange::post(void* buffer, std::size_t bytes, int pee
   auto* bytes_ptr = static_cast<std::byte*>(buffer);
   std::size_t offset = 0;
   bool first = true;
+  pending.rest_begin = pending.rest_end = split_parts_.size();
   do {
     const std::size_t piece = std::min(piece_limit, bytes - offset);
     MPI_Request mpi_request = MPI_REQUEST_NULL;
@@ -74,11 +76,12 @@ PeerExchange::Handle PeerExchange::post(void* buffer, std::size_t bytes, int pee
       pending.first = mpi_request;
       first = false;
     } else {
-      pending.rest.push_back(mpi_request);
+      split_parts_.push_back(mpi_request);
+      pending.rest_end = split_parts_.size();
     }
     offset += piece;
   } while (offset < bytes);
-  pending_.push_back(std::move(pending));
+  pending_.push_back(pending);
   return pending_.size() - 1;
 }
 
@@ -91,7 +94,8 @@ bool PeerExchange::poll(Pending& pending) {
     if (rc != MPI_SUCCESS) check_mpi(rc, "MPI_Test", request_.label(), state_.rank);
     if (!flag) return false;
   }
-  for (MPI_Request& part : pending.rest) {
+  for (std::size_t i = pending.rest_begin; i < pending.rest_end; ++i) {
+    MPI_Request& part = split_parts_[i];
     if (part == MPI_REQUEST_NULL) continue;
     const int rc = MPI_Test(&part, &flag, MPI_STATUS_IGNORE);
     if (rc != MPI_SUCCESS) check_mpi(rc, "MPI_Test", request_.label(), state_.rank);
@@ -101,10 +105,17 @@ bool PeerExchange::poll(Pending& pending) {
   return true;
 }
 
-bool PeerExchange::test(Handle handle) { return poll(pending_.at(handle)); }
+PeerExchange::Pending& PeerExchange::at(Handle handle) {
+  if (handle >= pending_.size()) {
+    throw std::out_of_range("PeerExchange: no transfer " + std::to_string(handle));
+  }
+  return pending_[handle];
+}
+
+bool PeerExchange::test(Handle handle) { return poll(at(handle)); }
 
 void PeerExchange::wait(Handle handle) {
-  Pending& pending = pending_.at(handle);
+  Pending& pending = at(handle);
   guard_.begin_wait();
   while (!poll(pending)) guard_.idle([&] { return describe(pending); });
 }
@@ -170,7 +181,7 @@ void PeerExchange::cancel_outstanding() noexcept {
   for (Pending& pending : pending_) {
     if (pending.done) continue;
     drop(pending.first);
-    for (MPI_Request& part : pending.rest) drop(part);
+    for (std::size_t i = pending.rest_begin; i < pending.rest_end; ++i) drop(split_parts_[i]);
   }
   if (abandoned) {
     // MPI may still touch the scratch areas through the freed requests.

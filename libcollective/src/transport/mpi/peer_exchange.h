@@ -19,6 +19,7 @@
 #include "core/communicator_state.h"
 #include "core/request.h"
 #include "core/wait_guard.h"
+#include "util/small_vector.h"
 
 namespace collective::internal {
 
@@ -52,7 +53,9 @@ class PeerExchange {
  private:
   struct Pending {
     MPI_Request first = MPI_REQUEST_NULL;
-    std::vector<MPI_Request> rest;  // only for transfers that were split
+    // A transfer that was split: its other pieces, split_parts_[rest_begin, rest_end).
+    std::size_t rest_begin = 0;
+    std::size_t rest_end = 0;
     int peer = -1;
     bool is_send = false;
     std::size_t bytes = 0;
@@ -60,7 +63,11 @@ class PeerExchange {
     int step = -1;
     bool done = false;
   };
+  // Transfers a call keeps without allocating (a small all_reduce posts two
+  // to four; the ring's segments go past it).
+  static constexpr std::size_t kInlineTransfers = 8;
 
+  Pending& at(Handle handle);
   Handle post(void* buffer, std::size_t bytes, int peer, bool is_send, const char* purpose, int step);
   bool poll(Pending& pending);
   WaitTarget describe(const Pending& pending) const;
@@ -72,7 +79,8 @@ class PeerExchange {
   const char* algorithm_name_;
   int tag_;
   WaitGuard guard_;
-  std::vector<Pending> pending_;
+  SmallVector<Pending, kInlineTransfers> pending_;
+  std::vector<MPI_Request> split_parts_;
   std::size_t first_open_ = 0;  // pending_[i] for i < first_open_ are all done
 };
 
