@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "api/communicator_access.h"
 #include "collective/collective.h"
 #include "expect_error.h"
 
@@ -444,6 +447,133 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingCarriedAndPlainChecksMeet) {
       [&] { comm.all_reduce(small.data(), small_out.data(), small.size(), DataType::kFloat32, options); },
       {label("all_reduce"), "op="}, rank);
   for (float v : small_out) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
+  expect_healthy();
+}
+
+// At two ranks a whole input of up to 64 KiB rides with the fingerprints:
+// the first 32 KiB in the fingerprint's message, the rest in a follow-up
+// sent at once, before the verdict (validation/direct_check_exchange.h).
+// Counts cover one message exactly, a follow-up of one element, half and
+// whole follow-ups, and the first count past it (the head form), for
+// every element width.
+template <typename T>
+void expect_follow_up_exact(Communicator& comm, int rank, int size) {
+  const std::size_t limit = 64 * 1024 / sizeof(T);
+  for (const std::size_t count : {limit / 2, limit / 2 + 1, limit * 3 / 4, limit - 1, limit,
+                                  limit + 1}) {
+    std::vector<T> in(count), out(count, T(99));
+    for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<T>((rank + 1) * (i % 5 + 1));
+    comm.all_reduce(in.data(), out.data(), count, DataTypeOf<T>::value, recursive_doubling());
+    for (std::size_t i = 0; i < count; ++i) {
+      const T expected = static_cast<T>(size * (size + 1) / 2 * (i % 5 + 1));
+      ASSERT_EQ(out[i], expected) << "rank " << rank << " index " << i << " count " << count;
+    }
+    AllReduceOptions max = recursive_doubling();
+    max.op = ReduceOp::kMax;
+    comm.all_reduce(in.data(), in.data(), count, DataTypeOf<T>::value, max);
+    for (std::size_t i = 0; i < count; ++i) {
+      const T expected = static_cast<T>(size * (i % 5 + 1));
+      ASSERT_EQ(in[i], expected) << "rank " << rank << " index " << i << " count " << count << " (max, in place)";
+    }
+  }
+}
+
+TEST_P(CrossRankCheckTest, RecursiveDoublingFollowUpIsExact) {
+  expect_follow_up_exact<float>(comm, rank, size);
+  expect_follow_up_exact<std::int64_t>(comm, rank, size);
+  expect_follow_up_exact<std::uint8_t>(comm, rank, size);
+  EXPECT_EQ(comm.last_algorithm(), Algorithm::kRecursiveDoubling);
+}
+
+// Every message a rank sent in a call that failed its check was received
+// within that call: none is left for a later call with the same tag to
+// match. (A follow-up its receiver did not expect is drained by what the
+// sender's header says; an expected one that never came is cancelled.)
+void expect_no_message_left(Communicator& comm, int rank) {
+  comm.barrier();
+  const MPI_Comm mpi = internal::CommunicatorAccess::state(comm).comm;
+  for (int look = 0; look < 20; ++look) {
+    int flag = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, mpi, &flag, &status);
+    ASSERT_EQ(flag, 0) << "rank " << rank << ": a message from rank " << status.MPI_SOURCE
+                       << " with tag " << status.MPI_TAG << " was left unreceived";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+TEST_P(CrossRankCheckTest, RecursiveDoublingFollowUpsMeetOtherCalls) {
+  REQUIRE_RANKS(2);
+  const std::size_t whole = 16384;  // 64 KiB of float32: 32 KiB follows the fingerprint
+  auto untouched = [&](const std::vector<float>& out, const char* what) {
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      ASSERT_EQ(out[i], -7.0f) << "rank " << rank << " index " << i << ": the output was touched ("
+                               << what << ")";
+    }
+  };
+  // Rank 0 sends a follow-up; the others' inputs fit one message.
+  {
+    const std::size_t count = rank == 0 ? whole : whole / 2;
+    std::vector<float> in(count, 1.0f), out(count, -7.0f);
+    expect_raises<MismatchError>(
+        [&] { comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling()); },
+        {label("all_reduce"), "rank 0 count=16384", "count=8192"}, rank);
+    untouched(out, "follow-up against one message");
+    expect_no_message_left(comm, rank);
+  }
+  // Every rank sends a follow-up, of different sizes.
+  {
+    const std::size_t count = rank == 0 ? whole : 12000;
+    std::vector<float> in(count, 1.0f), out(count, -7.0f);
+    expect_raises<MismatchError>(
+        [&] { comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling()); },
+        {label("all_reduce"), "rank 0 count=16384", "count=12000"}, rank);
+    untouched(out, "follow-ups of different sizes");
+    expect_no_message_left(comm, rank);
+  }
+  // Rank 0 sends a follow-up; the others run the ring (a carried head) or
+  // the mpi algorithm (a plain check), or ask for a deterministic result.
+  for (const char* other : {"ring", "mpi", "deterministic"}) {
+    AllReduceOptions options = recursive_doubling();
+    if (rank != 0) {
+      if (std::string(other) == "ring") options.algorithm = Algorithm::kRing;
+      if (std::string(other) == "mpi") options.algorithm = Algorithm::kMpi;
+      if (std::string(other) == "deterministic") options.deterministic = true;
+    }
+    std::vector<float> in(whole, 1.0f), out(whole, -7.0f);
+    const bool deterministic = std::string(other) == "deterministic";
+    expect_raises<MismatchError>(
+        [&] { comm.all_reduce(in.data(), out.data(), whole, DataType::kFloat32, options); },
+        {label("all_reduce"),
+         deterministic ? "rank 0 deterministic=false" : "rank 0 algorithm=recursive_doubling",
+         deterministic ? std::string("deterministic=true") : std::string("algorithm=") + other},
+        rank);
+    untouched(out, other);
+    expect_no_message_left(comm, rank);
+  }
+  // The last rank rejects its arguments while rank 0 sends a follow-up.
+  {
+    std::vector<float> in(whole, 1.0f), out(whole, -7.0f);
+    if (rank == last) {
+      expect_raises<InvalidArgumentError>(
+          [&] { comm.all_reduce(nullptr, out.data(), whole, DataType::kFloat32, recursive_doubling()); },
+          {label("all_reduce"), "send buffer is null"}, rank);
+    } else {
+      expect_raises<InvalidArgumentError>(
+          [&] { comm.all_reduce(in.data(), out.data(), whole, DataType::kFloat32, recursive_doubling()); },
+          {label("all_reduce"), "rank " + std::to_string(last) + " rejected its arguments",
+           "send buffer is null"},
+          rank);
+    }
+    untouched(out, "a rejecting rank");
+    expect_no_message_left(comm, rank);
+  }
+  // And the same size still reduces exactly afterwards.
+  std::vector<float> in(whole, static_cast<float>(rank + 1)), out(whole, -7.0f);
+  comm.all_reduce(in.data(), out.data(), whole, DataType::kFloat32, recursive_doubling());
+  for (std::size_t i = 0; i < whole; ++i) {
+    ASSERT_EQ(out[i], static_cast<float>(size * (size + 1) / 2)) << "rank " << rank << " index " << i;
+  }
   expect_healthy();
 }
 

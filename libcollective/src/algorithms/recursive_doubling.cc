@@ -196,18 +196,19 @@ Support RecursiveDoublingAlgorithm::supports(const Request& request,
 
 // Carrying the whole input sends it to each of the p-1 others in one
 // round, where the doubling sends it log2 p times in as many rounds: worth
-// it while the p-1 copies together stay within half a carried slot (32 KiB
-// at 2 ranks, 10 KiB at 4, 2 KiB at 16), where the call is bound by latency.
+// it while the p-1 copies together stay within one carried message (32 KiB
+// at 3 ranks, 10 KiB at 4, 2 KiB at 16), where the call is bound by latency.
+// At 2 ranks the one copy may fill the whole carried slot (64 KiB): past one
+// message the rest follows at once in a second (cross_rank_check.h), so the
+// call still takes one round where the doubling with a carried head takes
+// two (64 KiB at 2 hosts: 0.78x MPI with the head, docs/performance.md).
 // Larger all_reduce calls carry the check with the head of their first
 // message instead.
 namespace {
-// Half a slot: a carried message must stay below MPI's eager limit (Open
-// MPI's TCP transport: 64 KiB with its header), or it pays a rendezvous
-// round trip and the carry loses (64 KiB at 2 hosts: 0.82-0.86x MPI).
-constexpr std::size_t kWholeInputBytes = kCarriedInputBytes / 2;
-
 bool carries_whole_input(const Request& request, const CommunicatorState& state) {
-  return request.bytes() * static_cast<std::size_t>(state.size - 1) <= kWholeInputBytes;
+  const std::size_t bytes = request.bytes();
+  if (state.size == 2) return bytes <= kCarriedInputBytes;
+  return bytes * static_cast<std::size_t>(state.size - 1) <= kCarriedInOneMessageBytes;
 }
 }  // namespace
 

@@ -33,7 +33,11 @@ struct CallFingerprint {
   std::int8_t requested = 0;  // what the caller (or COLLECTIVE_ALGORITHM) asked
   std::uint8_t status = kValid;
   std::uint8_t deterministic = 0;  // 1: reduced in rank order (the protocol differs)
-  std::uint8_t reserved[6] = {};
+  std::uint8_t reserved[2] = {};
+  // Not part of the call: in the direct exchange, the bytes of the second
+  // message that follows this one to each rank it carried data to (0: none;
+  // direct_check_exchange.h). Receivers read it to drain what they did not expect.
+  std::uint32_t follow_up_bytes = 0;
   char rejection[216] = {};  // a rejecting rank's cause, truncated
 
   bool rejected() const { return status != kValid; }

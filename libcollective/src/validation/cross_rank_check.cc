@@ -1,6 +1,7 @@
 #include "validation/cross_rank_check.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <vector>
 
 #include "collective/errors.h"
@@ -21,6 +22,10 @@ namespace {
 // recipients, and waits for every rank's.
 void exchange_direct(DirectCheckExchange& exchange, const CarriedData& carried,
                      const CommunicatorState& state) {
+  if (carried.bytes > kCarriedInOneMessageBytes && carried.to != CarriedData::kEveryPeer) {
+    // A receiver expects a follow-up from every peer or from none.
+    throw std::logic_error("cross-rank check: data past one message must go to every peer");
+  }
   for (int peer = 0; peer < state.size; ++peer) {
     if (peer == state.rank) continue;
     const bool carries = carried.to == CarriedData::kEveryPeer || carried.to == peer;

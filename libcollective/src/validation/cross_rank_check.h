@@ -43,6 +43,14 @@ inline constexpr int kDirectExchangeMaxRanks = 16;
 // than its message costs nothing, and the slots (p of them) are allocated
 // once per communicator.
 inline constexpr std::size_t kCarriedInputBytes = 64 * 1024;
+// The most of it in the fingerprint's own message: beyond it, the rest
+// follows at once in a second message (CallFingerprint::follow_up_bytes),
+// before the verdict, into the rest of the receiver's slot. 32 KiB keeps
+// each message within MPI's eager protocol (Open MPI's TCP transport: 64
+// KiB with its header), where one message of 64 KiB would wait a
+// rendezvous round trip. A receiver whose call differs drains the second
+// message by what the header says, so nothing is left to match a later call.
+inline constexpr std::size_t kCarriedInOneMessageBytes = 32 * 1024;
 
 // How much of a large first message rides with the fingerprint (ring,
 // recursive_doubling): the rest of that message waits for the verdict, so a
@@ -64,8 +72,9 @@ inline std::size_t carried_head_bytes(std::size_t first_message_bytes, std::size
 bool check_is_direct_exchange(CommunicatorState& state);
 
 // The data an algorithm's first message would send, riding instead with
-// this rank's fingerprint: `bytes` (at most kCarriedInputBytes) at `data`,
-// to rank `to`, or to every other rank when `to` is kEveryPeer.
+// this rank's fingerprint: `bytes` (at most kCarriedInputBytes; above
+// kCarriedInOneMessageBytes only to kEveryPeer) at `data`, to rank `to`,
+// or to every other rank when `to` is kEveryPeer.
 struct CarriedData {
   static constexpr int kNoPeer = -1;
   static constexpr int kEveryPeer = -2;

@@ -1,9 +1,13 @@
 #include "validation/direct_check_exchange.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <stdexcept>
+#include <string>
 #include <type_traits>
 
+#include "collective/errors.h"
 #include "core/env_params.h"
 #include "validation/cross_rank_check.h"
 
@@ -12,9 +16,14 @@ namespace {
 
 static_assert(std::is_trivially_copyable_v<CallFingerprint>);
 
-// One message of the direct exchange: a fingerprint (its header only,
-// unless rejected), then any carried data.
-constexpr std::size_t kSlotBytes = sizeof(CallFingerprint) + kCarriedInputBytes;
+// A follow-up carries what one message could not.
+constexpr std::size_t kFollowUpCapacity = kCarriedInputBytes - kCarriedInOneMessageBytes;
+// The first message: a fingerprint (256 bytes when rejected, which carries
+// nothing) or a header and at most kCarriedInOneMessageBytes. Its receive
+// ends where a follow-up's begins, so the two never overlap.
+constexpr std::size_t kFirstMessageCapacity = kFingerprintHeaderBytes + kCarriedInOneMessageBytes;
+static_assert(kFirstMessageCapacity >= sizeof(CallFingerprint));
+static_assert(kFirstMessageCapacity + kFollowUpCapacity <= sizeof(CallFingerprint) + kCarriedInputBytes);
 
 // The receives are posted together, in rank order, skipping this rank.
 std::size_t receive_index(int peer, int rank) {
@@ -23,11 +32,13 @@ std::size_t receive_index(int peer, int rank) {
 
 }  // namespace
 
-bool check_slots_fit_one_message() { return env_params().max_message_bytes >= kSlotBytes; }
+bool check_slots_fit_one_message() {
+  return env_params().max_message_bytes >= sizeof(CallFingerprint) + kCarriedInputBytes;
+}
 
 DirectCheckExchange::DirectCheckExchange(const CallFingerprint& mine, const Request& request,
                                          CommunicatorState& state)
-    : mine_(mine), state_(state), exchange_(request, state, "cross-rank check") {
+    : mine_(mine), request_(request), state_(state), exchange_(request, state, "cross-rank check") {
   // Reused across calls: no allocation on the hot path. Every rank's
   // fingerprint, the slots, this rank's carrying message, where each rank's
   // carried data landed.
@@ -47,16 +58,31 @@ void DirectCheckExchange::post_receives() {
   // Below COLLECTIVE_MAX_MESSAGE_BYTES a slot would be split into pieces a
   // shorter message never sends: then only fingerprints travel.
   const std::size_t capacity =
-      check_slots_fit_one_message() ? kSlotBytes : sizeof(CallFingerprint);
+      check_slots_fit_one_message() ? kFirstMessageCapacity : sizeof(CallFingerprint);
   bool first = true;
   for (int peer = 0; peer < state_.size; ++peer) {
     if (peer == state_.rank) continue;
-    const PeerExchange::Handle posted =
-        exchange_.recv(slots_ + static_cast<std::size_t>(peer) * kSlotBytes, capacity, peer,
-                       "cross-rank check: that rank's fingerprint of this call");
+    const PeerExchange::Handle posted = exchange_.recv(
+        slot(peer), capacity, peer, "cross-rank check: that rank's fingerprint of this call");
     if (first) first_receive_ = posted;  // handles are consecutive
     first = false;
   }
+  if (follow_up_bytes_ == 0) return;
+  // Every peer sends one if its call is this one; settle_follow_ups() sorts
+  // out the peers whose call is not.
+  first = true;
+  for (int peer = 0; peer < state_.size; ++peer) {
+    if (peer == state_.rank) continue;
+    const PeerExchange::Handle posted =
+        exchange_.recv(follow_up_area(peer), kFollowUpCapacity, peer,
+                       "cross-rank check: the rest of that rank's first data");
+    if (first) first_follow_up_ = posted;
+    first = false;
+  }
+}
+
+std::byte* DirectCheckExchange::follow_up_area(int peer) const {
+  return slot(peer) + kFirstMessageCapacity;
 }
 
 void DirectCheckExchange::send(int peer, const void* data, std::size_t bytes) {
@@ -65,13 +91,25 @@ void DirectCheckExchange::send(int peer, const void* data, std::size_t bytes) {
     exchange_.send(&mine_, header, peer, "cross-rank check: this rank's fingerprint of this call");
     return;
   }
+  if (bytes > kCarriedInputBytes || (bytes > kCarriedInOneMessageBytes && receives_posted_) ||
+      mine_.rejected()) {
+    throw std::logic_error("cross-rank check: carried data over its limit, too late, or rejected");
+  }
+  const std::size_t first = std::min(bytes, kCarriedInOneMessageBytes);
   if (!carrying_built_) {
     std::memcpy(carrying_, &mine_, header);
-    std::memcpy(carrying_ + header, data, bytes);
+    std::memcpy(carrying_ + header, data, first);
+    follow_up_bytes_ = static_cast<std::uint32_t>(bytes - first);
+    std::memcpy(carrying_ + offsetof(CallFingerprint, follow_up_bytes), &follow_up_bytes_,
+                sizeof(follow_up_bytes_));
     carrying_built_ = true;
   }
-  exchange_.send(carrying_, header + bytes, peer,
+  exchange_.send(carrying_, header + first, peer,
                  "cross-rank check: this rank's fingerprint of this call, with its first data");
+  if (follow_up_bytes_ > 0) {
+    exchange_.send(static_cast<const std::byte*>(data) + first, follow_up_bytes_, peer,
+                   "cross-rank check: the rest of this rank's first data");
+  }
 }
 
 void DirectCheckExchange::take_fingerprint(int peer) {
@@ -94,7 +132,42 @@ void DirectCheckExchange::wait_for(int peer) {
 
 void DirectCheckExchange::wait_all() {
   post_receives();
+  const auto peers = static_cast<PeerExchange::Handle>(state_.size - 1);
+  if (follow_up_bytes_ > 0) {
+    // An expected follow-up may never come: the slots first.
+    exchange_.wait_range(first_receive_, first_receive_ + peers);
+  } else {
+    exchange_.wait_all();
+  }
+  settle_follow_ups();
   exchange_.wait_all();
+}
+
+void DirectCheckExchange::settle_follow_ups() {
+  for (int peer = 0; peer < state_.size; ++peer) {
+    if (peer == state_.rank) continue;
+    std::uint32_t sent = 0;
+    std::memcpy(&sent, slot(peer) + offsetof(CallFingerprint, follow_up_bytes), sizeof(sent));
+    std::uint8_t status = CallFingerprint::kValid;
+    std::memcpy(&status, slot(peer) + offsetof(CallFingerprint, status), sizeof(status));
+    if (status != CallFingerprint::kValid) sent = 0;  // a rejecting rank carries nothing
+    if (sent > kFollowUpCapacity) {
+      throw CommunicationError(request_.label(), state_.rank,
+                               "cross-rank check: rank " + std::to_string(peer) +
+                                   " announced a follow-up of " + std::to_string(sent) +
+                                   " B, over the " + std::to_string(kFollowUpCapacity) +
+                                   " B limit (a library of another build?)");
+    }
+    const bool expected = follow_up_bytes_ > 0;
+    if (expected && sent == 0) {
+      exchange_.cancel(first_follow_up_ + receive_index(peer, state_.rank));
+    } else if (!expected && sent > 0) {
+      // Its call differs from this one (the verdict says how): the message
+      // is received here so that it cannot match a later call.
+      exchange_.recv(follow_up_area(peer), sent, peer,
+                     "cross-rank check: a follow-up this rank's call did not expect");
+    }
+  }
 }
 
 bool DirectCheckExchange::every_peer_agrees() const {

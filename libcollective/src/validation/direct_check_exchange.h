@@ -10,14 +10,25 @@
 // whenever that is posted, and posting the receives while the message is in
 // flight keeps them off the call's critical path (a small all_reduce is
 // one message each way).
+//
+// Carried data beyond kCarriedInOneMessageBytes goes to every peer in a
+// second message sent at once (the follow-up), into the rest of the slot.
+// A rank that sends follow-ups expects one from every peer and posts their
+// receives with its slots; whatever each peer's header then says settles
+// the rest before any verdict: an expected follow-up that was not sent is
+// cancelled, one that was sent but not expected is received and dropped.
+// So every message of the exchange is matched within the call, whatever
+// the ranks' calls were.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 
 #include "core/communicator_state.h"
 #include "core/request.h"
 #include "transport/mpi/peer_exchange.h"
+#include "validation/cross_rank_check.h"
 #include "validation/call_fingerprint.h"
 
 namespace collective::internal {
@@ -39,11 +50,13 @@ class DirectCheckExchange {
 
   // Sends this rank's fingerprint to `peer`, followed by `bytes` of `data`
   // (at most kCarriedInputBytes; the same data for every peer of a call).
+  // Above kCarriedInOneMessageBytes the data must go to every peer, and all
+  // sends must come before post_receives (the follow-ups are expected then).
   void send(int peer, const void* data = nullptr, std::size_t bytes = 0);
   // Waits for `peer`'s fingerprint; then received(peer) holds it.
   void wait_for(int peer);
   const CallFingerprint& received(int peer) const { return all_[peer]; }
-  // Waits for every send and receive.
+  // Waits for every send and receive, follow-ups settled as above.
   void wait_all();
 
   // After wait_all: whether every other rank's fingerprint agrees with this
@@ -61,8 +74,19 @@ class DirectCheckExchange {
 
  private:
   void take_fingerprint(int peer);
+  std::byte* slot(int peer) const { return slots_ + static_cast<std::size_t>(peer) * kSlotBytes; }
+  // Where a follow-up from `peer` lands: right after what its first message carried.
+  std::byte* follow_up_area(int peer) const;
+  // Cancels the expected follow-ups not sent, receives (and drops) the
+  // ones sent but not expected; every slot has arrived.
+  void settle_follow_ups();
+
+  // One slot: a fingerprint (its header only, unless rejected), then the
+  // carried data of both messages.
+  static constexpr std::size_t kSlotBytes = sizeof(CallFingerprint) + kCarriedInputBytes;
 
   const CallFingerprint& mine_;
+  const Request& request_;
   CommunicatorState& state_;
   PeerExchange exchange_;
   CallFingerprint* all_;
@@ -71,7 +95,9 @@ class DirectCheckExchange {
   const void** landed_;
   bool carrying_built_ = false;
   bool receives_posted_ = false;
-  PeerExchange::Handle first_receive_ = 0;  // the receives' handles follow it in rank order
+  std::uint32_t follow_up_bytes_ = 0;  // what this rank sends each peer after its fingerprint
+  PeerExchange::Handle first_receive_ = 0;    // the slots' receives follow it in rank order
+  PeerExchange::Handle first_follow_up_ = 0;  // then, with follow_up_bytes_, the follow-ups
 };
 
 }  // namespace collective::internal

@@ -129,8 +129,36 @@ void PeerExchange::wait_all() {
     }
     while (first_open_ < pending_.size() && pending_[first_open_].done) ++first_open_;
     if (first_open_ == pending_.size()) break;
-    if (!progressed) guard_.idle([&] { return describe_open(); });
+    if (!progressed) guard_.idle([&] { return describe_open(first_open_, pending_.size()); });
   }
+}
+
+void PeerExchange::wait_range(Handle first, Handle last) {
+  if (last > pending_.size() || first > last) {
+    throw std::out_of_range("PeerExchange: no transfers " + std::to_string(first) + ".." +
+                            std::to_string(last));
+  }
+  guard_.begin_wait();
+  while (first < last) {
+    bool progressed = false;
+    for (std::size_t i = first; i < last; ++i) {
+      if (!pending_[i].done && poll(pending_[i])) progressed = true;
+    }
+    while (first < last && pending_[first].done) ++first;
+    if (first == last) break;
+    if (!progressed) guard_.idle([&] { return describe_open(first, last); });
+  }
+}
+
+void PeerExchange::cancel(Handle handle) {
+  Pending& pending = at(handle);
+  if (pending.done || pending.is_send || pending.rest_end != pending.rest_begin) {
+    throw std::logic_error("PeerExchange: only an open, unsplit receive can be cancelled");
+  }
+  int rc = MPI_Cancel(&pending.first);
+  if (rc == MPI_SUCCESS) rc = MPI_Wait(&pending.first, MPI_STATUS_IGNORE);
+  if (rc != MPI_SUCCESS) check_mpi(rc, "MPI_Cancel", request_.label(), state_.rank);
+  pending.done = true;
 }
 
 WaitTarget PeerExchange::describe(const Pending& pending) const {
@@ -146,11 +174,11 @@ WaitTarget PeerExchange::describe(const Pending& pending) const {
   return WaitTarget{{pending.peer}, what.str()};
 }
 
-WaitTarget PeerExchange::describe_open() const {
+WaitTarget PeerExchange::describe_open(std::size_t first, std::size_t last) const {
   WaitTarget target;
   std::size_t messages = 0;
   const Pending* example = nullptr;
-  for (std::size_t i = first_open_; i < pending_.size(); ++i) {
+  for (std::size_t i = first; i < last; ++i) {
     const Pending& pending = pending_[i];
     if (pending.done) continue;
     ++messages;

@@ -44,6 +44,11 @@ class PeerExchange {
   // Waits for every transfer posted so far, in whatever order they
   // complete; a stall or timeout names every peer still outstanding.
   void wait_all();
+  // The same for the transfers [first, last) only.
+  void wait_range(Handle first, Handle last);
+  // Withdraws a posted receive that no message will match (MPI_Cancel);
+  // one that a message already matched completes instead.
+  void cancel(Handle handle);
   // Completed already (non-blocking check)?
   bool test(Handle handle);
 
@@ -71,7 +76,7 @@ class PeerExchange {
   Handle post(void* buffer, std::size_t bytes, int peer, bool is_send, const char* purpose, int step);
   bool poll(Pending& pending);
   WaitTarget describe(const Pending& pending) const;
-  WaitTarget describe_open() const;
+  WaitTarget describe_open(std::size_t first, std::size_t last) const;
   void cancel_outstanding() noexcept;
 
   const Request& request_;
