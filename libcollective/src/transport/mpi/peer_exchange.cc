@@ -121,16 +121,8 @@ void PeerExchange::wait(Handle handle) {
 }
 
 void PeerExchange::wait_all() {
-  guard_.begin_wait();
-  while (first_open_ < pending_.size()) {
-    bool progressed = false;
-    for (std::size_t i = first_open_; i < pending_.size(); ++i) {
-      if (!pending_[i].done && poll(pending_[i])) progressed = true;
-    }
-    while (first_open_ < pending_.size() && pending_[first_open_].done) ++first_open_;
-    if (first_open_ == pending_.size()) break;
-    if (!progressed) guard_.idle([&] { return describe_open(first_open_, pending_.size()); });
-  }
+  wait_range(first_open_, pending_.size());
+  first_open_ = pending_.size();
 }
 
 void PeerExchange::wait_range(Handle first, Handle last) {
