@@ -31,8 +31,7 @@ void exchange_direct(DirectCheckExchange& exchange, const CarriedData& carried,
     const bool carries = carried.to == CarriedData::kEveryPeer || carried.to == peer;
     exchange.send(peer, carries ? carried.data : nullptr, carries ? carried.bytes : 0);
   }
-  exchange.post_receives();
-  exchange.wait_all();
+  exchange.wait_all();  // posts the receives first, while the sends are in flight
 }
 
 // Bruck's dissemination all-gather: after the round with distance d, this
@@ -59,7 +58,7 @@ void exchange_and_judge(const CallFingerprint& mine, const Request& request,
   if (state.size <= kDirectExchangeMaxRanks) {
     DirectCheckExchange exchange(mine, request, state);
     exchange_direct(exchange, CarriedData{}, state);
-    if (!exchange.every_peer_agrees()) raise_unless_agreed(exchange.all(), mine, request, state);
+    exchange.raise_unless_all_agree();
     return;
   }
   // Reused across calls: every rank's fingerprint, then the relay area.
@@ -84,7 +83,7 @@ std::span<const void* const> exchange_check_carrying(const CallFingerprint& mine
                                                      CommunicatorState& state) {
   DirectCheckExchange exchange(mine, request, state);
   exchange_direct(exchange, carried, state);
-  if (!exchange.every_peer_agrees()) raise_unless_agreed(exchange.all(), mine, request, state);
+  exchange.raise_unless_all_agree();
   // Agreed: every fingerprint was valid, so data follows its header.
   return exchange.landed(carried.data);
 }

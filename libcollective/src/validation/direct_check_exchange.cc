@@ -113,15 +113,20 @@ void DirectCheckExchange::send(int peer, const void* data, std::size_t bytes) {
 }
 
 void DirectCheckExchange::take_fingerprint(int peer) {
-  const std::byte* slot = slots_ + static_cast<std::size_t>(peer) * kSlotBytes;
   CallFingerprint& print = all_[peer];
   // A valid fingerprint travels as its header: the rejection text stays empty.
-  std::memcpy(static_cast<void*>(&print), slot, kFingerprintHeaderBytes);
+  std::memcpy(static_cast<void*>(&print), slot(peer), kFingerprintHeaderBytes);
   if (print.rejected()) {
-    std::memcpy(static_cast<void*>(&print), slot, sizeof(CallFingerprint));
+    std::memcpy(static_cast<void*>(&print), slot(peer), sizeof(CallFingerprint));
   } else {
     print.rejection[0] = '\0';
   }
+}
+
+CallFingerprint DirectCheckExchange::header_of(int peer) const {
+  CallFingerprint header;
+  std::memcpy(static_cast<void*>(&header), slot(peer), kFingerprintHeaderBytes);
+  return header;
 }
 
 void DirectCheckExchange::wait_for(int peer) {
@@ -146,11 +151,9 @@ void DirectCheckExchange::wait_all() {
 void DirectCheckExchange::settle_follow_ups() {
   for (int peer = 0; peer < state_.size; ++peer) {
     if (peer == state_.rank) continue;
-    std::uint32_t sent = 0;
-    std::memcpy(&sent, slot(peer) + offsetof(CallFingerprint, follow_up_bytes), sizeof(sent));
-    std::uint8_t status = CallFingerprint::kValid;
-    std::memcpy(&status, slot(peer) + offsetof(CallFingerprint, status), sizeof(status));
-    if (status != CallFingerprint::kValid) sent = 0;  // a rejecting rank carries nothing
+    const CallFingerprint header = header_of(peer);
+    // A rejecting rank carries nothing.
+    const std::uint32_t sent = header.rejected() ? 0 : header.follow_up_bytes;
     if (sent > kFollowUpCapacity) {
       throw CommunicationError(request_.label(), state_.rank,
                                "cross-rank check: rank " + std::to_string(peer) +
@@ -171,14 +174,14 @@ void DirectCheckExchange::settle_follow_ups() {
 }
 
 bool DirectCheckExchange::every_peer_agrees() const {
-  CallFingerprint theirs;
   for (int peer = 0; peer < state_.size; ++peer) {
-    if (peer == state_.rank) continue;
-    std::memcpy(static_cast<void*>(&theirs), slots_ + static_cast<std::size_t>(peer) * kSlotBytes,
-                kFingerprintHeaderBytes);
-    if (!agrees_with(theirs, peer, mine_)) return false;
+    if (peer != state_.rank && !agrees_with(header_of(peer), peer, mine_)) return false;
   }
   return true;
+}
+
+void DirectCheckExchange::raise_unless_all_agree() {
+  if (!every_peer_agrees()) raise_unless_agreed(all(), mine_, request_, state_);
 }
 
 std::span<const CallFingerprint> DirectCheckExchange::all() {
@@ -190,7 +193,7 @@ std::span<const CallFingerprint> DirectCheckExchange::all() {
 }
 
 const void* DirectCheckExchange::carried_by(int peer) const {
-  return slots_ + static_cast<std::size_t>(peer) * kSlotBytes + kFingerprintHeaderBytes;
+  return slot(peer) + kFingerprintHeaderBytes;
 }
 
 std::span<const void* const> DirectCheckExchange::landed(const void* own) {

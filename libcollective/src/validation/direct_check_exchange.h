@@ -59,10 +59,11 @@ class DirectCheckExchange {
   // Waits for every send and receive, follow-ups settled as above.
   void wait_all();
 
-  // After wait_all: whether every other rank's fingerprint agrees with this
-  // rank's (agrees_with), read where it landed. The common case costs no
-  // copy; a rank that disagrees is judged from all().
-  bool every_peer_agrees() const;
+  // After wait_all: raises as check_across_ranks does unless every
+  // fingerprint agrees (returns on the rank that rejected its own call).
+  // The common case reads the headers where they landed, with no copy into
+  // the table; a rank that disagrees is judged from all().
+  void raise_unless_all_agree();
   // After wait_all: every rank's fingerprint, this rank's at its own index
   // (valid until the next call on the communicator).
   std::span<const CallFingerprint> all();
@@ -74,6 +75,10 @@ class DirectCheckExchange {
 
  private:
   void take_fingerprint(int peer);
+  // Whether every other rank's header agrees with this rank's (agrees_with).
+  bool every_peer_agrees() const;
+  // `peer`'s header as it landed in its slot (the rejection text empty).
+  CallFingerprint header_of(int peer) const;
   std::byte* slot(int peer) const { return slots_ + static_cast<std::size_t>(peer) * kSlotBytes; }
   // Where a follow-up from `peer` lands: right after what its first message carried.
   std::byte* follow_up_area(int peer) const;

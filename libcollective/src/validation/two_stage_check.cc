@@ -37,7 +37,7 @@ void TwoStageCheck::finish() {
   if (!held_back_sent_ && held_back_ != CarriedData::kNoPeer) exchange_.send(held_back_);
   held_back_sent_ = true;
   exchange_.wait_all();
-  if (!exchange_.every_peer_agrees()) raise_unless_agreed(exchange_.all(), mine_, request_, state_);
+  exchange_.raise_unless_all_agree();
 }
 
 std::span<const void* const> TwoStageCheck::carry(const CarriedData& carried) {
