@@ -328,7 +328,12 @@ class PrefetchIterator final : public DatasetIteratorImpl {
       }
       std::lock_guard<std::mutex> lock(mutex_);
       if (error || !element) {
-        error_ = error;
+        // Moved, not copied: the consumer holds the last reference and
+        // destroys the exception in its own thread (a copy released here
+        // after the unlock could end the exception's life in this thread
+        // while the consumer still reads it, ordered only by the standard
+        // library's reference count, which ThreadSanitizer cannot see).
+        error_ = std::move(error);
         done_ = true;
         changed_.notify_all();
         return;
