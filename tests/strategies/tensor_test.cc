@@ -33,6 +33,47 @@ TEST(Tensor, ZeroFilledOfEveryType) {
   }
 }
 
+// Sizes are computed with overflow checks: a shape whose element count or
+// byte size cannot exist is refused, naming it, instead of wrapping to a
+// 0-byte tensor that the first write overruns.
+TEST(Tensor, ImpossibleSizesAreRefusedNamingTheShape) {
+  struct Case {
+    DataType dtype;
+    Shape shape;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {DataType::kFloat32, {std::int64_t{1} << 62}, "float32 shape [4611686018427387904] has 4611686018427387904 elements"},
+      {DataType::kFloat32, {std::int64_t{1} << 40, std::int64_t{1} << 40}, "shape [1099511627776, 1099511627776] has more elements than an int64"},
+      {DataType::kInt8, {std::int64_t{1} << 62, 4}, "shape [4611686018427387904, 4] has more elements"},
+      {DataType::kFloat64, {std::int64_t{1} << 60}, "float64 shape [1152921504606846976]"},
+      {DataType::kFloat16, {3, std::int64_t{1} << 61, 7}, "shape [3, 2305843009213693952, 7]"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { Tensor t(c.dtype, c.shape); }, c.needle))
+        << to_string(c.dtype) << " " << shape_string(c.shape);
+  }
+  // Zero elements stay valid whatever the other dimensions are.
+  const Tensor empty(DataType::kFloat32, {0, std::int64_t{1} << 62, std::int64_t{1} << 62});
+  EXPECT_EQ(empty.num_elements(), 0u);
+  EXPECT_EQ(empty.num_bytes(), 0u);
+  // A reshape whose element count wraps to the tensor's own is refused.
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] { (void)Tensor(DataType::kFloat32, {0}).reshape({std::int64_t{1} << 62, 4}); },
+      "shape [4611686018427387904, 4] has more elements"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] { (void)Tensor(std::vector<float>{1, 2, 3, 4}, {4}).reshape({std::int64_t{1} << 62, 4, 1}); },
+      "has more elements"));
+  // Concatenating empty parts whose lengths add past 2^63 - 1.
+  const Tensor part(DataType::kFloat32, {std::int64_t{1} << 62, 0});
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)detail::concat({part, part}, 0); },
+                                                "add up to more than 2^63 - 1"));
+  // Batching elements of an impossible batched shape cannot happen: the
+  // elements would have to exist. Stacking empty ones keeps every dimension.
+  const Element stacked = stack_elements({Element{part}, Element{part}});
+  EXPECT_EQ(stacked[0].shape(), (Shape{2, std::int64_t{1} << 62, 0}));
+}
+
 TEST(Tensor, ZeroSizedDimensions) {
   const Tensor t(DataType::kInt32, {0, 5});
   EXPECT_EQ(t.num_elements(), 0u);
