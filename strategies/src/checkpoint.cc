@@ -1,12 +1,12 @@
 #include "collective/distribute/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
@@ -64,24 +64,71 @@ void write_atomically(const std::filesystem::path& directory, const std::string&
   }
 }
 
+// What a path is, for messages: "a directory", "a FIFO", ...
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// Reads a whole regular file. Every failure (missing, a directory or other
+// non-regular file, unreadable, an I/O error) is InvalidArgumentError naming
+// the path and what was wrong; nothing else escapes (std::ifstream threw a
+// raw std::ios_base::failure on a directory). O_NONBLOCK: opening a FIFO
+// must not wait for a writer.
 std::vector<std::byte> read_file(const std::filesystem::path& path, const std::string& operation) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InvalidArgumentError(operation, -1, path.string() + ": cannot open: " + errno_text(errno));
+  const auto fail = [&](const std::string& what) -> void {
+    throw InvalidArgumentError(operation, -1, path.string() + ": " + what);
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail("cannot open: " + errno_text(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int error = errno;
+    ::close(fd);
+    fail("cannot stat: " + errno_text(error));
   }
-  std::vector<char> text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw InvalidArgumentError(operation, -1, path.string() + ": read failed");
-  std::vector<std::byte> bytes(text.size());
-  if (!text.empty()) std::memcpy(bytes.data(), text.data(), text.size());
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    fail("is " + kind_of(info.st_mode) + ", not a checkpoint file");
+  }
+  std::vector<std::byte> bytes(static_cast<std::size_t>(info.st_size));
+  std::size_t done = 0;
+  while (true) {
+    if (done == bytes.size()) bytes.resize(bytes.size() + 4096);  // the file grew
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      fail("read failed after " + std::to_string(done) + " bytes: " + errno_text(error));
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(done);
   return bytes;
 }
 
-// The file `latest` names, checked to be a plain name in the directory.
+// The file `latest` names, checked to be a plain name in the directory;
+// std::nullopt when the directory or its `latest` does not exist (nothing
+// saved yet). Any other failure to look (a path through a regular file,
+// no permission) is an error, not a fresh start.
 std::optional<std::filesystem::path> resolve_latest(const std::filesystem::path& directory,
                                                     const std::string& operation) {
   const std::filesystem::path pointer = directory / kLatest;
-  std::error_code error;
-  if (!std::filesystem::exists(pointer, error)) return std::nullopt;
+  struct stat info {};
+  if (::stat(pointer.c_str(), &info) != 0) {
+    const int error = errno;
+    if (error == ENOENT) return std::nullopt;
+    throw InvalidArgumentError(operation, -1,
+                               pointer.string() + ": cannot look for it: " + errno_text(error) +
+                                   (error == ENOTDIR ? " (" + directory.string() + " is not a directory)" : ""));
+  }
   const std::vector<std::byte> bytes = read_file(pointer, operation);
   std::string name(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (!name.empty() && name.back() == '\n') name.pop_back();

@@ -4,6 +4,7 @@
 // save() leaving the previous checkpoint loadable.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -218,6 +219,52 @@ TEST(Checkpoint, BadFilesAreRefusedBeforeAnyVariableChanges) {
                collective::InvalidArgumentError);
   cd::OneDeviceStrategy other("/cpu:0");
   EXPECT_THROW(cd::Checkpoint(other, fresh), collective::InvalidArgumentError);
+}
+
+// Every filesystem failure of reading a checkpoint is the documented
+// InvalidArgumentError naming the path and what was wrong: never a raw
+// std::ios_base::failure, a hang on a FIFO, or a silent fresh start.
+TEST(Checkpoint, FilesystemErrorsOfReadingNameThePath) {
+  TempDir dir;
+  cd::OneDeviceStrategy strategy("/cpu:0");
+  auto scope = strategy.scope();
+  auto variables = make_variables(4);
+  cd::Checkpoint checkpoint(strategy, variables);
+  // `latest` names a directory.
+  fs::create_directory(dir.path() + "/ckpt-9");
+  write_all(dir.path() + "/latest", {'c', 'k', 'p', 't', '-', '9', '\n'});
+  expect_refused(checkpoint, dir.path(), dir.path() + "/ckpt-9", "is a directory, not a checkpoint file",
+                 variables, 4);
+  try {
+    (void)cd::Checkpoint::latest_checkpoint(dir.path());  // names it without reading it
+  } catch (const std::exception& error) {
+    ADD_FAILURE() << "latest_checkpoint: " << error.what();
+  }
+  // `latest` is itself a directory.
+  {
+    TempDir other;
+    fs::create_directory(other.path() + "/latest");
+    expect_refused(checkpoint, other.path(), other.path() + "/latest", "is a directory", variables, 4);
+    EXPECT_THROW((void)cd::Checkpoint::latest_checkpoint(other.path()), collective::InvalidArgumentError);
+  }
+  // The checkpoint directory is a regular file: an error, not "nothing saved".
+  {
+    const std::string file = dir.path() + "/plain";
+    write_all(file, {'x'});
+    expect_refused(checkpoint, file, file + "/latest", "is not a directory", variables, 4);
+  }
+  // `latest` names a FIFO: refused at once, not a wait for a writer
+  // (the alarm ends a hung process).
+  {
+    const std::string fifo = dir.path() + "/ckpt-fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+    write_all(dir.path() + "/latest", {'c', 'k', 'p', 't', '-', 'f', 'i', 'f', 'o', '\n'});
+    ::alarm(60);
+    expect_refused(checkpoint, dir.path(), fifo, "is a FIFO, not a checkpoint file", variables, 4);
+    ::alarm(0);
+  }
+  // A missing directory still means nothing was saved yet.
+  EXPECT_FALSE(checkpoint.restore(dir.path() + "/never_made"));
 }
 
 // A process killed while it saves leaves the last complete checkpoint (and
