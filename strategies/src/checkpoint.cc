@@ -12,6 +12,7 @@
 #include <set>
 
 #include "checkpoint_format.h"
+#include "checkpoint_temp_files.h"
 #include "collective/distribute/strategy.h"
 #include "collective/errors.h"
 #include "strategy_impl.h"
@@ -31,8 +32,7 @@ std::string errno_text(int error) { return std::strerror(error); }
 void write_atomically(const std::filesystem::path& directory, const std::string& name,
                       const std::vector<std::byte>& bytes, const std::string& operation) {
   const std::filesystem::path final_path = directory / name;
-  const std::filesystem::path temporary =
-      directory / (name + ".tmp." + std::to_string(static_cast<long>(::getpid())));
+  const std::filesystem::path temporary = detail::checkpoint_temp_path(directory, name);
   const auto fail = [&](const std::string& what, int error) {
     ::unlink(temporary.c_str());
     throw Error(operation, -1, final_path.string() + ": " + what + ": " + errno_text(error));
@@ -232,6 +232,9 @@ std::string Checkpoint::save(const std::string& directory) {
       std::error_code code;
       std::filesystem::create_directories(directory, code);
       if (code) throw Error(operation, -1, directory + ": cannot create the directory: " + code.message());
+      // A save killed mid-write left its temporary behind: remove those of
+      // processes that are gone before writing another.
+      detail::remove_abandoned_checkpoint_temps(directory);
       write_atomically(directory, name, bytes, operation);
       const std::string pointer = name + "\n";
       write_atomically(directory, kLatest, text_bytes(pointer), operation);
@@ -263,6 +266,7 @@ bool Checkpoint::restore(const std::string& directory) {
   std::string file;
   if (group.rank() == 0) {
     try {
+      detail::remove_abandoned_checkpoint_temps(directory);
       std::optional<std::filesystem::path> path = resolve_latest(directory, operation);
       if (path) {
         file = path->string();

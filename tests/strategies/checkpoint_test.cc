@@ -9,11 +9,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "checkpoint_format.h"
@@ -308,5 +310,121 @@ TEST(Checkpoint, KilledDuringSaveLeavesThePreviousCheckpoint) {
     for (std::size_t i = 0; i < value.num_elements(); ++i) {
       ASSERT_EQ(value.values<float>()[i], version) << "round " << round << " index " << i;
     }
+  }
+}
+
+namespace {
+
+// The temporaries ("<name>.tmp.<...>") in directory.
+std::vector<std::string> temp_files(const std::string& directory) {
+  std::vector<std::string> found;
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator(directory, ignored)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".tmp.") != std::string::npos) found.push_back(name);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// This process's start time (field 22 of /proc/self/stat).
+std::string own_start_time() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text;
+  std::getline(stat, text);
+  std::istringstream fields(text.substr(text.rfind(')') + 1));
+  std::string field;
+  for (int index = 3; index <= 22; ++index) fields >> field;
+  return field;
+}
+
+std::string own_host() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// Forks a process that saves 16 MiB checkpoints into directory without
+// end, stops it while a temporary is on disk and kills it (SIGKILL): the
+// temporary's name is returned.
+std::string kill_saver_mid_write(const std::string& directory) {
+  const cd::Shape shape = {1 << 22};
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      cd::OneDeviceStrategy strategy("/cpu:0");
+      auto scope = strategy.scope();
+      cd::Variable big(cd::Tensor(DataType::kFloat32, shape), {.name = "big"});
+      cd::Checkpoint checkpoint(strategy, {{"big", big}});
+      for (int version = 1;; ++version) {
+        checkpoint.set_step(version);
+        checkpoint.save(directory);
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::vector<std::string> seen;
+    while ((seen = temp_files(directory)).empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ::kill(child, SIGSTOP);
+    // Still there once stopped: it dies mid-write.
+    const std::vector<std::string> left = temp_files(directory);
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    // The child's temporary: ".tmp.<pid>" then the end or ".<start>.<host>".
+    const std::string mark = ".tmp." + std::to_string(child);
+    for (const std::string& name : left) {
+      const std::size_t at = name.find(mark);
+      if (at != std::string::npos && (at + mark.size() == name.size() || name[at + mark.size()] == '.')) {
+        return name;
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+// A save killed mid-write (SIGKILL of a real process) leaves its temporary;
+// the next save or restore in that directory removes the temporaries of
+// processes that are gone, and only those (docs/strategies.md).
+TEST(Checkpoint, TemporaryOfAKilledSaveIsRemovedByTheNextSaveOrRestore) {
+  for (const bool by_save : {false, true}) {
+    TempDir dir;
+    const std::string abandoned = kill_saver_mid_write(dir.path());
+    ASSERT_FALSE(abandoned.empty()) << "no save was caught mid-write";
+    ASSERT_TRUE(fs::exists(dir.path() + "/" + abandoned));
+    // Kept: a temporary of a running process (this one), and one of a
+    // process on another host (a shared filesystem). Removed too: an older
+    // name "<name>.tmp.<pid>" whose pid is not running (the killed child's).
+    const std::string pid_of_dead = abandoned.substr(abandoned.find(".tmp.") + 5,
+                                                     abandoned.find('.', abandoned.find(".tmp.") + 5) -
+                                                         abandoned.find(".tmp.") - 5);
+    const std::string live = "ckpt-77.tmp." + std::to_string(::getpid()) + "." + own_start_time() + "." + own_host();
+    const std::string elsewhere = "ckpt-78.tmp." + pid_of_dead + ".1.another-host.example";
+    const std::string older = "latest.tmp." + pid_of_dead;
+    const std::string unrelated = "notes.tmp." + pid_of_dead;
+    for (const std::string& name : {live, elsewhere, older, unrelated}) write_all(dir.path() + "/" + name, {'x'});
+
+    cd::OneDeviceStrategy strategy("/cpu:0");
+    auto scope = strategy.scope();
+    cd::Variable big(cd::Tensor(DataType::kFloat32, {1 << 22}), {.name = "big"});
+    cd::Checkpoint checkpoint(strategy, {{"big", big}});
+    if (by_save) {
+      checkpoint.set_step(1000);
+      checkpoint.save(dir.path());
+    } else {
+      // true or false: the saver may have died before its first rename.
+      (void)checkpoint.restore(dir.path());
+    }
+    const std::vector<std::string> expected = [&] {
+      std::vector<std::string> kept = {live, elsewhere, unrelated};
+      std::sort(kept.begin(), kept.end());
+      return kept;
+    }();
+    const std::vector<std::string> left = temp_files(dir.path());
+    EXPECT_EQ(left, expected) << (by_save ? "after save" : "after restore") << ": the killed save's "
+                              << abandoned << " and the older " << older << " must be gone, the rest kept";
   }
 }
