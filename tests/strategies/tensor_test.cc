@@ -7,6 +7,7 @@
 
 #include "collective/half_precision.h"
 #include "element_math.h"
+#include "ps_wire.h"
 #include "strategies_test_util.h"
 
 namespace collective::distribute {
@@ -72,6 +73,32 @@ TEST(Tensor, ImpossibleSizesAreRefusedNamingTheShape) {
   // elements would have to exist. Stacking empty ones keeps every dimension.
   const Element stacked = stack_elements({Element{part}, Element{part}});
   EXPECT_EQ(stacked[0].shape(), (Shape{2, std::int64_t{1} << 62, 0}));
+}
+
+// A tensor read from a parameter-server message is sized with the same
+// checks, and against the message, before anything is allocated.
+TEST(Tensor, WireTensorsOfImpossibleOrMissingSizeAreRefused) {
+  const auto message = [](Shape shape, std::uint64_t claimed_bytes) {
+    detail::Writer writer;
+    writer.u32(static_cast<std::uint32_t>(DataType::kFloat32));
+    writer.u32(static_cast<std::uint32_t>(shape.size()));
+    for (std::int64_t d : shape) writer.i64(d);
+    writer.u64(claimed_bytes);
+    return writer.take();
+  };
+  const std::vector<std::pair<detail::Bytes, std::string>> cases = {
+      {message({std::int64_t{1} << 62}, 0), "float32 shape [4611686018427387904] has"},
+      {message({std::int64_t{1} << 40, std::int64_t{1} << 40}, 0), "has more elements than an int64"},
+      {message({std::int64_t{1} << 40}, std::uint64_t{4} << 40), "carries 4398046511104 bytes, 0 in the message"},
+  };
+  for (const auto& [bytes, needle] : cases) {
+    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)detail::Reader(bytes, "test message").tensor(); },
+                                                  needle));
+  }
+  detail::Writer good;
+  good.tensor(Tensor(std::vector<float>{1, 2, 3}, {3}));
+  const Tensor back = detail::Reader(good.take(), "test message").tensor();
+  EXPECT_TRUE(tensor_equals(back, DataType::kFloat32, {3}, {1, 2, 3}));
 }
 
 TEST(Tensor, ZeroSizedDimensions) {
