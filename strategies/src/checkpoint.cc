@@ -150,8 +150,7 @@ struct Collective {
   int rank() const { return communicator ? communicator->rank() : 0; }
 };
 
-Collective collective_of(Strategy& strategy) {
-  detail::StrategyImpl& impl = strategy.extended().impl();
+Collective collective_of(detail::StrategyImpl& impl) {
   Collective result;
   if (impl.communicator && !impl.place_variable) {
     result.communicator = &*impl.communicator;
@@ -178,7 +177,7 @@ std::vector<std::byte> text_bytes(const std::string& text) {
 
 Checkpoint::Checkpoint(Strategy& strategy, std::vector<std::pair<std::string, Variable>> variables,
                        SGD* optimizer)
-    : strategy_(strategy), variables_(std::move(variables)), optimizer_(optimizer) {
+    : strategy_(strategy.extended().shared_impl()), variables_(std::move(variables)), optimizer_(optimizer) {
   std::set<std::string> names;
   const std::uint64_t serial = strategy.extended().impl().serial;
   for (const auto& [name, variable] : variables_) {
@@ -207,7 +206,7 @@ std::optional<std::string> Checkpoint::latest_checkpoint(const std::string& dire
 
 std::string Checkpoint::save(const std::string& directory) {
   const std::string operation = "Checkpoint.save";
-  const Collective group = collective_of(strategy_);
+  const Collective group = collective_of(*strategy_);
   const std::string name = "ckpt-" + std::to_string(step_);
   const std::string path = (std::filesystem::path(directory) / name).string();
   std::string error;
@@ -258,7 +257,7 @@ std::string Checkpoint::save(const std::string& directory) {
 
 bool Checkpoint::restore(const std::string& directory) {
   const std::string operation = "Checkpoint.restore";
-  const Collective group = collective_of(strategy_);
+  const Collective group = collective_of(*strategy_);
   // Status the chief broadcasts: 0 nothing saved, 1 the file follows, 2 an
   // error message follows.
   std::vector<std::byte> payload;

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -267,6 +268,25 @@ TEST(Checkpoint, FilesystemErrorsOfReadingNameThePath) {
   }
   // A missing directory still means nothing was saved yet.
   EXPECT_FALSE(checkpoint.restore(dir.path() + "/never_made"));
+}
+
+// A checkpoint shares its strategy's state: it saves and restores after the
+// strategy object is gone (its variables live on as well).
+TEST(Checkpoint, OutlivesItsStrategy) {
+  TempDir dir;
+  std::optional<cd::Checkpoint> checkpoint;
+  std::vector<std::pair<std::string, cd::Variable>> variables;
+  {
+    cd::MirroredStrategy strategy(cd::MirroredStrategy::cpu_devices(2));
+    auto scope = strategy.scope();
+    variables = make_variables(5);
+    checkpoint.emplace(strategy, variables);
+  }
+  checkpoint->set_step(3);
+  EXPECT_EQ(checkpoint->save(dir.path()), dir.path() + "/ckpt-3");
+  for (auto& [name, variable] : variables) variable.assign(cd::Tensor(variable.dtype(), variable.shape()));
+  ASSERT_TRUE(checkpoint->restore(dir.path()));
+  expect_values(variables, 5, "restored after the strategy was destroyed");
 }
 
 // A process killed while it saves leaves the last complete checkpoint (and
