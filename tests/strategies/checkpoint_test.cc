@@ -358,6 +358,15 @@ std::string own_start_time() {
   return field;
 }
 
+// Field 3 of /proc/<pid>/stat: R, S, D, T (stopped), Z, ...
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const std::size_t close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
+}
+
 std::string own_host() {
   char name[256] = {0};
   ::gethostname(name, sizeof name - 1);
@@ -387,7 +396,11 @@ std::string kill_saver_mid_write(const std::string& directory) {
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
     ::kill(child, SIGSTOP);
-    // Still there once stopped: it dies mid-write.
+    // kill() may return before the child has stopped: wait for state T,
+    // then a temporary still there is one it dies in the middle of.
+    for (int poll = 0; poll < 10000 && process_state(child) != 'T'; ++poll) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
     const std::vector<std::string> left = temp_files(directory);
     ::kill(child, SIGKILL);
     int status = 0;
