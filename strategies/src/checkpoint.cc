@@ -1,17 +1,18 @@
 #include "collective/distribute/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "checkpoint_format.h"
+#include "checkpoint_temp_files.h"
 #include "collective/distribute/strategy.h"
 #include "collective/errors.h"
 #include "strategy_impl.h"
@@ -31,8 +32,7 @@ std::string errno_text(int error) { return std::strerror(error); }
 void write_atomically(const std::filesystem::path& directory, const std::string& name,
                       const std::vector<std::byte>& bytes, const std::string& operation) {
   const std::filesystem::path final_path = directory / name;
-  const std::filesystem::path temporary =
-      directory / (name + ".tmp." + std::to_string(static_cast<long>(::getpid())));
+  const std::filesystem::path temporary = detail::checkpoint_temp_path(directory, name);
   const auto fail = [&](const std::string& what, int error) {
     ::unlink(temporary.c_str());
     throw Error(operation, -1, final_path.string() + ": " + what + ": " + errno_text(error));
@@ -64,24 +64,71 @@ void write_atomically(const std::filesystem::path& directory, const std::string&
   }
 }
 
+// What a path is, for messages: "a directory", "a FIFO", ...
+std::string kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a regular file";
+}
+
+// Reads a whole regular file. Every failure (missing, a directory or other
+// non-regular file, unreadable, an I/O error) is InvalidArgumentError naming
+// the path and what was wrong; nothing else escapes (std::ifstream threw a
+// raw std::ios_base::failure on a directory). O_NONBLOCK: opening a FIFO
+// must not wait for a writer.
 std::vector<std::byte> read_file(const std::filesystem::path& path, const std::string& operation) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw InvalidArgumentError(operation, -1, path.string() + ": cannot open: " + errno_text(errno));
+  const auto fail = [&](const std::string& what) -> void {
+    throw InvalidArgumentError(operation, -1, path.string() + ": " + what);
+  };
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) fail("cannot open: " + errno_text(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int error = errno;
+    ::close(fd);
+    fail("cannot stat: " + errno_text(error));
   }
-  std::vector<char> text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw InvalidArgumentError(operation, -1, path.string() + ": read failed");
-  std::vector<std::byte> bytes(text.size());
-  if (!text.empty()) std::memcpy(bytes.data(), text.data(), text.size());
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    fail("is " + kind_of(info.st_mode) + ", not a checkpoint file");
+  }
+  std::vector<std::byte> bytes(static_cast<std::size_t>(info.st_size));
+  std::size_t done = 0;
+  while (true) {
+    if (done == bytes.size()) bytes.resize(bytes.size() + 4096);  // the file grew
+    const ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      fail("read failed after " + std::to_string(done) + " bytes: " + errno_text(error));
+    }
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(done);
   return bytes;
 }
 
-// The file `latest` names, checked to be a plain name in the directory.
+// The file `latest` names, checked to be a plain name in the directory;
+// std::nullopt when the directory or its `latest` does not exist (nothing
+// saved yet). Any other failure to look (a path through a regular file,
+// no permission) is an error, not a fresh start.
 std::optional<std::filesystem::path> resolve_latest(const std::filesystem::path& directory,
                                                     const std::string& operation) {
   const std::filesystem::path pointer = directory / kLatest;
-  std::error_code error;
-  if (!std::filesystem::exists(pointer, error)) return std::nullopt;
+  struct stat info {};
+  if (::stat(pointer.c_str(), &info) != 0) {
+    const int error = errno;
+    if (error == ENOENT) return std::nullopt;
+    throw InvalidArgumentError(operation, -1,
+                               pointer.string() + ": cannot look for it: " + errno_text(error) +
+                                   (error == ENOTDIR ? " (" + directory.string() + " is not a directory)" : ""));
+  }
   const std::vector<std::byte> bytes = read_file(pointer, operation);
   std::string name(reinterpret_cast<const char*>(bytes.data()), bytes.size());
   if (!name.empty() && name.back() == '\n') name.pop_back();
@@ -103,8 +150,7 @@ struct Collective {
   int rank() const { return communicator ? communicator->rank() : 0; }
 };
 
-Collective collective_of(Strategy& strategy) {
-  detail::StrategyImpl& impl = strategy.extended().impl();
+Collective collective_of(detail::StrategyImpl& impl) {
   Collective result;
   if (impl.communicator && !impl.place_variable) {
     result.communicator = &*impl.communicator;
@@ -131,7 +177,7 @@ std::vector<std::byte> text_bytes(const std::string& text) {
 
 Checkpoint::Checkpoint(Strategy& strategy, std::vector<std::pair<std::string, Variable>> variables,
                        SGD* optimizer)
-    : strategy_(strategy), variables_(std::move(variables)), optimizer_(optimizer) {
+    : strategy_(strategy.extended().shared_impl()), variables_(std::move(variables)), optimizer_(optimizer) {
   std::set<std::string> names;
   const std::uint64_t serial = strategy.extended().impl().serial;
   for (const auto& [name, variable] : variables_) {
@@ -160,7 +206,7 @@ std::optional<std::string> Checkpoint::latest_checkpoint(const std::string& dire
 
 std::string Checkpoint::save(const std::string& directory) {
   const std::string operation = "Checkpoint.save";
-  const Collective group = collective_of(strategy_);
+  const Collective group = collective_of(*strategy_);
   const std::string name = "ckpt-" + std::to_string(step_);
   const std::string path = (std::filesystem::path(directory) / name).string();
   std::string error;
@@ -185,6 +231,9 @@ std::string Checkpoint::save(const std::string& directory) {
       std::error_code code;
       std::filesystem::create_directories(directory, code);
       if (code) throw Error(operation, -1, directory + ": cannot create the directory: " + code.message());
+      // A save killed mid-write left its temporary behind: remove those of
+      // processes that are gone before writing another.
+      detail::remove_abandoned_checkpoint_temps(directory);
       write_atomically(directory, name, bytes, operation);
       const std::string pointer = name + "\n";
       write_atomically(directory, kLatest, text_bytes(pointer), operation);
@@ -208,7 +257,7 @@ std::string Checkpoint::save(const std::string& directory) {
 
 bool Checkpoint::restore(const std::string& directory) {
   const std::string operation = "Checkpoint.restore";
-  const Collective group = collective_of(strategy_);
+  const Collective group = collective_of(*strategy_);
   // Status the chief broadcasts: 0 nothing saved, 1 the file follows, 2 an
   // error message follows.
   std::vector<std::byte> payload;
@@ -216,6 +265,7 @@ bool Checkpoint::restore(const std::string& directory) {
   std::string file;
   if (group.rank() == 0) {
     try {
+      detail::remove_abandoned_checkpoint_temps(directory);
       std::optional<std::filesystem::path> path = resolve_latest(directory, operation);
       if (path) {
         file = path->string();

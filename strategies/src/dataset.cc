@@ -51,7 +51,10 @@ namespace {
 
 using Kind = DatasetNode::Kind;
 
-std::unique_ptr<DatasetIteratorImpl> make_iterator(const DatasetNode& node);
+// Every iterator holds its node (and through it the whole upstream graph)
+// by shared ownership, so an iterator outlives the Dataset it came from.
+using NodePtr = std::shared_ptr<const DatasetNode>;
+std::unique_ptr<DatasetIteratorImpl> make_iterator(const NodePtr& node);
 
 // Rows [begin, end) along the first dimension.
 Tensor slice_rows(const Tensor& tensor, std::int64_t begin, std::int64_t end) {
@@ -70,11 +73,11 @@ Tensor slice_rows(const Tensor& tensor, std::int64_t begin, std::int64_t end) {
 
 class TensorSlicesIterator final : public DatasetIteratorImpl {
  public:
-  explicit TensorSlicesIterator(const DatasetNode& node) : node_(node) {}
+  explicit TensorSlicesIterator(NodePtr node) : node_(std::move(node)) {}
   std::optional<Element> next() override {
-    if (index_ >= node_.components.front().dim(0)) return std::nullopt;
+    if (index_ >= node_->components.front().dim(0)) return std::nullopt;
     Element element;
-    for (const Tensor& component : node_.components) {
+    for (const Tensor& component : node_->components) {
       Tensor row = slice_rows(component, index_, index_ + 1);
       Shape shape(component.shape().begin() + 1, component.shape().end());
       element.push_back(row.reshape(std::move(shape)));
@@ -84,13 +87,13 @@ class TensorSlicesIterator final : public DatasetIteratorImpl {
   }
 
  private:
-  const DatasetNode& node_;
+  const NodePtr node_;
   std::int64_t index_ = 0;
 };
 
 class RangeIterator final : public DatasetIteratorImpl {
  public:
-  explicit RangeIterator(const DatasetNode& node) : next_(node.first), stop_(node.second) {}
+  explicit RangeIterator(const NodePtr& node) : next_(node->first), stop_(node->second) {}
   std::optional<Element> next() override {
     if (next_ >= stop_) return std::nullopt;
     return Element{Tensor::scalar<std::int64_t>(next_++)};
@@ -103,83 +106,90 @@ class RangeIterator final : public DatasetIteratorImpl {
 
 class GeneratorIterator final : public DatasetIteratorImpl {
  public:
-  explicit GeneratorIterator(const DatasetNode& node) : generator_(node.make_generator()) {}
+  // The node stays alive with the generator: a generator may refer to
+  // what the node's make_generator function holds.
+  explicit GeneratorIterator(NodePtr node) : node_(std::move(node)), generator_(node_->make_generator()) {}
   std::optional<Element> next() override { return generator_ ? generator_() : std::nullopt; }
 
  private:
+  const NodePtr node_;
   Generator generator_;
 };
 
 class FilesIterator final : public DatasetIteratorImpl {
  public:
-  explicit FilesIterator(const DatasetNode& node) : node_(node) {}
+  explicit FilesIterator(NodePtr node) : node_(std::move(node)) {}
   std::optional<Element> next() override {
     while (true) {
       if (current_) {
         if (std::optional<Element> element = current_()) return element;
         current_ = nullptr;
       }
-      if (file_ >= node_.files.size()) return std::nullopt;
-      current_ = node_.reader(node_.files[file_++]);
+      if (file_ >= node_->files.size()) return std::nullopt;
+      current_ = node_->reader(node_->files[file_++]);
     }
   }
 
  private:
-  const DatasetNode& node_;
+  const NodePtr node_;
   std::size_t file_ = 0;
   Generator current_;
 };
 
 class MapIterator final : public DatasetIteratorImpl {
  public:
-  explicit MapIterator(const DatasetNode& node) : node_(node), input_(make_iterator(*node.input)) {}
+  explicit MapIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
     std::optional<Element> element = input_->next();
     if (!element) return std::nullopt;
-    return node_.map_fn(std::move(*element));
+    return node_->map_fn(std::move(*element));
   }
 
  private:
-  const DatasetNode& node_;
+  const NodePtr node_;
   std::unique_ptr<DatasetIteratorImpl> input_;
 };
 
 class ShardIterator final : public DatasetIteratorImpl {
  public:
-  explicit ShardIterator(const DatasetNode& node) : node_(node), input_(make_iterator(*node.input)) {}
+  explicit ShardIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
     while (std::optional<Element> element = input_->next()) {
-      if (position_++ % node_.first == node_.second) return element;
+      if (position_++ % node_->first == node_->second) return element;
     }
     return std::nullopt;
   }
 
  private:
-  const DatasetNode& node_;
+  const NodePtr node_;
   std::unique_ptr<DatasetIteratorImpl> input_;
   std::int64_t position_ = 0;
 };
 
 class TakeIterator final : public DatasetIteratorImpl {
  public:
-  explicit TakeIterator(const DatasetNode& node) : node_(node), input_(make_iterator(*node.input)) {}
+  explicit TakeIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
-    if (node_.first >= 0 && taken_ >= node_.first) return std::nullopt;
+    if (node_->first >= 0 && taken_ >= node_->first) return std::nullopt;
     std::optional<Element> element = input_->next();
     if (element) ++taken_;
     return element;
   }
 
  private:
-  const DatasetNode& node_;
+  const NodePtr node_;
   std::unique_ptr<DatasetIteratorImpl> input_;
   std::int64_t taken_ = 0;
 };
 
 class RepeatIterator final : public DatasetIteratorImpl {
  public:
-  explicit RepeatIterator(const DatasetNode& node) : node_(node), input_(make_iterator(*node.input)) {}
+  // repeat(0) is empty (tf.data): its input is never opened, so it starts
+  // no prefetch thread and takes no shuffle pass.
+  explicit RepeatIterator(NodePtr node)
+      : node_(std::move(node)), input_(node_->first == 0 ? nullptr : make_iterator(node_->input)) {}
   std::optional<Element> next() override {
+    if (!input_) return std::nullopt;
     while (true) {
       if (std::optional<Element> element = input_->next()) {
         produced_in_pass_ = true;
@@ -187,14 +197,14 @@ class RepeatIterator final : public DatasetIteratorImpl {
       }
       ++passes_;
       // An empty input would make an infinite repeat spin forever.
-      if (!produced_in_pass_ || (node_.first >= 0 && passes_ >= node_.first)) return std::nullopt;
+      if (!produced_in_pass_ || (node_->first >= 0 && passes_ >= node_->first)) return std::nullopt;
       produced_in_pass_ = false;
-      input_ = make_iterator(*node_.input);
+      input_ = make_iterator(node_->input);
     }
   }
 
  private:
-  const DatasetNode& node_;
+  const NodePtr node_;
   std::unique_ptr<DatasetIteratorImpl> input_;
   std::int64_t passes_ = 0;
   bool produced_in_pass_ = false;
@@ -202,38 +212,38 @@ class RepeatIterator final : public DatasetIteratorImpl {
 
 class BatchIterator final : public DatasetIteratorImpl {
  public:
-  explicit BatchIterator(const DatasetNode& node) : node_(node), input_(make_iterator(*node.input)) {}
+  explicit BatchIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
     std::vector<Element> elements;
-    while (static_cast<std::int64_t>(elements.size()) < node_.first) {
+    while (static_cast<std::int64_t>(elements.size()) < node_->first) {
       std::optional<Element> element = input_->next();
       if (!element) break;
       elements.push_back(std::move(*element));
     }
     if (elements.empty()) return std::nullopt;
-    if (node_.drop_remainder && static_cast<std::int64_t>(elements.size()) < node_.first) {
+    if (node_->drop_remainder && static_cast<std::int64_t>(elements.size()) < node_->first) {
       return std::nullopt;
     }
     return stack_elements(elements);
   }
 
  private:
-  const DatasetNode& node_;
+  const NodePtr node_;
   std::unique_ptr<DatasetIteratorImpl> input_;
 };
 
 class FilterIterator final : public DatasetIteratorImpl {
  public:
-  explicit FilterIterator(const DatasetNode& node) : node_(node), input_(make_iterator(*node.input)) {}
+  explicit FilterIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
     while (std::optional<Element> element = input_->next()) {
-      if (node_.predicate(*element)) return element;
+      if (node_->predicate(*element)) return element;
     }
     return std::nullopt;
   }
 
  private:
-  const DatasetNode& node_;
+  const NodePtr node_;
   std::unique_ptr<DatasetIteratorImpl> input_;
 };
 
@@ -244,18 +254,18 @@ thread_local bool t_peeking = false;
 
 class ShuffleIterator final : public DatasetIteratorImpl {
  public:
-  explicit ShuffleIterator(const DatasetNode& node)
-      : node_(node), input_(make_iterator(*node.input)) {
+  explicit ShuffleIterator(NodePtr node)
+      : node_(std::move(node)), input_(make_iterator(node_->input)) {
     std::int64_t pass = 0;
-    if (node.reshuffle) pass = t_peeking ? node.passes->load() : node.passes->fetch_add(1);
+    if (node_->reshuffle) pass = t_peeking ? node_->passes->load() : node_->passes->fetch_add(1);
     // SplitMix64 of (seed, pass): distinct, well-mixed seeds per pass.
-    std::uint64_t z = node.seed + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(pass + 1);
+    std::uint64_t z = node_->seed + 0x9e3779b97f4a7c15ull * static_cast<std::uint64_t>(pass + 1);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     random_.seed(z ^ (z >> 31));
   }
   std::optional<Element> next() override {
-    while (!exhausted_ && static_cast<std::int64_t>(buffer_.size()) < node_.first) {
+    while (!exhausted_ && static_cast<std::int64_t>(buffer_.size()) < node_->first) {
       std::optional<Element> element = input_->next();
       if (!element) {
         exhausted_ = true;
@@ -274,7 +284,7 @@ class ShuffleIterator final : public DatasetIteratorImpl {
   }
 
  private:
-  const DatasetNode& node_;
+  const NodePtr node_;
   std::unique_ptr<DatasetIteratorImpl> input_;
   std::vector<Element> buffer_;
   std::mt19937_64 random_;
@@ -284,8 +294,8 @@ class ShuffleIterator final : public DatasetIteratorImpl {
 // The input runs on a producer thread, up to buffer size elements ahead.
 class PrefetchIterator final : public DatasetIteratorImpl {
  public:
-  explicit PrefetchIterator(const DatasetNode& node)
-      : capacity_(static_cast<std::size_t>(node.first)), input_(make_iterator(*node.input)) {
+  explicit PrefetchIterator(const NodePtr& node)
+      : capacity_(static_cast<std::size_t>(node->first)), input_(make_iterator(node->input)) {
     producer_ = std::thread([this] { produce(); });
   }
   ~PrefetchIterator() override {
@@ -354,8 +364,8 @@ class PrefetchIterator final : public DatasetIteratorImpl {
   std::thread producer_;
 };
 
-std::unique_ptr<DatasetIteratorImpl> make_iterator(const DatasetNode& node) {
-  switch (node.kind) {
+std::unique_ptr<DatasetIteratorImpl> make_iterator(const NodePtr& node) {
+  switch (node->kind) {
     case Kind::kFilter: return std::make_unique<FilterIterator>(node);
     case Kind::kShuffle: return std::make_unique<ShuffleIterator>(node);
     case Kind::kPrefetch: return std::make_unique<PrefetchIterator>(node);
@@ -574,7 +584,7 @@ Dataset::Iterator& Dataset::Iterator::operator=(Iterator&&) noexcept = default;
 std::optional<Element> Dataset::Iterator::get_next() { return impl_->next(); }
 
 Dataset::Iterator Dataset::make_iterator() const {
-  return Iterator(detail::make_iterator(*node_));
+  return Iterator(detail::make_iterator(node_));
 }
 
 std::vector<Element> Dataset::collect() const {

@@ -24,7 +24,10 @@ std::string_view to_string(InputSharding sharding) {
 namespace detail {
 
 struct DistributedDatasetState {
-  StrategyImpl* impl = nullptr;
+  // Shared with the strategy: an iterator may outlive both the strategy and
+  // the DistributedDataset it came from (it keeps the communicator that
+  // agrees on the end of the input, and the configuration).
+  std::shared_ptr<StrategyImpl> impl;
   InputSharding sharding = InputSharding::kSingleWorker;
   std::optional<std::int64_t> global_batch_size;
   // What this worker iterates: the global batches (single worker, by
@@ -285,7 +288,7 @@ DistributedDataset Strategy::experimental_distribute_dataset(const Dataset& data
   }
   const std::int64_t global_batch = last_batch->first;
   auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
-      &impl, InputSharding::kSingleWorker, global_batch, dataset, dataset, {}});
+      extended_->shared_impl(), InputSharding::kSingleWorker, global_batch, dataset, dataset, {}});
   const std::int64_t workers = impl.num_workers;
   if (workers == 1) return DistributedDataset(state);
   const std::vector<std::string>& files = dataset.files();
@@ -340,7 +343,7 @@ DistributedDataset Strategy::distribute_datasets_from_function(
       datasets.push_back(fn(InputContext(impl.num_replicas_in_sync(), id, impl.num_replicas_in_sync())));
     }
     auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
-        &impl, InputSharding::kFromFunction, std::nullopt, datasets.front(), datasets.front(), datasets});
+        extended_->shared_impl(), InputSharding::kFromFunction, std::nullopt, datasets.front(), datasets.front(), datasets});
     return DistributedDataset(state);
   }
   if (options.experimental_replication_mode != InputReplicationMode::kPerWorker) {
@@ -351,7 +354,7 @@ DistributedDataset Strategy::distribute_datasets_from_function(
   const InputContext context(impl.num_workers, impl.worker_index, impl.num_replicas_in_sync());
   Dataset dataset = fn(context);
   auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
-      &impl, InputSharding::kFromFunction, std::nullopt, dataset, dataset, {}});
+      extended_->shared_impl(), InputSharding::kFromFunction, std::nullopt, dataset, dataset, {}});
   return DistributedDataset(state);
 }
 

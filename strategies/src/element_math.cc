@@ -294,7 +294,15 @@ Tensor identity_tensor(ReduceOp op, DataType type, const Shape& shape) {
 Tensor concat(const std::vector<Tensor>& parts, int axis) {
   Shape shape = parts.front().shape();
   std::int64_t total = 0;
-  for (const Tensor& part : parts) total += part.shape()[static_cast<std::size_t>(axis)];
+  for (const Tensor& part : parts) {
+    // Checked: empty parts may carry any length along the axis.
+    if (__builtin_add_overflow(total, part.shape()[static_cast<std::size_t>(axis)], &total)) {
+      throw InvalidArgumentError("concat", -1,
+                                 "the parts' lengths along axis " + std::to_string(axis) +
+                                     " add up to more than 2^63 - 1 (first part " +
+                                     parts.front().debug_string() + ")");
+    }
+  }
   shape[static_cast<std::size_t>(axis)] = total;
   Tensor result(parts.front().dtype(), shape);
   std::size_t outer = 1;

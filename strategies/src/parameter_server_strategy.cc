@@ -37,7 +37,7 @@ VariablePartitioner MinSizePartitioner(std::int64_t min_shard_bytes, int max_sha
                                    std::to_string(min_shard_bytes) + " and " + std::to_string(max_shards));
   }
   return [min_shard_bytes, max_shards](const Shape& shape, DataType dtype) {
-    const auto bytes = static_cast<std::int64_t>(num_elements(shape) * element_size(dtype));
+    const auto bytes = static_cast<std::int64_t>(num_bytes(shape, dtype));
     return clamp_shards(std::min<std::int64_t>(max_shards, bytes / min_shard_bytes), shape);
   };
 }
@@ -49,7 +49,7 @@ VariablePartitioner MaxSizePartitioner(std::int64_t max_shard_bytes, int max_sha
                                    std::to_string(max_shard_bytes) + " and " + std::to_string(max_shards));
   }
   return [max_shard_bytes, max_shards](const Shape& shape, DataType dtype) {
-    const auto bytes = static_cast<std::int64_t>(num_elements(shape) * element_size(dtype));
+    const auto bytes = static_cast<std::int64_t>(num_bytes(shape, dtype));
     std::int64_t shards = (bytes + max_shard_bytes - 1) / max_shard_bytes;
     if (max_shards > 0) shards = std::min<std::int64_t>(shards, max_shards);
     return clamp_shards(shards, shape);

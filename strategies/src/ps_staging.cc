@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -19,6 +20,13 @@ namespace {
   throw CommunicationError(what, rank,
                            call + " of same-node staging segment " + name + " failed: " + std::strerror(error) +
                                " (set COLLECTIVE_PS_SHARED_MEMORY=0 to send every payload as MPI messages)");
+}
+
+// "N bytes free in /dev/shm", for the error that says why a segment did not fit.
+std::string free_bytes_text() {
+  struct statvfs info {};
+  if (statvfs("/dev/shm", &info) != 0) return std::string("free space of /dev/shm unknown: ") + std::strerror(errno);
+  return std::to_string(static_cast<unsigned long long>(info.f_bavail) * info.f_frsize) + " bytes free in /dev/shm";
 }
 
 std::byte* map(int fd, std::size_t bytes) {
@@ -45,8 +53,23 @@ std::unique_ptr<StagingSegment> StagingSegment::create(const std::string& name, 
     errno = error;
     refuse(what, rank, "ftruncate", name);
   }
+  // Reserved now, as the core's node segment is: a /dev/shm too small is an
+  // error here, not a SIGBUS at the first touch of a page (by this rank's
+  // copy, or by the ps writing a read's value).
+  int error = 0;
+  do {
+    error = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  } while (error == EINTR);
+  if (error != 0) {
+    close(fd);
+    shm_unlink(name.c_str());
+    throw CommunicationError(what, rank,
+                             "cannot reserve " + std::to_string(bytes) + " bytes in /dev/shm for same-node staging "
+                             "segment " + name + ": " + std::strerror(error) + " (" + free_bytes_text() +
+                                 "); set COLLECTIVE_PS_SHARED_MEMORY=0 to send every payload as MPI messages");
+  }
   std::byte* data = map(fd, bytes);
-  const int error = errno;
+  error = errno;
   close(fd);
   if (data == nullptr) {
     shm_unlink(name.c_str());

@@ -243,12 +243,23 @@ Tensor Reader::tensor() {
   }
   Shape shape(rank);
   for (auto& d : shape) d = i64();
-  Tensor t(static_cast<DataType>(dtype), shape);
-  const std::uint64_t n = u64();
-  if (n != t.num_bytes()) {
-    throw InvalidArgumentError(what_, -1,
-                               "tensor " + t.debug_string() + " carries " + std::to_string(n) + " bytes");
+  // Sized with overflow checks and against the message before anything is
+  // allocated: a damaged shape is an error, never a huge or 0-byte tensor.
+  std::size_t expected = 0;
+  try {
+    expected = num_bytes(shape, static_cast<DataType>(dtype));
+  } catch (const Error& error) {
+    throw InvalidArgumentError(what_, -1, "a tensor of shape " + shape_string(shape) + ": " + error.cause());
   }
+  const std::uint64_t n = u64();
+  if (n != expected || n > bytes_.size() - offset_) {
+    throw InvalidArgumentError(what_, -1,
+                               "tensor " + std::string(to_string(static_cast<DataType>(dtype))) + " " +
+                                   shape_string(shape) + " (" + std::to_string(expected) + " bytes) carries " +
+                                   std::to_string(n) + " bytes, " + std::to_string(bytes_.size() - offset_) +
+                                   " in the message");
+  }
+  Tensor t(static_cast<DataType>(dtype), shape);
   get(t.raw_data(), n);
   return t;
 }

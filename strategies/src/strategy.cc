@@ -57,7 +57,9 @@ Strategy::Strategy(std::unique_ptr<StrategyExtended> extended) : extended_(std::
   extended_->impl().strategy = this;
 }
 
-Strategy::~Strategy() = default;
+// The implementation may outlive this object (a distributed iterator holds
+// it); its back pointer must not.
+Strategy::~Strategy() { extended_->impl().strategy = nullptr; }
 
 std::string_view Strategy::name() const { return extended_->impl().name; }
 

@@ -1,6 +1,7 @@
 #include "collective/distribute/tensor.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <sstream>
 
@@ -19,15 +20,40 @@ std::string shape_string(const Shape& shape) {
 }
 
 std::size_t num_elements(const Shape& shape) {
-  std::size_t count = 1;
+  bool empty = false;
   for (std::int64_t dim : shape) {
     if (dim < 0) {
       throw InvalidArgumentError("Tensor", -1,
                                  "shape " + shape_string(shape) + " has a negative dimension");
     }
-    count *= static_cast<std::size_t>(dim);
+    empty = empty || dim == 0;
   }
-  return count;
+  if (empty) return 0;
+  // Checked: a product that wrapped (1 << 62 float32s, [2^40, 2^40]) gave a
+  // 0-byte tensor that the first write overran.
+  std::int64_t count = 1;
+  for (std::int64_t dim : shape) {
+    if (__builtin_mul_overflow(count, dim, &count)) {
+      throw InvalidArgumentError("Tensor", -1,
+                                 "shape " + shape_string(shape) +
+                                     " has more elements than an int64 can count (2^63 - 1)");
+    }
+  }
+  return static_cast<std::size_t>(count);
+}
+
+std::size_t num_bytes(const Shape& shape, DataType dtype) {
+  const std::size_t elements = num_elements(shape);
+  const std::size_t size = element_size(dtype);
+  constexpr auto kLargestObject = static_cast<std::size_t>(PTRDIFF_MAX);
+  if (elements > kLargestObject / size) {
+    throw InvalidArgumentError("Tensor", -1,
+                               std::string(to_string(dtype)) + " shape " + shape_string(shape) + " has " +
+                                   std::to_string(elements) + " elements of " + std::to_string(size) +
+                                   " bytes, more than the " + std::to_string(kLargestObject) +
+                                   " bytes a process can address");
+  }
+  return elements * size;
 }
 
 Tensor::Tensor() : Tensor(DataType::kFloat32, Shape{}) {}
@@ -36,7 +62,7 @@ Tensor::Tensor(DataType dtype, Shape shape, Uninitialized)
     : dtype_(dtype),
       shape_(std::move(shape)),
       num_elements_(distribute::num_elements(shape_)),
-      bytes_(num_elements_ * element_size(dtype)) {}
+      bytes_(distribute::num_bytes(shape_, dtype)) {}
 
 Tensor::Tensor(DataType dtype, Shape shape) : Tensor(dtype, std::move(shape), Uninitialized{}) {
   if (bytes_.size() > 0) std::memset(bytes_.data(), 0, bytes_.size());

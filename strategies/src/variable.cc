@@ -46,7 +46,7 @@ std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& init
   state->strategy_serial = impl.serial;
   state->strategy_name = impl.name;
   state->strategy_label = impl.label();
-  state->strategy = &strategy;
+  state->strategy_impl = strategy.extended().shared_impl();
   state->dtype = initial_value.dtype();
   state->shape = initial_value.shape();
   const std::string operation = impl.label() + " Variable";
@@ -168,11 +168,11 @@ void update_on_read(VariableState& state, const Tensor& value, UpdateKind kind,
     apply(state.copies[copy], value, kind);
     return;
   }
-  const int replicas = state.strategy->num_replicas_in_sync();
+  const int replicas = state.strategy_impl->num_replicas_in_sync();
   if (replicas > 1 && state.aggregation == VariableAggregation::kSum) {
     if (kind != UpdateKind::kAssign) {
       throw InvalidArgumentError(
-          std::string("Variable.") + operation, state.strategy->extended().worker_index(),
+          std::string("Variable.") + operation, state.strategy_impl->error_rank(),
           "sync-on-read variable '" + state.name + "' with aggregation SUM cannot be updated by " +
               operation + " in the cross-replica context (as in tf.distribute): the read sums " +
               std::to_string(replicas) + " copies; use assign, or update it inside run()");
@@ -192,11 +192,11 @@ Tensor read_on_read_cross_replica(const VariableState& state) {
     std::lock_guard<std::mutex> lock(state.mutex);
     copies = state.copies;
   }
-  const int replicas = state.strategy->num_replicas_in_sync();
+  const int replicas = state.strategy_impl->num_replicas_in_sync();
   if (replicas == 1 || state.aggregation == VariableAggregation::kOnlyFirstReplica) {
     return std::move(copies.front());
   }
-  detail::StrategyImpl& impl = state.strategy->extended().impl();
+  detail::StrategyImpl& impl = *state.strategy_impl;
   if (state.aggregation == VariableAggregation::kNone) {
     throw InvalidArgumentError("Variable.value", impl.error_rank(),
                                "sync-on-read variable '" + state.name + "' has aggregation NONE, so " +

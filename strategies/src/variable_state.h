@@ -18,6 +18,7 @@ class Strategy;
 namespace collective::distribute::detail {
 
 struct RemoteVariable;
+struct StrategyImpl;
 
 struct VariableState {
   std::string name;
@@ -28,9 +29,10 @@ struct VariableState {
   std::string strategy_label;  // "MirroredStrategy #2"
   bool mirrored = false;
   VariableSynchronization synchronization = VariableSynchronization::kOnWrite;
-  // The owning strategy (it outlives its variables' uses), for the
-  // cross-replica read of a sync-on-read variable.
-  Strategy* strategy = nullptr;
+  // The owning strategy's implementation, shared: a variable may outlive
+  // the strategy object, and the cross-replica read and update of a
+  // sync-on-read variable need its replica count and reductions.
+  std::shared_ptr<StrategyImpl> strategy_impl;
   DataType dtype = DataType::kFloat32;
   Shape shape;
 

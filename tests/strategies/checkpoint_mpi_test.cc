@@ -112,6 +112,22 @@ TEST(CheckpointMultiWorker, ChiefSavesEveryWorkerRestores) {
       EXPECT_NE(what.find("checksum mismatch"), std::string::npos) << "rank " << rank << ": " << what;
     }
     expect_all_copies(fresh, 60, "after a refused restore");
+    // `latest` naming a directory on the chief: every worker raises the
+    // checkpoint error naming that path.
+    if (rank == 0) {
+      std::filesystem::create_directory(dir + "/ckpt-dir");
+      std::ofstream(dir + "/latest", std::ios::trunc) << "ckpt-dir\n";
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    try {
+      other.restore(dir);
+      ADD_FAILURE() << "rank " << rank << ": a directory was restored as a checkpoint";
+    } catch (const collective::InvalidArgumentError& error) {
+      const std::string what = error.what();
+      EXPECT_NE(what.find(dir + "/ckpt-dir: is a directory, not a checkpoint file"), std::string::npos)
+          << "rank " << rank << ": " << what;
+    }
+    expect_all_copies(fresh, 60, "after a refused restore of a directory");
   }
   remove_directory(dir);
 }

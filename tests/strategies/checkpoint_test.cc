@@ -4,15 +4,19 @@
 // save() leaving the previous checkpoint loadable.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "checkpoint_format.h"
@@ -220,6 +224,71 @@ TEST(Checkpoint, BadFilesAreRefusedBeforeAnyVariableChanges) {
   EXPECT_THROW(cd::Checkpoint(other, fresh), collective::InvalidArgumentError);
 }
 
+// Every filesystem failure of reading a checkpoint is the documented
+// InvalidArgumentError naming the path and what was wrong: never a raw
+// std::ios_base::failure, a hang on a FIFO, or a silent fresh start.
+TEST(Checkpoint, FilesystemErrorsOfReadingNameThePath) {
+  TempDir dir;
+  cd::OneDeviceStrategy strategy("/cpu:0");
+  auto scope = strategy.scope();
+  auto variables = make_variables(4);
+  cd::Checkpoint checkpoint(strategy, variables);
+  // `latest` names a directory.
+  fs::create_directory(dir.path() + "/ckpt-9");
+  write_all(dir.path() + "/latest", {'c', 'k', 'p', 't', '-', '9', '\n'});
+  expect_refused(checkpoint, dir.path(), dir.path() + "/ckpt-9", "is a directory, not a checkpoint file",
+                 variables, 4);
+  try {
+    (void)cd::Checkpoint::latest_checkpoint(dir.path());  // names it without reading it
+  } catch (const std::exception& error) {
+    ADD_FAILURE() << "latest_checkpoint: " << error.what();
+  }
+  // `latest` is itself a directory.
+  {
+    TempDir other;
+    fs::create_directory(other.path() + "/latest");
+    expect_refused(checkpoint, other.path(), other.path() + "/latest", "is a directory", variables, 4);
+    EXPECT_THROW((void)cd::Checkpoint::latest_checkpoint(other.path()), collective::InvalidArgumentError);
+  }
+  // The checkpoint directory is a regular file: an error, not "nothing saved".
+  {
+    const std::string file = dir.path() + "/plain";
+    write_all(file, {'x'});
+    expect_refused(checkpoint, file, file + "/latest", "is not a directory", variables, 4);
+  }
+  // `latest` names a FIFO: refused at once, not a wait for a writer
+  // (the alarm ends a hung process).
+  {
+    const std::string fifo = dir.path() + "/ckpt-fifo";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0) << std::strerror(errno);
+    write_all(dir.path() + "/latest", {'c', 'k', 'p', 't', '-', 'f', 'i', 'f', 'o', '\n'});
+    ::alarm(60);
+    expect_refused(checkpoint, dir.path(), fifo, "is a FIFO, not a checkpoint file", variables, 4);
+    ::alarm(0);
+  }
+  // A missing directory still means nothing was saved yet.
+  EXPECT_FALSE(checkpoint.restore(dir.path() + "/never_made"));
+}
+
+// A checkpoint shares its strategy's state: it saves and restores after the
+// strategy object is gone (its variables live on as well).
+TEST(Checkpoint, OutlivesItsStrategy) {
+  TempDir dir;
+  std::optional<cd::Checkpoint> checkpoint;
+  std::vector<std::pair<std::string, cd::Variable>> variables;
+  {
+    cd::MirroredStrategy strategy(cd::MirroredStrategy::cpu_devices(2));
+    auto scope = strategy.scope();
+    variables = make_variables(5);
+    checkpoint.emplace(strategy, variables);
+  }
+  checkpoint->set_step(3);
+  EXPECT_EQ(checkpoint->save(dir.path()), dir.path() + "/ckpt-3");
+  for (auto& [name, variable] : variables) variable.assign(cd::Tensor(variable.dtype(), variable.shape()));
+  ASSERT_TRUE(checkpoint->restore(dir.path()));
+  expect_values(variables, 5, "restored after the strategy was destroyed");
+}
+
 // A process killed while it saves leaves the last complete checkpoint (and
 // `latest`) loadable: write aside, fsync, rename.
 TEST(Checkpoint, KilledDuringSaveLeavesThePreviousCheckpoint) {
@@ -261,5 +330,134 @@ TEST(Checkpoint, KilledDuringSaveLeavesThePreviousCheckpoint) {
     for (std::size_t i = 0; i < value.num_elements(); ++i) {
       ASSERT_EQ(value.values<float>()[i], version) << "round " << round << " index " << i;
     }
+  }
+}
+
+namespace {
+
+// The temporaries ("<name>.tmp.<...>") in directory.
+std::vector<std::string> temp_files(const std::string& directory) {
+  std::vector<std::string> found;
+  std::error_code ignored;
+  for (const auto& entry : fs::directory_iterator(directory, ignored)) {
+    const std::string name = entry.path().filename().string();
+    if (name.find(".tmp.") != std::string::npos) found.push_back(name);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+// This process's start time (field 22 of /proc/self/stat).
+std::string own_start_time() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text;
+  std::getline(stat, text);
+  std::istringstream fields(text.substr(text.rfind(')') + 1));
+  std::string field;
+  for (int index = 3; index <= 22; ++index) fields >> field;
+  return field;
+}
+
+// Field 3 of /proc/<pid>/stat: R, S, D, T (stopped), Z, ...
+char process_state(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const std::size_t close = text.rfind(')');
+  return close == std::string::npos || close + 2 >= text.size() ? '?' : text[close + 2];
+}
+
+std::string own_host() {
+  char name[256] = {0};
+  ::gethostname(name, sizeof name - 1);
+  return name;
+}
+
+// Forks a process that saves 16 MiB checkpoints into directory without
+// end, stops it while a temporary is on disk and kills it (SIGKILL): the
+// temporary's name is returned.
+std::string kill_saver_mid_write(const std::string& directory) {
+  const cd::Shape shape = {1 << 22};
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const pid_t child = ::fork();
+    if (child == 0) {
+      cd::OneDeviceStrategy strategy("/cpu:0");
+      auto scope = strategy.scope();
+      cd::Variable big(cd::Tensor(DataType::kFloat32, shape), {.name = "big"});
+      cd::Checkpoint checkpoint(strategy, {{"big", big}});
+      for (int version = 1;; ++version) {
+        checkpoint.set_step(version);
+        checkpoint.save(directory);
+      }
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    std::vector<std::string> seen;
+    while ((seen = temp_files(directory)).empty() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+    ::kill(child, SIGSTOP);
+    // kill() may return before the child has stopped: wait for state T,
+    // then a temporary still there is one it dies in the middle of.
+    for (int poll = 0; poll < 10000 && process_state(child) != 'T'; ++poll) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+    const std::vector<std::string> left = temp_files(directory);
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    // The child's temporary: ".tmp.<pid>" then the end or ".<start>.<host>".
+    const std::string mark = ".tmp." + std::to_string(child);
+    for (const std::string& name : left) {
+      const std::size_t at = name.find(mark);
+      if (at != std::string::npos && (at + mark.size() == name.size() || name[at + mark.size()] == '.')) {
+        return name;
+      }
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+// A save killed mid-write (SIGKILL of a real process) leaves its temporary;
+// the next save or restore in that directory removes the temporaries of
+// processes that are gone, and only those (docs/strategies.md).
+TEST(Checkpoint, TemporaryOfAKilledSaveIsRemovedByTheNextSaveOrRestore) {
+  for (const bool by_save : {false, true}) {
+    TempDir dir;
+    const std::string abandoned = kill_saver_mid_write(dir.path());
+    ASSERT_FALSE(abandoned.empty()) << "no save was caught mid-write";
+    ASSERT_TRUE(fs::exists(dir.path() + "/" + abandoned));
+    // Kept: a temporary of a running process (this one), and one of a
+    // process on another host (a shared filesystem). Removed too: an older
+    // name "<name>.tmp.<pid>" whose pid is not running (the killed child's).
+    const std::string pid_of_dead = abandoned.substr(abandoned.find(".tmp.") + 5,
+                                                     abandoned.find('.', abandoned.find(".tmp.") + 5) -
+                                                         abandoned.find(".tmp.") - 5);
+    const std::string live = "ckpt-77.tmp." + std::to_string(::getpid()) + "." + own_start_time() + "." + own_host();
+    const std::string elsewhere = "ckpt-78.tmp." + pid_of_dead + ".1.another-host.example";
+    const std::string older = "latest.tmp." + pid_of_dead;
+    const std::string unrelated = "notes.tmp." + pid_of_dead;
+    for (const std::string& name : {live, elsewhere, older, unrelated}) write_all(dir.path() + "/" + name, {'x'});
+
+    cd::OneDeviceStrategy strategy("/cpu:0");
+    auto scope = strategy.scope();
+    cd::Variable big(cd::Tensor(DataType::kFloat32, {1 << 22}), {.name = "big"});
+    cd::Checkpoint checkpoint(strategy, {{"big", big}});
+    if (by_save) {
+      checkpoint.set_step(1000);
+      checkpoint.save(dir.path());
+    } else {
+      // true or false: the saver may have died before its first rename.
+      (void)checkpoint.restore(dir.path());
+    }
+    const std::vector<std::string> expected = [&] {
+      std::vector<std::string> kept = {live, elsewhere, unrelated};
+      std::sort(kept.begin(), kept.end());
+      return kept;
+    }();
+    const std::vector<std::string> left = temp_files(dir.path());
+    EXPECT_EQ(left, expected) << (by_save ? "after save" : "after restore") << ": the killed save's "
+                              << abandoned << " and the older " << older << " must be gone, the rest kept";
   }
 }

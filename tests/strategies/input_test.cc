@@ -61,6 +61,146 @@ TEST(Dataset, TransformationsCompose) {
   EXPECT_TRUE(Dataset::range(0).repeat().collect().empty());
 }
 
+// tf.data: repeat(0) is an empty dataset; its input is never opened (no
+// generator made, no shuffle pass taken). -1 (the default) is forever.
+TEST(Dataset, RepeatZeroIsEmptyAndOpensNothing) {
+  auto generators_made = std::make_shared<int>(0);
+  const Dataset counted = Dataset::from_generator([generators_made] {
+    ++*generators_made;
+    auto next = std::make_shared<std::int64_t>(0);
+    return Generator([next]() -> std::optional<Element> {
+      if (*next == 3) return std::nullopt;
+      return Element{Tensor::scalar<std::int64_t>((*next)++)};
+    });
+  });
+  const std::vector<Element> none = counted.repeat(0).collect();
+  EXPECT_EQ(none.size(), 0u) << "repeat(0) yielded " << none.size() << " elements, expected none";
+  EXPECT_EQ(*generators_made, 0) << "repeat(0) opened its input";
+  EXPECT_EQ(Dataset::range(5).repeat(0).batch(2).collect().size(), 0u);
+  EXPECT_FALSE(Dataset::range(5).repeat(0).element_spec().has_value());
+  // Every other count: exactly count passes, in order.
+  for (std::int64_t count : {1, 2, 3}) {
+    const std::vector<Element> elements = Dataset::range(4).repeat(count).collect();
+    ASSERT_EQ(elements.size(), static_cast<std::size_t>(4 * count)) << "repeat(" << count << ")";
+    for (std::size_t i = 0; i < elements.size(); ++i) {
+      EXPECT_EQ(elements[i][0].values<std::int64_t>()[0], static_cast<std::int64_t>(i % 4))
+          << "repeat(" << count << ") element " << i;
+    }
+  }
+  const std::vector<Element> forever = Dataset::range(4).repeat().take(10).collect();
+  ASSERT_EQ(forever.size(), 10u);
+  for (std::size_t i = 0; i < forever.size(); ++i) {
+    EXPECT_EQ(forever[i][0].values<std::int64_t>()[0], static_cast<std::int64_t>(i % 4)) << "element " << i;
+  }
+  // A shuffle under repeat(0) takes no pass: the next pass is still the first.
+  const Dataset shuffled = Dataset::range(16).shuffle(16, 5);
+  const std::vector<Element> first_pass = Dataset::range(16).shuffle(16, 5).collect();
+  EXPECT_EQ(shuffled.repeat(0).collect().size(), 0u);
+  const std::vector<Element> after = shuffled.collect();
+  ASSERT_EQ(after.size(), first_pass.size());
+  for (std::size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i][0].values<std::int64_t>()[0], first_pass[i][0].values<std::int64_t>()[0])
+        << "element " << i << " of the pass after repeat(0)";
+  }
+}
+
+// An iterator owns its pipeline: made from a temporary Dataset, it still
+// runs every stage's function (which the dataset's graph holds) correctly.
+TEST(Dataset, IteratorOutlivesItsDataset) {
+  {
+    // The reported chain: from_tensor_slices -> map -> batch, iterator of a temporary.
+    Tensor x(std::vector<float>{0, 1, 2, 3, 4, 5, 6}, Shape{7});
+    Dataset::Iterator iterator =
+        Dataset::from_tensor_slices({x})
+            .map([](Element e) {
+              e[0].values<float>()[0] *= 10;
+              return e;
+            })
+            .batch(3)
+            .make_iterator();
+    const std::vector<std::vector<float>> expected = {{0, 10, 20}, {30, 40, 50}, {60}};
+    for (std::size_t b = 0; b < expected.size(); ++b) {
+      std::optional<Element> batch = iterator.get_next();
+      ASSERT_TRUE(batch.has_value()) << "batch " << b << " missing";
+      const auto values = batch->at(0).values<float>();
+      ASSERT_EQ(values.size(), expected[b].size()) << "batch " << b;
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        EXPECT_EQ(values[i], expected[b][i]) << "batch " << b << " index " << i;
+      }
+    }
+    EXPECT_FALSE(iterator.get_next().has_value());
+  }
+  // Every kind of stage: its function (holding a sentinel) lives exactly as
+  // long as the last iterator or dataset that uses it.
+  auto sentinel = std::make_shared<int>(0);
+  const std::weak_ptr<int> alive = sentinel;
+  const auto make_pipeline = [&sentinel] {
+    const auto keep = sentinel;
+    return Dataset::from_generator([keep] {
+             auto next = std::make_shared<std::int64_t>(0);
+             return Generator([next, keep]() -> std::optional<Element> {
+               if (*next == 20) return std::nullopt;
+               return Element{Tensor::scalar<std::int64_t>((*next)++)};
+             });
+           })
+        .map([keep](Element e) {
+          e[0].values<std::int64_t>()[0] += 100;
+          return e;
+        })
+        .filter([keep](const Element& e) { return e[0].values<std::int64_t>()[0] % 3 != 0; })
+        .shard(1, 0)
+        .take(12)
+        .repeat(2)
+        .shuffle(4, 9)
+        .batch(5)
+        .prefetch(2);
+  };
+  const std::vector<Element> reference = make_pipeline().collect();
+  Dataset::Iterator iterator = make_pipeline().make_iterator();
+  sentinel.reset();
+  EXPECT_FALSE(alive.expired()) << "the pipeline's functions died with its Dataset";
+  std::vector<Element> got;
+  while (std::optional<Element> batch = iterator.get_next()) got.push_back(std::move(*batch));
+  ASSERT_EQ(got.size(), reference.size());
+  for (std::size_t b = 0; b < got.size(); ++b) {
+    const auto values = got[b][0].values<std::int64_t>();
+    const auto want = reference[b][0].values<std::int64_t>();
+    ASSERT_EQ(values.size(), want.size()) << "batch " << b;
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      EXPECT_EQ(values[i], want[i]) << "batch " << b << " index " << i;
+    }
+  }
+  iterator = Dataset::range(1).make_iterator();
+  EXPECT_TRUE(alive.expired()) << "the pipeline outlived its last iterator";
+}
+
+// A distributed iterator keeps its dataset and the strategy's state it
+// iterates with alive: the strategy and both datasets may go first.
+TEST(DistributedDataset, IteratorOutlivesStrategyAndDatasets) {
+  std::optional<DistributedIterator> iterator;
+  std::optional<DistributedDataset> distributed;
+  {
+    auto strategy = std::make_unique<MirroredStrategy>(MirroredStrategy::cpu_devices(2));
+    distributed.emplace(strategy->experimental_distribute_dataset(
+        Dataset::range(10).map([](Element e) { return e; }).batch(4)));
+    iterator.emplace(distributed->make_iterator());
+  }
+  DistributedIterator second = distributed->make_iterator();
+  distributed.reset();
+  for (DistributedIterator* it : {&*iterator, &second}) {
+    const std::vector<std::vector<std::vector<std::int64_t>>> expected = {
+        {{0, 1}, {2, 3}}, {{4, 5}, {6, 7}}, {{8}, {9}}};
+    for (std::size_t step = 0; step < expected.size(); ++step) {
+      std::optional<PerReplica<Element>> batch = it->get_next_as_optional();
+      ASSERT_TRUE(batch.has_value()) << "step " << step;
+      for (std::size_t r = 0; r < 2; ++r) {
+        EXPECT_EQ(ids_of(batch->values()[r]), expected[step][r]) << "step " << step << " replica " << r;
+      }
+    }
+    EXPECT_FALSE(it->get_next_as_optional().has_value());
+  }
+}
+
 TEST(Dataset, GeneratorRestartsEachPass) {
   const Dataset data = Dataset::from_generator([] {
     auto next = std::make_shared<std::int64_t>(0);

@@ -471,6 +471,31 @@ TEST_P(Mirrored, OtherCrossDeviceOps) {
   }
 }
 
+// A variable shares its strategy's state: its cross-replica read and
+// update (a sync-on-read variable reduces its copies) work after the
+// strategy object is gone.
+TEST(VariableOwnership, SyncOnReadVariableOutlivesItsStrategy) {
+  std::optional<SyncOnReadVariable> total;
+  {
+    MirroredStrategy strategy(MirroredStrategy::cpu_devices(3));
+    auto scope = strategy.scope();
+    total.emplace(floats({0, 0}), VariableOptions{.name = "total", .aggregation = VariableAggregation::kSum});
+    strategy.run([&] {
+      const float id = static_cast<float>(get_replica_context()->replica_id_in_sync_group());
+      total->assign_add(floats({id + 1, 1}));
+      return Tensor();
+    });
+  }
+  EXPECT_TRUE(tensor_equals(total->value(), DataType::kFloat32, {2}, {6, 3}, "after the strategy"));
+  total->assign(floats({9, 3}));  // each copy gets a third
+  const std::vector<Tensor> copies = total->local_values();
+  ASSERT_EQ(copies.size(), 3u);
+  for (std::size_t r = 0; r < copies.size(); ++r) {
+    EXPECT_TRUE(tensor_equals(copies[r], DataType::kFloat32, {2}, {3, 1}, "copy " + std::to_string(r)));
+  }
+  EXPECT_TRUE(tensor_equals(total->value(), DataType::kFloat32, {2}, {9, 3}, "after assign"));
+}
+
 // Sync-on-read: each replica accumulates into its own copy with no
 // communication; a cross-replica read reduces by the aggregation.
 TEST_P(Mirrored, SyncOnReadVariablesAccumulatePerReplicaAndReduceOnRead) {

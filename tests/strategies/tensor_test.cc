@@ -7,6 +7,7 @@
 
 #include "collective/half_precision.h"
 #include "element_math.h"
+#include "ps_wire.h"
 #include "strategies_test_util.h"
 
 namespace collective::distribute {
@@ -31,6 +32,73 @@ TEST(Tensor, ZeroFilledOfEveryType) {
     EXPECT_EQ(t.num_bytes(), 6 * element_size(dtype));
     EXPECT_TRUE(tensor_equals(t, dtype, {2, 3}, std::vector<double>(6, 0.0), std::string(to_string(dtype))));
   }
+}
+
+// Sizes are computed with overflow checks: a shape whose element count or
+// byte size cannot exist is refused, naming it, instead of wrapping to a
+// 0-byte tensor that the first write overruns.
+TEST(Tensor, ImpossibleSizesAreRefusedNamingTheShape) {
+  struct Case {
+    DataType dtype;
+    Shape shape;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {DataType::kFloat32, {std::int64_t{1} << 62}, "float32 shape [4611686018427387904] has 4611686018427387904 elements"},
+      {DataType::kFloat32, {std::int64_t{1} << 40, std::int64_t{1} << 40}, "shape [1099511627776, 1099511627776] has more elements than an int64"},
+      {DataType::kInt8, {std::int64_t{1} << 62, 4}, "shape [4611686018427387904, 4] has more elements"},
+      {DataType::kFloat64, {std::int64_t{1} << 60}, "float64 shape [1152921504606846976]"},
+      {DataType::kFloat16, {3, std::int64_t{1} << 61, 7}, "shape [3, 2305843009213693952, 7]"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { Tensor t(c.dtype, c.shape); }, c.needle))
+        << to_string(c.dtype) << " " << shape_string(c.shape);
+  }
+  // Zero elements stay valid whatever the other dimensions are.
+  const Tensor empty(DataType::kFloat32, {0, std::int64_t{1} << 62, std::int64_t{1} << 62});
+  EXPECT_EQ(empty.num_elements(), 0u);
+  EXPECT_EQ(empty.num_bytes(), 0u);
+  // A reshape whose element count wraps to the tensor's own is refused.
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] { (void)Tensor(DataType::kFloat32, {0}).reshape({std::int64_t{1} << 62, 4}); },
+      "shape [4611686018427387904, 4] has more elements"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] { (void)Tensor(std::vector<float>{1, 2, 3, 4}, {4}).reshape({std::int64_t{1} << 62, 4, 1}); },
+      "has more elements"));
+  // Concatenating empty parts whose lengths add past 2^63 - 1.
+  const Tensor part(DataType::kFloat32, {std::int64_t{1} << 62, 0});
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)detail::concat({part, part}, 0); },
+                                                "add up to more than 2^63 - 1"));
+  // Batching elements of an impossible batched shape cannot happen: the
+  // elements would have to exist. Stacking empty ones keeps every dimension.
+  const Element stacked = stack_elements({Element{part}, Element{part}});
+  EXPECT_EQ(stacked[0].shape(), (Shape{2, std::int64_t{1} << 62, 0}));
+}
+
+// A tensor read from a parameter-server message is sized with the same
+// checks, and against the message, before anything is allocated.
+TEST(Tensor, WireTensorsOfImpossibleOrMissingSizeAreRefused) {
+  const auto message = [](Shape shape, std::uint64_t claimed_bytes) {
+    detail::Writer writer;
+    writer.u32(static_cast<std::uint32_t>(DataType::kFloat32));
+    writer.u32(static_cast<std::uint32_t>(shape.size()));
+    for (std::int64_t d : shape) writer.i64(d);
+    writer.u64(claimed_bytes);
+    return writer.take();
+  };
+  const std::vector<std::pair<detail::Bytes, std::string>> cases = {
+      {message({std::int64_t{1} << 62}, 0), "float32 shape [4611686018427387904] has"},
+      {message({std::int64_t{1} << 40, std::int64_t{1} << 40}, 0), "has more elements than an int64"},
+      {message({std::int64_t{1} << 40}, std::uint64_t{4} << 40), "carries 4398046511104 bytes, 0 in the message"},
+  };
+  for (const auto& [bytes, needle] : cases) {
+    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)detail::Reader(bytes, "test message").tensor(); },
+                                                  needle));
+  }
+  detail::Writer good;
+  good.tensor(Tensor(std::vector<float>{1, 2, 3}, {3}));
+  const Tensor back = detail::Reader(good.take(), "test message").tensor();
+  EXPECT_TRUE(tensor_equals(back, DataType::kFloat32, {3}, {1, 2, 3}));
 }
 
 TEST(Tensor, ZeroSizedDimensions) {

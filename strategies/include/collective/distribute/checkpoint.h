@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -32,6 +33,10 @@
 
 #include "collective/distribute/optimizer.h"
 #include "collective/distribute/variable.h"
+
+namespace collective::distribute::detail {
+struct StrategyImpl;
+}  // namespace collective::distribute::detail
 
 namespace collective::distribute {
 
@@ -66,7 +71,9 @@ class Checkpoint {
   static std::optional<std::string> latest_checkpoint(const std::string& directory);
 
  private:
-  Strategy& strategy_;
+  // The strategy's state, shared: a checkpoint may outlive the strategy
+  // object (its variables share the same state).
+  std::shared_ptr<detail::StrategyImpl> strategy_;
   std::vector<std::pair<std::string, Variable>> variables_;
   SGD* optimizer_;
   std::int64_t step_ = 0;

@@ -66,7 +66,8 @@ class Dataset {
   // Keeps elements index, index + num_shards, ... (0 <= index < num_shards).
   Dataset shard(std::int64_t num_shards, std::int64_t index) const;
   Dataset take(std::int64_t count) const;
-  // count passes over the data; -1 repeats forever.
+  // count passes over the data (tf.data's repeat): 0 is an empty dataset,
+  // -1 repeats forever.
   Dataset repeat(std::int64_t count = -1) const;
   // Stacks batch_size consecutive elements; the last batch may be smaller
   // unless drop_remainder.
@@ -89,6 +90,8 @@ class Dataset {
   // returned its element.
   Dataset prefetch(std::int64_t buffer_size) const;
 
+  // An iterator owns its pipeline (shared with the Dataset and its copies):
+  // it stays valid after the Dataset it came from is destroyed.
   class Iterator {
    public:
     ~Iterator();

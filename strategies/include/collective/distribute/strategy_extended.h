@@ -126,12 +126,15 @@ class StrategyExtended {
 
   // Internal: the implementation shared by every strategy kind.
   detail::StrategyImpl& impl() const { return *impl_; }
+  // Internal: shared ownership of it, for what may outlive the strategy
+  // (distributed datasets and their iterators).
+  const std::shared_ptr<detail::StrategyImpl>& shared_impl() const { return impl_; }
   explicit StrategyExtended(std::unique_ptr<detail::StrategyImpl> impl);
 
  private:
   static std::shared_ptr<const detail::VariableState> shared_state(const Variable& variable);
 
-  std::unique_ptr<detail::StrategyImpl> impl_;
+  std::shared_ptr<detail::StrategyImpl> impl_;
 };
 
 namespace detail {

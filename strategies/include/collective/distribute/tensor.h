@@ -19,8 +19,12 @@ using Shape = std::vector<std::int64_t>;
 // "[2, 3]"; "[]" for a scalar.
 std::string shape_string(const Shape& shape);
 
-// Product of the dimensions; InvalidArgumentError on a negative dimension.
+// Product of the dimensions (0 when any is 0). InvalidArgumentError naming
+// the shape on a negative dimension, or when the product exceeds 2^63 - 1.
 std::size_t num_elements(const Shape& shape);
+// The bytes of a tensor of this shape and dtype. InvalidArgumentError naming
+// both when they exceed PTRDIFF_MAX, the largest object a process can hold.
+std::size_t num_bytes(const Shape& shape, DataType dtype);
 
 namespace detail {
 
