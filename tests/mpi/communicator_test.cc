@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "collective/collective.h"
@@ -117,6 +119,54 @@ TEST(CommunicatorTest, ForcedAlgorithmThatCannotServeRaises) {
   // The communicator stays usable after an UnsupportedError.
   comm.all_reduce(std::span<float>(values));
   EXPECT_EQ(values[0], static_cast<float>(comm.size()));
+}
+
+// choose_algorithm checks its own arguments: an enum value out of range is
+// InvalidArgumentError naming choose_algorithm and the value, not an
+// UnsupportedError naming a collective call that was never made.
+TEST(CommunicatorTest, ChooseAlgorithmRefusesValuesOutOfRange) {
+  auto comm = Communicator::world();
+  const std::uint64_t before = comm.sequence_number();
+  struct Case {
+    CollectiveKind kind;
+    DataType type;
+    Algorithm algorithm;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {CollectiveKind::kAllReduce, DataType::kFloat32, static_cast<Algorithm>(99),
+       "unknown algorithm (Algorithm value 99)"},
+      {CollectiveKind::kBroadcast, DataType::kFloat32, static_cast<Algorithm>(-1),
+       "unknown algorithm (Algorithm value -1)"},
+      {CollectiveKind::kAllReduce, static_cast<DataType>(42), Algorithm::kAuto,
+       "unknown data type (DataType value 42)"},
+      {static_cast<CollectiveKind>(77), DataType::kFloat32, Algorithm::kAuto,
+       "unknown collective kind (CollectiveKind value 77)"},
+  };
+  for (const Case& c : cases) {
+    try {
+      (void)comm.choose_algorithm(c.kind, 1024, c.type, c.algorithm);
+      ADD_FAILURE() << "rank " << comm.rank() << ": expected InvalidArgumentError with '"
+                    << c.needle << "'";
+    } catch (const UnsupportedError& error) {
+      ADD_FAILURE() << "rank " << comm.rank() << ": UnsupportedError instead of "
+                    << "InvalidArgumentError: " << error.what();
+    } catch (const InvalidArgumentError& error) {
+      const std::string text = error.what();
+      EXPECT_NE(text.find("Communicator::choose_algorithm (rank " + std::to_string(comm.rank()) +
+                          ")"),
+                std::string::npos)
+          << text;
+      EXPECT_NE(text.find(c.needle), std::string::npos) << text;
+      EXPECT_EQ(text.find(" #"), std::string::npos) << "names a call: " << text;
+    }
+  }
+  EXPECT_EQ(comm.sequence_number(), before) << "choose_algorithm used a sequence number";
+  std::vector<float> values(16, 1.0f);
+  comm.all_reduce(std::span<float>(values));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(values[i], static_cast<float>(comm.size())) << "rank " << comm.rank() << " index " << i;
+  }
 }
 
 TEST(CommunicatorTest, NcclOnHostBuffersIsRefused) {
