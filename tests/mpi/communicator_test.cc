@@ -44,6 +44,72 @@ TEST(CommunicatorTest, WrapsCallerCommunicatorWithoutMixingTraffic) {
   MPI_Comm_free(&mine);
 }
 
+// from_mpi refuses what it cannot wrap with InvalidArgumentError naming
+// Communicator::from_mpi, on every rank, before any collective MPI call:
+// the job goes on and the next call works.
+void expect_from_mpi_refused(int handle, const std::vector<std::string>& needles,
+                             const std::string& what) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    (void)Communicator::from_mpi(handle);
+    ADD_FAILURE() << "rank " << rank << ": from_mpi(" << what << ") succeeded";
+  } catch (const InvalidArgumentError& error) {
+    const std::string text = error.what();
+    EXPECT_NE(text.find("Communicator::from_mpi"), std::string::npos) << "rank " << rank << ": " << text;
+    for (const std::string& needle : needles) {
+      EXPECT_NE(text.find(needle), std::string::npos)
+          << "rank " << rank << ": " << what << ": lacks '" << needle << "': " << text;
+    }
+  }
+}
+
+void expect_world_still_works() {
+  auto comm = Communicator::world();
+  std::vector<int> values(9, comm.rank() + 1);
+  comm.all_reduce(std::span<int>(values.data(), values.size()));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(values[i], comm.size() * (comm.size() + 1) / 2)
+        << "rank " << comm.rank() << " index " << i;
+  }
+}
+
+TEST(CommunicatorTest, FromMpiRefusesAnIntercommunicator) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) GTEST_SKIP() << "an intercommunicator joins two groups: needs 2 ranks";
+  // Even and odd ranks, joined by an intercommunicator (leaders 0 and 1).
+  MPI_Comm half = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+  MPI_Comm inter = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 == 0 ? 1 : 0, 7, &inter),
+            MPI_SUCCESS);
+  expect_from_mpi_refused(MPI_Comm_c2f(inter), {"intercommunicator", "(rank " + std::to_string(rank) + ")"},
+                          "an intercommunicator");
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&half);
+  expect_world_still_works();
+}
+
+TEST(CommunicatorTest, FromMpiRefusesHandlesThatAreNoCommunicator) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::string rank_text = "(rank " + std::to_string(rank) + ")";
+  // Values no communicator of this process has: far past any handle
+  // table, negative, and a freed communicator's.
+  expect_from_mpi_refused(123456789, {"123456789", "not a communicator", rank_text}, "123456789");
+  expect_from_mpi_refused(-5, {"-5", "not a communicator", rank_text}, "-5");
+  MPI_Comm freed = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &freed);
+  const int stale = MPI_Comm_c2f(freed);
+  MPI_Comm_free(&freed);
+  expect_from_mpi_refused(stale, {std::to_string(stale), "not a communicator"},
+                          "a freed communicator's handle");
+  expect_from_mpi_refused(MPI_Comm_c2f(MPI_COMM_NULL), {"MPI_COMM_NULL"}, "MPI_COMM_NULL");
+  expect_world_still_works();
+}
+
 TEST(CommunicatorTest, TwoCommunicatorsSideBySide) {
   auto world = Communicator::world();
   auto halves = world.split(world.rank() % 2, world.rank());

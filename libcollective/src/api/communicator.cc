@@ -8,6 +8,7 @@
 #include "collective/errors.h"
 #include "core/communicator_state.h"
 #include "api/dispatch.h"
+#include "api/fortran_handle.h"
 #include "core/exclusive_use.h"
 #include "core/flight_recorder.h"
 #include "core/trace.h"
@@ -115,11 +116,8 @@ Communicator Communicator::world() {
 
 Communicator Communicator::from_mpi(int mpi_fortran_handle) {
   internal::require_mpi_running("Communicator::from_mpi", -1);
-  MPI_Comm comm = MPI_Comm_f2c(mpi_fortran_handle);
-  if (comm == MPI_COMM_NULL) {
-    throw InvalidArgumentError("Communicator::from_mpi", -1,
-                               "the handle is MPI_COMM_NULL (pass MPI_Comm_c2f(comm))");
-  }
+  const MPI_Comm comm =
+      internal::intracommunicator_from_fortran_handle(mpi_fortran_handle, "Communicator::from_mpi");
   return Communicator(duplicate(comm, "Communicator::from_mpi"));
 }
 
