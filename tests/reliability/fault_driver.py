@@ -191,31 +191,74 @@ def start_time(pid):
         return stat.read().rsplit(")", 1)[1].split()[19]
 
 
-def kill9_then_reclaim(args):
-    # Ranks killed with SIGKILL leave their Communicator::allocate objects
-    # (and a segment name, if killed during its setup) in /dev/shm; the
-    # next node segment made on the node removes every one whose owner is
-    # gone, and nothing of a live process.
-    before = shm_entries()
+def objects_of(pids):
+    """/dev/shm objects named after any of `pids` (collective-{mem,seg}-<pid>-...)."""
+    return sorted(e for e in shm_entries()
+                  if any(e.startswith("collective-%s-%d-" % (kind, pid))
+                         for pid in pids for kind in ("mem", "seg")))
+
+
+def allocated_then_signalled(args, harm):
+    # Communicator::allocate buffers (an input buffer and 8 MiB per rank)
+    # must not outlive the job however it ends: their names are unlinked as
+    # soon as they are made (peers open them through the owner's /proc fd),
+    # so neither mpirun's teardown after SIGTERM/SIGINT (it forwards SIGTERM
+    # and then SIGKILLs) nor a rank's SIGKILL leaves one in /dev/shm. The
+    # node segment's name lives only while it is set up.
     run = MpiRun(args, ["loop_allocated", VICTIM, 60], timeout_s=20)
     try:
         run.wait_ready()
         run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
-        victim_start = start_time(run.pids[VICTIM])
+        during = objects_of(run.pids.values())
+        harmed = time.time()
+        if harm == "sigkill_rank":
+            signal_if_alive(run.pids[VICTIM], signal.SIGKILL)
+        else:
+            run.process.send_signal(signal.SIGTERM if harm == "sigterm_mpirun" else signal.SIGINT)
+        rc = run.wait_exit(30)
+        if rc == 0:
+            raise Failure("mpirun exited 0 after %s" % harm)
+        deadline = time.time() + 10
+        while any(alive(pid) for pid in run.pids.values()) and time.time() < deadline:
+            time.sleep(0.05)
+        ended = time.time() - harmed
+    finally:
+        finish(run)
+    left = objects_of(run.pids.values())
+    if left:
+        raise Failure("the job's objects outlived it in /dev/shm after %s: %s" % (harm, left))
+    if during:
+        raise Failure("named objects in /dev/shm while the job ran: %s" % during)
+    return "after %s the job ended in %.1f s (mpirun rc %d) and left nothing of its %d ranks in /dev/shm" % (
+        harm, ended, rc, RANKS)
+
+
+def kill9_then_reclaim(args):
+    # A rank killed with SIGKILL while setting up a node segment (or an
+    # older version's allocation) leaves a name in /dev/shm; the next node
+    # segment made on the node removes every one whose owner is gone, and
+    # nothing of a live process. Allocations themselves leave nothing
+    # (allocated_then_signalled): names of the killed ranks are planted.
+    run = MpiRun(args, ["loop_allocated", VICTIM, 60], timeout_s=20)
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
+        starts = {pid: start_time(pid) for pid in run.pids.values()}
         for pid in run.pids.values():
             signal_if_alive(pid, signal.SIGKILL)
         run.wait_exit(20)
     finally:
         finish(run)
-    left = sorted(e for e in shm_entries() - before
-                  if any(e.startswith("collective-mem-%d-" % pid) for pid in run.pids.values()))
-    if len(left) < RANKS:
-        raise Failure("expected an allocation of each killed rank in /dev/shm, found %s" % left)
-    # As if the victim had been killed while setting up a segment, and a
-    # live process (this driver) had one of its own.
-    planted_dead = "collective-seg-%d-%s-7" % (run.pids[VICTIM], victim_start)
+    left = objects_of(run.pids.values())
+    if left:
+        raise Failure("SIGKILLed ranks left objects in /dev/shm: %s" % left)
+    # As if every rank had been killed while setting up a segment or with an
+    # older version's allocation, and a live process (this driver) had one
+    # of its own.
+    planted_dead = ["collective-%s-%d-%s-7" % (kind, pid, start)
+                    for pid, start in starts.items() for kind in ("seg", "mem")]
     planted_live = "collective-seg-%d-%s-7" % (os.getpid(), start_time(os.getpid()))
-    for name in (planted_dead, planted_live):
+    for name in planted_dead + [planted_live]:
         with open("/dev/shm/" + name, "wb") as planted:
             planted.write(b"x" * 4096)
     try:
@@ -228,18 +271,18 @@ def kill9_then_reclaim(args):
         finally:
             finish(again)
         remaining = shm_entries()
-        stale = [e for e in left + [planted_dead] if e in remaining]
+        stale = [e for e in planted_dead if e in remaining]
         if stale:
             raise Failure("not reclaimed by the next job: %s" % stale)
         if planted_live not in remaining:
             raise Failure("the next job removed %s of a live process" % planted_live)
     finally:
-        for name in (planted_dead, planted_live):
+        for name in planted_dead + [planted_live]:
             try:
                 os.unlink("/dev/shm/" + name)
             except FileNotFoundError:
                 pass
-    return "%d objects of SIGKILLed ranks and one planted segment name were reclaimed by the next job; a live process's was kept" % len(left)
+    return "SIGKILLed ranks left nothing; %d planted names of them were reclaimed by the next job; a live process's was kept" % len(planted_dead)
 
 
 def never_call(args):
@@ -477,6 +520,9 @@ SCENARIOS = {
     "stop_past_timeout": stop_past_timeout,
     "stop_past_timeout_return": stop_past_timeout_return,
     "kill9_then_reclaim": kill9_then_reclaim,
+    "allocated_sigterm_mpirun": lambda a: allocated_then_signalled(a, "sigterm_mpirun"),
+    "allocated_sigint_mpirun": lambda a: allocated_then_signalled(a, "sigint_mpirun"),
+    "allocated_sigkill_rank": lambda a: allocated_then_signalled(a, "sigkill_rank"),
     "never_call": never_call,
     "never_world": never_world,
     "exit_abrupt": lambda a: exit_abrupt(a, recovery=False),
