@@ -420,6 +420,124 @@ def flight_skip_call(args, directory):
     return "every rank dumped on MismatchError; collective_trace: diverged at #20, rank 1 called broadcast"
 
 
+def run_trace_tool(args, directory, extra=()):
+    """collective_trace on `directory`: (exit status, stdout, stderr)."""
+    result = subprocess.run([sys.executable, args.trace_tool, directory] + list(extra),
+                            capture_output=True, text=True, timeout=30)
+    return result.returncode, result.stdout, result.stderr
+
+
+def flight_unusable_dumps(args, directory):
+    # Real dumps (skip_call: every rank dumps on MismatchError; its second
+    # communicator made no call), then copies spoiled the ways a user's
+    # files are: collective_trace must name the file and what is wrong,
+    # with exit 2 and no traceback; a rank without a dump is named with its
+    # missing file, and never gives a verdict at #-1.
+    dumps_of_failing_run(args, directory, "skip_call", 20, "MismatchError")
+    names = {r: "collective_flight_record.%d.json" % r for r in range(RANKS)}
+    original = {}
+    for rank, name in names.items():
+        with open(os.path.join(directory, name), "rb") as stream:
+            original[rank] = stream.read()
+
+    def spoiled(case, rank, content):
+        """A copy of the dumps where rank's file holds `content` (None: absent)."""
+        target = os.path.join(directory, case)
+        os.mkdir(target)
+        for r, name in names.items():
+            data = content if r == rank else original[r]
+            if data is not None:
+                with open(os.path.join(target, name), "wb") as stream:
+                    stream.write(data)
+        return target
+
+    def edited(rank, edit):
+        dump = json.loads(original[rank])
+        edit(dump)
+        return json.dumps(dump).encode()
+
+    def set_field(path, value):
+        def edit(dump):
+            record = dump
+            for key in path[:-1]:
+                record = record[key]
+            if value is KeyError:
+                del record[path[-1]]
+            else:
+                record[path[-1]] = value
+        return edit
+
+    unusable = [
+        ("truncated", 2, original[2][:len(original[2]) // 2], ["truncated"]),
+        ("empty", 0, b"", ["the file is empty"]),
+        ("garbage", 1, b"\x89PNG\r\n\x1a\n\x00\xff\xfe" * 50, ["not text"]),
+        ("not_json", 1, b"collective flight record, rank 1\n", ["not valid JSON"]),
+        ("json_list", 0, b"[1, 2, 3]\n", ["not an object"]),
+        ("wrong_version", 2, edited(2, set_field(["version"], 2)), ["version 2", "reads version 1"]),
+        ("wrong_format", 2, edited(2, set_field(["format"], "chrome-trace")), ["not a flight record"]),
+        ("no_seq", 0, edited(0, set_field(["communicators", 0, "calls", 0, "seq"], KeyError)),
+         ["communicators[0].calls[0]", "no field 'seq'"]),
+        ("rank_is_text", 1, edited(1, set_field(["world_rank"], "one")), ["'world_rank'", "not int"]),
+        ("bad_state", 2, edited(2, set_field(["communicators", 0, "calls", 0, "state"], "lost")),
+         ["state 'lost'"]),
+        ("other_job", 2, edited(2, set_field(["world_size"], 5)), ["different jobs", "world_size 3 and 5"]),
+    ]
+    for case, rank, content, needles in unusable:
+        target = spoiled(case, rank, content)
+        for extra in ((), ("--json",)):
+            status, out, err = run_trace_tool(args, target, extra)
+            what = "collective_trace %s%s (%s)" % (case, " --json" if extra else "", err.strip() or out)
+            if "Traceback" in out + err:
+                raise Failure("%s: printed a traceback" % what)
+            if status != 2:
+                raise Failure("%s: exit %d, expected 2 (unusable input)" % (what, status))
+            expected_file = os.path.join(target, names[rank])
+            if case != "other_job":
+                expect_in(expected_file, err, what)
+            for needle in needles:
+                expect_in(needle, err, what)
+
+    # Rank 1's dump missing: the others still diverge; rank 1 is named
+    # with its file, and no verdict is at #-1 (the second communicator made
+    # no call).
+    target = spoiled("missing_rank", 1, None)
+    status, out, err = run_trace_tool(args, target)
+    what = "collective_trace with rank 1's dump missing"
+    if "Traceback" in out + err or status != 1:
+        raise Failure("%s: exit %d, expected 1: %s%s" % (what, status, out, err))
+    expect_in("missing: no dump from rank 1 (%s does not exist)" % os.path.join(target, names[1]),
+              out, what)
+    if "#-1" in out:
+        raise Failure("%s: a verdict at #-1:\n%s" % (what, out))
+
+    # Dumps of ranks 0 and 2 from before the divergence (every call they
+    # recorded agrees; their second communicator made none), rank 1's
+    # missing: incomplete, exit 3, not DIVERGED ... #-1.
+    def before_call_20(dump):
+        for entry in dump["communicators"]:
+            entry["calls"] = [c for c in entry["calls"] if c["seq"] < 20]
+            entry["calls_started"] = min(entry["calls_started"], 20)
+            entry.pop("waiting", None)
+            for call in entry["calls"]:
+                if call["state"] != "finished":
+                    raise Failure("call %d of rank %d is %s" % (call["seq"], dump["world_rank"], call["state"]))
+    target = os.path.join(directory, "before_divergence")
+    os.mkdir(target)
+    for rank in (0, 2):
+        with open(os.path.join(target, names[rank]), "wb") as stream:
+            stream.write(edited(rank, before_call_20))
+    status, out, err = run_trace_tool(args, target)
+    what = "collective_trace on agreeing dumps with rank 1's missing"
+    if "Traceback" in out + err or status != 3:
+        raise Failure("%s: exit %d, expected 3 (incomplete): %s%s" % (what, status, out, err))
+    expect_in("missing: no dump from rank 1", out, what)
+    expect_in("INCOMPLETE", out, what)
+    if "#-1" in out or "DIVERGED" in out:
+        raise Failure("%s: a bogus verdict:\n%s" % (what, out))
+    return ("%d spoiled copies of real dumps: exit 2 naming the file and the fault; a missing "
+            "dump named with its file (exit 1 beside a divergence, 3 alone), never #-1" % len(unusable))
+
+
 def flight_two_comms(args, directory):
     # Rank 1 calls two communicators in the other order: each side waits
     # on one communicator for the ranks that wait on the other; every rank
@@ -531,6 +649,7 @@ SCENARIOS = {
     "flight_skip_call": flight(flight_skip_call),
     "flight_two_comms": flight(flight_two_comms),
     "flight_stop_signal": flight(flight_stop_signal),
+    "flight_unusable_dumps": flight(flight_unusable_dumps),
 }
 
 
