@@ -25,8 +25,7 @@ int rank_of(const Communicator& communicator) noexcept {
 int rank_of(collective_comm_t comm) noexcept {
   if (comm == nullptr) return process_rank();
   try {
-    std::string why;
-    const std::shared_ptr<CommEntry> entry = find_handle(comm, why);
+    const CommEntry* entry = borrow_handle(comm);
     return entry ? rank_of(entry->communicator) : process_rank();
   } catch (...) {
     return process_rank();
@@ -53,14 +52,15 @@ int with_comm(const char* operation, collective_comm_t comm, Body&& body) noexce
   if (comm == nullptr) {
     return fail_argument(operation, process_rank(), "communicator handle is NULL");
   }
-  std::shared_ptr<CommEntry> entry;
-  std::string why;
+  CommEntry* entry = nullptr;
   try {
-    entry = find_handle(comm, why);
+    entry = borrow_handle(comm);
+    if (entry == nullptr) return fail_argument(operation, process_rank(), why_not_live(comm));
   } catch (...) {
     return fail_from_current_exception(operation, process_rank());
   }
-  if (!entry) return fail_argument(operation, process_rank(), why);
+  // The body makes no C API call of its own, so the borrowed entry stays
+  // this thread's until it returns.
   return guarded(operation, rank_of(entry->communicator), [&] { body(entry->communicator); });
 }
 

@@ -29,6 +29,21 @@ Registry& registry() {
 
 std::atomic<int> g_process_rank{-1};
 
+// Moves whenever a handle is retired: a thread's cached lookup is good
+// while it has not moved.
+std::atomic<std::uint64_t> g_retirements{0};
+
+// This thread's last lookup: plain values (constant-initialized, so the
+// fast path reads them without a TLS guard), and the reference that keeps
+// the entry alive, touched only on the slow path.
+struct LastLookup {
+  std::uintptr_t value = 0;
+  std::uint64_t retirements = 0;
+  CommEntry* entry = nullptr;
+};
+thread_local constinit LastLookup t_last;
+thread_local std::shared_ptr<CommEntry> t_held;
+
 std::uintptr_t value_of(collective_comm_t handle) { return reinterpret_cast<std::uintptr_t>(handle); }
 
 std::string describe(collective_comm_t handle) {
@@ -63,13 +78,26 @@ collective_comm_t issue_handle(Communicator communicator) {
   return reinterpret_cast<collective_comm_t>(value);
 }
 
-std::shared_ptr<CommEntry> find_handle(collective_comm_t handle, std::string& why) {
+CommEntry* borrow_handle(collective_comm_t handle) {
+  const std::uintptr_t value = value_of(handle);
+  const std::uint64_t retirements = g_retirements.load(std::memory_order_acquire);
+  LastLookup& last = t_last;
+  if (last.entry != nullptr && last.value == value && last.retirements == retirements) {
+    return last.entry;
+  }
   Registry& state = registry();
   std::shared_lock lock(state.mutex);
-  const auto found = state.live.find(value_of(handle));
-  if (found != state.live.end()) return found->second;
-  why = why_not_live(handle, state);
-  return nullptr;
+  const auto found = state.live.find(value);
+  if (found == state.live.end()) return nullptr;
+  t_held = found->second;
+  last = LastLookup{value, retirements, t_held.get()};
+  return last.entry;
+}
+
+std::string why_not_live(collective_comm_t handle) {
+  Registry& state = registry();
+  std::shared_lock lock(state.mutex);
+  return why_not_live(handle, state);
 }
 
 std::shared_ptr<CommEntry> retire_handle(collective_comm_t handle, std::string& why) {
@@ -82,6 +110,11 @@ std::shared_ptr<CommEntry> retire_handle(collective_comm_t handle, std::string& 
   }
   std::shared_ptr<CommEntry> entry = std::move(found->second);
   state.live.erase(found);
+  g_retirements.fetch_add(1, std::memory_order_release);
+  if (t_last.value == value_of(handle)) {
+    t_last = LastLookup{};
+    t_held.reset();
+  }
   return entry;
 }
 

@@ -23,10 +23,15 @@ struct CommEntry {
 // Registers `communicator` and returns its new handle.
 collective_comm_t issue_handle(Communicator communicator);
 
-// The live entry of `handle`, or nullptr with `why` set to the cause
-// ("communicator handle 0x... was freed ..." / "... was never issued ...").
-// A NULL handle is the caller's to refuse.
-std::shared_ptr<CommEntry> find_handle(collective_comm_t handle, std::string& why);
+// The live entry of `handle`, or nullptr (a NULL handle is the caller's to
+// refuse). The entry is borrowed: this thread holds a reference to it until
+// its next lookup, so a free on another thread meanwhile cannot end it. The
+// last handle this thread looked up is found again with one atomic load
+// while no handle has been freed since (a small call costs what it did).
+CommEntry* borrow_handle(collective_comm_t handle);
+// Why `handle` is not live: "communicator handle 0x... was freed ..." or
+// "... was never issued ...".
+std::string why_not_live(collective_comm_t handle);
 
 // Removes `handle` from the registry and returns its entry (nullptr with
 // `why` set when it is not live): exactly one caller frees a handle.
