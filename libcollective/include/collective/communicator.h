@@ -138,6 +138,8 @@ class COLLECTIVE_API Communicator {
   // The algorithm a call with these arguments would run (what AUTO or the
   // COLLECTIVE_ALGORITHM override resolves to). Same answer on every rank.
   // `deterministic` as in AllReduceOptions (for the reducing collectives).
+  // A kind, type or algorithm outside its enum raises InvalidArgumentError
+  // naming choose_algorithm and the value.
   Algorithm choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
                              Algorithm requested = Algorithm::kAuto,
                              bool deterministic = false) const;
