@@ -185,6 +185,35 @@ std::vector<std::size_t> BenchOptions::sizes() const {
   return result;
 }
 
+std::size_t BenchOptions::size_count() const {
+  if (min_bytes > max_bytes) return 0;
+  if (step_factor > 1) {
+    // At most 64 steps: sizes() multiplies until past max_bytes (or size_t).
+    std::size_t count = 0;
+    std::size_t size = min_bytes;
+    while (size <= max_bytes) {
+      ++count;
+      if (size > std::numeric_limits<std::size_t>::max() / step_factor) break;
+      size = std::max(size * step_factor, size + 1);
+    }
+    return count;
+  }
+  const std::size_t step = std::max<std::size_t>(step_bytes, 1);
+  const std::size_t steps = (max_bytes - min_bytes) / step;
+  return steps == std::numeric_limits<std::size_t>::max() ? steps : steps + 1;  // saturates
+}
+
+std::size_t BenchOptions::largest_size() const {
+  const std::size_t count = size_count();
+  if (count == 0) return 0;
+  if (step_factor > 1) {
+    std::size_t size = min_bytes;
+    for (std::size_t i = 1; i < count; ++i) size = std::max(size * step_factor, size + 1);
+    return size;
+  }
+  return min_bytes + (count - 1) * std::max<std::size_t>(step_bytes, 1);
+}
+
 ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   po::options_description sizes("Sizes (nccl-tests flags; K, M, G are powers of 1024)");
   sizes.add_options()

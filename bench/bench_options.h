@@ -60,8 +60,14 @@ struct BenchOptions {
   std::string command_line;
 
   // The sizes of the sweep, in order (duplicates are removed later, after
-  // rounding to whole elements).
+  // rounding to whole elements). Allocates one entry per size: call it
+  // only once the run has been found to fit (memory_budget.h).
   std::vector<std::size_t> sizes() const;
+  // How many sizes the sweep has and the largest, by arithmetic alone (no
+  // allocation, whatever -b/-e/-f/-i say); the largest is 0 when there are
+  // none.
+  std::size_t size_count() const;
+  std::size_t largest_size() const;
 };
 
 // A command line that cannot be run; what() says which flag and why.

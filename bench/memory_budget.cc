@@ -9,12 +9,14 @@
 #include "byte_size.h"
 #include "collective_case.h"
 #include "driver.h"
+#include "results.h"
 
 namespace collective::bench {
 namespace {
 
 constexpr std::size_t kFusionCopies = 5;
 constexpr std::size_t kFusionBytesPerTensor = 512;
+
 
 std::optional<std::size_t> add(std::optional<std::size_t> a, std::optional<std::size_t> b) {
   if (!a || !b || *a > std::numeric_limits<std::size_t>::max() - *b) return std::nullopt;
@@ -56,13 +58,37 @@ std::size_t node_memory_bytes() {
   return bytes;
 }
 
+// The rows of the report and the plan's steps: one per size, collective,
+// type, op and algorithm (an upper bound: sizes that round to the same
+// count are run once).
+MemoryNeed bookkeeping(const BenchOptions& options, std::size_t sizes) {
+  if (options.fusion_tensors > 0) {
+    const std::optional<std::size_t> rows =
+        multiply(multiply(sizes, options.datatypes.size()),
+                 std::max<std::size_t>(options.ops.size(), 1));
+    return {multiply(rows, kBytesPerFusionRow),
+            std::to_string(sizes) + " sizes' report rows"};
+  }
+  const std::size_t algorithms =
+      options.all_algorithms ? static_cast<std::size_t>(kNumAlgorithms) + options.algorithms.size()
+                             : options.algorithms.size();
+  const std::optional<std::size_t> rows = multiply(
+      multiply(multiply(multiply(sizes, options.collectives.size()), options.datatypes.size()),
+               std::max<std::size_t>(options.ops.size(), 1)),
+      std::max<std::size_t>(algorithms, 1));
+  std::string what = "the plan and report rows of " + std::to_string(sizes) + " sizes";
+  if (options.step_factor <= 1) {
+    what += " (-b " + std::to_string(options.min_bytes) + " to -e " +
+            std::to_string(options.max_bytes) + " in steps of -i " +
+            std::to_string(options.step_bytes) + ")";
+  }
+  return {multiply(rows, kBytesPerSweepRow), what};
+}
+
 }  // namespace
 
-MemoryNeed memory_needed_per_rank(const BenchOptions& options, int ranks) {
-  const std::vector<std::size_t> sizes = options.sizes();
+MemoryNeed buffers_needed_per_rank(const BenchOptions& options, int ranks, std::size_t largest) {
   MemoryNeed need{std::size_t{0}, "nothing"};
-  if (sizes.empty()) return need;
-  const std::size_t largest = sizes.back();
   // Two vectors of per-iteration times (ours and the baseline's, or the
   // fused and one-by-one sides).
   const std::optional<std::size_t> timings =
@@ -96,6 +122,23 @@ MemoryNeed memory_needed_per_rank(const BenchOptions& options, int ranks) {
   return need;
 }
 
+MemoryNeed memory_needed_per_rank(const BenchOptions& options, int ranks) {
+  // By arithmetic: materializing the sizes could itself need more memory
+  // than the run (-f 1 -i 1 -e 1G is 2^30 sizes).
+  const std::size_t count = options.size_count();
+  MemoryNeed need{std::size_t{0}, "nothing"};
+  if (count == 0) return need;
+  const MemoryNeed rows = bookkeeping(options, count);
+  need = buffers_needed_per_rank(options, ranks, options.largest_size());
+  // Rows matter only when there are many sizes; then they are named too.
+  if (!rows.bytes || *rows.bytes >= (std::size_t{64} << 20)) {
+    need = {add(need.bytes, rows.bytes), need.what + ", and " + rows.what};
+  } else {
+    need.bytes = add(need.bytes, rows.bytes);
+  }
+  return need;
+}
+
 std::size_t memory_budget_per_rank(MPI_Comm comm) {
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
@@ -117,7 +160,7 @@ void refuse_runs_that_cannot_fit(const BenchOptions& options, MPI_Comm comm) {
                    " per rank, more than a rank's share of its node's memory (" +
                    approximate(budget) +
                    ": physical memory, or the cgroup limit, over the ranks on the node); lower "
-                   "-e/--maxbytes, -n/--iters or --fusion");
+                   "-e/--maxbytes, -n/--iters or --fusion, or raise -i/--stepbytes");
 }
 
 }  // namespace collective::bench

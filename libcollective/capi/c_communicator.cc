@@ -5,23 +5,30 @@
 
 #include "collective/collective.h"
 #include "collective/collective_c.h"
+#include "comm_handles.h"
 #include "last_error.h"
-
-// The opaque handle: one C++ Communicator (a cheap shared handle).
-struct collective_comm {
-  collective::Communicator communicator;
-};
 
 namespace collective::capi {
 namespace {
 
-// This process's rank in messages of the C layer; -1 when not known.
-int rank_of(collective_comm_t comm) noexcept {
-  if (comm == nullptr) return -1;
+// This process's rank in messages of the C layer: the communicator's, or
+// the process's world rank when the communicator cannot tell.
+int rank_of(const Communicator& communicator) noexcept {
   try {
-    return comm->communicator.rank();
+    const int rank = communicator.rank();
+    return rank >= 0 ? rank : process_rank();
   } catch (...) {
-    return -1;
+    return process_rank();
+  }
+}
+
+int rank_of(collective_comm_t comm) noexcept {
+  if (comm == nullptr) return process_rank();
+  try {
+    const CommEntry* entry = borrow_handle(comm);
+    return entry ? rank_of(entry->communicator) : process_rank();
+  } catch (...) {
+    return process_rank();
   }
 }
 
@@ -37,11 +44,24 @@ Options to_options(const collective_options_t* options) {
   return converted;
 }
 
-// Runs body(communicator) after checking the handle.
+// Runs body(communicator) after checking the handle: NULL, freed (through
+// any copy) and never-issued handles are refused with a status
+// (comm_handles.h).
 template <typename Body>
 int with_comm(const char* operation, collective_comm_t comm, Body&& body) noexcept {
-  if (comm == nullptr) return fail_argument(operation, -1, "communicator handle is NULL");
-  return guarded(operation, rank_of(comm), [&] { body(comm->communicator); });
+  if (comm == nullptr) {
+    return fail_argument(operation, process_rank(), "communicator handle is NULL");
+  }
+  CommEntry* entry = nullptr;
+  try {
+    entry = borrow_handle(comm);
+    if (entry == nullptr) return fail_argument(operation, process_rank(), why_not_live(comm));
+  } catch (...) {
+    return fail_from_current_exception(operation, process_rank());
+  }
+  // The body makes no C API call of its own, so the borrowed entry stays
+  // this thread's until it returns.
+  return guarded(operation, rank_of(entry->communicator), [&] { body(entry->communicator); });
 }
 
 // Creates a handle from a Communicator factory into *out.
@@ -49,7 +69,7 @@ template <typename Make>
 int make_comm(const char* operation, int rank, collective_comm_t* out, Make&& make) noexcept {
   if (out == nullptr) return fail_argument(operation, rank, "output handle pointer is NULL");
   *out = nullptr;
-  return guarded(operation, rank, [&] { *out = new collective_comm{make()}; });
+  return guarded(operation, rank, [&] { *out = issue_handle(make()); });
 }
 
 int null_output(const char* operation, collective_comm_t comm, const char* what) {
@@ -69,32 +89,49 @@ using collective::capi::with_comm;
 extern "C" {
 
 int collective_comm_world(collective_comm_t* out) {
-  return make_comm("collective_comm_world", -1, out,
-                   [] { return collective::Communicator::world(); });
+  return make_comm("collective_comm_world", collective::capi::process_rank(), out, [] {
+    collective::Communicator world = collective::Communicator::world();
+    collective::capi::note_process_rank(world.rank());
+    return world;
+  });
 }
 
 int collective_comm_from_fint(int mpi_fortran_handle, collective_comm_t* out) {
-  return make_comm("collective_comm_from_fint", -1, out, [&] {
+  return make_comm("collective_comm_from_fint", collective::capi::process_rank(), out, [&] {
     return collective::Communicator::from_mpi(mpi_fortran_handle);
   });
 }
 
 int collective_comm_split(collective_comm_t comm, int color, int key, collective_comm_t* out) {
   const char* operation = "collective_comm_split";
-  if (comm == nullptr) return fail_argument(operation, -1, "communicator handle is NULL");
-  return make_comm(operation, rank_of(comm), out,
-                   [&] { return comm->communicator.split(color, key); });
+  if (out == nullptr) return null_output(operation, comm, "output handle");
+  *out = nullptr;
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    *out = collective::capi::issue_handle(c.split(color, key));
+  });
 }
 
 int collective_comm_free(collective_comm_t* comm) {
   const char* operation = "collective_comm_free";
-  if (comm == nullptr) return fail_argument(operation, -1, "handle pointer is NULL");
+  if (comm == nullptr) {
+    return fail_argument(operation, collective::capi::process_rank(), "handle pointer is NULL");
+  }
   if (*comm == nullptr) return COLLECTIVE_SUCCESS;
-  collective_comm_t handle = *comm;
+  const collective_comm_t handle = *comm;
   *comm = nullptr;
-  const int status = with_comm(operation, handle, [](collective::Communicator& c) { c.free(); });
-  delete handle;  // a Communicator's destructor never throws
-  return status;
+  // Retired first, so exactly one caller frees it: a second free through a
+  // copy, here or on another thread, finds it gone.
+  std::shared_ptr<collective::capi::CommEntry> entry;
+  std::string why;
+  try {
+    entry = collective::capi::retire_handle(handle, why);
+  } catch (...) {
+    return collective::capi::fail_from_current_exception(operation,
+                                                         collective::capi::process_rank());
+  }
+  if (!entry) return fail_argument(operation, collective::capi::process_rank(), why);
+  return collective::capi::guarded(operation, rank_of(entry->communicator),
+                                   [&] { entry->communicator.free(); });
 }
 
 int collective_comm_rank(collective_comm_t comm, int* rank) {

@@ -56,9 +56,15 @@ int collective_init(int* argc, char*** argv) {
   return guarded(operation, -1, [&] {
     std::lock_guard<std::mutex> lock(collective::capi::environment_mutex);
     if (collective::capi::environment) return;  // a second init is a no-op
-    collective::capi::environment = argc != nullptr
-        ? std::make_unique<collective::Environment>(*argc, *argv)
-        : std::make_unique<collective::Environment>();
+    try {
+      collective::capi::environment = argc != nullptr
+          ? std::make_unique<collective::Environment>(*argc, *argv)
+          : std::make_unique<collective::Environment>();
+    } catch (const collective::InvalidArgumentError& refused) {
+      // After collective_finalize (or MPI_Finalize) MPI cannot start again:
+      // the refusal names this function.
+      throw collective::InvalidArgumentError(operation, refused.rank(), refused.cause());
+    }
   });
 }
 

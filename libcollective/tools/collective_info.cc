@@ -8,10 +8,11 @@
 //
 // Options: --collective all_reduce  --type float32  --op sum  --memory host|device
 //          --min-bytes 8  --max-bytes 1G  --dump FILE (write the topology as JSON)
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -54,15 +55,43 @@ struct Options {
   std::exit(complaint == nullptr ? 0 : 2);
 }
 
-std::size_t parse_bytes(const std::string& text) {
-  char* end = nullptr;
-  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+// Exit statuses: 0 done, 1 the library refused (an Error), 2 bad
+// arguments, 3 an output could not be written in full.
+constexpr int kExitOutputFailed = 3;
+
+// A byte count: digits with an optional K, M or G (powers of 1024); one
+// that does not fit in size_t is refused rather than wrapped.
+std::size_t parse_bytes(const std::string& option, const std::string& text) {
+  const std::string label = option + " " + text;
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
   std::size_t multiplier = 1;
-  if (*end == 'K' || *end == 'k') multiplier = 1024, ++end;
-  else if (*end == 'M' || *end == 'm') multiplier = std::size_t{1} << 20, ++end;
-  else if (*end == 'G' || *end == 'g') multiplier = std::size_t{1} << 30, ++end;
-  if (end == text.c_str() || *end != '\0') usage(("not a byte count: " + text).c_str());
+  const std::string suffix = text.substr(digits);
+  if (suffix == "K" || suffix == "k") multiplier = std::size_t{1} << 10;
+  else if (suffix == "M" || suffix == "m") multiplier = std::size_t{1} << 20;
+  else if (suffix == "G" || suffix == "g") multiplier = std::size_t{1} << 30;
+  else if (!suffix.empty()) digits = 0;
+  if (digits == 0) usage((label + ": not a byte count (digits, then K, M or G)").c_str());
+  const std::string too_large =
+      label + ": more than " + std::to_string(std::numeric_limits<std::size_t>::max()) + " bytes";
+  errno = 0;
+  const unsigned long long value = std::strtoull(text.substr(0, digits).c_str(), nullptr, 10);
+  if (errno == ERANGE || value > std::numeric_limits<std::size_t>::max() / multiplier) {
+    usage(too_large.c_str());
+  }
   return static_cast<std::size_t>(value) * multiplier;
+}
+
+// A whole number for a count option; anything else is refused.
+int parse_count(const std::string& option, const std::string& text) {
+  char* end = nullptr;
+  errno = 0;
+  const long value = std::strtol(text.c_str(), &end, 10);
+  if (end == text.c_str() || *end != '\0' || errno == ERANGE || value < 0 ||
+      value > std::numeric_limits<int>::max()) {
+    usage((option + " " + text + ": not a count").c_str());
+  }
+  return static_cast<int>(value);
 }
 
 Options parse(int argc, char** argv) {
@@ -78,9 +107,9 @@ Options parse(int argc, char** argv) {
     } else if (arg == "--topology") {
       options.topology_file = value();
     } else if (arg == "--nodes") {
-      options.nodes = std::atoi(value().c_str());
+      options.nodes = parse_count(arg, value());
     } else if (arg == "--ranks-per-node") {
-      options.ranks_per_node = std::atoi(value().c_str());
+      options.ranks_per_node = parse_count(arg, value());
     } else if (arg == "--collective") {
       const auto kind = parse_collective_kind(value());
       if (!kind) usage("unknown collective");
@@ -99,9 +128,9 @@ Options parse(int argc, char** argv) {
       else if (memory == "device") options.memory = MemoryKind::kDevice;
       else usage("--memory is host or device");
     } else if (arg == "--min-bytes") {
-      options.min_bytes = parse_bytes(value());
+      options.min_bytes = parse_bytes(arg, value());
     } else if (arg == "--max-bytes") {
-      options.max_bytes = parse_bytes(value());
+      options.max_bytes = parse_bytes(arg, value());
     } else if (arg == "--dump") {
       options.dump = value();
     } else {
@@ -112,6 +141,11 @@ Options parse(int argc, char** argv) {
     usage("--nodes and --ranks-per-node need --topology");
   }
   if (options.min_bytes == 0) options.min_bytes = 1;
+  if (options.min_bytes > options.max_bytes) {
+    usage(("--min-bytes " + std::to_string(options.min_bytes) + " is more than --max-bytes " +
+           std::to_string(options.max_bytes))
+              .c_str());
+  }
   return options;
 }
 
@@ -163,15 +197,40 @@ void print_header(const Topology& topology, const std::string& source) {
   }
 }
 
-void dump(const Topology& topology, const std::string& path) {
-  if (path.empty()) return;
-  std::ofstream out(path, std::ios::trunc);
-  out << topology.to_json();
-  if (!out) {
-    std::fprintf(stderr, "collective_info: cannot write %s\n", path.c_str());
-    std::exit(1);
+// Writes the topology to `path`; on any failure (open, write, flush,
+// close: a full disk shows at the flush or close) prints what failed with
+// errno's text and returns false.
+bool dump(const Topology& topology, const std::string& path) {
+  if (path.empty()) return true;
+  std::FILE* out = std::fopen(path.c_str(), "w");
+  if (out == nullptr) {
+    std::fprintf(stderr, "collective_info: --dump: cannot open %s (%s)\n", path.c_str(),
+                 std::strerror(errno));
+    return false;
+  }
+  const std::string json = topology.to_json();
+  int error = 0;
+  if (std::fwrite(json.data(), 1, json.size(), out) != json.size()) error = errno;
+  if (std::fflush(out) != 0 && error == 0) error = errno;
+  if (std::fclose(out) != 0 && error == 0) error = errno;
+  if (error != 0) {
+    std::fprintf(stderr, "collective_info: --dump: writing %s failed (%s)\n", path.c_str(),
+                 std::strerror(error));
+    return false;
   }
   std::printf("topology written to %s\n", path.c_str());
+  return true;
+}
+
+// Whether everything printed reached standard output (a full disk or a
+// closed pipe shows at the flush); says so on stderr when not.
+bool stdout_complete() {
+  const bool failed = std::fflush(stdout) != 0 || std::ferror(stdout) != 0;
+  if (failed) {
+    std::fprintf(stderr, "collective_info: writing standard output failed (%s)\n",
+                 std::strerror(errno != 0 ? errno : EIO));
+  }
+  return !failed;
 }
 
 }  // namespace
@@ -184,22 +243,27 @@ int main(int argc, char** argv) {
       auto topology = std::make_shared<const Topology>(
           Topology::load(options.topology_file, options.nodes, options.ranks_per_node));
       print_header(*topology, "file " + options.topology_file);
-      dump(*topology, options.dump);
+      bool written = dump(*topology, options.dump);
       internal::CommunicatorState state(topology, 0);
       print_table(options, state);
-      return 0;
+      written = stdout_complete() && written;
+      return written ? 0 : kExitOutputFailed;
     }
     Environment environment(argc, argv);
     Communicator world = Communicator::world();
+    bool written = true;
     if (world.rank() == 0) {
       print_header(world.topology(), "live, " + std::to_string(world.size()) + " ranks under MPI");
-      dump(world.topology(), options.dump);
+      written = dump(world.topology(), options.dump);
       print_table(options, internal::CommunicatorAccess::state(world));
+      written = stdout_complete() && written;
     }
+    // Every rank waits for rank 0 here, so a failed write ends the job
+    // (rank 0's exit status) without leaving a rank behind.
     world.barrier();
+    return written ? 0 : kExitOutputFailed;
   } catch (const Error& error) {
     std::fprintf(stderr, "collective_info: %s\n", error.what());
     return 1;
   }
-  return 0;
 }

@@ -10,9 +10,15 @@ instead.
 
 Ranks are world ranks; a communicator is named by its members' world ranks
 and how many communicators with those members each process made before it
-([0,1,2]#1: the second of ranks 0-2). Exit status: 0 when every communicator's ranks
-agree and none is missing, 1 when a divergence was found, 2 when the
-dumps cannot be read."""
+([0,1,2]#1: the second of ranks 0-2). Exit status (docs/errors.md):
+  0  every rank dumped and every communicator's ranks agree
+  1  a divergence was found
+  2  the input is unusable (no dump, a file that cannot be read, is not a
+     flight record of version 1, or is malformed): the message names the
+     file and what is wrong
+  3  no divergence among the dumps there are, but some ranks left none
+     (named, with the file that is missing): the verdict is incomplete
+  4  the tool itself failed (a bug: the message says where)"""
 
 import argparse
 import glob
@@ -28,32 +34,156 @@ class BadDump(Exception):
     pass
 
 
+EXIT_AGREE, EXIT_DIVERGED, EXIT_UNUSABLE, EXIT_INCOMPLETE = 0, 1, 2, 3
+STATES = ("started", "finished", "failed")
+DUMP_NAME = "collective_flight_record.%d.json"
+
+
+def is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value):
+    return (is_int(value) or isinstance(value, float)) and not isinstance(value, bool)
+
+
+class Shape:
+    """Checks one dump's fields, naming the file and the field's path."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def fail(self, where, what):
+        raise BadDump("%s: %s%s" % (self.name, where + ": " if where else "", what))
+
+    def field(self, record, key, where, kind, optional=False):
+        if key not in record:
+            if optional:
+                return None
+            self.fail(where, "no field %r" % key)
+        value = record[key]
+        checks = {"int": is_int, "number": is_number, "str": lambda v: isinstance(v, str),
+                  "list": lambda v: isinstance(v, list), "dict": lambda v: isinstance(v, dict),
+                  "number or null": lambda v: v is None or is_number(v),
+                  "dict or null": lambda v: v is None or isinstance(v, dict)}
+        if not checks[kind](value):
+            self.fail(where, "%r is %s, not %s" % (key, json.dumps(value)[:40], kind))
+        return value
+
+    def dump(self, dump):
+        if not isinstance(dump, dict):
+            self.fail("", "the top level is a JSON %s, not an object" % type(dump).__name__)
+        if dump.get("format") != FORMAT:
+            self.fail("", "not a flight record (format %r, expected %r)" % (dump.get("format"), FORMAT))
+        if dump.get("version") != VERSION:
+            self.fail("", "a flight record of version %r; this tool reads version %d" %
+                      (dump.get("version"), VERSION))
+        rank = self.field(dump, "world_rank", "", "int")
+        size = self.field(dump, "world_size", "", "int")
+        if not 0 <= rank < size:
+            self.fail("", "world_rank %d is outside world_size %d" % (rank, size))
+        self.field(dump, "reason", "", "str")
+        self.field(dump, "dumped_at", "", "number")
+        for i, entry in enumerate(self.field(dump, "communicators", "", "list")):
+            self.communicator(entry, "communicators[%d]" % i, size)
+
+    def communicator(self, entry, where, world_size):
+        if not isinstance(entry, dict):
+            self.fail(where, "not an object")
+        self.field(entry, "id", where, "str")
+        members = self.field(entry, "members", where, "list")
+        if not members or not all(is_int(m) and 0 <= m < world_size for m in members):
+            self.fail(where, "members %s are not world ranks below %d" % (json.dumps(members)[:60], world_size))
+        rank = self.field(entry, "rank", where, "int")
+        if not 0 <= rank < len(members):
+            self.fail(where, "rank %d is outside its %d members" % (rank, len(members)))
+        started = self.field(entry, "calls_started", where, "int")
+        if started < 0:
+            self.fail(where, "calls_started is negative (%d)" % started)
+        waiting = self.field(entry, "waiting", where, "dict or null", optional=True)
+        if waiting is not None:
+            note = where + ".waiting"
+            self.field(waiting, "sequence", note, "int")
+            self.field(waiting, "phase", note, "str")
+            self.field(waiting, "what", note, "str")
+            if not all(is_int(r) for r in self.field(waiting, "ranks", note, "list")):
+                self.fail(note, "ranks are not all integers")
+        for i, call in enumerate(self.field(entry, "calls", where, "list")):
+            here = "%s.calls[%d]" % (where, i)
+            if not isinstance(call, dict):
+                self.fail(here, "not an object")
+            seq = self.field(call, "seq", here, "int")
+            if not 0 <= seq < started:
+                self.fail(here, "seq %d is outside the %d calls started" % (seq, started))
+            self.field(call, "collective", here, "str")
+            if self.field(call, "count", here, "int") < 0:
+                self.fail(here, "count is negative")
+            self.field(call, "dtype", here, "str")
+            self.field(call, "op", here, "str", optional=True)
+            self.field(call, "root", here, "int", optional=True)
+            if self.field(call, "state", here, "str") not in STATES:
+                self.fail(here, "state %r is none of %s" % (call["state"], ", ".join(STATES)))
+            self.field(call, "end", here, "number or null", optional=True)
+
+
+def read_dump(name):
+    try:
+        with open(name, "rb") as stream:
+            raw = stream.read()
+    except OSError as error:
+        raise BadDump("%s: cannot be read: %s" % (name, error.strerror or error))
+    if not raw.strip():
+        raise BadDump("%s: the file is empty" % name)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadDump("%s: not text (byte %d is not UTF-8): not a flight record" % (name, error.start))
+    try:
+        dump = json.loads(text)
+    except ValueError as error:
+        truncated = " (the file ends early: truncated?)" if getattr(error, "pos", 0) >= len(text.rstrip()) else ""
+        raise BadDump("%s: not valid JSON%s: %s" % (name, truncated, error))
+    Shape(name).dump(dump)
+    return dump
+
+
 def load(paths):
-    files = []
+    """{world rank: dump}, and the directories the dumps came from."""
+    files, directories = [], []
     for path in paths:
         if os.path.isdir(path):
             found = sorted(glob.glob(os.path.join(path, "collective_flight_record.*.json")))
             if not found:
                 raise BadDump("%s: no collective_flight_record.*.json in this directory" % path)
             files += found
-        else:
+            directories.append(path)
+        elif os.path.exists(path):
             files.append(path)
+            directories.append(os.path.dirname(path) or ".")
+        else:
+            raise BadDump("%s: no such file or directory" % path)
     dumps = {}
     for name in files:
-        try:
-            with open(name, encoding="utf-8") as text:
-                dump = json.load(text)
-        except (OSError, ValueError) as error:
-            raise BadDump("%s: %s" % (name, error))
-        if dump.get("format") != FORMAT or dump.get("version") != VERSION:
-            raise BadDump("%s: not a flight record of version %d (format %r, version %r)" %
-                          (name, VERSION, dump.get("format"), dump.get("version")))
+        dump = read_dump(name)
         rank = dump["world_rank"]
         if rank in dumps:
-            raise BadDump("%s: a second dump of world rank %d" % (name, rank))
+            raise BadDump("%s: a second dump of world rank %d (the first is %s)" %
+                          (name, rank, dumps[rank]["file"]))
         dump["file"] = name
         dumps[rank] = dump
-    return dumps
+    sizes = sorted(set(d["world_size"] for d in dumps.values()))
+    if len(sizes) > 1:
+        raise BadDump("the dumps are of different jobs: world_size %s (%s)" % (
+            " and ".join(map(str, sizes)),
+            ", ".join("%s: %d" % (d["file"], d["world_size"]) for d in dumps.values())))
+    return dumps, directories
+
+
+def missing_file(rank, directories):
+    """Where rank's dump would be."""
+    if len(set(directories)) == 1:
+        return os.path.join(directories[0], DUMP_NAME % rank)
+    return DUMP_NAME % rank + " in any of " + ", ".join(sorted(set(directories)))
 
 
 def ranks_text(ranks):
@@ -151,6 +281,10 @@ def analyse_communicator(comm_id, members, dumps):
     # 1. The first sequence number at which the ranks that made it disagree.
     lowest = max(m.first for m in members.values())
     highest = max(m.last for m in members.values())
+    if highest < 0:
+        # No dumped rank made a call on it: nothing to disagree on (a rank
+        # without a dump is named as such, not as a divergence at #-1).
+        return None
     for seq in range(lowest, highest + 1):
         by_signature = {}
         for rank in present:
@@ -251,25 +385,35 @@ def main():
     parser.add_argument("--json", action="store_true", help="print the verdict as JSON")
     args = parser.parse_args()
     try:
-        dumps = load(args.paths)
+        dumps, directories = load(args.paths)
     except BadDump as error:
-        print("collective_trace: %s" % error, file=sys.stderr)
-        return 2
+        print("collective_trace: unusable input: %s" % error, file=sys.stderr)
+        return EXIT_UNUSABLE
     world_size = max(d["world_size"] for d in dumps.values())
     verdicts, cycle = analyse(dumps)
     absent = [r for r in range(world_size) if r not in dumps]
+    absent_files = {r: missing_file(r, directories) for r in absent}
+    status = EXIT_DIVERGED if verdicts else (EXIT_INCOMPLETE if absent else EXIT_AGREE)
     if args.json:
         json.dump({"dumps": sorted(dumps), "world_size": world_size, "no_dump": absent,
+                   "missing_files": [absent_files[r] for r in absent],
                    "verdicts": verdicts, "deadlock": cycle}, sys.stdout, indent=1)
         print()
-        return 1 if verdicts else 0
+        return status
     first_dump = dumps[min(dumps)]
     print("%d dumps of %d ranks%s; rank %d dumped on: %s" %
           (len(dumps), world_size, ("; no dump from " + ranks_text(absent)) if absent else "",
            first_dump["world_rank"], first_dump["reason"][:200]))
+    for rank in absent:
+        print("missing: no dump from rank %d (%s does not exist)" % (rank, absent_files[rank]))
     if not verdicts:
-        print("the ranks agree on every call recorded and none is missing")
-        return 0
+        if absent:
+            print("INCOMPLETE: the %d dumps there are agree on every call recorded; %s left no "
+                  "dump, so what %s did is unknown" %
+                  (len(dumps), ranks_text(absent), "it" if len(absent) == 1 else "they"))
+        else:
+            print("the ranks agree on every call recorded and none is missing")
+        return status
     first = verdicts[0]
     print("DIVERGED at %s #%d (%s)" % (first["communicator"], first["sequence"], first["kind"]))
     for verdict in verdicts:
@@ -277,8 +421,13 @@ def main():
             print(line)
     for line in cycle:
         print("DEADLOCK: " + line)
-    return 1
+    return status
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception as error:  # a bug of the tool: never exit 1 ("diverged") on it
+        print("collective_trace: internal error (%s: %s); please report it with the dumps" %
+              (type(error).__name__, error), file=sys.stderr)
+        sys.exit(4)

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdint>
+#include <string>
 #include <vector>
 
 #include "collective/collective.h"
@@ -40,6 +42,72 @@ TEST(CommunicatorTest, WrapsCallerCommunicatorWithoutMixingTraffic) {
   EXPECT_EQ(received, 1000 + (rank + size - 1) % size);
   comm.free();
   MPI_Comm_free(&mine);
+}
+
+// from_mpi refuses what it cannot wrap with InvalidArgumentError naming
+// Communicator::from_mpi, on every rank, before any collective MPI call:
+// the job goes on and the next call works.
+void expect_from_mpi_refused(int handle, const std::vector<std::string>& needles,
+                             const std::string& what) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  try {
+    (void)Communicator::from_mpi(handle);
+    ADD_FAILURE() << "rank " << rank << ": from_mpi(" << what << ") succeeded";
+  } catch (const InvalidArgumentError& error) {
+    const std::string text = error.what();
+    EXPECT_NE(text.find("Communicator::from_mpi"), std::string::npos) << "rank " << rank << ": " << text;
+    for (const std::string& needle : needles) {
+      EXPECT_NE(text.find(needle), std::string::npos)
+          << "rank " << rank << ": " << what << ": lacks '" << needle << "': " << text;
+    }
+  }
+}
+
+void expect_world_still_works() {
+  auto comm = Communicator::world();
+  std::vector<int> values(9, comm.rank() + 1);
+  comm.all_reduce(std::span<int>(values.data(), values.size()));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(values[i], comm.size() * (comm.size() + 1) / 2)
+        << "rank " << comm.rank() << " index " << i;
+  }
+}
+
+TEST(CommunicatorTest, FromMpiRefusesAnIntercommunicator) {
+  int rank = 0, size = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size < 2) GTEST_SKIP() << "an intercommunicator joins two groups: needs 2 ranks";
+  // Even and odd ranks, joined by an intercommunicator (leaders 0 and 1).
+  MPI_Comm half = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+  MPI_Comm inter = MPI_COMM_NULL;
+  ASSERT_EQ(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 == 0 ? 1 : 0, 7, &inter),
+            MPI_SUCCESS);
+  expect_from_mpi_refused(MPI_Comm_c2f(inter), {"intercommunicator", "(rank " + std::to_string(rank) + ")"},
+                          "an intercommunicator");
+  MPI_Comm_free(&inter);
+  MPI_Comm_free(&half);
+  expect_world_still_works();
+}
+
+TEST(CommunicatorTest, FromMpiRefusesHandlesThatAreNoCommunicator) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::string rank_text = "(rank " + std::to_string(rank) + ")";
+  // Values no communicator of this process has: far past any handle
+  // table, negative, and a freed communicator's.
+  expect_from_mpi_refused(123456789, {"123456789", "not a communicator", rank_text}, "123456789");
+  expect_from_mpi_refused(-5, {"-5", "not a communicator", rank_text}, "-5");
+  MPI_Comm freed = MPI_COMM_NULL;
+  MPI_Comm_dup(MPI_COMM_WORLD, &freed);
+  const int stale = MPI_Comm_c2f(freed);
+  MPI_Comm_free(&freed);
+  expect_from_mpi_refused(stale, {std::to_string(stale), "not a communicator"},
+                          "a freed communicator's handle");
+  expect_from_mpi_refused(MPI_Comm_c2f(MPI_COMM_NULL), {"MPI_COMM_NULL"}, "MPI_COMM_NULL");
+  expect_world_still_works();
 }
 
 TEST(CommunicatorTest, TwoCommunicatorsSideBySide) {
@@ -117,6 +185,54 @@ TEST(CommunicatorTest, ForcedAlgorithmThatCannotServeRaises) {
   // The communicator stays usable after an UnsupportedError.
   comm.all_reduce(std::span<float>(values));
   EXPECT_EQ(values[0], static_cast<float>(comm.size()));
+}
+
+// choose_algorithm checks its own arguments: an enum value out of range is
+// InvalidArgumentError naming choose_algorithm and the value, not an
+// UnsupportedError naming a collective call that was never made.
+TEST(CommunicatorTest, ChooseAlgorithmRefusesValuesOutOfRange) {
+  auto comm = Communicator::world();
+  const std::uint64_t before = comm.sequence_number();
+  struct Case {
+    CollectiveKind kind;
+    DataType type;
+    Algorithm algorithm;
+    std::string needle;
+  };
+  const std::vector<Case> cases = {
+      {CollectiveKind::kAllReduce, DataType::kFloat32, static_cast<Algorithm>(99),
+       "unknown algorithm (Algorithm value 99)"},
+      {CollectiveKind::kBroadcast, DataType::kFloat32, static_cast<Algorithm>(-1),
+       "unknown algorithm (Algorithm value -1)"},
+      {CollectiveKind::kAllReduce, static_cast<DataType>(42), Algorithm::kAuto,
+       "unknown data type (DataType value 42)"},
+      {static_cast<CollectiveKind>(77), DataType::kFloat32, Algorithm::kAuto,
+       "unknown collective kind (CollectiveKind value 77)"},
+  };
+  for (const Case& c : cases) {
+    try {
+      (void)comm.choose_algorithm(c.kind, 1024, c.type, c.algorithm);
+      ADD_FAILURE() << "rank " << comm.rank() << ": expected InvalidArgumentError with '"
+                    << c.needle << "'";
+    } catch (const UnsupportedError& error) {
+      ADD_FAILURE() << "rank " << comm.rank() << ": UnsupportedError instead of "
+                    << "InvalidArgumentError: " << error.what();
+    } catch (const InvalidArgumentError& error) {
+      const std::string text = error.what();
+      EXPECT_NE(text.find("Communicator::choose_algorithm (rank " + std::to_string(comm.rank()) +
+                          ")"),
+                std::string::npos)
+          << text;
+      EXPECT_NE(text.find(c.needle), std::string::npos) << text;
+      EXPECT_EQ(text.find(" #"), std::string::npos) << "names a call: " << text;
+    }
+  }
+  EXPECT_EQ(comm.sequence_number(), before) << "choose_algorithm used a sequence number";
+  std::vector<float> values(16, 1.0f);
+  comm.all_reduce(std::span<float>(values));
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(values[i], static_cast<float>(comm.size())) << "rank " << comm.rank() << " index " << i;
+  }
 }
 
 TEST(CommunicatorTest, NcclOnHostBuffersIsRefused) {

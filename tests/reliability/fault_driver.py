@@ -191,31 +191,74 @@ def start_time(pid):
         return stat.read().rsplit(")", 1)[1].split()[19]
 
 
-def kill9_then_reclaim(args):
-    # Ranks killed with SIGKILL leave their Communicator::allocate objects
-    # (and a segment name, if killed during its setup) in /dev/shm; the
-    # next node segment made on the node removes every one whose owner is
-    # gone, and nothing of a live process.
-    before = shm_entries()
+def objects_of(pids):
+    """/dev/shm objects named after any of `pids` (collective-{mem,seg}-<pid>-...)."""
+    return sorted(e for e in shm_entries()
+                  if any(e.startswith("collective-%s-%d-" % (kind, pid))
+                         for pid in pids for kind in ("mem", "seg")))
+
+
+def allocated_then_signalled(args, harm):
+    # Communicator::allocate buffers (an input buffer and 8 MiB per rank)
+    # must not outlive the job however it ends: their names are unlinked as
+    # soon as they are made (peers open them through the owner's /proc fd),
+    # so neither mpirun's teardown after SIGTERM/SIGINT (it forwards SIGTERM
+    # and then SIGKILLs) nor a rank's SIGKILL leaves one in /dev/shm. The
+    # node segment's name lives only while it is set up.
     run = MpiRun(args, ["loop_allocated", VICTIM, 60], timeout_s=20)
     try:
         run.wait_ready()
         run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
-        victim_start = start_time(run.pids[VICTIM])
+        during = objects_of(run.pids.values())
+        harmed = time.time()
+        if harm == "sigkill_rank":
+            signal_if_alive(run.pids[VICTIM], signal.SIGKILL)
+        else:
+            run.process.send_signal(signal.SIGTERM if harm == "sigterm_mpirun" else signal.SIGINT)
+        rc = run.wait_exit(30)
+        if rc == 0:
+            raise Failure("mpirun exited 0 after %s" % harm)
+        deadline = time.time() + 10
+        while any(alive(pid) for pid in run.pids.values()) and time.time() < deadline:
+            time.sleep(0.05)
+        ended = time.time() - harmed
+    finally:
+        finish(run)
+    left = objects_of(run.pids.values())
+    if left:
+        raise Failure("the job's objects outlived it in /dev/shm after %s: %s" % (harm, left))
+    if during:
+        raise Failure("named objects in /dev/shm while the job ran: %s" % during)
+    return "after %s the job ended in %.1f s (mpirun rc %d) and left nothing of its %d ranks in /dev/shm" % (
+        harm, ended, rc, RANKS)
+
+
+def kill9_then_reclaim(args):
+    # A rank killed with SIGKILL while setting up a node segment (or an
+    # older version's allocation) leaves a name in /dev/shm; the next node
+    # segment made on the node removes every one whose owner is gone, and
+    # nothing of a live process. Allocations themselves leave nothing
+    # (allocated_then_signalled): names of the killed ranks are planted.
+    run = MpiRun(args, ["loop_allocated", VICTIM, 60], timeout_s=20)
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
+        starts = {pid: start_time(pid) for pid in run.pids.values()}
         for pid in run.pids.values():
             signal_if_alive(pid, signal.SIGKILL)
         run.wait_exit(20)
     finally:
         finish(run)
-    left = sorted(e for e in shm_entries() - before
-                  if any(e.startswith("collective-mem-%d-" % pid) for pid in run.pids.values()))
-    if len(left) < RANKS:
-        raise Failure("expected an allocation of each killed rank in /dev/shm, found %s" % left)
-    # As if the victim had been killed while setting up a segment, and a
-    # live process (this driver) had one of its own.
-    planted_dead = "collective-seg-%d-%s-7" % (run.pids[VICTIM], victim_start)
+    left = objects_of(run.pids.values())
+    if left:
+        raise Failure("SIGKILLed ranks left objects in /dev/shm: %s" % left)
+    # As if every rank had been killed while setting up a segment or with an
+    # older version's allocation, and a live process (this driver) had one
+    # of its own.
+    planted_dead = ["collective-%s-%d-%s-7" % (kind, pid, start)
+                    for pid, start in starts.items() for kind in ("seg", "mem")]
     planted_live = "collective-seg-%d-%s-7" % (os.getpid(), start_time(os.getpid()))
-    for name in (planted_dead, planted_live):
+    for name in planted_dead + [planted_live]:
         with open("/dev/shm/" + name, "wb") as planted:
             planted.write(b"x" * 4096)
     try:
@@ -228,18 +271,18 @@ def kill9_then_reclaim(args):
         finally:
             finish(again)
         remaining = shm_entries()
-        stale = [e for e in left + [planted_dead] if e in remaining]
+        stale = [e for e in planted_dead if e in remaining]
         if stale:
             raise Failure("not reclaimed by the next job: %s" % stale)
         if planted_live not in remaining:
             raise Failure("the next job removed %s of a live process" % planted_live)
     finally:
-        for name in (planted_dead, planted_live):
+        for name in planted_dead + [planted_live]:
             try:
                 os.unlink("/dev/shm/" + name)
             except FileNotFoundError:
                 pass
-    return "%d objects of SIGKILLed ranks and one planted segment name were reclaimed by the next job; a live process's was kept" % len(left)
+    return "SIGKILLed ranks left nothing; %d planted names of them were reclaimed by the next job; a live process's was kept" % len(planted_dead)
 
 
 def never_call(args):
@@ -377,6 +420,124 @@ def flight_skip_call(args, directory):
     return "every rank dumped on MismatchError; collective_trace: diverged at #20, rank 1 called broadcast"
 
 
+def run_trace_tool(args, directory, extra=()):
+    """collective_trace on `directory`: (exit status, stdout, stderr)."""
+    result = subprocess.run([sys.executable, args.trace_tool, directory] + list(extra),
+                            capture_output=True, text=True, timeout=30)
+    return result.returncode, result.stdout, result.stderr
+
+
+def flight_unusable_dumps(args, directory):
+    # Real dumps (skip_call: every rank dumps on MismatchError; its second
+    # communicator made no call), then copies spoiled the ways a user's
+    # files are: collective_trace must name the file and what is wrong,
+    # with exit 2 and no traceback; a rank without a dump is named with its
+    # missing file, and never gives a verdict at #-1.
+    dumps_of_failing_run(args, directory, "skip_call", 20, "MismatchError")
+    names = {r: "collective_flight_record.%d.json" % r for r in range(RANKS)}
+    original = {}
+    for rank, name in names.items():
+        with open(os.path.join(directory, name), "rb") as stream:
+            original[rank] = stream.read()
+
+    def spoiled(case, rank, content):
+        """A copy of the dumps where rank's file holds `content` (None: absent)."""
+        target = os.path.join(directory, case)
+        os.mkdir(target)
+        for r, name in names.items():
+            data = content if r == rank else original[r]
+            if data is not None:
+                with open(os.path.join(target, name), "wb") as stream:
+                    stream.write(data)
+        return target
+
+    def edited(rank, edit):
+        dump = json.loads(original[rank])
+        edit(dump)
+        return json.dumps(dump).encode()
+
+    def set_field(path, value):
+        def edit(dump):
+            record = dump
+            for key in path[:-1]:
+                record = record[key]
+            if value is KeyError:
+                del record[path[-1]]
+            else:
+                record[path[-1]] = value
+        return edit
+
+    unusable = [
+        ("truncated", 2, original[2][:len(original[2]) // 2], ["truncated"]),
+        ("empty", 0, b"", ["the file is empty"]),
+        ("garbage", 1, b"\x89PNG\r\n\x1a\n\x00\xff\xfe" * 50, ["not text"]),
+        ("not_json", 1, b"collective flight record, rank 1\n", ["not valid JSON"]),
+        ("json_list", 0, b"[1, 2, 3]\n", ["not an object"]),
+        ("wrong_version", 2, edited(2, set_field(["version"], 2)), ["version 2", "reads version 1"]),
+        ("wrong_format", 2, edited(2, set_field(["format"], "chrome-trace")), ["not a flight record"]),
+        ("no_seq", 0, edited(0, set_field(["communicators", 0, "calls", 0, "seq"], KeyError)),
+         ["communicators[0].calls[0]", "no field 'seq'"]),
+        ("rank_is_text", 1, edited(1, set_field(["world_rank"], "one")), ["'world_rank'", "not int"]),
+        ("bad_state", 2, edited(2, set_field(["communicators", 0, "calls", 0, "state"], "lost")),
+         ["state 'lost'"]),
+        ("other_job", 2, edited(2, set_field(["world_size"], 5)), ["different jobs", "world_size 3 and 5"]),
+    ]
+    for case, rank, content, needles in unusable:
+        target = spoiled(case, rank, content)
+        for extra in ((), ("--json",)):
+            status, out, err = run_trace_tool(args, target, extra)
+            what = "collective_trace %s%s (%s)" % (case, " --json" if extra else "", err.strip() or out)
+            if "Traceback" in out + err:
+                raise Failure("%s: printed a traceback" % what)
+            if status != 2:
+                raise Failure("%s: exit %d, expected 2 (unusable input)" % (what, status))
+            expected_file = os.path.join(target, names[rank])
+            if case != "other_job":
+                expect_in(expected_file, err, what)
+            for needle in needles:
+                expect_in(needle, err, what)
+
+    # Rank 1's dump missing: the others still diverge; rank 1 is named
+    # with its file, and no verdict is at #-1 (the second communicator made
+    # no call).
+    target = spoiled("missing_rank", 1, None)
+    status, out, err = run_trace_tool(args, target)
+    what = "collective_trace with rank 1's dump missing"
+    if "Traceback" in out + err or status != 1:
+        raise Failure("%s: exit %d, expected 1: %s%s" % (what, status, out, err))
+    expect_in("missing: no dump from rank 1 (%s does not exist)" % os.path.join(target, names[1]),
+              out, what)
+    if "#-1" in out:
+        raise Failure("%s: a verdict at #-1:\n%s" % (what, out))
+
+    # Dumps of ranks 0 and 2 from before the divergence (every call they
+    # recorded agrees; their second communicator made none), rank 1's
+    # missing: incomplete, exit 3, not DIVERGED ... #-1.
+    def before_call_20(dump):
+        for entry in dump["communicators"]:
+            entry["calls"] = [c for c in entry["calls"] if c["seq"] < 20]
+            entry["calls_started"] = min(entry["calls_started"], 20)
+            entry.pop("waiting", None)
+            for call in entry["calls"]:
+                if call["state"] != "finished":
+                    raise Failure("call %d of rank %d is %s" % (call["seq"], dump["world_rank"], call["state"]))
+    target = os.path.join(directory, "before_divergence")
+    os.mkdir(target)
+    for rank in (0, 2):
+        with open(os.path.join(target, names[rank]), "wb") as stream:
+            stream.write(edited(rank, before_call_20))
+    status, out, err = run_trace_tool(args, target)
+    what = "collective_trace on agreeing dumps with rank 1's missing"
+    if "Traceback" in out + err or status != 3:
+        raise Failure("%s: exit %d, expected 3 (incomplete): %s%s" % (what, status, out, err))
+    expect_in("missing: no dump from rank 1", out, what)
+    expect_in("INCOMPLETE", out, what)
+    if "#-1" in out or "DIVERGED" in out:
+        raise Failure("%s: a bogus verdict:\n%s" % (what, out))
+    return ("%d spoiled copies of real dumps: exit 2 naming the file and the fault; a missing "
+            "dump named with its file (exit 1 beside a divergence, 3 alone), never #-1" % len(unusable))
+
+
 def flight_two_comms(args, directory):
     # Rank 1 calls two communicators in the other order: each side waits
     # on one communicator for the ranks that wait on the other; every rank
@@ -477,6 +638,9 @@ SCENARIOS = {
     "stop_past_timeout": stop_past_timeout,
     "stop_past_timeout_return": stop_past_timeout_return,
     "kill9_then_reclaim": kill9_then_reclaim,
+    "allocated_sigterm_mpirun": lambda a: allocated_then_signalled(a, "sigterm_mpirun"),
+    "allocated_sigint_mpirun": lambda a: allocated_then_signalled(a, "sigint_mpirun"),
+    "allocated_sigkill_rank": lambda a: allocated_then_signalled(a, "sigkill_rank"),
     "never_call": never_call,
     "never_world": never_world,
     "exit_abrupt": lambda a: exit_abrupt(a, recovery=False),
@@ -485,6 +649,7 @@ SCENARIOS = {
     "flight_skip_call": flight(flight_skip_call),
     "flight_two_comms": flight(flight_two_comms),
     "flight_stop_signal": flight(flight_stop_signal),
+    "flight_unusable_dumps": flight(flight_unusable_dumps),
 }
 
 

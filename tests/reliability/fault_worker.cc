@@ -16,7 +16,8 @@
 //   exit_abrupt  the victim leaves with _exit(0) after 20 calls
 //   exit_clean   the victim returns from main (MPI_Finalize) after 20 calls
 //   loop_allocated  as loop, with every rank's input in a buffer from
-//                Communicator::allocate (an object in /dev/shm)
+//                Communicator::allocate (an object in /dev/shm), and an
+//                8 MiB allocation held beside it
 //   loop_return  as loop, but a rank that fails returns from main (printing
 //                RETURNING) instead of _exit(3): Environment's destructor
 //                must end the process within a bound
@@ -93,6 +94,10 @@ int main(int argc, char** argv) {
     float* data = owned.data();
     if (scenario == "loop_allocated") {
       data = static_cast<float*>(comm.allocate(owned.size() * sizeof(float)));
+      // A second, larger buffer held for the whole run, as a program's
+      // gradients would be: 8 MiB, every page touched.
+      auto* held = static_cast<char*>(comm.allocate(std::size_t{8} << 20));
+      for (std::size_t i = 0; i < (std::size_t{8} << 20); i += 4096) held[i] = 1;
     }
     std::span<float> values(data, owned.size());
     if (scenario == "skip_call" || scenario == "two_comms") {

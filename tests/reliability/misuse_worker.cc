@@ -18,6 +18,13 @@
 //   host_name_before_init
 //       Environment::host_name() before MPI is initialized must raise, and
 //       work once it is.
+//   environment_after_finalize
+//       an Environment, destroyed (MPI finalized), then another: it must
+//       raise InvalidArgumentError naming Environment (MPI cannot start
+//       again).
+//   second_environment
+//       a second Environment beside the first must raise, and the first
+//       must keep working (an all_reduce, every element checked).
 #include <mpi.h>
 
 #include <cstdio>
@@ -83,6 +90,34 @@ int run(const std::string& scenario, const std::string& argument, int& argc, cha
     Environment environment(argc, argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
     if (Environment::host_name().empty()) fail("host_name is empty after MPI_Init");
+    return g_failures;
+  }
+
+  if (scenario == "environment_after_finalize") {
+    {
+      Environment environment(argc, argv);
+      MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+      Communicator world = Communicator::world();
+      expect_ring_sum(world, "ring all_reduce before the Environment ends");
+    }
+    expect_invalid("an Environment after the first one finalized MPI",
+                   [&] { Environment again(argc, argv); },
+                   {"Environment (rank " + std::to_string(g_rank) + ")", "MPI is already finalized",
+                    "cannot be initialized again"});
+    expect_invalid("Environment() after MPI_Finalize", [] { Environment again; },
+                   {"Environment", "cannot be initialized again"});
+    return g_failures;
+  }
+  if (scenario == "second_environment") {
+    Environment environment(argc, argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+    expect_invalid("a second Environment", [&] { Environment second(argc, argv); },
+                   {"Environment (rank " + std::to_string(g_rank) + ")",
+                    "an Environment already exists in this process"});
+    if (!Environment::initialized()) fail("the refused second Environment ended MPI");
+    Communicator world = Communicator::world();
+    expect_ring_sum(world, "ring all_reduce after the refused second Environment");
+    world.free();
     return g_failures;
   }
 

@@ -99,7 +99,10 @@ typedef struct collective_options {
 void collective_options_init(collective_options_t* options);
 
 /* An opaque communicator. NULL is never a valid one. A handle may be used
- * from one thread at a time; separate handles are independent. */
+ * from one thread at a time; separate handles are independent. A copy of a
+ * handle (b = a) is the same handle: freeing it through any copy makes
+ * every copy stale, and a stale or never-issued handle gives
+ * COLLECTIVE_ERR_INVALID_ARGUMENT naming the function (docs/embedding.md). */
 typedef struct collective_comm* collective_comm_t;
 
 /* --- Errors ---------------------------------------------------------- */
@@ -123,7 +126,9 @@ void collective_clear_last_error(void);
 /* Initializes MPI (MPI_THREAD_SERIALIZED) unless the program already did;
  * argc/argv may be NULL. collective_finalize() finalizes it only if
  * collective_init initialized it. Programs that call MPI_Init themselves
- * need neither. */
+ * need neither. A second collective_init before collective_finalize is a
+ * no-op; collective_init after collective_finalize (or MPI_Finalize) fails
+ * with COLLECTIVE_ERR_INVALID_ARGUMENT: MPI cannot be initialized again. */
 int collective_init(int* argc, char*** argv);
 int collective_finalize(void);
 /* 1 when MPI is initialized and not finalized, else 0. */

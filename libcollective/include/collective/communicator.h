@@ -58,6 +58,9 @@ class COLLECTIVE_API Communicator {
   // Wraps a caller-owned MPI communicator, given as its Fortran handle so
   // that this header needs no MPI: `Communicator::from_mpi(MPI_Comm_c2f(c))`.
   // The communicator is duplicated; the caller keeps ownership of `c`.
+  // MPI_COMM_NULL, an intercommunicator, or a value that names no live
+  // communicator of this process raise InvalidArgumentError naming the
+  // value (docs/errors.md: what can and cannot be detected).
   static Communicator from_mpi(int mpi_fortran_handle);
 
   // The color of a rank that joins no group in split() (MPI_UNDEFINED's
@@ -135,6 +138,8 @@ class COLLECTIVE_API Communicator {
   // The algorithm a call with these arguments would run (what AUTO or the
   // COLLECTIVE_ALGORITHM override resolves to). Same answer on every rank.
   // `deterministic` as in AllReduceOptions (for the reducing collectives).
+  // A kind, type or algorithm outside its enum raises InvalidArgumentError
+  // naming choose_algorithm and the value.
   Algorithm choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
                              Algorithm requested = Algorithm::kAuto,
                              bool deterministic = false) const;

@@ -20,6 +20,9 @@ inline constexpr int kExitAfterCommunicationFailure = 14;
 // if it has not returned by then, logs the failure and ends the process
 // with kExitAfterCommunicationFailure, without finalizing (the launcher
 // then ends the job).
+// One per process: a second Environment while one exists, or one made after
+// MPI_Finalize (MPI cannot be initialized again), raises
+// InvalidArgumentError naming Environment.
 // Create one in main() before any Communicator:
 //
 //   int main(int argc, char** argv) {

@@ -8,6 +8,7 @@
 #include "collective/errors.h"
 #include "core/communicator_state.h"
 #include "api/dispatch.h"
+#include "api/fortran_handle.h"
 #include "core/exclusive_use.h"
 #include "core/flight_recorder.h"
 #include "core/trace.h"
@@ -115,11 +116,8 @@ Communicator Communicator::world() {
 
 Communicator Communicator::from_mpi(int mpi_fortran_handle) {
   internal::require_mpi_running("Communicator::from_mpi", -1);
-  MPI_Comm comm = MPI_Comm_f2c(mpi_fortran_handle);
-  if (comm == MPI_COMM_NULL) {
-    throw InvalidArgumentError("Communicator::from_mpi", -1,
-                               "the handle is MPI_COMM_NULL (pass MPI_Comm_c2f(comm))");
-  }
+  const MPI_Comm comm =
+      internal::intracommunicator_from_fortran_handle(mpi_fortran_handle, "Communicator::from_mpi");
   return Communicator(duplicate(comm, "Communicator::from_mpi"));
 }
 
@@ -271,8 +269,24 @@ void Communicator::barrier(const BarrierOptions& options) {
 
 Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
                                          Algorithm requested, bool deterministic) const {
-  if (state().size == 0) {
-    throw InvalidArgumentError("Communicator::choose_algorithm", -1, kNullCommunicator);
+  constexpr const char* kOperation = "Communicator::choose_algorithm";
+  if (state().size == 0) throw InvalidArgumentError(kOperation, -1, kNullCommunicator);
+  // Its own arguments are checked here: past this point a bad value would
+  // surface as the error of a collective call that is never made.
+  auto refuse = [&](const char* what, const char* type_name, int value) {
+    throw InvalidArgumentError(kOperation, state().rank,
+                               std::string("unknown ") + what + " (" + type_name + " value " +
+                                   std::to_string(value) + ")");
+  };
+  const int kind_value = static_cast<int>(kind);
+  if (kind_value < 0 || kind_value > static_cast<int>(CollectiveKind::kBarrier)) {
+    refuse("collective kind", "CollectiveKind", kind_value);
+  }
+  const int type_value = static_cast<int>(type);
+  if (type_value < 0 || type_value >= kNumDataTypes) refuse("data type", "DataType", type_value);
+  const int algorithm_value = static_cast<int>(requested);
+  if (algorithm_value < 0 || algorithm_value >= kNumAlgorithms) {
+    refuse("algorithm", "Algorithm", algorithm_value);
   }
   Request request = make_request(kind, nullptr, nullptr, count, type);
   request.deterministic = deterministic;  // kept for the reducing kinds only

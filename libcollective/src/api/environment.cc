@@ -2,6 +2,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
@@ -19,22 +20,60 @@
 namespace collective {
 namespace {
 
+// One Environment per process: MPI starts once and cannot start again
+// after MPI_Finalize, so a second one could only lie about its state.
+std::atomic<bool> g_environment_exists{false};
+
+// This process's rank in MPI_COMM_WORLD as an earlier Environment saw it
+// (MPI cannot be asked after MPI_Finalize); -1 when none did.
+std::atomic<int> g_world_rank{-1};
+
+int world_rank_if_running() {
+  int initialized = 0;
+  int finalized = 0;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (initialized && !finalized) {
+    int rank = -1;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    g_world_rank.store(rank);
+  }
+  return g_world_rank.load();
+}
+
 bool initialize_mpi(int* argc, char*** argv) {
+  constexpr const char* kOperation = "Environment";
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) {
+    throw InvalidArgumentError(kOperation, world_rank_if_running(),
+                               "MPI is already finalized (an earlier Environment or the program "
+                               "called MPI_Finalize), and MPI cannot be initialized again in a "
+                               "process: make one Environment, in main(), for the whole run");
+  }
+  if (g_environment_exists.exchange(true)) {
+    throw InvalidArgumentError(kOperation, world_rank_if_running(),
+                               "an Environment already exists in this process: make one, in "
+                               "main(), for the whole run (MPI starts once and cannot start "
+                               "again after the first one finalizes it)");
+  }
   int initialized = 0;
   MPI_Initialized(&initialized);
-  if (initialized) return false;
+  if (initialized) {
+    (void)world_rank_if_running();
+    return false;
+  }
   int provided = 0;
   // SERIALIZED: the strategies run replicas as threads, and any of them may
   // be the one that calls into MPI (one at a time).
-  internal::check_mpi(MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided),
-                      "MPI_Init_thread", "Environment", -1);
+  const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  if (rc != MPI_SUCCESS) g_environment_exists.store(false);
+  internal::check_mpi(rc, "MPI_Init_thread", kOperation, -1);
   if (provided < MPI_THREAD_SERIALIZED) {
     COLLECTIVE_LOG(kWarn, "MPI provides thread level " << provided
                                                        << " < MPI_THREAD_SERIALIZED");
   }
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  internal::set_log_rank(rank);
+  internal::set_log_rank(world_rank_if_running());
   return true;
 }
 
@@ -45,6 +84,7 @@ Environment::Environment(int& argc, char**& argv) : owns_mpi_(initialize_mpi(&ar
 Environment::Environment() : owns_mpi_(initialize_mpi(nullptr, nullptr)) {}
 
 Environment::~Environment() {
+  g_environment_exists.store(false);
   if (!owns_mpi_) return;
   int finalized = 0;
   MPI_Finalized(&finalized);

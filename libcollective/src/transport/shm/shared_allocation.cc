@@ -22,6 +22,20 @@ std::size_t page_rounded(std::size_t bytes) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// SharedRange::id: the allocation counter names the object, the descriptor
+// is where a peer finds it once the name is gone.
+constexpr int kDescriptorBits = 32;
+std::uint64_t range_id(std::uint64_t counter, int fd) {
+  return counter << kDescriptorBits | static_cast<std::uint32_t>(fd);
+}
+std::uint64_t counter_of(std::uint64_t id) { return id >> kDescriptorBits; }
+int descriptor_of(std::uint64_t id) { return static_cast<int>(id & 0xffffffffu); }
+
+void release(void* base, std::size_t mapped_bytes, int fd) {
+  munmap(base, mapped_bytes);
+  close(fd);
+}
+
 }  // namespace
 
 std::string shared_allocation_name(const std::string& owner, std::uint64_t id) {
@@ -66,12 +80,19 @@ void* SharedAllocations::allocate(std::size_t bytes, int rank) {
   }
   void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const std::string why = errno_text();
-  close(fd);
+  // The name goes now: from here on only descriptors and mappings hold the
+  // memory, which the kernel frees when the last of them goes.
+  shm_unlink(name.c_str());
   if (base == MAP_FAILED) {
-    shm_unlink(name.c_str());
+    close(fd);
     throw CommunicationError(operation, rank, "mmap of " + name + " failed: " + why);
   }
-  entries_.push_back(Entry{static_cast<std::byte*>(base), bytes, mapped, id});
+  try {
+    entries_.push_back(Entry{static_cast<std::byte*>(base), bytes, mapped, range_id(id, fd), fd});
+  } catch (...) {
+    release(base, mapped, fd);
+    throw;
+  }
   return base;
 }
 
@@ -80,8 +101,7 @@ void SharedAllocations::deallocate(void* memory, int rank) {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto it = entries_.begin(); it != entries_.end(); ++it) {
     if (it->base != memory) continue;
-    munmap(it->base, it->mapped_bytes);
-    shm_unlink(shared_allocation_name(owner_tag(), it->id).c_str());
+    release(it->base, it->mapped_bytes, it->fd);
     entries_.erase(it);
     return;
   }
@@ -106,11 +126,9 @@ std::optional<SharedRange> SharedAllocations::find(const void* pointer, std::siz
 }
 
 SharedAllocations::~SharedAllocations() {
-  // At exit: leave nothing behind in /dev/shm.
-  for (const Entry& entry : entries_) {
-    munmap(entry.base, entry.mapped_bytes);
-    shm_unlink(shared_allocation_name(owner_tag(), entry.id).c_str());
-  }
+  // The names went when the objects were made; the memory goes with the
+  // last descriptor and mapping.
+  for (const Entry& entry : entries_) release(entry.base, entry.mapped_bytes, entry.fd);
 }
 
 SharedAllocations& shared_allocations() {
@@ -130,14 +148,33 @@ const std::byte* PeerMappings::map(const SharedRange& range, const std::string& 
       return mappings_.front().base + range.offset;
     }
   }
-  // The owner's start time completes the name; a peer that is gone has
-  // none, and its buffer cannot be opened anyway.
-  const std::string name = shared_allocation_name(owner_tag_of(range.pid), range.id);
-  const int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  // The object has no name any more: it is opened through the owner's
+  // descriptor. The owner's start time completes the name the descriptor
+  // must still show, so a descriptor number reused for something else (the
+  // buffer deallocated during the call) or a pid reused by another process
+  // is refused rather than mapped.
+  const std::string name = shared_allocation_name(owner_tag_of(range.pid), counter_of(range.id));
+  const std::string path = "/proc/" + std::to_string(range.pid) + "/fd/" +
+                           std::to_string(descriptor_of(range.id));
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     throw CommunicationError(operation, rank,
-                             "cannot open a peer's buffer " + name + ": " + errno_text() +
-                                 " (was it deallocated during the call?)");
+                             "cannot open a peer's buffer " + name + " through " + path + ": " +
+                                 errno_text() +
+                                 " (was it deallocated during the call? Peers open it through "
+                                 "the owner's /proc entry, which needs the same user)");
+  }
+  char link[512];
+  const ssize_t length = readlink(path.c_str(), link, sizeof link - 1);
+  const std::string target = length > 0 ? std::string(link, static_cast<std::size_t>(length)) : "";
+  const std::string expected = name + " (deleted)";
+  if (target.size() < expected.size() ||
+      target.compare(target.size() - expected.size(), expected.size(), expected) != 0) {
+    close(fd);
+    throw CommunicationError(operation, rank,
+                             "a peer's buffer " + name + " is no longer at " + path + " (it holds " +
+                                 (target.empty() ? std::string("nothing") : target) +
+                                 "): was it deallocated during the call?");
   }
   void* base = mmap(nullptr, range.mapped_bytes, PROT_READ, MAP_SHARED, fd, 0);
   const std::string why = errno_text();

@@ -3,6 +3,12 @@
 // object named after its process and a counter. A shared-memory collective
 // whose input lies in such an allocation tells its peers where, and they
 // read it in place instead of from a copy in the node segment.
+//
+// The name lives only while the object is made: it is unlinked as soon as
+// it is reserved and mapped, and the owner keeps it open. Peers open it
+// through the owner's descriptor, /proc/<pid>/fd/<fd>, so when the owner
+// ends, however it ends (SIGTERM, SIGKILL), the kernel frees the memory
+// once the last peer unmaps it and nothing is left in /dev/shm.
 #pragma once
 
 #include <sys/types.h>
@@ -20,7 +26,7 @@ namespace collective::internal {
 // Where a byte range lies, in terms another process can map.
 struct SharedRange {
   std::int64_t pid = 0;         // creating process
-  std::uint64_t id = 0;         // its allocation counter
+  std::uint64_t id = 0;         // its allocation counter << 32 | its descriptor
   std::uint64_t mapped_bytes = 0;  // the whole allocation
   std::uint64_t offset = 0;     // of the range's first byte
 };
@@ -49,7 +55,8 @@ class SharedAllocations {
     std::byte* base;
     std::size_t bytes;         // asked for
     std::size_t mapped_bytes;  // page-rounded
-    std::uint64_t id;
+    std::uint64_t id;          // counter << 32 | fd (SharedRange::id)
+    int fd;                    // kept open: the peers' way in
   };
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;

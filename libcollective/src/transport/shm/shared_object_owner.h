@@ -2,7 +2,7 @@
 // whose owner is gone.
 //
 // Every object the library puts in /dev/shm (node segments while they are
-// set up, Communicator::allocate buffers while they live) is named
+// set up, Communicator::allocate buffers while they are made) is named
 // /collective-<kind>-<pid>-<start>-<n>: the creating process's pid and its
 // start time (clock ticks after boot, /proc/<pid>/stat), which together
 // name one process for the life of the machine, since a pid is reused only
