@@ -23,7 +23,8 @@ class RunGate {
   // run() begins: InvalidArgumentError(operation) when another run() is in
   // progress or the strategy is being destroyed.
   void enter(const std::string& operation, int rank);
-  // The run's rendezvous, released by close(); nullptr when it ends.
+  // The run's rendezvous, broken by close(); nullptr before it is
+  // destroyed.
   void attach(ReplicaRendezvous* rendezvous);
   void leave();
 

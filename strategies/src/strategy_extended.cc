@@ -206,7 +206,14 @@ void StrategyExtended::call_for_each_replica(const std::function<void(int)>& fn)
   } step{impl.worker_calls.get()};
 
   detail::ReplicaRun run(impl);
-  gate->attach(&run.rendezvous());
+  // The destructor may break this rendezvous only while it exists.
+  struct RendezvousAttachment {
+    detail::RunGate& gate;
+    RendezvousAttachment(detail::RunGate& g, detail::ReplicaRendezvous& rendezvous) : gate(g) {
+      gate.attach(&rendezvous);
+    }
+    ~RendezvousAttachment() { gate.attach(nullptr); }
+  } attachment(*gate, run.rendezvous());
   const int k = impl.num_local_replicas;
   if (impl.replica_contexts.empty()) {
     for (int r = 0; r < k; ++r) {

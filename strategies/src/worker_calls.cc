@@ -53,16 +53,13 @@ void WorkerCalls::adopt(std::string owner_label) {
 }
 
 void WorkerCalls::begin_step() {
-  std::lock_guard<std::mutex> lock(*mutex_);
-  ++step_;
-  in_run_ = true;
-  index_ = 0;
+  const std::uint64_t step = phase_.load(std::memory_order_relaxed) / 2 + 1;
+  phase_.store(2 * step + 1, std::memory_order_release);
 }
 
 void WorkerCalls::end_step() {
-  std::lock_guard<std::mutex> lock(*mutex_);
-  in_run_ = false;
-  index_ = 0;
+  phase_.store(phase_.load(std::memory_order_relaxed) & ~std::uint64_t{1},
+               std::memory_order_release);
 }
 
 std::uint64_t WorkerCalls::Identity::tag() const {
@@ -79,7 +76,12 @@ std::string WorkerCalls::Identity::phase() const {
 }
 
 WorkerCalls::Identity WorkerCalls::next_identity() {
-  return Identity{step_, in_run_, index_++, CallPurpose::current_hash()};
+  const std::uint64_t phase = phase_.load(std::memory_order_acquire);
+  if (phase != index_phase_) {
+    index_phase_ = phase;
+    index_ = 0;
+  }
+  return Identity{phase / 2, (phase & 1) != 0, index_++, CallPurpose::current_hash()};
 }
 
 void WorkerCalls::refuse_when_out_of_step() const {

@@ -12,6 +12,7 @@
 // cross-worker calls".
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -82,9 +83,11 @@ class WorkerCalls {
   int worker_ = 0;
   std::string label_ = "CollectiveAllReduce";
   bool own_communicator_ = false;
-  // Guarded by mutex_.
-  std::uint64_t step_ = 0;
-  bool in_run_ = false;
+  // 2 x step + 1 inside the step's run(): written by the run()'s caller
+  // thread only (no lock on every step), read by the calls.
+  std::atomic<std::uint64_t> phase_{0};
+  // Guarded by mutex_: the next call's place in index_phase_.
+  std::uint64_t index_phase_ = 0;
   std::uint64_t index_ = 0;
   std::optional<std::string> out_of_step_;
 };
