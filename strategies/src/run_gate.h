@@ -4,12 +4,14 @@
 // waits (its local rendezvous and its cross-worker calls fail at once with
 // an error saying the strategy is being destroyed) and returns once run()
 // has returned. Shared by the strategy and its run, so it outlives either.
-// Rule: docs/strategies.md, "Destroying a strategy while run() is in
-// progress".
+// A run's side takes no lock unless the strategy is being destroyed (every
+// step passes here). Rule: docs/strategies.md, "Destroying a strategy while
+// run() is in progress".
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
-#include <memory>
+#include <exception>
 #include <mutex>
 #include <string>
 
@@ -34,14 +36,17 @@ class RunGate {
   // that run (the destructor checks).
   void close(const std::string& operation, int rank, const std::string& reason,
              Communicator* communicator);
-  bool running() const;
+  bool running() const { return running_.load(); }
 
  private:
-  mutable std::mutex mutex_;
+  // Every access below is sequentially consistent: a run's store of one
+  // flag and load of the other, against close()'s, cannot both miss.
+  std::atomic<bool> running_{false};
+  std::atomic<bool> closing_{false};
+  std::atomic<ReplicaRendezvous*> rendezvous_{nullptr};
+  std::mutex mutex_;  // close() holds it while it uses rendezvous_ and waits
   std::condition_variable finished_;
-  bool running_ = false;
-  bool closing_ = false;
-  ReplicaRendezvous* rendezvous_ = nullptr;
+  std::exception_ptr closing_error_;  // written before closing_ is set
 };
 
 }  // namespace collective::distribute::detail
