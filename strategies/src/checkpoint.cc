@@ -7,16 +7,19 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <set>
 
+#include "call_purpose.h"
 #include "checkpoint_format.h"
 #include "checkpoint_temp_files.h"
 #include "collective/distribute/strategy.h"
 #include "collective/errors.h"
 #include "strategy_impl.h"
 #include "variable_state.h"
+#include "worker_calls.h"
 
 namespace collective::distribute {
 
@@ -142,35 +145,76 @@ std::optional<std::filesystem::path> resolve_latest(const std::filesystem::path&
   return directory / name;
 }
 
-// The communicator of a multi-worker strategy, with its lock; nullptr
-// elsewhere.
+std::vector<std::byte> text_bytes(const std::string& text) {
+  const auto* p = reinterpret_cast<const std::byte*>(text.data());
+  return std::vector<std::byte>(p, p + text.size());
+}
+
+// The cross-worker calls of a multi-worker strategy; nullptr elsewhere.
 struct Collective {
-  Communicator* communicator = nullptr;
-  std::shared_ptr<std::mutex> mutex;
-  int rank() const { return communicator ? communicator->rank() : 0; }
+  detail::WorkerCalls* calls = nullptr;
+  int rank() const { return calls ? calls->communicator().rank() : 0; }
 };
 
 Collective collective_of(detail::StrategyImpl& impl) {
   Collective result;
-  if (impl.communicator && !impl.place_variable) {
-    result.communicator = &*impl.communicator;
-    result.mutex = impl.communicator_mutex;
-  }
+  if (impl.worker_calls && !impl.place_variable) result.calls = impl.worker_calls.get();
   return result;
 }
 
-// Sends the chief's bytes to every worker (size first).
-void broadcast_bytes(const Collective& group, std::vector<std::byte>& bytes) {
-  std::lock_guard<std::mutex> lock(*group.mutex);
+// Sends `root`'s bytes to every worker (size first).
+void broadcast_bytes(const Collective& group, std::vector<std::byte>& bytes, int root = 0) {
+  detail::WorkerCalls::Session calls = group.calls->session();
+  BroadcastOptions options;
+  options.root = root;
   std::int64_t size = static_cast<std::int64_t>(bytes.size());
-  group.communicator->broadcast(&size, 1, DataType::kInt64);
+  calls.broadcast(&size, 1, DataType::kInt64, options);
   bytes.resize(static_cast<std::size_t>(size));
-  if (size > 0) group.communicator->broadcast(bytes.data(), bytes.size(), DataType::kUInt8);
+  if (size > 0) calls.broadcast(bytes.data(), bytes.size(), DataType::kUInt8, options);
 }
 
-std::vector<std::byte> text_bytes(const std::string& text) {
-  const auto* p = reinterpret_cast<const std::byte*>(text.data());
-  return std::vector<std::byte>(p, p + text.size());
+// Why this worker's tracked variables cannot take the checkpoint's values
+// (a name missing on either side, another dtype or shape); empty when they
+// can.
+std::string disagreement(const detail::CheckpointData& data,
+                         const std::vector<std::pair<std::string, Variable>>& variables,
+                         const std::string& file) {
+  std::map<std::string, const Tensor*> saved;
+  for (const auto& [name, tensor] : data.variables) saved[name] = &tensor;
+  for (const auto& [name, variable] : variables) {
+    const auto it = saved.find(name);
+    if (it == saved.end()) return file + ": has no variable '" + name + "'";
+    const Tensor& tensor = *it->second;
+    if (tensor.dtype() != variable.dtype() || tensor.shape() != variable.shape()) {
+      return file + ": variable '" + name + "' is " + std::string(to_string(tensor.dtype())) + " " +
+             shape_string(tensor.shape()) + " in the file but " +
+             std::string(to_string(variable.dtype())) + " " + shape_string(variable.shape()) +
+             " here";
+    }
+    saved.erase(it);
+  }
+  if (!saved.empty()) {
+    return file + ": holds variable '" + saved.begin()->first +
+           "', which this checkpoint does not track";
+  }
+  return {};
+}
+
+// The lowest worker whose `problem` is not empty, and its problem, on every
+// worker (one all-reduce, and a broadcast when there is one).
+std::optional<std::pair<int, std::string>> first_problem(const Collective& group,
+                                                         const std::string& problem) {
+  std::int64_t first = problem.empty() ? std::numeric_limits<std::int64_t>::max() : group.rank();
+  {
+    AllReduceOptions options;
+    options.op = ReduceOp::kMin;
+    group.calls->session().all_reduce(&first, &first, 1, DataType::kInt64, options);
+  }
+  if (first == std::numeric_limits<std::int64_t>::max()) return std::nullopt;
+  std::vector<std::byte> message = text_bytes(problem);
+  broadcast_bytes(group, message, static_cast<int>(first));
+  return std::make_pair(static_cast<int>(first),
+                        std::string(reinterpret_cast<const char*>(message.data()), message.size()));
 }
 
 }  // namespace
@@ -206,6 +250,7 @@ std::optional<std::string> Checkpoint::latest_checkpoint(const std::string& dire
 
 std::string Checkpoint::save(const std::string& directory) {
   const std::string operation = "Checkpoint.save";
+  const detail::CallPurpose purpose(operation);
   const Collective group = collective_of(*strategy_);
   const std::string name = "ckpt-" + std::to_string(step_);
   const std::string path = (std::filesystem::path(directory) / name).string();
@@ -238,11 +283,11 @@ std::string Checkpoint::save(const std::string& directory) {
       const std::string pointer = name + "\n";
       write_atomically(directory, kLatest, text_bytes(pointer), operation);
     } catch (const std::exception& failure) {
-      if (!group.communicator) throw;
+      if (!group.calls) throw;
       error = failure.what();
     }
   }
-  if (group.communicator) {
+  if (group.calls) {
     // Every worker learns whether the chief's save worked.
     std::vector<std::byte> message = text_bytes(error);
     broadcast_bytes(group, message);
@@ -257,6 +302,7 @@ std::string Checkpoint::save(const std::string& directory) {
 
 bool Checkpoint::restore(const std::string& directory) {
   const std::string operation = "Checkpoint.restore";
+  const detail::CallPurpose purpose(operation);
   const Collective group = collective_of(*strategy_);
   // Status the chief broadcasts: 0 nothing saved, 1 the file follows, 2 an
   // error message follows.
@@ -270,44 +316,18 @@ bool Checkpoint::restore(const std::string& directory) {
       if (path) {
         file = path->string();
         payload = read_file(*path, operation);
-        // Decoded and checked against the tracked variables before anyone
-        // changes anything.
-        const detail::CheckpointData data = detail::decode_checkpoint(payload, file, operation);
-        std::map<std::string, const Tensor*> saved;
-        for (const auto& [name, tensor] : data.variables) saved[name] = &tensor;
-        for (const auto& [name, variable] : variables_) {
-          const auto it = saved.find(name);
-          if (it == saved.end()) {
-            throw InvalidArgumentError(operation, -1, file + ": has no variable '" + name + "'");
-          }
-          const Tensor& tensor = *it->second;
-          if (tensor.dtype() != variable.dtype() || tensor.shape() != variable.shape()) {
-            throw InvalidArgumentError(operation, -1,
-                                       file + ": variable '" + name + "' is " +
-                                           std::string(to_string(tensor.dtype())) + " " +
-                                           shape_string(tensor.shape()) + " in the file but " +
-                                           std::string(to_string(variable.dtype())) + " " +
-                                           shape_string(variable.shape()) + " here");
-          }
-          saved.erase(it);
-        }
-        if (!saved.empty()) {
-          throw InvalidArgumentError(operation, -1,
-                                     file + ": holds variable '" + saved.begin()->first +
-                                         "', which this checkpoint does not track");
-        }
         status = 1;
       }
     } catch (const std::exception& failure) {
-      if (!group.communicator) throw;
+      if (!group.calls) throw;
       status = 2;
       payload = text_bytes(failure.what());
     }
   }
-  if (group.communicator) {
+  if (group.calls) {
     {
-      std::lock_guard<std::mutex> lock(*group.mutex);
-      group.communicator->broadcast(&status, 1, DataType::kInt64);
+      BroadcastOptions options;
+      group.calls->session().broadcast(&status, 1, DataType::kInt64, options);
     }
     broadcast_bytes(group, payload);
     if (status == 2) {
@@ -316,13 +336,32 @@ bool Checkpoint::restore(const std::string& directory) {
     }
   }
   if (status == 0) return false;
-  const detail::CheckpointData data =
-      detail::decode_checkpoint(payload, file.empty() ? "the chief's checkpoint" : file, operation);
+  // Every worker decodes the chief's file and checks it against its own
+  // variables; all of them learn the first worker that cannot take it
+  // before any variable changes, so either every worker restores or none.
+  const std::string source = file.empty() ? "the chief's checkpoint" : file;
+  std::optional<detail::CheckpointData> data;
+  std::string problem;
+  try {
+    data = detail::decode_checkpoint(payload, source, operation);
+    problem = disagreement(*data, variables_, source);
+  } catch (const Error& failure) {
+    if (!group.calls) throw;
+    problem = failure.cause();
+  }
+  if (!group.calls) {
+    if (!problem.empty()) throw InvalidArgumentError(operation, group.rank(), problem);
+  } else if (const auto first = first_problem(group, problem)) {
+    throw InvalidArgumentError(operation, group.rank(),
+                               "worker " + std::to_string(first->first) + ": " + first->second +
+                                   "; no worker restored anything (every worker's checkpoint must "
+                                   "track the same variables, by name, dtype and shape)");
+  }
   std::map<std::string, const Tensor*> saved;
-  for (const auto& [name, tensor] : data.variables) saved[name] = &tensor;
+  for (const auto& [name, tensor] : data->variables) saved[name] = &tensor;
   for (auto& [name, variable] : variables_) variable.assign(*saved.at(name));
-  if (optimizer_) optimizer_->set_iterations(data.iterations);
-  step_ = data.step;
+  if (optimizer_) optimizer_->set_iterations(data->iterations);
+  step_ = data->step;
   return true;
 }
 

@@ -10,6 +10,7 @@
 #include "element_math.h"
 #include "log.h"
 #include "tensor_access.h"
+#include "worker_calls.h"
 
 namespace collective::distribute {
 
@@ -296,12 +297,11 @@ CollectiveAllReduce::CollectiveAllReduce(Communicator communicator, Communicatio
     : communicator_(std::move(communicator)),
       options_(options),
       local_ops_(std::move(local_ops)),
-      communicator_mutex_(std::move(communicator_mutex)) {
+      worker_calls_(std::make_shared<detail::WorkerCalls>(communicator_, std::move(communicator_mutex))) {
   // A forced kNccl cannot serve host tensors: raise now, not at the first
   // reduction (and never fall back).
   (void)host_algorithm_for(options_.implementation, "CollectiveAllReduce");
   if (!local_ops_) local_ops_ = std::make_unique<ReductionToOneDevice>();
-  if (!communicator_mutex_) communicator_mutex_ = std::make_shared<std::mutex>();
 }
 
 int CollectiveAllReduce::num_workers() const { return communicator_.size(); }
@@ -368,8 +368,7 @@ void CollectiveAllReduce::all_reduce_across_workers(ReduceOp op, DataType type, 
   options.timeout = effective_timeout(options_);
   options.memory = MemoryKind::kHost;
   options.deterministic = options_.deterministic;
-  std::lock_guard<std::mutex> lock(*communicator_mutex_);
-  communicator_.all_reduce(input, output, count, type, options);
+  worker_calls_->session().all_reduce(input, output, count, type, options);
 }
 
 void CollectiveAllReduce::reduce_pack(ReduceOp op, DataType type,
@@ -404,10 +403,7 @@ void CollectiveAllReduce::gather_and_reduce_in_order(ReduceOp op, DataType type,
   options.algorithm = host_algorithm_for(options_.implementation);
   options.timeout = effective_timeout(options_);
   options.memory = MemoryKind::kHost;
-  {
-    std::lock_guard<std::mutex> lock(*communicator_mutex_);
-    communicator_.all_gather(mine.data(), all.data(), local * count, type, options);
-  }
+  worker_calls_->session().all_gather(mine.data(), all.data(), local * count, type, options);
   // Worker w's replica r is global replica w * local + r: its block.
   std::vector<const void*> replicas(workers * local);
   std::vector<int> order(replicas.size());

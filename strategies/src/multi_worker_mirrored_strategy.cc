@@ -8,6 +8,7 @@
 #include "device.h"
 #include "log.h"
 #include "strategy_impl.h"
+#include "worker_calls.h"
 
 namespace collective::distribute {
 namespace {
@@ -60,10 +61,14 @@ std::unique_ptr<StrategyExtended> make_multi_worker(const CommunicationOptions& 
   }
   impl->parameter_devices = impl->worker_devices;
   impl->cluster_resolver = std::make_unique<MPIClusterResolver>(communicator);
-  impl->communicator = communicator;
-  impl->cross_device_ops = std::make_shared<CollectiveAllReduce>(
-      communicator, options, std::make_unique<ReductionToOneDevice>(), impl->communicator_mutex);
+  auto ops = std::make_shared<CollectiveAllReduce>(communicator, options,
+                                                   std::make_unique<ReductionToOneDevice>(),
+                                                   std::make_shared<std::mutex>());
+  impl->worker_calls = detail::WorkerCallsAccess::of(*ops);
+  impl->cross_device_ops = std::move(ops);
   impl->finish_setup();
+  // The communicator is the strategy's own: only its tagged calls use it.
+  impl->worker_calls->adopt(impl->label());
   if (collective::log_level() >= collective::LogLevel::kInfo) {
     std::string list;
     for (const std::string& device : impl->worker_devices) list += (list.empty() ? "" : ", ") + device;

@@ -5,6 +5,7 @@
 #include "collective/distribute/replica_context.h"
 #include "collective/distribute/strategy.h"
 #include "collective/errors.h"
+#include "call_purpose.h"
 #include "context_stack.h"
 #include "element_math.h"
 #include "remote_variable_ops.h"
@@ -106,6 +107,7 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
             for (const auto& list : per_replica.values()) replicas.push_back(list[i].first);
             per_variable[i] = PerReplica<Tensor>(std::move(replicas));
           }
+          const detail::CallPurpose purpose("SGD.apply_gradients (gradient reduction)");
           gradients = strategy.extended().batch_reduce_to(ReduceOp::kSum, per_variable);
         } else {
           for (const auto& pair : first) gradients.push_back(pair.first);

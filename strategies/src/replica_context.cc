@@ -76,7 +76,9 @@ std::shared_ptr<const void> ReplicaContext::merge_call_erased(const detail::Merg
     detail::FrameGuard merge_frame(detail::ContextFrame::Kind::kMerge, strategy_, nullptr);
     std::vector<const void*> arguments;
     if (request.argument_type != nullptr) arguments.push_back(request.argument);
-    return request.run(*strategy_, arguments);
+    std::shared_ptr<const void> result = request.run(*strategy_, arguments);
+    detail::check_merge_result(strategy_->extended().impl(), request, result.get());
+    return result;
   }
   return run_->merge_call(local_replica_, request);
 }

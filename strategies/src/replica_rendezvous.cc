@@ -37,6 +37,11 @@ std::string ReplicaRendezvous::missing_replicas() const {
   return out.str();
 }
 
+void ReplicaRendezvous::abort(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  break_locked(std::move(error));
+}
+
 void ReplicaRendezvous::break_locked(std::exception_ptr error) {
   if (!broken_) broken_ = std::move(error);
   released_.notify_all();

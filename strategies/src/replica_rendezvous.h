@@ -49,6 +49,10 @@ class ReplicaRendezvous {
   // The replica function of `replica` has returned (failed: by an exception).
   void replica_finished(int replica, bool failed);
 
+  // Ends every wait of this rendezvous, now and later, with `error` (the
+  // strategy is being destroyed).
+  void abort(std::exception_ptr error);
+
   // Collectives completed so far (the number of the next one).
   std::uint64_t completed() const;
 

@@ -2,6 +2,8 @@
 
 
 #include "collective/distribute/strategy.h"
+#include "call_purpose.h"
+#include "collective/errors.h"
 #include "context_stack.h"
 
 namespace collective::distribute::detail {
@@ -18,6 +20,20 @@ std::string describe_values(const std::vector<const Tensor*>& values) {
 }
 
 }  // namespace
+
+void check_merge_result(const StrategyImpl& impl, const MergeRequest& request, const void* result) {
+  if (request.per_replica_size == nullptr) return;
+  const std::size_t size = request.per_replica_size(result);
+  if (size != static_cast<std::size_t>(impl.num_local_replicas)) {
+    throw InvalidArgumentError(impl.label() + " ReplicaContext.merge_call", impl.error_rank(),
+                               "merge_fn returned a PerReplica of " + std::to_string(size) +
+                                   " values, but there are " +
+                                   std::to_string(impl.num_local_replicas) +
+                                   " local replicas: a PerReplica result gives each local "
+                                   "replica its own value, so it must hold exactly one per "
+                                   "replica");
+  }
+}
 
 ReplicaRun::ReplicaRun(StrategyImpl& impl)
     : impl_(impl),
@@ -39,6 +55,7 @@ std::vector<Tensor> ReplicaRun::all_reduce(int local_replica, ReduceOp op,
   rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
     // The replicas' tensors are reduced where they are: their owners wait
     // in sync() until this returns.
+    const CallPurpose purpose("ReplicaContext.all_reduce");
     std::vector<std::vector<const Tensor*>> views(values.size());
     for (std::size_t v = 0; v < values.size(); ++v) {
       views[v].reserve(payloads.size());
@@ -64,6 +81,7 @@ Tensor ReplicaRun::all_gather(int local_replica, const Tensor& value, int axis) 
                                 ", rank " + std::to_string(value.rank()) + ", axis " +
                                 std::to_string(axis) + ")";
   rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
+    const CallPurpose purpose("ReplicaContext.all_gather");
     std::vector<Tensor> replicas;
     for (void* p : payloads) replicas.push_back(*static_cast<Payload*>(p)->in);
     const Tensor gathered =
@@ -90,6 +108,7 @@ std::shared_ptr<const void> ReplicaRun::merge_call(int local_replica, const Merg
     FrameGuard merge_frame(ContextFrame::Kind::kMerge, impl_.strategy, nullptr);
     const MergeRequest& first = *static_cast<Payload*>(payloads[0])->request;
     std::shared_ptr<const void> result = first.run(*impl_.strategy, arguments);
+    check_merge_result(impl_, first, result.get());
     for (void* p : payloads) static_cast<Payload*>(p)->result = result;
   });
   return std::move(payload.result);

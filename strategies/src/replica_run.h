@@ -13,6 +13,10 @@
 
 namespace collective::distribute::detail {
 
+// InvalidArgumentError naming merge_call and both sizes when merge_fn's
+// PerReplica result does not hold one value per local replica.
+void check_merge_result(const StrategyImpl& impl, const MergeRequest& request, const void* result);
+
 class ReplicaRun {
  public:
   explicit ReplicaRun(StrategyImpl& impl);

@@ -1,5 +1,7 @@
 #include "collective/distribute/strategy.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -10,7 +12,9 @@
 #include "context_stack.h"
 #include "element_math.h"
 #include "log.h"
+#include "call_purpose.h"
 #include "strategy_impl.h"
+#include "worker_calls.h"
 
 namespace collective::distribute {
 
@@ -57,9 +61,28 @@ Strategy::Strategy(std::unique_ptr<StrategyExtended> extended) : extended_(std::
   extended_->impl().strategy = this;
 }
 
-// The implementation may outlive this object (a distributed iterator holds
-// it); its back pointer must not.
-Strategy::~Strategy() { extended_->impl().strategy = nullptr; }
+Strategy::~Strategy() {
+  detail::StrategyImpl& impl = extended_->impl();
+  if (impl.run_gate->running()) {
+    const ContextFrame* frame = detail::current_frame();
+    if (detail::inside_run_on_this_thread() && frame != nullptr && frame->strategy == this) {
+      // Waiting here would wait for this very thread: a bug that cannot be
+      // reported by an exception from a destructor.
+      std::fprintf(stderr,
+                   "collective::distribute: %s destroyed from inside its own run() (a replica "
+                   "or merge_call function); aborting\n",
+                   impl.label().c_str());
+      std::abort();
+    }
+  }
+  const std::string reason = impl.label() +
+                             " was destroyed while run() was in progress on another thread";
+  impl.run_gate->close(impl.label() + " run", impl.error_rank(), reason,
+                       impl.worker_calls ? &impl.worker_calls->communicator() : nullptr);
+  // The implementation may outlive this object (a distributed iterator holds
+  // it); its back pointer must not.
+  impl.strategy = nullptr;
+}
 
 std::string_view Strategy::name() const { return extended_->impl().name; }
 
@@ -99,6 +122,7 @@ Strategy::Scope::~Scope() {
 Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optional<int> axis) {
   detail::StrategyImpl& impl = extended_->impl();
   const std::string operation = impl.label() + " reduce";
+  const detail::CallPurpose purpose("Strategy.reduce");
   const ContextFrame* frame = detail::current_frame();
   if (frame != nullptr && frame->replica != nullptr) {
     throw InvalidArgumentError(operation, impl.error_rank(),
@@ -185,6 +209,7 @@ Tensor Strategy::gather(const PerReplica<Tensor>& value, int axis) {
                                "gather() must be called in the cross-replica context; inside "
                                "run() use ReplicaContext::all_gather");
   }
+  const detail::CallPurpose purpose("Strategy.gather");
   return impl.gather(value, axis, operation);
 }
 

@@ -11,7 +11,9 @@
 #include "collective/errors.h"
 #include "context_stack.h"
 #include "replica_run.h"
+#include "call_purpose.h"
 #include "strategy_impl.h"
+#include "worker_calls.h"
 #include "variable_state.h"
 
 namespace collective::distribute {
@@ -57,12 +59,14 @@ void require_cross_replica(const detail::StrategyImpl& impl, const std::string& 
 
 Tensor StrategyExtended::reduce_to(ReduceOp op, const PerReplica<Tensor>& value) {
   require_cross_replica(*impl_, impl_->label() + " reduce_to");
+  const detail::CallPurpose purpose("StrategyExtended.reduce_to");
   return impl_->reduce_one(op, value);
 }
 
 std::vector<Tensor> StrategyExtended::batch_reduce_to(ReduceOp op,
                                                       const std::vector<PerReplica<Tensor>>& values) {
   require_cross_replica(*impl_, impl_->label() + " batch_reduce_to");
+  const detail::CallPurpose purpose("StrategyExtended.batch_reduce_to");
   return impl_->batch_reduce(op, values);
 }
 
@@ -179,17 +183,37 @@ void StrategyExtended::call_for_each_replica(const std::function<void(int)>& fn)
                                    " called inside the scope of " +
                                    detail::describe_strategy(*frame->strategy));
   }
-  if (impl.running.exchange(true)) {
-    throw InvalidArgumentError(operation, impl.error_rank(),
-                               "run() is already in progress on another thread; a strategy runs "
-                               "one step at a time");
-  }
+  // Destroyed last of this function's locals, after everything that
+  // touches `impl`: the destructor may free `impl` as soon as it runs.
   struct RunningReset {
-    std::atomic<bool>& flag;
-    ~RunningReset() { flag.store(false); }
-  } reset{impl.running};
+    std::shared_ptr<detail::RunGate> gate;
+    ~RunningReset() { gate->leave(); }
+  };
+  std::shared_ptr<detail::RunGate> gate = impl.run_gate;
+  gate->enter(operation, impl.error_rank());
+  const RunningReset reset{gate};
+  // Every run() that gets this far is one step on every worker, whether its
+  // replica functions return or raise (docs/strategies.md, "Pairing of
+  // cross-worker calls").
+  struct Step {
+    detail::WorkerCalls* calls;
+    explicit Step(detail::WorkerCalls* c) : calls(c) {
+      if (calls != nullptr) calls->begin_step();
+    }
+    ~Step() {
+      if (calls != nullptr) calls->end_step();
+    }
+  } step{impl.worker_calls.get()};
 
   detail::ReplicaRun run(impl);
+  // The destructor may break this rendezvous only while it exists.
+  struct RendezvousAttachment {
+    detail::RunGate& gate;
+    RendezvousAttachment(detail::RunGate& g, detail::ReplicaRendezvous& rendezvous) : gate(g) {
+      gate.attach(&rendezvous);
+    }
+    ~RendezvousAttachment() { gate.attach(nullptr); }
+  } attachment(*gate, run.rendezvous());
   const int k = impl.num_local_replicas;
   if (impl.replica_contexts.empty()) {
     for (int r = 0; r < k; ++r) {

@@ -5,7 +5,9 @@
 #include <cstring>
 
 #include "collective/errors.h"
+#include "call_purpose.h"
 #include "element_math.h"
+#include "worker_calls.h"
 
 namespace collective::distribute::detail {
 namespace {
@@ -101,9 +103,11 @@ bool StrategyImpl::any_worker(bool local, const std::string& operation) {
   options.algorithm = host_algorithm_for(communication_options.implementation, operation);
   options.timeout = timeout;
   options.memory = MemoryKind::kHost;
-  std::lock_guard<std::mutex> lock(*communicator_mutex);
+  const CallPurpose purpose("whether any worker has input left");
   try {
-    communicator->all_reduce(&flag, &flag, 1, DataType::kInt32, options);
+    worker_calls->session().all_reduce(&flag, &flag, 1, DataType::kInt32, options);
+  } catch (const MismatchError&) {
+    throw;  // names both sides already
   } catch (const Error& error) {
     throw CommunicationError(operation, error_rank(),
                              "workers could not agree whether input remains: " +
@@ -129,13 +133,13 @@ Tensor StrategyImpl::broadcast_from_chief(const Tensor& value, const std::string
     extremes[i] = fields[i];
     extremes[i + 3] = -fields[i];
   }
-  std::lock_guard<std::mutex> lock(*communicator_mutex);
+  WorkerCalls::Session calls = worker_calls->session();
   AllReduceOptions check;
   check.op = ReduceOp::kMax;
   check.algorithm = host_algorithm_for(communication_options.implementation, operation);
   check.timeout = timeout;
   check.memory = MemoryKind::kHost;
-  communicator->all_reduce(extremes, extremes, 6, DataType::kInt64, check);
+  calls.all_reduce(extremes, extremes, 6, DataType::kInt64, check);
   for (int i = 0; i < 3; ++i) {
     if (extremes[i] != -extremes[i + 3]) {
       throw MismatchError(operation, error_rank(),
@@ -151,7 +155,7 @@ Tensor StrategyImpl::broadcast_from_chief(const Tensor& value, const std::string
   options.algorithm = check.algorithm;
   options.timeout = timeout;
   options.memory = MemoryKind::kHost;
-  communicator->broadcast(result.raw_data(), result.num_bytes(), DataType::kUInt8, options);
+  calls.broadcast(result.raw_data(), result.num_bytes(), DataType::kUInt8, options);
   return result;
 }
 
@@ -187,7 +191,7 @@ Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std
 
   // Across workers: agree on dtype and shape, pad along the axis to the
   // longest worker's length, all-gather the bytes, drop the padding.
-  std::lock_guard<std::mutex> lock(*communicator_mutex);
+  WorkerCalls::Session calls = worker_calls->session();
   AllGatherOptions options;
   options.algorithm = host_algorithm_for(communication_options.implementation, operation);
   options.timeout = timeout;
@@ -195,7 +199,7 @@ Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std
   const std::size_t workers = static_cast<std::size_t>(num_workers);
   std::vector<std::int64_t> header{static_cast<std::int64_t>(local.dtype()), local.rank()};
   std::vector<std::int64_t> headers(2 * workers);
-  communicator->all_gather(header.data(), headers.data(), 2, DataType::kInt64, options);
+  calls.all_gather(header.data(), headers.data(), 2, DataType::kInt64, options);
   for (std::size_t w = 0; w < workers; ++w) {
     if (headers[2 * w] != header[0] || headers[2 * w + 1] != header[1]) {
       throw MismatchError(operation, error_rank(),
@@ -209,7 +213,7 @@ Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std
   const std::size_t rank = static_cast<std::size_t>(local.rank());
   std::vector<std::int64_t> dims(local.shape().begin(), local.shape().end());
   std::vector<std::int64_t> all_dims(rank * workers);
-  communicator->all_gather(dims.data(), all_dims.data(), rank, DataType::kInt64, options);
+  calls.all_gather(dims.data(), all_dims.data(), rank, DataType::kInt64, options);
   std::int64_t longest = 0;
   for (std::size_t w = 0; w < workers; ++w) {
     for (std::size_t d = 0; d < rank; ++d) {
@@ -233,8 +237,8 @@ Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std
   }());
   const Tensor padded = concat({local, padding}, dim);
   std::vector<std::byte> gathered(padded.num_bytes() * workers);
-  communicator->all_gather(padded.raw_data(), gathered.data(), padded.num_bytes(), DataType::kUInt8,
-                           options);
+  calls.all_gather(padded.raw_data(), gathered.data(), padded.num_bytes(), DataType::kUInt8,
+                   options);
   std::vector<Tensor> parts;
   parts.reserve(workers);
   for (std::size_t w = 0; w < workers; ++w) {

@@ -21,6 +21,7 @@
 #include "collective/distribute/tensor.h"
 #include "collective/distribute/values.h"
 #include "replica_threads.h"
+#include "run_gate.h"
 
 namespace collective::distribute {
 class ReplicaContext;
@@ -30,6 +31,7 @@ class Strategy;
 namespace collective::distribute::detail {
 
 struct VariableState;
+class WorkerCalls;
 
 struct StrategyImpl {
   // Configuration, fixed at construction.
@@ -46,9 +48,10 @@ struct StrategyImpl {
   std::chrono::milliseconds timeout{0};
   std::shared_ptr<CrossDeviceOps> cross_device_ops;
 
-  // Multi-worker only.
-  std::optional<Communicator> communicator;
-  std::shared_ptr<std::mutex> communicator_mutex = std::make_shared<std::mutex>();
+  // Multi-worker only: every cross-worker call goes through it (tagged
+  // with what it is, serialized by its lock), shared with the strategy's
+  // CollectiveAllReduce.
+  std::shared_ptr<WorkerCalls> worker_calls;
   std::unique_ptr<MPIClusterResolver> cluster_resolver;
 
   // MultiWorkerMirroredStrategy: a new variable takes the chief's (worker
@@ -69,8 +72,10 @@ struct StrategyImpl {
 
   // Replica threads (when num_local_replicas > 1).
   std::unique_ptr<ReplicaThreads> threads;
-  // Set while a run() is in progress, to refuse a concurrent second one.
-  std::atomic<bool> running{false};
+  // Whether a run() is in progress: refuses a concurrent second one, and
+  // lets the destructor end it and wait for it (run_gate.h). Shared with
+  // the run, which may outlive the rest of this state by its last lines.
+  std::shared_ptr<RunGate> run_gate = std::make_shared<RunGate>();
 
   int num_replicas_in_sync() const { return num_workers * num_local_replicas; }
   // "MirroredStrategy #2".

@@ -7,6 +7,7 @@
 #include "element_math.h"
 #include "remote_variable_ops.h"
 #include "strategy_impl.h"
+#include "call_purpose.h"
 #include "variable_state.h"
 
 namespace collective::distribute {
@@ -96,6 +97,7 @@ std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& init
   } else if (impl.broadcast_initial_values && impl.num_workers > 1) {
     // Every worker starts from the chief's value, so a rank-dependent or
     // time-seeded initializer cannot leave the workers apart.
+    const detail::CallPurpose purpose("the chief's initial value of variable", options.name);
     state->copies.assign(copies, strategy.extended().impl().broadcast_from_chief(
                                      initial_value, "variable '" + options.name + "'",
                                      operation));
@@ -205,6 +207,7 @@ Tensor read_on_read_cross_replica(const VariableState& state) {
                                    "ONLY_FIRST_REPLICA, or read it inside run()");
   }
   const ReduceOp op = state.aggregation == VariableAggregation::kSum ? ReduceOp::kSum : ReduceOp::kMean;
+  const detail::CallPurpose purpose("Variable.value of sync-on-read variable", state.name);
   return impl.batch_reduce(op, {PerReplica<Tensor>(std::move(copies))}).front();
 }
 
@@ -241,6 +244,7 @@ void update(VariableState& state, const Tensor& value, UpdateKind kind, const ch
   context->merge_call(
       [&state, kind](Strategy& strategy, const PerReplica<Tensor>& values) {
         StrategyExtended& extended = strategy.extended();
+        const detail::CallPurpose purpose("aggregated update of variable", state.name);
         Tensor combined;
         switch (state.aggregation) {
           case VariableAggregation::kSum:

@@ -107,6 +107,38 @@ TEST_P(CrossRankCheckTest, OpMismatch) {
   expect_healthy();
 }
 
+// The caller's tag (CommonOptions::call_tag) is compared like the call's
+// own fields: two calls that look alike but are tagged differently (step 3
+// against step 2) are refused on every rank, whatever the check's path,
+// and the output is untouched.
+TEST_P(CrossRankCheckTest, CallTagMismatch) {
+  REQUIRE_RANKS(2);
+  AllReduceOptions options;
+  options.call_tag = rank == last ? 0x3000000000000002ull : 0x2000000000000001ull;
+  const std::string operation = label("all_reduce");
+  expect_raises<MismatchError>(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, options); },
+      {operation, "tag=0x2000000000000001",
+       "rank " + std::to_string(last) + " tag=0x3000000000000002"},
+      rank);
+  for (float v : recv) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": a mismatched call touched the output";
+  // An untagged call does not pair with a tagged one.
+  AllReduceOptions untagged;
+  if (rank == 0) untagged.call_tag = 5;
+  expect_raises<MismatchError>(
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, untagged); },
+      {"rank 0 tag=0x0000000000000005", "tag=none"}, rank);
+  // Equal tags agree.
+  AllReduceOptions same;
+  same.call_tag = 42;
+  std::vector<float> values(4, static_cast<float>(rank + 1));
+  comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, same);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_EQ(values[i], static_cast<float>(size * (size + 1) / 2)) << "rank " << rank << " index " << i;
+  }
+  expect_healthy();
+}
+
 TEST_P(CrossRankCheckTest, RootMismatch) {
   REQUIRE_RANKS(2);
   BroadcastOptions options;

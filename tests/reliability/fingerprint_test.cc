@@ -72,6 +72,30 @@ TEST(FingerprintTest, DeterministicMustAgreeOnReductionsOnly) {
   EXPECT_EQ(judge(prints({gather, gather_flagged})).kind, Verdict::kAgree);
 }
 
+// The caller's tag: compared on every kind, printed in hex, "none" for 0.
+TEST(FingerprintTest, CallTagsMustAgree) {
+  auto step_two = call(CollectiveKind::kAllReduce, 4);
+  step_two.call_tag = 0x22;
+  auto step_three = step_two;
+  step_three.call_tag = 0x33;
+  auto verdict = judge(prints({step_two, step_three}));
+  ASSERT_EQ(verdict.kind, Verdict::kMismatch);
+  EXPECT_NE(verdict.cause.find("rank 0 tag=0x0000000000000022, rank 1 tag=0x0000000000000033"),
+            std::string::npos)
+      << verdict.cause;
+  auto untagged = call(CollectiveKind::kBarrier, 0);
+  auto tagged = untagged;
+  tagged.call_tag = 1;
+  verdict = judge(prints({untagged, tagged}));
+  ASSERT_EQ(verdict.kind, Verdict::kMismatch);
+  EXPECT_NE(verdict.cause.find("rank 0 tag=none, rank 1 tag=0x0000000000000001"), std::string::npos)
+      << verdict.cause;
+  EXPECT_EQ(judge(prints({step_two, step_two})).kind, Verdict::kAgree);
+  const auto print = fingerprint_of(step_three, Algorithm::kRing, 0);
+  EXPECT_TRUE(agrees_with(fingerprint_of(step_three, Algorithm::kRing, 1), 1, print));
+  EXPECT_FALSE(agrees_with(fingerprint_of(step_two, Algorithm::kRing, 1), 1, print));
+}
+
 TEST(FingerprintTest, RanksWithTheSameCallAreGroupedInRuns) {
   std::vector<Request> requests(7, call(CollectiveKind::kAllReduce, 4));
   requests[3].count = 5;

@@ -132,6 +132,54 @@ TEST(CheckpointMultiWorker, ChiefSavesEveryWorkerRestores) {
   remove_directory(dir);
 }
 
+// A worker whose checkpoint names its variables differently (or tracks
+// fewer): every worker raises, naming that worker and the variable, before
+// any worker changes anything. Once the chief restored while that worker
+// failed with std::out_of_range (map::at): the workers held different
+// weights.
+TEST(CheckpointMultiWorker, WorkersTrackingDifferentVariablesRestoreNothing) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const std::string dir = shared_directory();
+  ASSERT_FALSE(dir.empty());
+  const int odd = size - 1;  // the worker that differs
+  {
+    cd::MultiWorkerMirroredStrategy strategy;
+    auto scope = strategy.scope();
+    cd::Checkpoint checkpoint(strategy, variables_of(1));
+    checkpoint.save(dir);
+  }
+  for (const bool renamed : {true, false}) {
+    cd::MultiWorkerMirroredStrategy strategy({}, cd::MirroredStrategy::cpu_devices(2));
+    auto scope = strategy.scope();
+    auto variables = variables_of(80);
+    auto tracked = variables;
+    if (rank == odd && renamed) tracked[0].first = "weights";
+    if (rank == odd && !renamed) tracked.pop_back();
+    cd::Checkpoint checkpoint(strategy, tracked);
+    const std::string needle = renamed ? "has no variable 'weights'"
+                                       : "holds variable 'count', which this checkpoint does not track";
+    try {
+      checkpoint.restore(dir);
+      ADD_FAILURE() << "rank " << rank << ": restored although worker " << odd
+                    << " tracks other variables";
+    } catch (const collective::InvalidArgumentError& error) {
+      const std::string what = error.what();
+      EXPECT_NE(what.find("worker " + std::to_string(odd) + ": "), std::string::npos)
+          << "rank " << rank << ": " << what;
+      EXPECT_NE(what.find(needle), std::string::npos) << "rank " << rank << ": " << what;
+      EXPECT_NE(what.find("no worker restored anything"), std::string::npos)
+          << "rank " << rank << ": " << what;
+    } catch (const std::exception& other) {
+      ADD_FAILURE() << "rank " << rank << ": " << other.what();
+    }
+    expect_all_copies(variables, 80, renamed ? "after a refused restore (renamed)"
+                                             : "after a refused restore (untracked)");
+  }
+  remove_directory(dir);
+}
+
 // A sync-on-read variable is saved as its reduction over every replica of
 // every worker (read on every worker, written by the chief) and restored by
 // a cross-replica assign: SUM spreads it so the read gives it back.

@@ -74,6 +74,64 @@ TEST(Misuse, MergeCallOutsideItsReplicaContext) {
       "not the current replica context"));
 }
 
+// merge_fn's PerReplica result gives each local replica its own value: one
+// of another size is refused on every replica, naming both sizes (it once
+// indexed past the result's end).
+TEST(Misuse, MergeCallResultOfTheWrongSize) {
+  for (const int replicas : {1, 2, 3}) {
+    MirroredStrategy strategy(MirroredStrategy::cpu_devices(replicas));
+    for (const int returned : {0, replicas - 1, replicas + 1}) {
+      if (returned < 0 || returned == replicas) continue;
+      const std::string sizes = "merge_fn returned a PerReplica of " + std::to_string(returned) +
+                                " values, but there are " + std::to_string(replicas) +
+                                " local replicas";
+      EXPECT_TRUE(throws_with<InvalidArgumentError>(
+          [&] {
+            strategy.run([&] {
+              get_replica_context()->merge_call([&](Strategy&) {
+                return PerReplica<Tensor>(std::vector<Tensor>(static_cast<std::size_t>(returned), floats({1})));
+              });
+            });
+          },
+          sizes))
+          << replicas << " replicas, " << returned << " values";
+      EXPECT_TRUE(throws_with<InvalidArgumentError>(
+          [&] {
+            strategy.run([&] {
+              get_replica_context()->merge_call(
+                  [&](Strategy&, const PerReplica<Tensor>& values) {
+                    std::vector<Tensor> out(values.values());
+                    out.resize(static_cast<std::size_t>(returned), floats({2}));
+                    return PerReplica<Tensor>(std::move(out));
+                  },
+                  floats({3}));
+            });
+          },
+          "ReplicaContext.merge_call"))
+          << replicas << " replicas, " << returned << " values";
+    }
+    // The right size still gives each replica its own value.
+    const PerReplica<Tensor> own = strategy.run([&] {
+      return get_replica_context()->merge_call([&](Strategy&) {
+        std::vector<Tensor> values;
+        for (int r = 0; r < replicas; ++r) values.push_back(floats({static_cast<float>(r)}));
+        return PerReplica<Tensor>(std::move(values));
+      });
+    });
+    for (int r = 0; r < replicas; ++r) {
+      EXPECT_TRUE(testing::tensor_equals(own[static_cast<std::size_t>(r)], DataType::kFloat32, {1},
+                                         {static_cast<double>(r)}, "replica " + std::to_string(r)));
+    }
+  }
+  // The default strategy (one replica, no run()).
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] {
+        get_replica_context()->merge_call(
+            [](Strategy&) { return PerReplica<Tensor>(std::vector<Tensor>{}); });
+      },
+      "PerReplica of 0 values, but there are 1 local replicas"));
+}
+
 TEST(Misuse, VariableOfAnotherStrategyInsideRun) {
   MirroredStrategy owner(MirroredStrategy::cpu_devices(2));
   MirroredStrategy runner(MirroredStrategy::cpu_devices(2));

@@ -9,11 +9,14 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <thread>
 #include <type_traits>
 
@@ -560,6 +563,48 @@ TEST_P(MultiWorker, ValuesFromFunctionKnowTheirReplicaIds) {
     return id;
   }, ids);
   for (int r = 0; r < k(); ++r) EXPECT_EQ(in_run[static_cast<std::size_t>(r)], world_rank() * k() + r);
+}
+
+// A strategy destroyed while another thread is inside its run(): the run's
+// waits end at once with an error saying so, the destructor returns once
+// run() has returned, and nothing hangs (the replica threads once waited
+// forever for a job the stopping threads never took). Every worker does
+// the same, so none waits for a peer that left.
+TEST_P(MultiWorker, DestroyedWhileAnotherThreadIsInsideRun) {
+  auto owned = std::make_unique<MultiWorkerMirroredStrategy>(CommunicationOptions{},
+                                                             MirroredStrategy::cpu_devices(k()));
+  std::atomic<bool> inside{false};
+  std::atomic<int> reductions{0};
+  std::string error;
+  std::thread runner([&] {
+    try {
+      owned->run([&] {
+        ReplicaContext& context = *get_replica_context();
+        inside = true;
+        // Collectives until the destruction ends them (bounded, in case it
+        // never does: the test then fails below instead of hanging).
+        for (int i = 0; i < 200000; ++i) {
+          const Tensor sum = context.all_reduce(ReduceOp::kSum, floats({1}));
+          if (sum.values<float>()[0] != static_cast<float>(n())) {
+            throw std::logic_error("wrong sum " + std::to_string(sum.values<float>()[0]));
+          }
+          if (context.local_replica_id() == 0) ++reductions;
+        }
+      });
+      error = "run() returned normally";
+    } catch (const CommunicationError& failure) {
+      error = failure.what();
+    } catch (const std::exception& failure) {
+      error = std::string("another error: ") + failure.what();
+    }
+  });
+  while (!inside) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  while (reductions < 3) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  owned.reset();  // returns only once run() has returned
+  runner.join();
+  EXPECT_NE(error.find("was destroyed while run() was in progress on another thread"),
+            std::string::npos)
+      << "rank " << world_rank() << ": " << error;
 }
 
 INSTANTIATE_TEST_SUITE_P(LocalReplicas, MultiWorker, ::testing::Values(1, 2),

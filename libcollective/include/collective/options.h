@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 
 #include "collective/algorithm.h"
 #include "collective/types.h"
@@ -35,6 +36,13 @@ struct CommonOptions {
 
   // Where the buffers live. kAuto detects it.
   MemoryKind memory = MemoryKind::kAuto;
+
+  // The caller's own identity of this call (what it is for: "step 7's
+  // gradient reduction"), compared by the cross-rank check like count and
+  // op: ranks that pass different tags raise MismatchError, naming each
+  // rank's tag. 0: the call carries none (it pairs only with calls that
+  // carry none). Not compared when the check is off (COLLECTIVE_VALIDATE=0).
+  std::uint64_t call_tag = 0;
 };
 
 struct AllReduceOptions : CommonOptions {

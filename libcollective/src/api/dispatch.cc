@@ -36,6 +36,7 @@ void apply_options(Request& request, const CommonOptions& options) {
                         request.kind == CollectiveKind::kReduce;
   request.deterministic = reducing && (request.deterministic || env_params().deterministic);
   request.memory = options.memory;
+  request.call_tag = options.call_tag;
   request.timeout = options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout)
                                                 : env_params().timeout;
   if (options.timeout.count() < 0) request.timeout = options.timeout;  // rejected by validation

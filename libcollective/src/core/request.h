@@ -38,6 +38,8 @@ struct Request {
   std::chrono::milliseconds timeout{0};
   Clock::time_point deadline{};
   std::uint64_t sequence = 0;
+  // CommonOptions::call_tag: compared by the cross-rank check.
+  std::uint64_t call_tag = 0;
   // Set when the algorithm makes the cross-rank check itself, inside its
   // first exchange (CollectiveAlgorithm::carries_check): this rank's
   // fingerprint of the call.

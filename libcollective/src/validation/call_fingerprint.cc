@@ -1,6 +1,7 @@
 #include "validation/call_fingerprint.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 #include <vector>
@@ -23,12 +24,13 @@ bool has_root(CollectiveKind kind) {
 CallFingerprint describe_call(const Request& request, int rank) {
   CallFingerprint print;
   print.sequence = request.sequence;
+  print.call_tag = request.call_tag;
   print.rank = rank;
-  print.kind = static_cast<std::int16_t>(request.kind);
+  print.kind = static_cast<std::int8_t>(request.kind);
   const bool barrier = request.kind == CollectiveKind::kBarrier;
   print.count = barrier ? 0 : request.count;
-  print.type = barrier ? -1 : static_cast<std::int16_t>(request.type);
-  print.op = has_op(request.kind) ? static_cast<std::int16_t>(request.op) : -1;
+  print.type = barrier ? -1 : static_cast<std::int8_t>(request.type);
+  print.op = has_op(request.kind) ? static_cast<std::int8_t>(request.op) : -1;
   print.root = has_root(request.kind) ? request.root : -1;
   print.requested = static_cast<std::int8_t>(request.requested);
   print.algorithm = print.requested;
@@ -37,7 +39,7 @@ CallFingerprint describe_call(const Request& request, int rank) {
 }
 
 // The fields that must agree, in the order they are printed.
-enum Field { kKind, kCount, kType, kOp, kRoot, kAlgorithm, kDeterministic, kNumFields };
+enum Field { kKind, kCount, kType, kOp, kRoot, kAlgorithm, kDeterministic, kTag, kNumFields };
 
 bool same_field(const CallFingerprint& a, const CallFingerprint& b, Field field) {
   switch (field) {
@@ -48,6 +50,7 @@ bool same_field(const CallFingerprint& a, const CallFingerprint& b, Field field)
     case kRoot: return a.root == b.root;
     case kAlgorithm: return a.algorithm == b.algorithm;
     case kDeterministic: return a.deterministic == b.deterministic;
+    case kTag: return a.call_tag == b.call_tag;
     default: return true;
   }
 }
@@ -87,6 +90,12 @@ void print_field(std::ostream& out, const CallFingerprint& print, Field field) {
     case kDeterministic:
       out << "deterministic=" << (print.deterministic ? "true" : "false");
       return;
+    case kTag: {
+      char hex[19];
+      std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(print.call_tag));
+      out << "tag=" << (print.call_tag == 0 ? std::string("none") : std::string(hex));
+      return;
+    }
     default:
       return;
   }
@@ -125,6 +134,7 @@ Verdict mismatch(std::span<const CallFingerprint> all) {
       const auto f = static_cast<Field>(field);
       const bool relevant = (f != kOp || has_op(kind)) && (f != kRoot || has_root(kind)) &&
                             (f != kDeterministic || print.deterministic) &&
+                            (f != kTag || print.call_tag != 0) &&
                             ((f != kCount && f != kType) || kind != CollectiveKind::kBarrier);
       // Different collectives: each with its own arguments; the same
       // collective: only what differs.
@@ -138,7 +148,7 @@ Verdict mismatch(std::span<const CallFingerprint> all) {
     cause << " and " << groups.size() - kMaxGroupsShown << " more different calls";
   }
   cause << ". Every rank must make the same collective calls in the same order, with the same "
-           "count, type, op, root, algorithm and deterministic option";
+           "count, type, op, root, algorithm, deterministic option and call tag";
   return Verdict{Verdict::kMismatch, false, cause.str()};
 }
 

@@ -14,7 +14,11 @@
 
 namespace collective::internal {
 
-// Fixed layout: exchanged as bytes between ranks of one build.
+// Fixed layout: exchanged as bytes between ranks of one build. The header
+// (everything before `rejection`) is 40 bytes with no padding: it rides in a
+// 64-byte cache line beside a small carried input, and node boxes reserve
+// exactly that much (kCallHeaderBytes), so the caller's 64-bit tag was made
+// room for by narrowing fields whose values are small.
 struct CallFingerprint {
   enum Status : std::uint8_t {
     kValid = 0,
@@ -23,26 +27,29 @@ struct CallFingerprint {
   };
 
   std::uint64_t sequence = 0;
-  std::uint64_t count = 0;  // 0 for barrier
+  std::uint64_t count = 0;     // 0 for barrier
+  std::uint64_t call_tag = 0;  // CommonOptions::call_tag (0: none)
   std::int32_t rank = -1;
   std::int32_t root = -1;     // -1: the collective has no root
-  std::int16_t kind = 0;
-  std::int16_t type = -1;     // -1 for barrier
-  std::int16_t op = -1;       // -1: the collective has no op
+  std::int8_t kind = 0;
+  std::int8_t type = -1;      // -1 for barrier
+  std::int8_t op = -1;        // -1: the collective has no op
   std::int8_t algorithm = 0;  // the one selected: the protocol depends on it
   std::int8_t requested = 0;  // what the caller (or COLLECTIVE_ALGORITHM) asked
-  std::uint8_t status = kValid;
-  std::uint8_t deterministic = 0;  // 1: reduced in rank order (the protocol differs)
-  std::uint8_t reserved[2] = {};
+  // Two 4-bit fields fill one byte (no padding bits to compare).
+  std::uint8_t status : 4 = kValid;
+  std::uint8_t deterministic : 4 = 0;  // 1: reduced in rank order (the protocol differs)
   // Not part of the call: in the direct exchange, the bytes of the second
   // message that follows this one to each rank it carried data to (0: none;
-  // direct_check_exchange.h). Receivers read it to drain what they did not expect.
-  std::uint32_t follow_up_bytes = 0;
+  // direct_check_exchange.h; at most 32 KiB). Receivers read it to drain
+  // what they did not expect.
+  std::uint16_t follow_up_bytes = 0;
   char rejection[216] = {};  // a rejecting rank's cause, truncated
 
   bool rejected() const { return status != kValid; }
 };
 static_assert(sizeof(CallFingerprint) == 256, "exchanged as 256 bytes");
+static_assert(offsetof(CallFingerprint, rejection) == 40, "a 40-byte header");
 
 // What a valid fingerprint puts on the wire: everything but the rejection
 // text, which only a rejecting rank sends. Small messages cost by the byte

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -23,6 +24,7 @@ constexpr std::size_t kFollowUpCapacity = kCarriedInputBytes - kCarriedInOneMess
 // ends where a follow-up's begins, so the two never overlap.
 constexpr std::size_t kFirstMessageCapacity = kFingerprintHeaderBytes + kCarriedInOneMessageBytes;
 static_assert(kFirstMessageCapacity >= sizeof(CallFingerprint));
+static_assert(kFollowUpCapacity <= UINT16_MAX, "CallFingerprint::follow_up_bytes is 16 bits");
 static_assert(kFirstMessageCapacity + kFollowUpCapacity <= sizeof(CallFingerprint) + kCarriedInputBytes);
 
 // The receives are posted together, in rank order, skipping this rank.
@@ -99,7 +101,7 @@ void DirectCheckExchange::send(int peer, const void* data, std::size_t bytes) {
   if (!carrying_built_) {
     std::memcpy(carrying_, &mine_, header);
     std::memcpy(carrying_ + header, data, first);
-    follow_up_bytes_ = static_cast<std::uint32_t>(bytes - first);
+    follow_up_bytes_ = static_cast<std::uint16_t>(bytes - first);
     std::memcpy(carrying_ + offsetof(CallFingerprint, follow_up_bytes), &follow_up_bytes_,
                 sizeof(follow_up_bytes_));
     carrying_built_ = true;

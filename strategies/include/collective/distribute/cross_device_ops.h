@@ -51,6 +51,11 @@
 
 namespace collective::distribute {
 
+namespace detail {
+class WorkerCalls;
+struct WorkerCallsAccess;
+}  // namespace detail
+
 // A contiguous run of elements of one dtype's concatenated buffer that is
 // reduced as one unit (one all-reduce across workers).
 struct PackRange {
@@ -181,7 +186,9 @@ class NcclAllReduce final : public CrossDeviceOps {
 
 // The local step, then the cross-worker all-reduce of each pack. Only one
 // thread at a time may use a Communicator (MPI runs at
-// MPI_THREAD_SERIALIZED): every use here holds communicator_mutex.
+// MPI_THREAD_SERIALIZED): every use here holds communicator_mutex. Each
+// cross-worker call is tagged with what it is (docs/strategies.md, "Pairing
+// of cross-worker calls").
 class CollectiveAllReduce final : public CrossDeviceOps {
  public:
   // The packing rule when CommunicationOptions::bytes_per_pack is 0,
@@ -223,10 +230,12 @@ class CollectiveAllReduce final : public CrossDeviceOps {
                                   std::span<const void* const> inputs, void* output,
                                   std::size_t count);
 
+  friend struct detail::WorkerCallsAccess;
+
   Communicator communicator_;
   CommunicationOptions options_;
   std::unique_ptr<CrossDeviceOps> local_ops_;
-  std::shared_ptr<std::mutex> communicator_mutex_;
+  std::shared_ptr<detail::WorkerCalls> worker_calls_;
 };
 
 }  // namespace collective::distribute

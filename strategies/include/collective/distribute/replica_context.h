@@ -2,6 +2,7 @@
 // replica (tf.distribute.ReplicaContext).
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -30,12 +31,25 @@ struct MergeRequest {
   const void* argument = nullptr;                 // this replica's argument
   // Runs merge_fn once, given every local replica's argument in order.
   std::function<std::shared_ptr<const void>(Strategy&, const std::vector<const void*>&)> run;
+  // A PerReplica result: how many values it holds (checked against the
+  // local replicas before any replica takes its own); nullptr otherwise.
+  std::size_t (*per_replica_size)(const void* result) = nullptr;
 };
 
 template <typename T>
 struct IsPerReplica : std::false_type {};
 template <typename T>
 struct IsPerReplica<PerReplica<T>> : std::true_type {};
+
+template <typename R>
+void describe_result(MergeRequest& request) {
+  request.result_type = &typeid(R);
+  if constexpr (IsPerReplica<R>::value) {
+    request.per_replica_size = [](const void* result) {
+      return static_cast<const R*>(result)->num_replicas();
+    };
+  }
+}
 
 template <typename R>
 auto merge_result(const std::shared_ptr<const void>& result, int local_replica) {
@@ -109,7 +123,7 @@ template <typename Fn>
 auto ReplicaContext::merge_call(Fn&& merge_fn) {
   using Result = std::remove_cvref_t<std::invoke_result_t<Fn&, Strategy&>>;
   detail::MergeRequest request;
-  request.result_type = &typeid(Result);
+  detail::describe_result<Result>(request);
   request.run = [&merge_fn](Strategy& strategy,
                             const std::vector<const void*>&) -> std::shared_ptr<const void> {
     if constexpr (std::is_void_v<Result>) {
@@ -126,7 +140,7 @@ template <typename Fn, typename T>
 auto ReplicaContext::merge_call(Fn&& merge_fn, const T& value) {
   using Result = std::remove_cvref_t<std::invoke_result_t<Fn&, Strategy&, const PerReplica<T>&>>;
   detail::MergeRequest request;
-  request.result_type = &typeid(Result);
+  detail::describe_result<Result>(request);
   request.argument_type = &typeid(T);
   request.argument = &value;
   request.run = [&merge_fn](Strategy& strategy,
