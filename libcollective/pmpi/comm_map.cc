@@ -13,8 +13,8 @@ struct Mapping {
   Communicator communicator;
 };
 
-// Guards the key and the set below (MPI_THREAD_SERIALIZED programs may
-// call from several threads, one at a time).
+// Guards the key and the set below (threads of SERIALIZED and MULTIPLE
+// programs map their communicators from several threads).
 std::mutex mapping_mutex;
 int keyval = MPI_KEYVAL_INVALID;
 std::set<MPI_Comm> mapped;  // the caller's communicators holding a Mapping

@@ -11,7 +11,8 @@
  * it: libcollective's own MPI calls must not be counted (or served).
  *
  *   dropin_program              the checks above
- *   dropin_program --threads    MPI_THREAD_MULTIPLE, two threads at once
+ *   dropin_program --threads    MPI_THREAD_MULTIPLE, three threads at once on
+ *                               separate communicators
  *   dropin_program --mismatch   ranks disagree on a count: with the drop-in,
  *                               the communicator's error handler must see it */
 #include <mpi.h>
@@ -22,7 +23,7 @@
 #include <string.h>
 
 static int g_rank, g_size;
-static long g_failures;
+static _Atomic long g_failures; /* threads mode: several threads may fail */
 static long g_calls[6]; /* Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Barrier */
 static const char* const kNames[6] = {"MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather",
                                       "MPI_Bcast", "MPI_Reduce", "MPI_Barrier"};
@@ -327,16 +328,38 @@ static void data_movement(MPI_Comm comm, const char* comm_name) {
 
 /* --- modes ------------------------------------------------------------- */
 
+/* Threads mode: each thread all-reduces on its own communicator while the
+ * others do on theirs; the values name the thread, so a message crossing
+ * into another communicator shows as a wrong sum. */
+enum { kThreads = 3, kThreadRounds = 500, kThreadCount = 5 };
+typedef struct {
+  MPI_Comm comm;
+  int thread;
+  long calls;
+} ThreadWork;
+
 static void* thread_body(void* arg) {
-  MPI_Comm comm = *(MPI_Comm*)arg;
-  for (int round = 0; round < 200; ++round) {
-    int value = g_rank + round, sum = 0;
-    ++g_calls[0]; /* counted racily only in this mode; not compared */
-    MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, comm);
-    if (sum != g_size * (g_size - 1) / 2 + g_size * round) {
-      FAIL("threaded MPI_Allreduce round %d: expected %d, actual %d", round,
-           g_size * (g_size - 1) / 2 + g_size * round, sum);
+  ThreadWork* work = (ThreadWork*)arg;
+  for (int round = 0; round < kThreadRounds; ++round) {
+    int values[kThreadCount], sums[kThreadCount];
+    for (int i = 0; i < kThreadCount; ++i) {
+      values[i] = g_rank * 100000 + work->thread * 1000 + (round + i) % 997;
+      sums[i] = -1;
+    }
+    ++work->calls;
+    int rc = MPI_Allreduce(values, sums, kThreadCount, MPI_INT, MPI_SUM, work->comm);
+    if (rc != MPI_SUCCESS) {
+      FAIL("thread %d MPI_Allreduce round %d returned %d", work->thread, round, rc);
       break;
+    }
+    for (int i = 0; i < kThreadCount; ++i) {
+      const int expected = 100000 * g_size * (g_size - 1) / 2 +
+                           g_size * (work->thread * 1000 + (round + i) % 997);
+      if (sums[i] != expected) {
+        FAIL("thread %d MPI_Allreduce round %d index %d: expected %d, actual %d", work->thread,
+             round, i, expected, sums[i]);
+        return NULL;
+      }
     }
   }
   return NULL;
@@ -366,14 +389,19 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
 
   if (threads) {
-    MPI_Comm comms[2];
-    pthread_t workers[2];
-    MPI_Comm_dup(MPI_COMM_WORLD, &comms[0]);
-    MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
-    for (int i = 0; i < 2; ++i) pthread_create(&workers[i], NULL, thread_body, &comms[i]);
-    for (int i = 0; i < 2; ++i) pthread_join(workers[i], NULL);
-    MPI_Comm_free(&comms[0]);
-    MPI_Comm_free(&comms[1]);
+    ThreadWork work[kThreads];
+    pthread_t workers[kThreads];
+    for (int i = 0; i < kThreads; ++i) {
+      work[i].thread = i;
+      work[i].calls = 0;
+      MPI_Comm_dup(MPI_COMM_WORLD, &work[i].comm);
+    }
+    for (int i = 0; i < kThreads; ++i) pthread_create(&workers[i], NULL, thread_body, &work[i]);
+    for (int i = 0; i < kThreads; ++i) pthread_join(workers[i], NULL);
+    for (int i = 0; i < kThreads; ++i) {
+      g_calls[0] += work[i].calls;
+      MPI_Comm_free(&work[i].comm);
+    }
   } else if (mismatch) {
     /* Ranks disagree on the count: erroneous MPI, which the drop-in
      * detects and reports through the communicator's error handler. */
@@ -442,7 +470,7 @@ int main(int argc, char** argv) {
 
   long failures = g_failures, total = 0;
   PMPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD); /* not counted */
-  if (!threads && !mismatch) {
+  if (!mismatch) {
     /* One write per line, so that ranks' lines do not interleave. */
     char line[400];
     int used = snprintf(line, sizeof line, "dropin_program rank %d calls:", g_rank);

@@ -36,7 +36,16 @@ struct CommunicatorAccess;
 // A Communicator owns a private duplicate of an MPI communicator, so library
 // traffic never mixes with the caller's. Copies share one underlying group
 // (cheap handle); two Communicators created separately are independent and
-// may be used side by side (from one thread at a time each).
+// may be used side by side from separate threads (one thread at a time
+// each), under the thread level MPI was initialised at (docs/errors.md,
+// "Threads on separate communicators"): Environment asks for
+// MPI_THREAD_MULTIPLE; at SERIALIZED the library serialises its own MPI
+// calls and a process makes one communicator at a time (a second making
+// in another thread meanwhile raises InvalidArgumentError on every rank);
+// at FUNNELED or SINGLE a call from a thread other than MPI's main thread
+// raises InvalidArgumentError. Making a communicator is collective over
+// its parent: threads making them from one parent at once take turns,
+// and which threads of different ranks then pair is not defined.
 //
 // Every collective is blocking: when it returns, the output buffer holds the
 // result. Every rank of the communicator must call the same collectives in

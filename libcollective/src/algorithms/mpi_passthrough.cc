@@ -10,6 +10,8 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "core/mpi_thread_level.h"
+#include "core/wait_guard.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
@@ -24,6 +26,7 @@ bool mpi_reduce_in_place_at_nonzero_root_crashes() {
   static const bool crashes = [] {
     char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
     int length = 0;
+    const MpiLock lock;
     if (MPI_Get_library_version(version, &length) != MPI_SUCCESS) return false;
     const std::string_view text(version, static_cast<std::size_t>(std::max(length, 0)));
     const bool affected = text.starts_with("MPICH Version:\t4.0");
@@ -52,8 +55,12 @@ class MpiCall {
     auto* recv = static_cast<std::byte*>(request_.recv);
     for_each_piece(request_.count, [&](std::size_t first, int n) {
       const void* source = request_.in_place() ? MPI_IN_PLACE : send + first * element_;
-      check(MPI_Allreduce(source, recv + first * element_, n, datatype_, op_, state_.comm),
-            "MPI_Allreduce");
+      collective_call(
+          "MPI_Allreduce",
+          [&] { return MPI_Allreduce(source, recv + first * element_, n, datatype_, op_, state_.comm); },
+          [&](MPI_Request* r) {
+            return MPI_Iallreduce(source, recv + first * element_, n, datatype_, op_, state_.comm, r);
+          });
     });
     finish_mean(recv, request_.count);
   }
@@ -73,8 +80,12 @@ class MpiCall {
         copy.assign(piece, piece + static_cast<std::size_t>(n) * element_);
         source = copy.data();
       }
-      check(MPI_Reduce(source, target, n, datatype_, op_, request_.root, state_.comm),
-            "MPI_Reduce");
+      collective_call(
+          "MPI_Reduce",
+          [&] { return MPI_Reduce(source, target, n, datatype_, op_, request_.root, state_.comm); },
+          [&](MPI_Request* r) {
+            return MPI_Ireduce(source, target, n, datatype_, op_, request_.root, state_.comm, r);
+          });
     });
     if (root) finish_mean(recv, request_.count);
   }
@@ -82,8 +93,12 @@ class MpiCall {
   void broadcast() {
     auto* buffer = static_cast<std::byte*>(request_.recv);
     for_each_piece(request_.count, [&](std::size_t first, int n) {
-      check(MPI_Bcast(buffer + first * element_, n, datatype_, request_.root, state_.comm),
-            "MPI_Bcast");
+      void* piece = buffer + first * element_;
+      collective_call(
+          "MPI_Bcast", [&] { return MPI_Bcast(piece, n, datatype_, request_.root, state_.comm); },
+          [&](MPI_Request* r) {
+            return MPI_Ibcast(piece, n, datatype_, request_.root, state_.comm, r);
+          });
     });
   }
 
@@ -96,9 +111,13 @@ class MpiCall {
       // In place, MPI wants the whole input in recv, which is not ours to
       // widen: hand MPI the input buffer and a scratch result instead.
       std::byte* target = in_place ? state_.scratch_work.get(block * element_) : recv;
-      check(MPI_Reduce_scatter_block(send, target, static_cast<int>(block), datatype_, op_,
-                                     state_.comm),
-            "MPI_Reduce_scatter_block");
+      const int n = static_cast<int>(block);
+      collective_call(
+          "MPI_Reduce_scatter_block",
+          [&] { return MPI_Reduce_scatter_block(send, target, n, datatype_, op_, state_.comm); },
+          [&](MPI_Request* r) {
+            return MPI_Ireduce_scatter_block(send, target, n, datatype_, op_, state_.comm, r);
+          });
       if (in_place) std::memcpy(recv, target, block * element_);
     } else {
       // Blocks too large for one call: gather piece k of every block into a
@@ -111,8 +130,12 @@ class MpiCall {
           std::memcpy(staging + b * piece_bytes, send + (b * block + first) * element_, piece_bytes);
         }
         std::byte* result = staging + p * piece_bytes;
-        check(MPI_Reduce_scatter_block(staging, result, n, datatype_, op_, state_.comm),
-              "MPI_Reduce_scatter_block");
+        collective_call(
+            "MPI_Reduce_scatter_block",
+            [&] { return MPI_Reduce_scatter_block(staging, result, n, datatype_, op_, state_.comm); },
+            [&](MPI_Request* r) {
+              return MPI_Ireduce_scatter_block(staging, result, n, datatype_, op_, state_.comm, r);
+            });
         std::memcpy(recv + first * element_, result, piece_bytes);
       });
     }
@@ -125,26 +148,66 @@ class MpiCall {
     const std::size_t block = request_.count;
     const bool in_place = recv + state_.rank * block * element_ == send;
     if (block <= piece_) {
-      check(MPI_Allgather(in_place ? MPI_IN_PLACE : send, static_cast<int>(block), datatype_, recv,
-                          static_cast<int>(block), datatype_, state_.comm),
-            "MPI_Allgather");
+      const void* source = in_place ? MPI_IN_PLACE : send;
+      const int n = static_cast<int>(block);
+      collective_call(
+          "MPI_Allgather",
+          [&] { return MPI_Allgather(source, n, datatype_, recv, n, datatype_, state_.comm); },
+          [&](MPI_Request* r) {
+            return MPI_Iallgather(source, n, datatype_, recv, n, datatype_, state_.comm, r);
+          });
       return;
     }
     const auto p = static_cast<std::size_t>(state_.size);
     for_each_piece(block, [&](std::size_t first, int n) {
       const std::size_t piece_bytes = static_cast<std::size_t>(n) * element_;
       std::byte* staging = state_.scratch_work.get(p * piece_bytes);
-      check(MPI_Allgather(send + first * element_, n, datatype_, staging, n, datatype_, state_.comm),
-            "MPI_Allgather");
+      const void* source = send + first * element_;
+      collective_call(
+          "MPI_Allgather",
+          [&] { return MPI_Allgather(source, n, datatype_, staging, n, datatype_, state_.comm); },
+          [&](MPI_Request* r) {
+            return MPI_Iallgather(source, n, datatype_, staging, n, datatype_, state_.comm, r);
+          });
       for (std::size_t b = 0; b < p; ++b) {
         std::memcpy(recv + (b * block + first) * element_, staging + b * piece_bytes, piece_bytes);
       }
     });
   }
 
-  void barrier() { check(MPI_Barrier(state_.comm), "MPI_Barrier"); }
+  void barrier() {
+    collective_call(
+        "MPI_Barrier", [&] { return MPI_Barrier(state_.comm); },
+        [&](MPI_Request* r) { return MPI_Ibarrier(state_.comm, r); });
+  }
 
  private:
+  // At MPI_THREAD_MULTIPLE, MPI's blocking collective. Below it the
+  // library holds its MPI lock around each MPI call, and a blocking
+  // collective under the lock would stop this rank's other threads, whose
+  // peers may be what the collective waits for (core/mpi_thread_level.h):
+  // the non-blocking form, tested under the lock, yielding between tests
+  // under the wait policy (so also bounded by the call's timeout).
+  template <typename Blocking, typename Start>
+  void collective_call(const char* call, Blocking blocking, Start start) {
+    if (!mpi_calls_serialized()) return check(blocking(), call);
+    MPI_Request pending = MPI_REQUEST_NULL;
+    {
+      const MpiLock lock;
+      check(start(&pending), call);
+    }
+    WaitGuard guard(request_, state_, "mpi");
+    int done = 0;
+    while (true) {
+      {
+        const MpiLock lock;
+        check(MPI_Test(&pending, &done, MPI_STATUS_IGNORE), "MPI_Test");
+      }
+      if (done) return;
+      guard.idle([&] { return WaitTarget{{}, std::string(call) + " on every rank"}; });
+    }
+  }
+
   template <typename Body>
   void for_each_piece(std::size_t count, Body body) {
     for (std::size_t first = 0; first < count; first += piece_) {

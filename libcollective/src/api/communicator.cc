@@ -9,6 +9,7 @@
 #include "core/communicator_state.h"
 #include "api/dispatch.h"
 #include "api/fortran_handle.h"
+#include "core/communicator_creation.h"
 #include "core/exclusive_use.h"
 #include "core/flight_recorder.h"
 #include "core/trace.h"
@@ -16,6 +17,7 @@
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "core/mpi_lifetime.h"
+#include "core/mpi_thread_level.h"
 #include "core/wait_guard.h"
 #include "transport/shm/shared_allocation.h"
 #include "api/communicator_topology.h"
@@ -38,7 +40,11 @@ void wait_for_all_ranks(MPI_Request& request, const char* operation, int rank,
   internal::WaitGuard guard(operation, rank, internal::env_params().timeout, nullptr, what);
   int done = 0;
   while (true) {
-    internal::check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test", operation, rank);
+    {
+      const internal::MpiLock lock;
+      internal::check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test", operation,
+                          rank);
+    }
     if (done) return;
     guard.idle([&] {
       return internal::WaitTarget{{}, std::string("every rank of the parent communicator to call ") +
@@ -59,13 +65,16 @@ void attach_flight_recorder(CommunicatorState& state) {
   identity.members.assign(ranks.size(), MPI_UNDEFINED);
   MPI_Group group = MPI_GROUP_NULL;
   MPI_Group world_group = MPI_GROUP_NULL;
-  if (MPI_Comm_group(state.comm, &group) == MPI_SUCCESS &&
-      MPI_Comm_group(MPI_COMM_WORLD, &world_group) == MPI_SUCCESS) {
-    MPI_Group_translate_ranks(group, state.size, ranks.data(), world_group,
-                              identity.members.data());
+  {
+    const internal::MpiLock lock;
+    if (MPI_Comm_group(state.comm, &group) == MPI_SUCCESS &&
+        MPI_Comm_group(MPI_COMM_WORLD, &world_group) == MPI_SUCCESS) {
+      MPI_Group_translate_ranks(group, state.size, ranks.data(), world_group,
+                                identity.members.data());
+    }
+    if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
+    if (world_group != MPI_GROUP_NULL) MPI_Group_free(&world_group);
   }
-  if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
-  if (world_group != MPI_GROUP_NULL) MPI_Group_free(&world_group);
   state.flight_recorder = internal::make_flight_recorder(std::move(identity));
   internal::start_trace_if_requested();
 }
@@ -75,13 +84,26 @@ std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operat
   // MPI_COMM_WORLD's default handler aborts; ask for return codes on the
   // duplicate (set in CommunicatorState) and check this call by hand.
   int rank = -1;
-  MPI_Comm_rank(parent, &rank);
+  {
+    const internal::MpiLock lock;
+    MPI_Comm_rank(parent, &rank);
+  }
+  internal::require_mpi_thread(operation, rank);
   // A malformed COLLECTIVE_* variable raises here, before MPI is asked for
   // anything that would then be left half done.
   (void)internal::env_params();
   internal::watch_mpi_finalize();
+  // One duplication of `parent` at a time in this process, and below
+  // MPI_THREAD_MULTIPLE one making of any communicator at a time
+  // (core/communicator_creation.h).
+  const internal::ParentTurn parent_turn(parent);
+  const internal::CreationTurn creation_turn;
+  internal::agree_on_creation_turn(creation_turn, parent, operation, rank);
   MPI_Request request = MPI_REQUEST_NULL;
-  internal::check_mpi(MPI_Comm_idup(parent, &copy, &request), "MPI_Comm_idup", operation, rank);
+  {
+    const internal::MpiLock lock;
+    internal::check_mpi(MPI_Comm_idup(parent, &copy, &request), "MPI_Comm_idup", operation, rank);
+  }
   wait_for_all_ranks(request, operation, rank, "MPI_Comm_idup");
   auto state = std::make_shared<CommunicatorState>(copy, operation);
   internal::attach_topology(*state, operation);
@@ -109,15 +131,24 @@ Communicator::~Communicator() = default;
 Communicator Communicator::world() {
   internal::require_mpi_running("Communicator::world", -1);
   int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  {
+    const internal::MpiLock lock;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  }
   internal::set_log_rank(rank);
   return Communicator(duplicate(MPI_COMM_WORLD, "Communicator::world"));
 }
 
 Communicator Communicator::from_mpi(int mpi_fortran_handle) {
   internal::require_mpi_running("Communicator::from_mpi", -1);
-  const MPI_Comm comm =
-      internal::intracommunicator_from_fortran_handle(mpi_fortran_handle, "Communicator::from_mpi");
+  MPI_Comm comm = MPI_COMM_NULL;
+  {
+    // The check swaps MPI_COMM_WORLD's error handler for a moment: no other
+    // MPI call of the library may run meanwhile below MULTIPLE.
+    const internal::MpiLock lock;
+    comm = internal::intracommunicator_from_fortran_handle(mpi_fortran_handle,
+                                                           "Communicator::from_mpi");
+  }
   return Communicator(duplicate(comm, "Communicator::from_mpi"));
 }
 
@@ -140,8 +171,12 @@ Communicator Communicator::split(int color, int key) const {
                              "communicator unusable after an earlier failure: " + *self.poisoned);
   }
   internal::require_mpi_running(kOperation, self.rank);
+  internal::require_mpi_thread(kOperation, self.rank);
   (void)internal::env_params();  // a malformed variable raises before any MPI call
   const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kSplit);
+  // Below MPI_THREAD_MULTIPLE one making at a time (core/communicator_creation.h).
+  const internal::CreationTurn creation_turn;
+  internal::agree_on_creation_turn(creation_turn, self.comm, kOperation, self.rank);
   // Every rank's color, on every rank. MPI has no non-blocking split: this
   // exchange first makes sure, within the timeout, that every rank has
   // arrived (so MPI_Comm_split cannot block on a rank that never comes),
@@ -153,9 +188,12 @@ Communicator Communicator::split(int color, int key) const {
   int mine = undefined ? kUndefinedColor : color;
   std::vector<int> colors(static_cast<std::size_t>(self.size));
   MPI_Request arrival = MPI_REQUEST_NULL;
-  internal::check_mpi(
-      MPI_Iallgather(&mine, 1, MPI_INT, colors.data(), 1, MPI_INT, self.comm, &arrival),
-      "MPI_Iallgather", kOperation, self.rank);
+  {
+    const internal::MpiLock lock;
+    internal::check_mpi(
+        MPI_Iallgather(&mine, 1, MPI_INT, colors.data(), 1, MPI_INT, self.comm, &arrival),
+        "MPI_Iallgather", kOperation, self.rank);
+  }
   wait_for_all_ranks(arrival, kOperation, self.rank, "every rank's color before MPI_Comm_split");
   std::string refused;
   for (int r = 0; r < self.size; ++r) {
@@ -171,8 +209,14 @@ Communicator Communicator::split(int color, int key) const {
                                    "MPI_UNDEFINED) for a rank that joins no group; no rank split");
   }
   MPI_Comm child = MPI_COMM_NULL;
-  internal::check_mpi(MPI_Comm_split(self.comm, undefined ? MPI_UNDEFINED : color, key, &child),
-                      "MPI_Comm_split", kOperation, self.rank);
+  {
+    // Blocking, but every rank has arrived (the exchange above) and, below
+    // MULTIPLE, holds its creation turn: no other blocking call can hold
+    // up a rank that this one waits for.
+    const internal::MpiLock lock;
+    internal::check_mpi(MPI_Comm_split(self.comm, undefined ? MPI_UNDEFINED : color, key, &child),
+                        "MPI_Comm_split", kOperation, self.rank);
+  }
   if (child == MPI_COMM_NULL) {
     // This rank is in no group, as MPI returns MPI_COMM_NULL: a state with
     // no MPI communicator, size 0 and rank -1, that refuses every call.
@@ -301,6 +345,7 @@ std::uint64_t Communicator::sequence_number() const { return state().next_sequen
 
 void Communicator::free() {
   CommunicatorState& self = state();
+  if (self.comm != MPI_COMM_NULL) internal::require_mpi_thread("Communicator::free", self.rank);
   const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kFree);
   self.release();
 }

@@ -13,6 +13,7 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "core/mpi_thread_level.h"
 #include "selection/rules_file.h"
 #include "topology/machine_probe.h"
 #include "topology/topology_file.h"
@@ -58,6 +59,10 @@ RankRecord parse_record(std::string_view text, int rank) {
 // Every rank's record, on every rank.
 std::vector<std::string> all_gather_text(const std::string& mine, MPI_Comm comm, int size,
                                          const char* operation, int rank) {
+  // Blocking collectives under the MPI lock (below MULTIPLE): every rank
+  // holds its creation turn (core/communicator_creation.h), so nothing
+  // else blocking can hold up the ranks this one waits for.
+  const MpiLock lock;
   int length = static_cast<int>(mine.size());
   std::vector<int> lengths(static_cast<std::size_t>(size));
   COLLECTIVE_MPI_CHECK(MPI_Allgather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm),
@@ -88,8 +93,11 @@ std::vector<std::string> all_gather_text(const std::string& mine, MPI_Comm comm,
 void agree_on_failure(const std::string& local_error, bool local_invalid_argument, MPI_Comm comm,
                       int rank, const char* operation) {
   int first_failed = local_error.empty() ? INT_MAX : rank;
-  COLLECTIVE_MPI_CHECK(
-      MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm), operation, rank);
+  {
+    const MpiLock lock;
+    COLLECTIVE_MPI_CHECK(
+        MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm), operation, rank);
+  }
   if (first_failed == INT_MAX) return;
   if (!local_error.empty()) {
     if (local_invalid_argument) throw InvalidArgumentError(operation, rank, local_error);
@@ -194,6 +202,7 @@ void check_same_everywhere(const Topology& topology, MPI_Comm comm, int rank,
       std::hash<std::string>{}(topology.to_json()) ^ (process_rules_fingerprint() * 31);
   std::uint64_t low = hash;
   std::uint64_t high = hash;
+  const MpiLock lock;
   COLLECTIVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, comm),
                        operation, rank);
   COLLECTIVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, comm),
@@ -210,7 +219,10 @@ void dump_once(const Topology& topology, int rank) {
   const std::string& path = env_params().topology_dump;
   if (path.empty() || rank != 0) return;
   int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  {
+    const MpiLock lock;
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  }
   static std::atomic<bool> dumped{false};
   if (world_rank != 0 || dumped.exchange(true)) return;
   std::ofstream out(path, std::ios::trunc);
@@ -225,16 +237,19 @@ void dump_once(const Topology& topology, int rank) {
 
 void split_node_groups(CommunicatorState& state, const char* operation) {
   const Topology& topology = *state.topology;
-  COLLECTIVE_MPI_CHECK(
-      MPI_Comm_split(state.comm, topology.node_of(state.rank), state.rank, &state.node_comm),
-      operation, state.rank);
-  MPI_Comm_set_errhandler(state.node_comm, MPI_ERRORS_RETURN);
-  if (topology.node_count() < 2) return;
   const int local = topology.local_rank(state.rank);
   const int color = local < topology.min_ranks_per_node() ? local : MPI_UNDEFINED;
   MPI_Comm cross = MPI_COMM_NULL;
-  COLLECTIVE_MPI_CHECK(MPI_Comm_split(state.comm, color, topology.node_of(state.rank), &cross),
-                       operation, state.rank);
+  {
+    const MpiLock lock;  // blocking; see all_gather_text
+    COLLECTIVE_MPI_CHECK(
+        MPI_Comm_split(state.comm, topology.node_of(state.rank), state.rank, &state.node_comm),
+        operation, state.rank);
+    MPI_Comm_set_errhandler(state.node_comm, MPI_ERRORS_RETURN);
+    if (topology.node_count() < 2) return;
+    COLLECTIVE_MPI_CHECK(MPI_Comm_split(state.comm, color, topology.node_of(state.rank), &cross),
+                         operation, state.rank);
+  }
   if (cross != MPI_COMM_NULL) {
     state.cross_node = std::make_unique<CommunicatorState>(cross);
     state.cross_node->spans_nodes = true;
@@ -248,12 +263,16 @@ void attach_topology(CommunicatorState& state, const char* operation) {
   const MachineProbe probe = probe_this_machine();
 
   MPI_Comm shared = MPI_COMM_NULL;
-  COLLECTIVE_MPI_CHECK(
-      MPI_Comm_split_type(state.comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared),
-      operation, rank);
   int leader = rank;
-  const int rc = MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared);
-  MPI_Comm_free(&shared);
+  int rc = MPI_SUCCESS;
+  {
+    const MpiLock lock;  // blocking; see all_gather_text
+    COLLECTIVE_MPI_CHECK(
+        MPI_Comm_split_type(state.comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &shared),
+        operation, rank);
+    rc = MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, shared);
+    MPI_Comm_free(&shared);
+  }
   check_mpi(rc, "MPI_Allreduce", operation, rank);
 
   const std::vector<std::string> texts =

@@ -16,6 +16,7 @@
 #include "core/resource_unavailable.h"
 #include "core/trace.h"
 #include "core/validate.h"
+#include "core/mpi_thread_level.h"
 #include "gpu/device_runtime.h"
 #include "gpu/memory_kind.h"
 #include "selection/selector.h"
@@ -85,6 +86,7 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
                                "MPI is already finalized (MPI_Finalize, or the destructor of "
                                "collective::Environment): no collective can run after it");
   }
+  if (mpi_main_thread_only()) require_mpi_thread(request.label().c_str(), state.rank);
   if (state.abort_requested()) {
     state.poisoned = "aborted by Communicator::abort: " + state.abort_reason();
     throw CommunicationError(request.label(), state.rank, *state.poisoned);

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "core/mpi_lifetime.h"
+#include "core/mpi_thread_level.h"
 
 namespace collective {
 namespace {
@@ -64,14 +65,20 @@ bool initialize_mpi(int* argc, char*** argv) {
     return false;
   }
   int provided = 0;
-  // SERIALIZED: the strategies run replicas as threads, and any of them may
-  // be the one that calls into MPI (one at a time).
-  const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
+  // MULTIPLE: threads may use separate communicators side by side
+  // (communicator.h), and the strategies run replicas as threads. Where MPI
+  // gives less, the library serialises its own MPI calls
+  // (core/mpi_thread_level.h) and says so once.
+  const int rc = MPI_Init_thread(argc, argv, MPI_THREAD_MULTIPLE, &provided);
   if (rc != MPI_SUCCESS) g_environment_exists.store(false);
   internal::check_mpi(rc, "MPI_Init_thread", kOperation, -1);
-  if (provided < MPI_THREAD_SERIALIZED) {
-    COLLECTIVE_LOG(kWarn, "MPI provides thread level " << provided
-                                                       << " < MPI_THREAD_SERIALIZED");
+  if (provided < MPI_THREAD_MULTIPLE) {
+    COLLECTIVE_LOG(kInfo, "MPI provides " << internal::mpi_thread_level_name(provided)
+                                          << " rather than MPI_THREAD_MULTIPLE: the library "
+                                             "serialises its MPI calls with one process lock"
+                                          << (provided < MPI_THREAD_SERIALIZED
+                                                  ? ", and only the main thread may call it"
+                                                  : ""));
   }
   internal::set_log_rank(world_rank_if_running());
   return true;
@@ -141,6 +148,7 @@ std::string Environment::host_name() {
   internal::require_mpi_running("Environment::host_name", -1);
   char name[MPI_MAX_PROCESSOR_NAME] = {0};
   int length = 0;
+  const internal::MpiLock lock;
   MPI_Get_processor_name(name, &length);
   return std::string(name, static_cast<std::size_t>(length));
 }

@@ -12,8 +12,8 @@ namespace {
 // MPI reports an invalid handle through MPI_COMM_WORLD's error handler,
 // which aborts the job by default. While a handle is being checked, errors
 // come back as codes; the program's handler is restored afterwards. The
-// library runs under MPI_THREAD_SERIALIZED, so no other MPI call of this
-// process sees the swap.
+// caller holds the library's MPI lock (core/mpi_thread_level.h), so below
+// MPI_THREAD_MULTIPLE no other MPI call of the library sees the swap.
 class ErrorsReturnOnWorld {
  public:
   ErrorsReturnOnWorld() {

@@ -6,18 +6,22 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "core/mpi_thread_level.h"
 #include "core/wait_guard.h"
 
 namespace collective::internal {
 
 CommunicatorState::CommunicatorState(MPI_Comm owned_comm, const char* operation)
     : comm(owned_comm), origin(operation) {
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
   char name[MPI_MAX_PROCESSOR_NAME] = {0};
   int length = 0;
-  MPI_Get_processor_name(name, &length);
+  {
+    const MpiLock lock;
+    MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Get_processor_name(name, &length);
+  }
   host.assign(name, static_cast<std::size_t>(length));
   if (size > 1) learn_peers(operation);
 }
@@ -28,13 +32,19 @@ void CommunicatorState::learn_peers(const char* operation) {
   const ProcessIdentity mine = own_identity();
   std::vector<ProcessIdentity> all(static_cast<std::size_t>(size));
   MPI_Request request = MPI_REQUEST_NULL;
-  check_mpi(MPI_Iallgather(&mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE, comm,
-                           &request),
-            "MPI_Iallgather", operation, rank);
+  {
+    const MpiLock lock;
+    check_mpi(MPI_Iallgather(&mine, sizeof(mine), MPI_BYTE, all.data(), sizeof(mine), MPI_BYTE,
+                             comm, &request),
+              "MPI_Iallgather", operation, rank);
+  }
   WaitGuard guard(operation, rank, env_params().timeout, nullptr, "exchange of process identities");
   int done = 0;
   while (true) {
-    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test", operation, rank);
+    {
+      const MpiLock lock;
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test", operation, rank);
+    }
     if (done) break;
     guard.idle([] { return WaitTarget{{}, "every rank of the new communicator"}; });
   }
@@ -88,6 +98,23 @@ void CommunicatorState::release() {
     node_comm = MPI_COMM_NULL;
     return;
   }
+  if (mpi_thread_level() < MPI_THREAD_SERIALIZED) {
+    int main_thread = 0;
+    MPI_Is_thread_main(&main_thread);
+    if (!main_thread) {
+      // Only the main thread may call MPI (FUNNELED); the communicator is
+      // left to MPI_Finalize (Communicator::free from another thread is
+      // refused; a destructor cannot refuse).
+      COLLECTIVE_LOG(kDebug, "communicator released outside the main thread at "
+                                 << mpi_thread_level_name(mpi_thread_level())
+                                 << "; left to MPI_Finalize");
+      comm = MPI_COMM_NULL;
+      node_comm = MPI_COMM_NULL;
+      return;
+    }
+  }
+  // MPI_Comm_free does not wait for peers (Open MPI and MPICH free locally).
+  const MpiLock lock;
   if (node_comm != MPI_COMM_NULL) {
     const int node_rc = MPI_Comm_free(&node_comm);
     if (node_rc != MPI_SUCCESS) {

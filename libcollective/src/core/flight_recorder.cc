@@ -17,6 +17,7 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/log.h"
+#include "core/mpi_thread_level.h"
 
 namespace collective::internal {
 namespace {
@@ -64,6 +65,7 @@ Registry& registry() {
 // The world rank names the file; MPI is running whenever this is called.
 void learn_process_locked(Registry& self) {
   if (self.world_rank >= 0) return;
+  const MpiLock mpi_lock;
   MPI_Comm_rank(MPI_COMM_WORLD, &self.world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &self.world_size);
   char name[MPI_MAX_PROCESSOR_NAME] = {0};

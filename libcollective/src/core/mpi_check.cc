@@ -2,12 +2,14 @@
 
 #include "collective/errors.h"
 #include "core/failure_record.h"
+#include "core/mpi_thread_level.h"
 
 namespace collective::internal {
 
 std::string mpi_error_text(int rc) {
   char text[MPI_MAX_ERROR_STRING] = {0};
   int length = 0;
+  const MpiLock lock;
   if (MPI_Error_string(rc, text, &length) != MPI_SUCCESS) {
     return "MPI error code " + std::to_string(rc);
   }

@@ -6,6 +6,7 @@
 #include <mutex>
 
 #include "collective/errors.h"
+#include "core/mpi_thread_level.h"
 
 namespace collective::internal {
 namespace {
@@ -22,6 +23,7 @@ int on_self_attribute_deleted(MPI_Comm, int, void*, void*) {
 void watch_mpi_finalize() {
   static std::once_flag once;
   std::call_once(once, [] {
+    const MpiLock lock;
     int key = MPI_KEYVAL_INVALID;
     if (MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, on_self_attribute_deleted, &key, nullptr) ==
         MPI_SUCCESS) {

@@ -15,6 +15,7 @@
 
 #include "core/env_params.h"
 #include "core/log.h"
+#include "core/mpi_thread_level.h"
 
 namespace collective::internal {
 namespace trace_detail {
@@ -143,12 +144,15 @@ void start_trace_if_requested() {
   const std::string& directory = env_params().trace_dir;
   if (directory.empty()) return;
   TraceWriter& self = writer();
-  // Only communicator creation calls this, one thread at a time; the file
-  // mutex keeps it apart from the writer thread all the same.
+  // Communicator creation calls this, from any thread; the file mutex
+  // keeps creations and the writer thread apart.
   const std::lock_guard<std::mutex> lock(self.file_mutex);
   if (self.started) return;
   self.started = true;
-  MPI_Comm_rank(MPI_COMM_WORLD, &self.rank);
+  {
+    const MpiLock mpi_lock;
+    MPI_Comm_rank(MPI_COMM_WORLD, &self.rank);
+  }
   const std::string path = directory + "/collective_trace." + std::to_string(self.rank) + ".json";
   self.file = std::fopen(path.c_str(), "w");
   if (self.file == nullptr) {

@@ -1,5 +1,7 @@
 #include "core/wait_guard.h"
 
+#include "core/mpi_thread_level.h"
+
 #include <algorithm>
 #include <sstream>
 
@@ -64,6 +66,7 @@ void WaitGuard::drive_mpi_progress() const {
   // A probe runs MPI's progress engine (both Open MPI and MPICH poll every
   // transport in it) and consumes nothing.
   int flag = 0;
+  const MpiLock lock;
   MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, state_->comm, &flag, MPI_STATUS_IGNORE);
 }
 

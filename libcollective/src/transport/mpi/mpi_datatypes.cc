@@ -3,6 +3,7 @@
 #include <array>
 #include <mutex>
 
+#include "core/mpi_thread_level.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
@@ -39,6 +40,7 @@ const UserOps& user_ops() {
   static std::once_flag once;
   static UserOps ops;
   std::call_once(once, [] {
+    const MpiLock lock;
     create_ops<DataType::kFloat16>(ops.float16);
     create_ops<DataType::kBFloat16>(ops.bfloat16);
     create_ops<DataType::kInt8>(ops.int8);

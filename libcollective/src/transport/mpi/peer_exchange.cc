@@ -8,6 +8,7 @@
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
+#include "core/mpi_thread_level.h"
 
 namespace collective::internal {
 namespace {
@@ -65,10 +66,14 @@ PeerExchange::Handle PeerExchange::post(void* buffer, std::size_t bytes, int pee
     const std::size_t piece = std::min(piece_limit, bytes - offset);
     MPI_Request mpi_request = MPI_REQUEST_NULL;
     const int count = static_cast<int>(piece);
-    const int rc = is_send ? MPI_Isend(bytes_ptr + offset, count, MPI_BYTE, peer, tag_,
-                                       state_.comm, &mpi_request)
-                           : MPI_Irecv(bytes_ptr + offset, count, MPI_BYTE, peer, tag_,
-                                       state_.comm, &mpi_request);
+    int rc = MPI_SUCCESS;
+    {
+      const MpiLock lock;
+      rc = is_send ? MPI_Isend(bytes_ptr + offset, count, MPI_BYTE, peer, tag_, state_.comm,
+                               &mpi_request)
+                   : MPI_Irecv(bytes_ptr + offset, count, MPI_BYTE, peer, tag_, state_.comm,
+                               &mpi_request);
+    }
     if (rc != MPI_SUCCESS) {
       check_mpi(rc, is_send ? "MPI_Isend" : "MPI_Irecv", request_.label(), state_.rank);
     }
@@ -88,6 +93,8 @@ PeerExchange::Handle PeerExchange::post(void* buffer, std::size_t bytes, int pee
 bool PeerExchange::poll(Pending& pending) {
   if (pending.done) return true;
   int flag = 0;
+  // One lock for the transfer's parts: each test returns at once.
+  const MpiLock lock;
   if (pending.first != MPI_REQUEST_NULL) {
     const int rc = MPI_Test(&pending.first, &flag, MPI_STATUS_IGNORE);
     // The label is built only on failure: polls are the hot path.
@@ -147,6 +154,9 @@ void PeerExchange::cancel(Handle handle) {
   if (pending.done || pending.is_send || pending.rest_end != pending.rest_begin) {
     throw std::logic_error("PeerExchange: only an open, unsplit receive can be cancelled");
   }
+  // A cancelled receive completes locally: the wait does not wait for a
+  // peer, so it may run under the lock.
+  const MpiLock lock;
   int rc = MPI_Cancel(&pending.first);
   if (rc == MPI_SUCCESS) rc = MPI_Wait(&pending.first, MPI_STATUS_IGNORE);
   if (rc != MPI_SUCCESS) check_mpi(rc, "MPI_Cancel", request_.label(), state_.rank);
@@ -189,6 +199,7 @@ WaitTarget PeerExchange::describe_open(std::size_t first, std::size_t last) cons
 
 void PeerExchange::cancel_outstanding() noexcept {
   bool abandoned = false;
+  const MpiLock lock;
   auto drop = [&](MPI_Request& part) {
     if (part == MPI_REQUEST_NULL) return;
     int flag = 0;

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "core/resource_unavailable.h"
+#include "core/mpi_thread_level.h"
 #include "transport/shm/shared_object_owner.h"
 #include "transport/shm/shared_event.h"
 
@@ -80,8 +81,11 @@ void wait_setup(MPI_Request& mpi_request, const Request& request, const Communic
   WaitGuard guard(request, state, "shared_memory setup");
   int done = 0;
   while (true) {
-    check_mpi(MPI_Test(&mpi_request, &done, MPI_STATUS_IGNORE), "MPI_Test", request.label(),
-              state.rank);
+    {
+      const MpiLock lock;
+      check_mpi(MPI_Test(&mpi_request, &done, MPI_STATUS_IGNORE), "MPI_Test", request.label(),
+                state.rank);
+    }
     if (done) return;
     guard.idle([&] {
       WaitTarget target;
@@ -244,8 +248,11 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
     }
   } unlink_on_return{creator && announced.name[0] != '\0' ? announced.name : nullptr};
   MPI_Request pending = MPI_REQUEST_NULL;
-  check_mpi(MPI_Ibcast(&announced, sizeof(announced), MPI_BYTE, 0, state.node_comm, &pending),
-            "MPI_Ibcast", operation, state.rank);
+  {
+    const MpiLock lock;
+    check_mpi(MPI_Ibcast(&announced, sizeof(announced), MPI_BYTE, 0, state.node_comm, &pending),
+              "MPI_Ibcast", operation, state.rank);
+  }
   wait_setup(pending, request, state, node.ranks, "sharing its name");
   if (!creator) {
     if (announced.name[0] == '\0') {
@@ -279,8 +286,11 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   // which is the first to need the segment), so that on a shortage every
   // rank, on every node, gives up the node algorithms in the same step.
   int all_ok = failure.empty() ? 1 : 0;
-  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, state.comm, &pending),
-            "MPI_Iallreduce", operation, state.rank);
+  {
+    const MpiLock lock;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &all_ok, 1, MPI_INT, MPI_MIN, state.comm, &pending),
+              "MPI_Iallreduce", operation, state.rank);
+  }
   wait_setup(pending, request, state, node.ranks, "agreeing that every rank mapped it");
   if (!all_ok) {
     const std::string cause =
