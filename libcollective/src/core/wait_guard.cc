@@ -86,7 +86,15 @@ std::string WaitGuard::ranks_text(const std::vector<int>& ranks) const {
 
 void WaitGuard::checkpoint(const Describer& describe) {
   const Clock::time_point now = Clock::now();
-  if (now >= deadline_) fail_timeout(describe());
+  if (now >= deadline_) {
+    // A waiter that first looks past the deadline (its process lost the
+    // processor on a loaded machine) still warns first, as promised.
+    if (!warned_ && warn_at_ != Clock::time_point::max()) {
+      warned_ = true;
+      warn_stall(describe(), now);
+    }
+    fail_timeout(describe());
+  }
   if (now >= next_liveness_check_) {
     next_liveness_check_ = now + kLivenessInterval;
     const std::vector<int> gone = state_->liveness.gone();
