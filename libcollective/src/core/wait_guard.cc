@@ -29,7 +29,8 @@ WaitGuard::WaitGuard(const Request& request, const CommunicatorState& state, con
       who_(who),
       timeout_(request.timeout),
       start_(request.deadline - request.timeout),
-      deadline_(request.deadline) {}
+      deadline_(request.deadline),
+      tight_polls_(state.node_oversubscribed ? 0 : kTightPolls) {}
 
 WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
                      const CommunicatorState* state, const char* who)
@@ -40,7 +41,8 @@ WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds 
       who_(who),
       timeout_(timeout),
       start_(Clock::now()),
-      deadline_(start_ + timeout) {}
+      deadline_(start_ + timeout),
+      tight_polls_(state != nullptr && state->node_oversubscribed ? 0 : kTightPolls) {}
 
 void WaitGuard::arm() {
   armed_ = true;
