@@ -212,14 +212,17 @@ TEST_P(CrossRankCheckTest, SkippedIdenticalCallTimesOutNamingTheRank) {
   // apart by its arguments: the ranks that made it wait at the next call
   // for the rank that is done, and the timeout names that rank.
   Communicator scratch = comm.split(0, rank);
+  // Only the call that must time out gets the short timeout: the good call
+  // before it keeps the test's (COLLECTIVE_TIMEOUT), so that a rank late to
+  // it on a loaded machine is waited for instead of failing the test.
   AllReduceOptions options;
   options.timeout = std::chrono::milliseconds(1500);
   const int calls = rank == last ? 1 : 2;
   std::vector<float> values(8, 1.0f);
   if (rank == last) {
-    scratch.all_reduce(values.data(), values.data(), 8, DataType::kFloat32, options);
+    scratch.all_reduce(values.data(), values.data(), 8, DataType::kFloat32);
   } else {
-    scratch.all_reduce(values.data(), values.data(), 8, DataType::kFloat32, options);
+    scratch.all_reduce(values.data(), values.data(), 8, DataType::kFloat32);
     const auto raised = expect_raises<TimeoutError>(
         [&] { scratch.all_reduce(values.data(), values.data(), 8, DataType::kFloat32, options); },
         {"all_reduce #1", "rank " + std::to_string(last), "cross-rank check"}, rank);

@@ -10,13 +10,18 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "api/communicator_access.h"
 #include "collective/collective.h"
 #include "expect_error.h"
 
@@ -30,6 +35,39 @@ using testing::expect_raises;
 bool validating() {
   const char* value = std::getenv("COLLECTIVE_VALIDATE");
   return value == nullptr || std::string(value) != "0";
+}
+
+// The order these tests need between threads and ranks is waited for, never
+// assumed from a sleep: on a loaded machine a process or thread can lose
+// the processor for longer than any sleep, and a test that then fails (or
+// runs a call it meant to see refused) fails CI on a busy day. This bound
+// only stops a test whose awaited event never comes.
+constexpr auto kOrderingBound = std::chrono::seconds(60);
+
+// Waits until `ready()`; false when kOrderingBound passed first.
+template <typename Ready>
+bool wait_until(Ready&& ready) {
+  const auto give_up = std::chrono::steady_clock::now() + kOrderingBound;
+  while (!ready()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Whether a call of another thread holds `comm` (it has entered the call:
+// the communicator serves one thread at a time, and the claim is the first
+// thing a call takes).
+bool call_in_progress(const Communicator& comm) {
+  return internal::CommunicatorAccess::state(comm).in_use.load(std::memory_order_acquire) != 0;
+}
+
+// The seconds in "stalled for S s" of the stall warning in `log`, or -1.
+double stalled_seconds(const std::string& log) {
+  const std::string needle = "stalled for ";
+  const std::size_t at = log.find(needle);
+  if (at == std::string::npos) return -1;
+  return std::atof(log.c_str() + at + needle.size());
 }
 
 class PoisonAbortTest : public ::testing::Test {
@@ -67,19 +105,27 @@ TEST_F(PoisonAbortTest, TimeoutNamesTheAwaitedRanksThenPoisons) {
     }
     EXPECT_GE(raised.seconds, 1.1);
     EXPECT_LT(raised.seconds, 6.0);
-    // The stall warning came first, at half the timeout, naming the ranks.
+    // The stall warning came first, naming the ranks, once the call had
+    // waited half the timeout: at 0.6 s on an idle machine, later when this
+    // process lost the processor then (it still warns before the timeout).
     EXPECT_NE(log.find("WARN"), std::string::npos) << log;
-    EXPECT_NE(log.find("all_reduce #0: stalled for 0."), std::string::npos) << log;
+    EXPECT_NE(log.find("all_reduce #0: stalled for "), std::string::npos) << log;
+    const double stalled = stalled_seconds(log);
+    EXPECT_GE(stalled, 0.59) << log;
+    EXPECT_LE(stalled, raised.seconds + 0.01) << log;
     EXPECT_NE(log.find("of the 1.2 s timeout"), std::string::npos) << log;
     EXPECT_NE(log.find("rank 1 (pid "), std::string::npos) << log;
-    // Poisoned: the next calls fail at once with the first cause.
+    EXPECT_LT(log.find("stalled for "), log.find("flight record written")) << log;
+    // Poisoned: the next calls fail at once with the first cause (the
+    // bound tells "at once" from waiting the 20 s COLLECTIVE_TIMEOUT the
+    // test runs with, with room for a loaded machine).
     for (int call = 0; call < 2; ++call) {
       const auto again = expect_raises<CommunicationError>(
           [&] { comm.all_reduce(values.data(), values.data(), 16, DataType::kFloat32); },
           {"all_reduce #" + std::to_string(call + 1), "unusable after an earlier failure",
            "timed out after 1.2 s"},
           rank);
-      EXPECT_LT(again.seconds, 0.5);
+      EXPECT_LT(again.seconds, 5.0);
     }
     expect_raises<CommunicationError>([&] { comm.barrier(); }, {"barrier #3", "timed out"}, rank);
     expect_raises<CommunicationError>([&] { (void)comm.split(0, 0); },
@@ -97,21 +143,33 @@ TEST_F(PoisonAbortTest, AbortFromAnotherThreadReleasesABlockedCall) {
     options.algorithm = algorithm;
     options.timeout = std::chrono::seconds(60);
     std::vector<float> values(16, 1.0f);
+    // The abort comes once the call is in progress (and, 300 ms later,
+    // blocked on rank 1, which never calls): not at a fixed time after the
+    // thread starts, which a loaded machine can turn into an abort before
+    // the call.
+    bool saw_call = false;
+    std::chrono::steady_clock::time_point aborted_at;
     std::thread aborter([&] {
+      saw_call = wait_until([&] { return call_in_progress(comm); });
       std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      aborted_at = std::chrono::steady_clock::now();
       comm.abort("shutting down the trainer");
     });
     const auto raised = expect_raises<CommunicationError>(
         [&] { comm.all_reduce(values.data(), values.data(), 16, DataType::kFloat32, options); },
-        {"all_reduce #0", "aborted by Communicator::abort", "shutting down the trainer"}, rank);
+        {"all_reduce #0", "aborted by Communicator::abort", "while", "shutting down the trainer"},
+        rank);
+    const auto returned_at = std::chrono::steady_clock::now();
     aborter.join();
-    EXPECT_GE(raised.seconds, 0.25);
-    EXPECT_LT(raised.seconds, 5.0) << "abort did not release the call promptly";
+    ASSERT_TRUE(saw_call) << "rank 0: the call never started";
+    EXPECT_GE(returned_at, aborted_at) << "rank 0: the call ended before the abort";
+    EXPECT_LT(std::chrono::duration<double>(returned_at - aborted_at).count(), 5.0)
+        << "abort did not release the call promptly";
     EXPECT_TRUE(comm.aborted());
     const auto again = expect_raises<CommunicationError>(
         [&] { comm.all_reduce(values.data(), values.data(), 16, DataType::kFloat32); },
         {"all_reduce #1", "shutting down the trainer"}, rank);
-    EXPECT_LT(again.seconds, 0.5);
+    EXPECT_LT(again.seconds, 5.0);
   }
 }
 
@@ -185,36 +243,61 @@ TEST_F(PoisonAbortTest, TimeoutTooLongForTheClockMeansNoDeadline) {
 // while a call is in progress gets InvalidArgumentError naming both calls,
 // before anything is touched: the first call finishes with exact results,
 // no sequence number is used up and the communicator stays usable.
+//
+// The order is made, not timed: rank 0's second thread calls once the main
+// thread's call holds the communicator, and the other ranks join that call
+// only after the second thread was answered (a file on this host tells
+// them; MPI cannot, as rank 0's main thread is inside MPI). With sleeps
+// instead (the other ranks 600 ms late, the second thread 100 ms after the
+// main one) a rank that lost the processor for half a second let the main
+// call finish first: the second call then ran for real and both ranks hung
+// until the timeout.
 TEST_F(PoisonAbortTest, ASecondThreadIsRefusedWhileACallRuns) {
   if (size < 2) GTEST_SKIP() << "needs 2 ranks (a 1-rank call never waits)";
+  if (comm.topology().node_count() > 1) GTEST_SKIP() << "the ranks' gate is a file on one host";
+  std::string gate;
+  if (rank == 0) {
+    gate = "/tmp/collective_second_thread_gate." + std::to_string(getpid());
+    std::remove(gate.c_str());
+  }
+  char path[128] = {};
+  std::snprintf(path, sizeof(path), "%s", gate.c_str());
+  MPI_Bcast(path, sizeof(path), MPI_CHAR, 0, MPI_COMM_WORLD);
+  gate = path;
   std::vector<float> values(8, 1.0f);
   const std::uint64_t before = comm.sequence_number();
-  std::atomic<bool> refused{false};
+  bool saw_call = false;
+  bool refused = false;
   std::string message;
-  // Rank 1 arrives late, so rank 0's all_reduce is still running when its
-  // second thread calls.
   std::thread second;
   if (rank == 0) {
     second = std::thread([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      // A valid call: only its timing is wrong.
-      const float mine = 2.0f;
-      std::vector<float> gathered(static_cast<std::size_t>(size));
-      try {
-        comm.all_gather(&mine, gathered.data(), 1, DataType::kFloat32);
-      } catch (const InvalidArgumentError& error) {
-        refused = true;
-        message = error.what();
+      saw_call = wait_until([&] { return call_in_progress(comm); });
+      if (saw_call) {
+        // A valid call: only its timing is wrong.
+        const float mine = 2.0f;
+        std::vector<float> gathered(static_cast<std::size_t>(size));
+        try {
+          comm.all_gather(&mine, gathered.data(), 1, DataType::kFloat32);
+        } catch (const InvalidArgumentError& error) {
+          refused = true;
+          message = error.what();
+        }
       }
+      std::ofstream(gate) << "answered\n";
     });
+  } else {
+    const bool opened = wait_until([&] { return std::ifstream(gate).good(); });
+    ASSERT_TRUE(opened) << "rank " << rank << ": rank 0's second thread never answered";
   }
-  if (rank == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
   comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32);
   if (second.joinable()) second.join();
+  if (rank == 0) std::remove(gate.c_str());
   for (std::size_t i = 0; i < values.size(); ++i) {
     ASSERT_EQ(values[i], static_cast<float>(size)) << "rank " << rank << " index " << i;
   }
   if (rank == 0) {
+    ASSERT_TRUE(saw_call) << "rank 0: the main thread's call never started";
     EXPECT_TRUE(refused) << "rank 0: the second thread's call was not refused";
     for (const char* needle : {"all_gather", "all_reduce #", "another thread",
                                "one thread at a time"}) {

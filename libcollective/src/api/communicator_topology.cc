@@ -253,6 +253,7 @@ void split_node_groups(CommunicatorState& state, const char* operation) {
   if (cross != MPI_COMM_NULL) {
     state.cross_node = std::make_unique<CommunicatorState>(cross);
     state.cross_node->spans_nodes = true;
+    state.cross_node->node_oversubscribed = state.node_oversubscribed;
   }
 }
 
@@ -308,6 +309,9 @@ void attach_topology(CommunicatorState& state, const char* operation) {
   check_agreed_parameters(parameters, operation, rank);
   check_same_everywhere(*topology, state.comm, rank, operation);
   state.topology = std::make_shared<const Topology>(std::move(*topology));
+  const Node& node = state.topology->node(state.topology->node_of(rank));
+  state.node_oversubscribed =
+      node.processing_units > 0 && static_cast<int>(node.ranks.size()) > node.processing_units;
   dump_once(*state.topology, rank);
   split_node_groups(state, operation);
   if (rank == 0) COLLECTIVE_LOG(kDebug, "topology of a new communicator of " << state.size << " ranks:\n"

@@ -101,6 +101,10 @@ struct CommunicatorState {
   // is created (topology/communicator_topology.h); null only for internal
   // states such as cross_node below, which no selection looks at.
   std::shared_ptr<const Topology> topology;
+  // Whether this rank's node has more ranks than processing units (set with
+  // the topology): its waits yield from the first idle poll (wait_guard.h),
+  // since a spinning waiter holds the processor the awaited rank needs.
+  bool node_oversubscribed = false;
   // The ranks of this rank's node (topology->node_of), ordered by rank.
   MPI_Comm node_comm = MPI_COMM_NULL;
   // The ranks on other nodes with this rank's local rank, ordered by node;

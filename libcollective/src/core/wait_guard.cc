@@ -31,7 +31,8 @@ WaitGuard::WaitGuard(const Request& request, const CommunicatorState& state, con
       who_(who),
       timeout_(request.timeout),
       start_(request.deadline - request.timeout),
-      deadline_(request.deadline) {}
+      deadline_(request.deadline),
+      tight_polls_(state.node_oversubscribed ? 0 : kTightPolls) {}
 
 WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
                      const CommunicatorState* state, const char* who)
@@ -42,7 +43,8 @@ WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds 
       who_(who),
       timeout_(timeout),
       start_(Clock::now()),
-      deadline_(start_ + timeout) {}
+      deadline_(start_ + timeout),
+      tight_polls_(state != nullptr && state->node_oversubscribed ? 0 : kTightPolls) {}
 
 void WaitGuard::arm() {
   armed_ = true;
@@ -89,7 +91,15 @@ std::string WaitGuard::ranks_text(const std::vector<int>& ranks) const {
 
 void WaitGuard::checkpoint(const Describer& describe) {
   const Clock::time_point now = Clock::now();
-  if (now >= deadline_) fail_timeout(describe());
+  if (now >= deadline_) {
+    // A waiter that first looks past the deadline (its process lost the
+    // processor on a loaded machine) still warns first, as promised.
+    if (!warned_ && warn_at_ != Clock::time_point::max()) {
+      warned_ = true;
+      warn_stall(describe(), now);
+    }
+    fail_timeout(describe());
+  }
   if (now >= next_liveness_check_) {
     next_liveness_check_ = now + kLivenessInterval;
     const std::vector<int> gone = state_->liveness.gone();

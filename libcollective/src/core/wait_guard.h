@@ -8,6 +8,10 @@
 // at the deadline. Every idle turn also lets MPI progress (see
 // drive_mpi_progress), so no wait starves a peer of this rank's messages.
 //
+// On a node with more ranks than processing units the tight polls are
+// skipped: every idle poll yields, since the spinning waiter would hold the
+// processor that the rank it waits for needs in order to answer.
+//
 // Usage, in any loop that waits (MPI requests, shared-memory flags, ...):
 //   WaitGuard guard(request, state, "shared_memory");
 //   while (!ready()) guard.idle([&] { return WaitTarget{{peer}, "flag of rank 3"}; });
@@ -68,9 +72,9 @@ class WaitGuard {
   // Called after every poll that found nothing ready.
   template <typename Describe>
   void idle(Describe&& describe) {
-    if (++polls_ <= kTightPolls) return;
+    if (++polls_ <= tight_polls_) return;
     if (!armed_) arm();
-    if (polls_ == kTightPolls + 1 && trace_enabled()) trace_wait_start_ns_ = trace_now_ns();
+    if (polls_ == tight_polls_ + 1 && trace_enabled()) trace_wait_start_ns_ = trace_now_ns();
     sched_yield();
     check(describe, Clock::now());
   }
@@ -80,12 +84,12 @@ class WaitGuard {
   // place of the yield once the wait has yielded for sleep_after.
   template <typename Describe, typename Sleep>
   void idle(Describe&& describe, Sleep&& sleep) {
-    if (++polls_ <= kTightPolls) return;
+    if (++polls_ <= tight_polls_) return;
     if (!armed_) arm();
     // After a yield the clock is cheap by comparison (vDSO, tens of ns),
     // and an oversubscribed yield can take a whole time slice.
     Clock::time_point now = Clock::now();
-    if (polls_ == kTightPolls + 1) {
+    if (polls_ == tight_polls_ + 1) {
       yielding_since_ = now;
       if (trace_enabled()) trace_wait_start_ns_ = trace_now_ns();
     }
@@ -180,6 +184,7 @@ class WaitGuard {
   bool armed_ = false;
   bool warned_ = false;
   int polls_ = 0;
+  int tight_polls_ = kTightPolls;  // 0 on an oversubscribed node
   Clock::duration sleep_after_ = std::chrono::milliseconds(1);
   Clock::time_point yielding_since_;
   // The wait being traced: its first yield (0: none) and its last idle

@@ -88,11 +88,13 @@ double node_work_seconds(const Shape& shape, double streamed, double cached, dou
 }
 
 // One step of a flat algorithm moving `bytes` per rank: latency of the
-// slowest link, and the slower of a local MPI copy and the NIC shared by
-// `flows` ranks of a node.
+// slowest link, and the slower of a local MPI copy (stretched by the ranks
+// per processing unit: copies are CPU work) and the NIC shared by `flows`
+// ranks of a node.
 double flat_step_seconds(const Topology& topology, const Shape& shape, double bytes, int flows) {
   const LinkCost local = link_cost(LinkKind::kLocalMpi, topology);
-  double seconds = local.latency_seconds + bytes / local.bytes_per_second;
+  double seconds =
+      local.latency_seconds + bytes / local.bytes_per_second * shape.oversubscription;
   if (shape.nodes > 1) {
     const LinkCost net = link_cost(LinkKind::kNetwork, topology);
     seconds = std::max(seconds, net.latency_seconds + bytes * flows / net.bytes_per_second);

@@ -47,6 +47,12 @@ inline constexpr double kCallSeconds = 0.2e-6;
 // ~2-2.5 GB/s on this VM (pinning pages is slow under virtualization).
 inline constexpr double kLocalMpiLatencySeconds = 0.5e-6;
 inline constexpr double kLocalMpiBytesPerSecond = 2.5e9;
+// That rate is one rank's with a processor of its own: the copy is CPU work
+// of the receiver (CMA) or of both sides (vader's copy in and out), so with
+// more ranks than processors the copies of a step take turns and a step's
+// bytes stretch by the ranks per processing unit, as node work does. 64 MiB
+// at 8 ranks on 2 cores measured ring 239 ms against shared_memory 128 ms
+// (p50), where the unstretched term predicted ring at 63 ms.
 // With more ranks than processors every message waits for its receiver to
 // be scheduled, per rank per processing unit: 8-byte recursive doubling at
 // 4 ranks on 2 cores measured ~5 us a step, the ring 4-7 us.
@@ -132,8 +138,9 @@ double slot_rounds(double bytes);
 // input; ranks beyond the processing units take turns.
 double node_work_seconds(const Shape& shape, double streamed, double cached, double reduced);
 // One step of a flat algorithm moving `bytes` per rank: latency of the
-// slowest link, and the slower of a local MPI copy and the NIC shared by
-// `flows` ranks of a node.
+// slowest link, and the slower of a local MPI copy (stretched by the ranks
+// per processing unit: copies are CPU work) and the NIC shared by `flows`
+// ranks of a node.
 double flat_step_seconds(const Topology& topology, const Shape& shape, double bytes, int flows);
 
 }  // namespace collective::internal
