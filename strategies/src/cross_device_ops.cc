@@ -72,6 +72,25 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
   }
   std::vector<Tensor> results(values.size());
   for (const auto& [type, indices] : groups) {
+    if (detail::reduces_in_float32(type, op)) {
+      // float16/bfloat16 SUM, MEAN, PROD: every step (the replicas, the
+      // workers, MEAN's division) on float32 copies, rounded once at the end.
+      std::vector<std::vector<Tensor>> wide(indices.size());
+      std::vector<std::vector<const Tensor*>> wide_views(indices.size());
+      std::vector<std::size_t> wide_indices(indices.size());
+      for (std::size_t j = 0; j < indices.size(); ++j) {
+        wide_indices[j] = j;
+        for (const Tensor* replica_value : values[indices[j]]) {
+          wide[j].push_back(detail::widened_to_float32(*replica_value));
+        }
+        for (const Tensor& replica_value : wide[j]) wide_views[j].push_back(&replica_value);
+      }
+      std::vector<Tensor> reduced = reduce_group(op, wide_views, wide_indices);
+      for (std::size_t j = 0; j < indices.size(); ++j) {
+        results[indices[j]] = detail::rounded_from_float32(reduced[j], type);
+      }
+      continue;
+    }
     std::vector<Tensor> reduced = reduce_group(op, values, indices);
     for (std::size_t j = 0; j < indices.size(); ++j) results[indices[j]] = std::move(reduced[j]);
   }
