@@ -8,6 +8,7 @@
 #include <cstddef>
 
 #include "collective/types.h"
+#include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
 
@@ -24,6 +25,11 @@ constexpr bool keeps_float32_partials(DataType type, ReduceOp op) {
 // before the one rounding. dst may be a or b exactly.
 void reduce_into_partial(void* dst, bool dst_wide, const void* a, const void* b, bool b_wide,
                          std::size_t count, DataType type, ReduceOp op, int divisor = 1);
+
+// The same with a chosen instruction set, for tests.
+void reduce_into_partial_with(KernelIsa isa, void* dst, bool dst_wide, const void* a,
+                              const void* b, bool b_wide, std::size_t count, DataType type,
+                              ReduceOp op, int divisor);
 
 // dst[i] = src[i] as float32 (exact).
 void widen_to_float32(float* dst, const void* src, std::size_t count, DataType type);
