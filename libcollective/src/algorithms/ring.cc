@@ -96,8 +96,9 @@ class RingRun {
                                    start_gather);
     } else {
       const std::size_t stride = layout.max_length() * partial_element_;
-      const PartialSums partials = wide_ ? PartialSums{nullptr, state_.scratch_work.get(2 * stride), stride}
-                                         : PartialSums{output, nullptr, 0};
+      const PartialSums partials =
+          wide_ ? PartialSums{nullptr, state_.scratch_work.get(2 * stride), stride}
+                : PartialSums{output, nullptr, 0};
       reduce_scatter_phase(layout, input, partials, output + layout.offset(r_) * element_,
                            start_gather);
     }

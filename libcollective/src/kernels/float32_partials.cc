@@ -37,7 +37,9 @@ void reduce_into_partial(void* dst, bool dst_wide, const void* a, const void* b,
 
 void widen_to_float32(float* dst, const void* src, std::size_t count, DataType type) {
   if (count == 0) return;
-  if (active_kernel_isa() == KernelIsa::kAvx2) return avx2_kernels::widen_entry(dst, src, count, type);
+  if (active_kernel_isa() == KernelIsa::kAvx2) {
+    return avx2_kernels::widen_entry(dst, src, count, type);
+  }
   generic_kernels::widen_entry(dst, src, count, type);
 }
 

@@ -92,7 +92,9 @@ void reduce_sources_to_float32(float* dst, const void* const* sources, int n, st
   auto keep = [dst](std::size_t first, const float* accumulator, std::size_t m) {
     std::memcpy(dst + first, accumulator, m * sizeof(float));
   };
-  if (type == DataType::kFloat16) return accumulate_16<float16_to_float>(sources, n, count, op, keep);
+  if (type == DataType::kFloat16) {
+    return accumulate_16<float16_to_float>(sources, n, count, op, keep);
+  }
   accumulate_16<bfloat16_to_float>(sources, n, count, op, keep);
 }
 
