@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -253,47 +254,62 @@ struct BFloat16Codec {
   }
 };
 
-// dst = a op b with a in the 16-bit type, b in it or in float32 (b_wide),
-// dst a float32 partial (dst_wide, not rounded) or the 16-bit result,
+// dst = a op b with a in the 16-bit type, b in it or in float32 (kBWide),
+// dst a float32 partial (kDstWide, not rounded) or the 16-bit result,
 // divided by divisor (> 1) before its one rounding. dst may be a or b
-// exactly: each block is read before it is written.
-template <template <typename> class Op, typename Codec>
-void combine_widening(void* dst, bool dst_wide, const std::uint16_t* a, const void* b, bool b_wide,
-                      std::size_t count, int divisor) {
+// exactly: each block is read before it is written. The widths are
+// template parameters so that each form is a branch-free loop.
+template <template <typename> class Op, typename Codec, bool kBWide, bool kDstWide>
+void combine_widening(void* dst, const std::uint16_t* a, const void* b, std::size_t count,
+                      int divisor) {
   const float scale = static_cast<float>(divisor);
-  auto* d16 = static_cast<std::uint16_t*>(dst);
-  auto* d32 = static_cast<float*>(dst);
-  const auto* b16 = static_cast<const std::uint16_t*>(b);
-  const auto* b32 = static_cast<const float*>(b);
   alignas(32) float x[kBlock];
   alignas(32) float y[kBlock];
   std::size_t i = 0;
   for (; i + kBlock <= count; i += kBlock) {
     Codec::load_block(a + i, x);
-    if (b_wide) {
-      for (std::size_t k = 0; k < kBlock; ++k) y[k] = b32[i + k];
+    if constexpr (kBWide) {
+      const float* wide = static_cast<const float*>(b) + i;
+      for (std::size_t k = 0; k < kBlock; ++k) x[k] = Op<float>::apply(x[k], wide[k]);
     } else {
-      Codec::load_block(b16 + i, y);
+      Codec::load_block(static_cast<const std::uint16_t*>(b) + i, y);
+      for (std::size_t k = 0; k < kBlock; ++k) x[k] = Op<float>::apply(x[k], y[k]);
     }
-    for (std::size_t k = 0; k < kBlock; ++k) x[k] = Op<float>::apply(x[k], y[k]);
-    if (divisor > 1) {
-      for (std::size_t k = 0; k < kBlock; ++k) x[k] /= scale;
-    }
-    if (dst_wide) {
-      for (std::size_t k = 0; k < kBlock; ++k) d32[i + k] = x[k];
+    if constexpr (kDstWide) {
+      std::memcpy(static_cast<float*>(dst) + i, x, sizeof(x));
     } else {
-      Codec::store_block(x, d16 + i);
+      if (divisor > 1) {
+        for (std::size_t k = 0; k < kBlock; ++k) x[k] /= scale;
+      }
+      Codec::store_block(x, static_cast<std::uint16_t*>(dst) + i);
     }
   }
   for (; i < count; ++i) {
-    float value = Op<float>::apply(Codec::load(a[i]), b_wide ? b32[i] : Codec::load(b16[i]));
-    if (divisor > 1) value /= scale;
-    if (dst_wide) {
-      d32[i] = value;
+    float other;
+    if constexpr (kBWide) {
+      other = static_cast<const float*>(b)[i];
     } else {
-      d16[i] = Codec::store(value);
+      other = Codec::load(static_cast<const std::uint16_t*>(b)[i]);
+    }
+    float value = Op<float>::apply(Codec::load(a[i]), other);
+    if constexpr (kDstWide) {
+      static_cast<float*>(dst)[i] = value;
+    } else {
+      if (divisor > 1) value /= scale;
+      static_cast<std::uint16_t*>(dst)[i] = Codec::store(value);
     }
   }
+}
+
+template <template <typename> class Op, typename Codec>
+void combine_widening_forms(void* dst, bool dst_wide, const std::uint16_t* a, const void* b,
+                            bool b_wide, std::size_t count, int divisor) {
+  if (dst_wide) {
+    if (b_wide) return combine_widening<Op, Codec, true, true>(dst, a, b, count, divisor);
+    return combine_widening<Op, Codec, false, true>(dst, a, b, count, divisor);
+  }
+  if (b_wide) return combine_widening<Op, Codec, true, false>(dst, a, b, count, divisor);
+  return combine_widening<Op, Codec, false, false>(dst, a, b, count, divisor);
 }
 
 template <typename Codec>
@@ -302,15 +318,15 @@ void dispatch_widening(void* dst, bool dst_wide, const void* a, const void* b, b
   const auto* x = static_cast<const std::uint16_t*>(a);
   switch (op) {
     case ReduceOp::kSum:
-      return combine_widening<Sum, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
+      return combine_widening_forms<Sum, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
     case ReduceOp::kMean:
-      return combine_widening<Sum, Codec>(dst, dst_wide, x, b, b_wide, count, divisor);
+      return combine_widening_forms<Sum, Codec>(dst, dst_wide, x, b, b_wide, count, divisor);
     case ReduceOp::kMin:
-      return combine_widening<Min, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
+      return combine_widening_forms<Min, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
     case ReduceOp::kMax:
-      return combine_widening<Max, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
+      return combine_widening_forms<Max, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
     case ReduceOp::kProd:
-      return combine_widening<Prod, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
+      return combine_widening_forms<Prod, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
   }
 }
 
