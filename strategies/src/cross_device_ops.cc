@@ -85,13 +85,13 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
         }
         for (const Tensor& replica_value : wide[j]) wide_views[j].push_back(&replica_value);
       }
-      std::vector<Tensor> reduced = reduce_group(op, wide_views, wide_indices);
+      std::vector<Tensor> reduced = reduce_group(op, wide_views, wide_indices, element_size(type));
       for (std::size_t j = 0; j < indices.size(); ++j) {
         results[indices[j]] = detail::rounded_from_float32(reduced[j], type);
       }
       continue;
     }
-    std::vector<Tensor> reduced = reduce_group(op, values, indices);
+    std::vector<Tensor> reduced = reduce_group(op, values, indices, element_size(type));
     for (std::size_t j = 0; j < indices.size(); ++j) results[indices[j]] = std::move(reduced[j]);
   }
   return results;
@@ -99,7 +99,8 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
 
 std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
                                                  const std::vector<std::vector<const Tensor*>>& values,
-                                                 const std::vector<std::size_t>& indices) {
+                                                 const std::vector<std::size_t>& indices,
+                                                 std::size_t packing_element_size) {
   const std::size_t replicas = values[indices.front()].size();
   const DataType type = values[indices.front()][0]->dtype();
   const std::size_t element = element_size(type);
@@ -126,7 +127,7 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
 
   std::vector<const void*> inputs(replicas);
   std::size_t first_tensor = 0;  // the first tensor that ends after the current pack's start
-  for (const PackRange& pack : plan_packs(sizes, element)) {
+  for (const PackRange& pack : plan_packs(sizes, packing_element_size)) {
     if (pack.num_elements == 0) continue;
     const std::size_t pack_end = pack.first_element + pack.num_elements;
     while (starts[first_tensor] + sizes[first_tensor] <= pack.first_element) ++first_tensor;
