@@ -73,7 +73,26 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
   }
   std::vector<Tensor> results(values.size());
   for (const auto& [type, indices] : groups) {
-    std::vector<Tensor> reduced = reduce_group(op, values, indices);
+    if (detail::reduces_in_float32(type, op)) {
+      // float16/bfloat16 SUM, MEAN, PROD: every step (the replicas, the
+      // workers, MEAN's division) on float32 copies, rounded once at the end.
+      std::vector<std::vector<Tensor>> wide(indices.size());
+      std::vector<std::vector<const Tensor*>> wide_views(indices.size());
+      std::vector<std::size_t> wide_indices(indices.size());
+      for (std::size_t j = 0; j < indices.size(); ++j) {
+        wide_indices[j] = j;
+        for (const Tensor* replica_value : values[indices[j]]) {
+          wide[j].push_back(detail::widened_to_float32(*replica_value));
+        }
+        for (const Tensor& replica_value : wide[j]) wide_views[j].push_back(&replica_value);
+      }
+      std::vector<Tensor> reduced = reduce_group(op, wide_views, wide_indices, element_size(type));
+      for (std::size_t j = 0; j < indices.size(); ++j) {
+        results[indices[j]] = detail::rounded_from_float32(reduced[j], type);
+      }
+      continue;
+    }
+    std::vector<Tensor> reduced = reduce_group(op, values, indices, element_size(type));
     for (std::size_t j = 0; j < indices.size(); ++j) results[indices[j]] = std::move(reduced[j]);
   }
   return results;
@@ -81,7 +100,8 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
 
 std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
                                                  const std::vector<std::vector<const Tensor*>>& values,
-                                                 const std::vector<std::size_t>& indices) {
+                                                 const std::vector<std::size_t>& indices,
+                                                 std::size_t packing_element_size) {
   const std::size_t replicas = values[indices.front()].size();
   const DataType type = values[indices.front()][0]->dtype();
   const std::size_t element = element_size(type);
@@ -108,7 +128,7 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
 
   std::vector<const void*> inputs(replicas);
   std::size_t first_tensor = 0;  // the first tensor that ends after the current pack's start
-  for (const PackRange& pack : plan_packs(sizes, element)) {
+  for (const PackRange& pack : plan_packs(sizes, packing_element_size)) {
     if (pack.num_elements == 0) continue;
     const std::size_t pack_end = pack.first_element + pack.num_elements;
     while (starts[first_tensor] + sizes[first_tensor] <= pack.first_element) ++first_tensor;

@@ -10,6 +10,7 @@
 
 #include "collective/errors.h"
 #include "collective/half_precision.h"
+#include "tensor_access.h"
 
 namespace collective::distribute::detail {
 
@@ -108,6 +109,33 @@ constexpr std::size_t kBlock = 1024;
 bool is_floating(DataType type) {
   return type == DataType::kFloat16 || type == DataType::kBFloat16 ||
          type == DataType::kFloat32 || type == DataType::kFloat64;
+}
+
+bool reduces_in_float32(DataType type, ReduceOp op) {
+  return (type == DataType::kFloat16 || type == DataType::kBFloat16) &&
+         (op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kProd);
+}
+
+Tensor widened_to_float32(const Tensor& value) {
+  Tensor wide = TensorAccess::uninitialized(DataType::kFloat32, value.shape());
+  const auto* in = static_cast<const std::uint16_t*>(value.raw_data());
+  auto* out = static_cast<float*>(wide.raw_data());
+  const bool half = value.dtype() == DataType::kFloat16;
+  for (std::size_t i = 0; i < value.num_elements(); ++i) {
+    out[i] = half ? float16_to_float(in[i]) : bfloat16_to_float(in[i]);
+  }
+  return wide;
+}
+
+Tensor rounded_from_float32(const Tensor& value, DataType type) {
+  Tensor narrow = TensorAccess::uninitialized(type, value.shape());
+  const auto* in = static_cast<const float*>(value.raw_data());
+  auto* out = static_cast<std::uint16_t*>(narrow.raw_data());
+  const bool half = type == DataType::kFloat16;
+  for (std::size_t i = 0; i < value.num_elements(); ++i) {
+    out[i] = half ? float_to_float16(in[i]) : float_to_bfloat16(in[i]);
+  }
+  return narrow;
 }
 
 void reduce_in_order(ReduceOp op, DataType type, std::span<const void* const> inputs,

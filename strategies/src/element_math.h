@@ -58,4 +58,16 @@ Tensor concat(const std::vector<Tensor>& parts, int axis);
 // Whether the element type is float16, bfloat16, float32 or float64.
 bool is_floating(DataType type);
 
+// Whether a reduction of `type` by `op` runs on float32 copies: float16 and
+// bfloat16 SUM, MEAN and PROD, whose partial results (a replica's sum, a
+// worker's, a sum along an axis) must not be rounded to 16 bits, nor
+// MEAN's sum before its division (docs/strategies.md, Numerics).
+bool reduces_in_float32(DataType type, ReduceOp op);
+
+// `value` as float32 (exact for float16 and bfloat16).
+Tensor widened_to_float32(const Tensor& value);
+
+// A float32 tensor rounded once (to nearest even) to `type`.
+Tensor rounded_from_float32(const Tensor& value, DataType type);
+
 }  // namespace collective::distribute::detail

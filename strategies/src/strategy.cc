@@ -154,6 +154,16 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optio
                                      std::to_string(*axis) + " may differ)");
     }
   }
+  if (detail::reduces_in_float32(value[0].dtype(), op)) {
+    // The sums along the axis are partials too: float32 throughout, one
+    // rounding at the end (the replicas' dtypes agree, checked above).
+    std::vector<Tensor> wide;
+    for (const Tensor& replica_value : value.values()) {
+      wide.push_back(detail::widened_to_float32(replica_value));
+    }
+    return detail::rounded_from_float32(reduce(op, PerReplica<Tensor>(std::move(wide)), axis),
+                                        value[0].dtype());
+  }
   std::vector<Tensor> partial;
   std::vector<Tensor> counts;
   for (const Tensor& replica_value : value.values()) {

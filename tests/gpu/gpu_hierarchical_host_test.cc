@@ -58,10 +58,10 @@ class HostSteps final : public HierarchicalSteps {
     staged_bytes = bytes;
     return staging_.data();
   }
-  void cross_all_reduce(void* host, std::size_t count, ReduceOp op) override {
+  void cross_all_reduce(void* host, std::size_t count, DataType type, ReduceOp op) override {
     AllReduceOptions options;
     options.op = op;
-    across_.all_reduce(host, host, count, type_, options);
+    across_.all_reduce(host, host, count, type, options);
   }
 
   int waits = 0;
@@ -128,7 +128,11 @@ TEST_P(HierarchicalOnHost, EveryCountTypeAndOpIsExact) {
           internal::run_hierarchical_all_reduce(request, nodes.layout, steps);
 
           const auto shape = internal::hierarchical_shape(count, per_node, nodes.layout.local_rank);
-          ASSERT_EQ(steps.staged_bytes, (shape.block + shape.tail) * element);
+          // 16-bit SUM, MEAN, PROD stage a float32 copy ahead of the shard.
+          const bool wide = (type == DataType::kFloat16 || type == DataType::kBFloat16) &&
+                            (op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kProd);
+          ASSERT_EQ(steps.staged_bytes,
+                    (shape.block + shape.tail) * (element + (wide ? sizeof(float) : 0)));
           ASSERT_EQ(steps.waits, 2);
           ASSERT_TRUE(testing_helpers::check_elements(recv, 0, count, world.rank(), [&](std::size_t i) {
             return testing_helpers::expected_value(op, type, p, i);
@@ -136,6 +140,56 @@ TEST_P(HierarchicalOnHost, EveryCountTypeAndOpIsExact) {
               << " count " << count << (in_place ? " in place" : "");
         }
       }
+    }
+  }
+}
+
+// The host step across nodes keeps 16-bit partials in float32 and divides
+// MEAN before its one rounding: with one rank per node it is the whole
+// reduction, so float16 40000 on every rank has the MEAN 40000 (it was inf:
+// the 16-bit sum overflowed before the division), +-60000 the exact SUM,
+// and 256 and ones in bfloat16 the sum rounded once. (With several ranks
+// per node, the node's partial is NCCL's 16-bit reduce-scatter.)
+TEST(HierarchicalOnHostLimits, OneRankPerNodeRoundsOnceAtTheEnd) {
+  Communicator world = Communicator::world();
+  const int p = world.size();
+  SimulatedNodes nodes = simulate(world, 1);
+  struct Case {
+    DataType type;
+    ReduceOp op;
+    double (*value)(int rank, std::size_t i);
+  };
+  const Case cases[] = {
+      {DataType::kFloat16, ReduceOp::kMean, [](int, std::size_t) { return 40000.0; }},
+      {DataType::kFloat16, ReduceOp::kSum,
+       [](int r, std::size_t i) { return (static_cast<std::size_t>(r) + i) % 2 ? -60000.0 : 60000.0; }},
+      {DataType::kBFloat16, ReduceOp::kSum,
+       [](int r, std::size_t i) { return static_cast<std::size_t>(r) == i % 4 ? 256.0 : 1.0; }},
+  };
+  for (const Case& c : cases) {
+    const std::size_t count = 101;
+    testing_helpers::TypedBuffer send(c.type, count), recv(c.type, count);
+    recv.poison();
+    for (std::size_t i = 0; i < count; ++i) send.set(i, c.value(world.rank(), i));
+    Request request;
+    request.kind = CollectiveKind::kAllReduce;
+    request.send = send.data();
+    request.recv = recv.data();
+    request.count = count;
+    request.type = c.type;
+    request.op = c.op;
+    HostSteps steps(nodes.node, nodes.across, c.type);
+    internal::run_hierarchical_all_reduce(request, nodes.layout, steps);
+    for (std::size_t i = 0; i < count; ++i) {
+      double exact = 0;
+      for (int r = 0; r < p; ++r) exact += c.value(r, i);
+      float value = static_cast<float>(exact);
+      if (c.op == ReduceOp::kMean) value /= static_cast<float>(p);
+      testing_helpers::TypedBuffer one(c.type, 1);
+      one.set(0, value);
+      ASSERT_EQ(recv.get(i), one.get(0))
+          << to_string(c.type) << " " << to_string(c.op) << ": rank " << world.rank() << " index "
+          << i << " expected " << one.get(0) << " actual " << recv.get(i);
     }
   }
 }

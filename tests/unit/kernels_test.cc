@@ -7,9 +7,11 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "collective/half_precision.h"
+#include "kernels/float32_partials.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
@@ -153,6 +155,51 @@ TEST_P(KernelIsaTest, SixteenBitTypesAccumulateInFloat32) {
           float want = static_cast<float>(reference(op, to_float(a[i]), to_float(b[i])));
           if (op == ReduceOp::kMean) want = (to_float(a[i]) + to_float(b[i])) / 3.0f;
           ASSERT_EQ(out[i], to_bits(want)) << to_string(type) << " " << to_string(op) << " index " << i;
+        }
+      }
+    }
+  }
+}
+
+// The float32-partial kernel (kernels/float32_partials.h): every form of
+// operand and result against one float32 operation on the decoded inputs,
+// rounded once only when the result is 16-bit (after MEAN's division),
+// including values whose 16-bit sum or product would overflow.
+TEST_P(KernelIsaTest, Float32PartialsRoundOnlyTheResult) {
+  for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
+    auto to_bits = [&](float v) {
+      return type == DataType::kFloat16 ? float_to_float16(v) : float_to_bfloat16(v);
+    };
+    auto to_float = [&](std::uint16_t v) {
+      return type == DataType::kFloat16 ? float16_to_float(v) : bfloat16_to_float(v);
+    };
+    for (std::size_t count : {1u, 15u, 16u, 33u, 1000u}) {
+      std::vector<std::uint16_t> a(count), b16(count), out16(count);
+      std::vector<float> b32(count), out32(count);
+      for (std::size_t i = 0; i < count; ++i) {
+        a[i] = to_bits(i % 3 == 0 ? 40000.0f : 0.1f * static_cast<float>(i % 37) - 1.3f);
+        b16[i] = to_bits(i % 5 == 0 ? 60000.0f : 0.37f * static_cast<float>(i % 11) + 0.01f);
+        b32[i] = i % 4 == 0 ? 123456.7f : 0.013f * static_cast<float>(i % 29) - 0.2f;
+      }
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kProd}) {
+        for (bool b_wide : {false, true}) {
+          auto operand = [&](std::size_t i) { return b_wide ? b32[i] : to_float(b16[i]); };
+          const void* b = b_wide ? static_cast<const void*>(b32.data()) : b16.data();
+          auto exact = [&](std::size_t i) {
+            return op == ReduceOp::kProd ? to_float(a[i]) * operand(i) : to_float(a[i]) + operand(i);
+          };
+          reduce_into_partial_with(GetParam(), out32.data(), true, a.data(), b, b_wide, count,
+                                   type, op, 3);
+          reduce_into_partial_with(GetParam(), out16.data(), false, a.data(), b, b_wide, count,
+                                   type, op, 3);
+          for (std::size_t i = 0; i < count; ++i) {
+            const std::string what = std::string(to_string(type)) + " " + std::string(to_string(op)) +
+                                     (b_wide ? " float32 b" : " 16-bit b") + " index " +
+                                     std::to_string(i);
+            ASSERT_EQ(out32[i], exact(i)) << what << " (partial: neither divided nor rounded)";
+            const float result = op == ReduceOp::kMean ? exact(i) / 3.0f : exact(i);
+            ASSERT_EQ(out16[i], to_bits(result)) << what;
+          }
         }
       }
     }

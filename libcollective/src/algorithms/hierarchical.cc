@@ -9,6 +9,7 @@
 #include "collective/errors.h"
 #include "core/trace.h"
 #include "cost/cost_model.h"
+#include "kernels/float32_partials.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/shm/node_segment.h"
 #include "validation/two_stage_check.h"
@@ -106,29 +107,51 @@ void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state
   NodeSegment& segment = NodeSegment::of(request, state);
   const std::size_t element = request.element_bytes();
   const RegionLayout layout(request.count, owners, element);
-  const NodeWork work{request, segment, request.type, partial_op, one_node ? state.size : 1};
+  // Across nodes, 16-bit SUM, MEAN and PROD keep the node's partial in
+  // float32 and the ring across nodes reduces float32; the result is
+  // divided (MEAN) and rounded once at the end.
+  const bool float32_partials = !one_node && keeps_float32_partials(request.type, request.op);
+  NodeWork work{request, segment, request.type, partial_op, one_node ? state.size : 1};
+  work.float32_regions = float32_partials;
   std::byte* region = owner ? static_cast<std::byte*>(request.recv) + layout.offset(local) * element
                             : nullptr;
   const std::size_t length = owner ? layout.length(local) : 0;
   // With the check open, nothing of the caller's is written: the node's
   // sum of this owner's region goes to scratch, and the ring reads it from
-  // there (out of place) once the check agreed.
-  std::byte* reduced = check && length > 0 ? state.scratch_work.get(length * element) : region;
+  // there (out of place) once the check agreed. float32 partials always go
+  // to scratch, with room for the ring's float32 result beside them.
+  std::byte* reduced = region;
+  std::byte* summed = nullptr;
+  if (float32_partials && length > 0) {
+    reduced = state.scratch_work.get(2 * length * sizeof(float));
+    summed = reduced + length * sizeof(float);
+  } else if (check && length > 0) {
+    reduced = state.scratch_work.get(length * element);
+  }
   node_reduce_scatter(work, layout, request.send, reduced);
 
+  bool reduced_across = false;
   if (owner && state.cross_node && length > 0) {
+    reduced_across = true;
     Request across = request;
     across.send = reduced;
-    across.recv = region;
+    across.recv = float32_partials ? summed : region;
     across.count = length;
     across.op = partial_op;
+    if (float32_partials) {
+      across.type = DataType::kFloat32;
+      if (across.op == ReduceOp::kMean) across.op = ReduceOp::kSum;
+    }
     across.check_relay = check ? &*check : nullptr;  // carried_check stays set with it
     // The ring, asked of the registry: bandwidth-optimal across nodes.
     find_algorithm(Algorithm::kRing)->run(across, *state.cross_node);
   } else if (check) {
     check->finish();
   }
-  if (owner && request.op == ReduceOp::kMean && !one_node) {
+  if (float32_partials && reduced_across) {
+    round_from_float32(region, reinterpret_cast<const float*>(summed), length, request.type,
+                       request.op == ReduceOp::kMean ? state.size : 1);
+  } else if (owner && request.op == ReduceOp::kMean && !one_node) {
     divide_buffer(region, length, request.type, state.size);
   }
   node_all_gather(work, layout, request.recv);

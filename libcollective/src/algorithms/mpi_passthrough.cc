@@ -12,6 +12,7 @@
 #include "core/mpi_check.h"
 #include "core/mpi_thread_level.h"
 #include "core/wait_guard.h"
+#include "kernels/float32_partials.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
@@ -231,6 +232,45 @@ class MpiCall {
   const std::size_t piece_;  // elements per MPI call
 };
 
+bool is_reduction(CollectiveKind kind) {
+  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter ||
+         kind == CollectiveKind::kReduce;
+}
+
+// float16 and bfloat16 SUM, MEAN and PROD keep their partials in float32
+// (kernels/float32_partials.h): MPI reduces a float32 copy with its own
+// MPI_FLOAT op, and each rank divides (MEAN) and rounds its result once.
+// Two ranks' SUM or PROD combine once, which the 16-bit user op rounds
+// once already; their MEAN would round the sum before the division.
+bool reduces_float32_copy(const Request& request, const CommunicatorState& state) {
+  return is_reduction(request.kind) && keeps_float32_partials(request.type, request.op) &&
+         (state.size > 2 || (state.size == 2 && request.op == ReduceOp::kMean));
+}
+
+void run_on_float32_copy(const Request& request, CommunicatorState& state) {
+  const auto p = static_cast<std::size_t>(state.size);
+  const std::size_t in_count =
+      request.kind == CollectiveKind::kReduceScatter ? request.count * p : request.count;
+  const std::size_t out_count = request.count;
+  float* wide_in =
+      reinterpret_cast<float*>(state.scratch_in.get((in_count + out_count) * sizeof(float)));
+  float* wide_out = wide_in + in_count;
+  widen_to_float32(wide_in, request.send, in_count, request.type);
+  Request wide = request;
+  wide.type = DataType::kFloat32;
+  wide.op = request.op == ReduceOp::kMean ? ReduceOp::kSum : request.op;
+  wide.send = wide_in;
+  wide.recv = wide_out;
+  MpiCall call(wide, state);
+  if (request.kind == CollectiveKind::kAllReduce) call.all_reduce();
+  if (request.kind == CollectiveKind::kReduceScatter) call.reduce_scatter();
+  if (request.kind == CollectiveKind::kReduce) call.reduce();
+  if (request.kind != CollectiveKind::kReduce || state.rank == request.root) {
+    round_from_float32(request.recv, wide_out, out_count, request.type,
+                       request.op == ReduceOp::kMean ? state.size : 1);
+  }
+}
+
 }  // namespace
 
 Support MpiPassthroughAlgorithm::supports(const Request& request,
@@ -250,6 +290,7 @@ Support MpiPassthroughAlgorithm::supports(const Request& request,
 }
 
 void MpiPassthroughAlgorithm::run(const Request& request, CommunicatorState& state) const {
+  if (reduces_float32_copy(request, state)) return run_on_float32_copy(request, state);
   MpiCall call(request, state);
   switch (request.kind) {
     case CollectiveKind::kAllReduce: return call.all_reduce();

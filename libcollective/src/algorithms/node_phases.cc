@@ -104,6 +104,11 @@ void reduce_own_piece(const NodeWork& work, const Pieces& pieces, std::size_t k,
             : segment.staging(q, round) + static_cast<std::size_t>(r) * pieces.piece * element;
   }
   const TraceScope traced("shm reduce");
+  if (work.float32_regions) {
+    reduce_sources_to_float32(static_cast<float*>(destination), sources.data(),
+                              segment.local_size(), length, work.type, work.op);
+    return;
+  }
   reduce_sources(destination, sources.data(), segment.local_size(), length, work.type, work.op,
                  work.divisor);
 }
@@ -352,8 +357,9 @@ void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const
     }
     segment.publish(Flag::kPosted, round);
     if (r < layout.owners()) {
-      reduce_own_piece(work, pieces, k, round, input, bytes_at(own_region, k * pieces.piece, element),
-                       sources);
+      const std::size_t result_element = work.float32_regions ? sizeof(float) : element;
+      reduce_own_piece(work, pieces, k, round, input,
+                       bytes_at(own_region, k * pieces.piece, result_element), sources);
     }
     segment.finish_round(round);
   }

@@ -50,6 +50,10 @@ struct NodeWork {
   DataType type;
   ReduceOp op;       // for the reducing phases
   int divisor = 1;   // MEAN: divide by this at the end of the reduction
+  // node_reduce_scatter of float16/bfloat16: the owners' regions receive
+  // the float32 accumulator (4 bytes an element), neither divided nor
+  // rounded, for the steps across nodes (kernels/float32_partials.h).
+  bool float32_regions = false;
   // Outputs of at least this many bytes are written with non-temporal
   // stores (streaming_copy.h): about half the node's last-level cache.
   std::size_t streaming_bytes = SIZE_MAX;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "algorithms/chunk_layout.h"
+#include "kernels/float32_partials.h"
 #include "kernels/multi_source_reduce.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
@@ -43,17 +44,28 @@ struct DoublingShape {
   }
 };
 
+// 16-bit SUM, MEAN and PROD over more than two ranks keep their partials
+// in float32 (kernels/float32_partials.h): the fold and the first round
+// send raw 16-bit inputs, every later message is a float32 partial, and
+// the last round divides (MEAN) and rounds once. A rank's data is a partial
+// once it has reduced something: after its fold, or after the first round.
 void all_reduce(const Request& request, CommunicatorState& state) {
   PeerExchange exchange(request, state, "recursive_doubling");
   const int p = state.size;
   const int r = state.rank;
   const std::size_t bytes = request.bytes();
+  const bool wide = keeps_float32_partials(request.type, request.op) && p > 2;
+  const std::size_t wide_bytes = wide ? request.count * sizeof(float) : bytes;
   auto* output = static_cast<std::byte*>(request.recv);
   const auto* current = static_cast<const std::byte*>(request.send);
-  std::byte* incoming = state.scratch_in.get(bytes);
+  std::byte* incoming = state.scratch_in.get(wide_bytes);
+  float* partial = wide ? reinterpret_cast<float*>(state.scratch_work.get(wide_bytes)) : nullptr;
   const DoublingShape shape(p);
   const int power = shape.power;
   const int extra = shape.extra;
+  bool current_wide = false;
+  // Whether `rank`'s message of the round with `mask` is a float32 partial.
+  auto sends_partial = [&](int rank, int mask) { return wide && (mask > 1 || rank < 2 * extra); };
 
   // With the check to make, it rides with the head of the first message.
   const std::size_t head =
@@ -73,15 +85,15 @@ void all_reduce(const Request& request, CommunicatorState& state) {
                                                           : CarriedData::kNoPeer;
   auto skip_to = [&](int to) { return to == carried_to ? head : std::size_t{0}; };
   auto all_carried = [&](std::size_t skip) { return skip > 0 && skip == bytes; };
-  auto receive_first = [&](void* into, int from, const char* purpose) {
+  auto receive_first = [&](void* into, std::size_t size, int from, const char* purpose) {
     std::size_t skip = 0;
     if (request.carried_check != nullptr && shape.first_message_to(from) == r) {
-      skip = head;
+      skip = head;  // only a raw input's message carries a head: size == bytes
       std::memcpy(into, landed[static_cast<std::size_t>(from)], head);
     }
     if (all_carried(skip)) return std::optional<PeerExchange::Handle>{};
     return std::optional<PeerExchange::Handle>{
-        exchange.recv(static_cast<std::byte*>(into) + skip, bytes - skip, from, purpose)};
+        exchange.recv(static_cast<std::byte*>(into) + skip, size - skip, from, purpose)};
   };
   auto wait_for = [&](std::optional<PeerExchange::Handle> handle) {
     if (handle) exchange.wait(*handle);
@@ -99,9 +111,16 @@ void all_reduce(const Request& request, CommunicatorState& state) {
       exchange.wait(exchange.recv(output, bytes, r + 1, "recursive doubling: result from partner"));
       return;
     }
-    wait_for(receive_first(incoming, r - 1, "recursive doubling: fold from partner"));
-    reduce_buffers(output, current, incoming, request.count, request.type, request.op);
-    current = output;
+    wait_for(receive_first(incoming, bytes, r - 1, "recursive doubling: fold from partner"));
+    if (wide) {
+      reduce_into_partial(partial, true, current, incoming, false, request.count, request.type,
+                          request.op);
+      current = reinterpret_cast<const std::byte*>(partial);
+      current_wide = true;
+    } else {
+      reduce_buffers(output, current, incoming, request.count, request.type, request.op);
+      current = output;
+    }
     virtual_rank = r / 2;
   }
 
@@ -110,22 +129,46 @@ void all_reduce(const Request& request, CommunicatorState& state) {
     const int partner = shape.real_rank(virtual_rank ^ mask);
     const bool first_round = mask == 1;
     const std::size_t skip = first_round ? skip_to(partner) : 0;
+    const std::size_t sent_bytes = current_wide ? wide_bytes : bytes;
+    const bool partner_wide = sends_partial(partner, mask);
+    const std::size_t received_bytes = partner_wide ? wide_bytes : bytes;
     std::optional<PeerExchange::Handle> sent;
     if (!all_carried(skip)) {
-      sent = exchange.send(current + skip, bytes - skip, partner, "recursive doubling exchange");
+      sent = exchange.send(current + skip, sent_bytes - skip, partner,
+                           "recursive doubling exchange");
     }
     const auto received =
-        first_round ? receive_first(incoming, partner, "recursive doubling exchange")
-                    : std::optional<PeerExchange::Handle>{
-                          exchange.recv(incoming, bytes, partner, "recursive doubling exchange")};
+        first_round
+            ? receive_first(incoming, received_bytes, partner, "recursive doubling exchange")
+            : std::optional<PeerExchange::Handle>{exchange.recv(
+                  incoming, received_bytes, partner, "recursive doubling exchange")};
     wait_for(received);
     wait_for(sent);
     // Both partners compute the same commutative combination, so every rank
     // ends with bitwise-identical values.
     const bool last = (mask << 1) >= power;
     const int divisor = last && request.op == ReduceOp::kMean ? p : 1;
-    reduce_buffers(output, current, incoming, request.count, request.type, request.op, divisor);
-    current = output;
+    if (!wide) {
+      reduce_buffers(output, current, incoming, request.count, request.type, request.op, divisor);
+      current = output;
+      continue;
+    }
+    // Into the float32 partial; the last round then divides and rounds once.
+    if (!current_wide && !partner_wide) {
+      reduce_into_partial(partial, true, current, incoming, false, request.count, request.type,
+                          request.op);
+    } else if (!current_wide || !partner_wide) {
+      const std::byte* narrow_side = current_wide ? incoming : current;
+      const std::byte* wide_side = current_wide ? current : incoming;
+      reduce_into_partial(partial, true, narrow_side, wide_side, true, request.count,
+                          request.type, request.op);
+    } else {
+      reduce_buffers(partial, current, incoming, request.count, DataType::kFloat32,
+                     request.op == ReduceOp::kMean ? ReduceOp::kSum : request.op);
+    }
+    current = reinterpret_cast<const std::byte*>(partial);
+    current_wide = true;
+    if (last) round_from_float32(output, partial, request.count, request.type, divisor);
   }
 
   if (r < 2 * extra) {

@@ -9,6 +9,7 @@
 
 #include "algorithms/chunk_layout.h"
 #include "core/env_params.h"
+#include "kernels/float32_partials.h"
 #include "kernels/multi_source_reduce.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
@@ -46,7 +47,8 @@ class StepSegmentCursor {
 // Where the reduce-scatter phase keeps partial sums of the chunks it
 // forwards: in place in the output (all_reduce, whose output has room for
 // every chunk) or in two scratch chunks used alternately by step parity
-// (reduce_scatter and reduce, whose outputs hold one chunk or none).
+// (reduce_scatter and reduce, whose outputs hold one chunk or none, and
+// 16-bit all_reduce, whose float32 partials do not fit its output).
 struct PartialSums {
   std::byte* output_base = nullptr;  // set: partials live at output_base + chunk offset
   std::byte* alternating = nullptr;  // else: two areas of chunk_stride bytes
@@ -76,7 +78,9 @@ class RingRun {
         prev_((state.rank + state.size - 1) % state.size),
         element_(request.element_bytes()),
         segmentation_(segmentation_for(segment_bytes(request, state), element_)),
-        depth_(env_params().ring_pipeline_depth) {}
+        depth_(env_params().ring_pipeline_depth),
+        wide_(keeps_float32_partials(request.type, request.op) && state.size > 2),
+        partial_element_(wide_ ? sizeof(float) : element_) {}
 
   void all_reduce() {
     const auto layout = ChunkLayout::balanced(request_.count, p_);
@@ -91,8 +95,12 @@ class RingRun {
       ordered_reduce_scatter_phase(layout, input, output + layout.offset(r_) * element_,
                                    start_gather);
     } else {
-      reduce_scatter_phase(layout, input, PartialSums{output, nullptr, 0},
-                           output + layout.offset(r_) * element_, start_gather);
+      const std::size_t stride = layout.max_length() * partial_element_;
+      const PartialSums partials =
+          wide_ ? PartialSums{nullptr, state_.scratch_work.get(2 * stride), stride}
+                : PartialSums{output, nullptr, 0};
+      reduce_scatter_phase(layout, input, partials, output + layout.offset(r_) * element_,
+                           start_gather);
     }
     all_gather_phase(layout, output, /*own_chunk_sent=*/true);
   }
@@ -105,7 +113,7 @@ class RingRun {
       exchange_.wait_all();
       return;
     }
-    const std::size_t stride = layout.max_length() * element_;
+    const std::size_t stride = layout.max_length() * partial_element_;
     std::byte* alternating = state_.scratch_work.get(2 * stride);
     reduce_scatter_phase(layout, static_cast<const std::byte*>(request_.send),
                          PartialSums{nullptr, alternating, stride},
@@ -126,7 +134,7 @@ class RingRun {
   void reduce() {
     const auto layout = ChunkLayout::balanced(request_.count, p_);
     const int root = request_.root;
-    const std::size_t stride = layout.max_length() * element_;
+    const std::size_t stride = layout.max_length() * partial_element_;
     std::byte* work = state_.scratch_work.get(3 * stride);
     std::byte* final_chunk = r_ == root
                                  ? static_cast<std::byte*>(request_.recv) + layout.offset(r_) * element_
@@ -196,6 +204,9 @@ class RingRun {
   // receives chunk r-s-2 from its left neighbour, reducing it with its own
   // input; after the last step it holds chunk r fully reduced at
   // `own_result`, and `on_own_segment` has been called for each segment.
+  // 16-bit SUM, MEAN and PROD (wide_) keep their partials in float32: step 0
+  // sends raw 16-bit inputs, later steps float32 partials, and the last step
+  // divides (MEAN) and rounds once into `own_result`.
   void reduce_scatter_phase(const ChunkLayout& layout, const std::byte* input,
                             const PartialSums& partials, std::byte* own_result,
                             const SegmentDone& on_own_segment) {
@@ -206,6 +217,7 @@ class RingRun {
     auto segments_received = [&](int step) {
       return segmentation_.segments(layout.length(received_chunk(step)));
     };
+    auto incoming_element = [&](int step) { return step > 0 ? partial_element_ : element_; };
     auto partial_at = [&](int step, int chunk) -> std::byte* {
       if (partials.output_base != nullptr) {
         return partials.output_base + layout.offset(chunk) * element_;
@@ -248,7 +260,7 @@ class RingRun {
     }
 
     // Incoming segments land in `depth_` rotating slots.
-    const std::size_t slot_bytes = segmentation_.segment_elements * element_;
+    const std::size_t slot_bytes = segmentation_.segment_elements * partial_element_;
     std::byte* slots = state_.scratch_in.get(static_cast<std::size_t>(depth_) * slot_bytes);
     constexpr PeerExchange::Handle kNone = static_cast<PeerExchange::Handle>(-1);
     struct Posted {
@@ -264,7 +276,8 @@ class RingRun {
       std::size_t segment = 0;
       if (!post_cursor.next(step, segment)) return;
       const int chunk = received_chunk(step);
-      const std::size_t bytes = segmentation_.length(layout.length(chunk), segment) * element_;
+      const std::size_t bytes =
+          segmentation_.length(layout.length(chunk), segment) * incoming_element(step);
       // The head of the first segment came with the check.
       const std::size_t skip = step == 0 && segment == 0 ? head_received : 0;
       in_flight[slot] = Posted{bytes == skip ? kNone
@@ -296,7 +309,7 @@ class RingRun {
       if (last_step) {
         destination = own_result + within;
       } else {
-        destination = partial_at(step, chunk) + within;
+        destination = partial_at(step, chunk) + segmentation_.begin(segment) * partial_element_;
         auto& same_parity = forward_sends[step % 2];
         if (partials_reused && segment < same_parity.size() && same_parity[segment] != kNone) {
           exchange_.wait(same_parity[segment]);
@@ -307,20 +320,36 @@ class RingRun {
         const TraceScope reducing("reduce");
         std::byte* incoming = slots + slot * slot_bytes;
         std::size_t done = 0;  // elements reduced from the carried head
-        if (item == 0 && head_received > 0) {
-          done = head_received / element_;
-          reduce_buffers(destination, own_input, carried_head, done, request_.type, request_.op,
-                         divisor);
-        }
-        if (done < length) {
-          const std::size_t at = done * element_;
-          reduce_buffers(destination + at, own_input + at, incoming + at, length - done,
-                         request_.type, request_.op, divisor);
+        if (wide_) {
+          // Step 0's incoming data is a raw input (16-bit), later ones partials.
+          const std::size_t out_element = last_step ? element_ : partial_element_;
+          if (item == 0 && head_received > 0) {
+            done = head_received / element_;
+            reduce_into_partial(destination, !last_step, own_input, carried_head, false, done,
+                                request_.type, request_.op, divisor);
+          }
+          if (done < length) {
+            reduce_into_partial(destination + done * out_element, !last_step,
+                                own_input + done * element_,
+                                incoming + done * incoming_element(step), step > 0, length - done,
+                                request_.type, request_.op, divisor);
+          }
+        } else {
+          if (item == 0 && head_received > 0) {
+            done = head_received / element_;
+            reduce_buffers(destination, own_input, carried_head, done, request_.type, request_.op,
+                           divisor);
+          }
+          if (done < length) {
+            const std::size_t at = done * element_;
+            reduce_buffers(destination + at, own_input + at, incoming + at, length - done,
+                           request_.type, request_.op, divisor);
+          }
         }
       }
       post_next(slot);
       if (!last_step) {
-        const auto handle = exchange_.send(destination, length * element_, next_,
+        const auto handle = exchange_.send(destination, length * partial_element_, next_,
                                            "ring reduce-scatter", step + 1);
         phase_sends.push_back(handle);
         auto& same_parity = forward_sends[step % 2];
@@ -466,6 +495,8 @@ class RingRun {
   const std::size_t element_;
   const Segmentation segmentation_;
   const int depth_;
+  const bool wide_;                     // 16-bit partials kept in float32
+  const std::size_t partial_element_;  // bytes per element of a partial
 };
 
 }  // namespace

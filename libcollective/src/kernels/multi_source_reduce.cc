@@ -42,6 +42,26 @@ void reduce_native(void* dst, const void* const* sources, int n, std::size_t cou
   }
 }
 
+// Accumulates block by block in float32; `finish` writes each block out.
+template <float (*Load)(std::uint16_t), typename Finish>
+void accumulate_16(const void* const* sources, int n, std::size_t count, ReduceOp op,
+                   Finish finish) {
+  alignas(64) float accumulator[kHalfBlock];
+  alignas(64) float incoming[kHalfBlock];
+  if (op == ReduceOp::kMean) op = ReduceOp::kSum;
+  for (std::size_t first = 0; first < count; first += kHalfBlock) {
+    const std::size_t m = std::min(kHalfBlock, count - first);
+    const auto* s0 = static_cast<const std::uint16_t*>(sources[0]) + first;
+    for (std::size_t i = 0; i < m; ++i) accumulator[i] = Load(s0[i]);
+    for (int q = 1; q < n; ++q) {
+      const auto* s = static_cast<const std::uint16_t*>(sources[q]) + first;
+      for (std::size_t i = 0; i < m; ++i) incoming[i] = Load(s[i]);
+      reduce_buffers(accumulator, accumulator, incoming, m, DataType::kFloat32, op, 1);
+    }
+    finish(first, accumulator, m);
+  }
+}
+
 template <float (*Load)(std::uint16_t), std::uint16_t (*Store)(float)>
 void reduce_16(void* dst, const void* const* sources, int n, std::size_t count, ReduceOp op,
                int divisor) {
@@ -66,6 +86,17 @@ void reduce_16(void* dst, const void* const* sources, int n, std::size_t count, 
 }
 
 }  // namespace
+
+void reduce_sources_to_float32(float* dst, const void* const* sources, int n, std::size_t count,
+                               DataType type, ReduceOp op) {
+  auto keep = [dst](std::size_t first, const float* accumulator, std::size_t m) {
+    std::memcpy(dst + first, accumulator, m * sizeof(float));
+  };
+  if (type == DataType::kFloat16) {
+    return accumulate_16<float16_to_float>(sources, n, count, op, keep);
+  }
+  accumulate_16<bfloat16_to_float>(sources, n, count, op, keep);
+}
 
 void reduce_sources(void* dst, const void* const* sources, int n, std::size_t count,
                     DataType type, ReduceOp op, int divisor) {

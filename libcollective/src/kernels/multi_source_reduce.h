@@ -16,4 +16,10 @@ namespace collective::internal {
 void reduce_sources(void* dst, const void* const* sources, int n, std::size_t count,
                     DataType type, ReduceOp op, int divisor);
 
+// The same order for float16 or bfloat16 sources, left as the float32
+// accumulator (not rounded, not divided): a partial that another step
+// combines further (kernels/float32_partials.h). kMean sums.
+void reduce_sources_to_float32(float* dst, const void* const* sources, int n, std::size_t count,
+                               DataType type, ReduceOp op);
+
 }  // namespace collective::internal

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <bit>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
@@ -229,6 +230,143 @@ inline void dispatch_bfloat16(void* dst, const void* a, const void* b, std::size
     case ReduceOp::kMax: return combine_bfloat16<Max>(d, x, y, count, 1);
     case ReduceOp::kProd: return combine_bfloat16<Prod>(d, x, y, count, 1);
   }
+}
+
+// ---- 16-bit floats with float32 partials (kernels/float32_partials.h) ----
+
+// bfloat16 through float32 in the same blocks as float16 (the conversions
+// are shifts, and the rounding the one of combine_bfloat16).
+struct BFloat16Codec {
+  static float load(std::uint16_t bits) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
+  }
+  static std::uint16_t store(float value) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(value);
+    const std::uint32_t rounded = (bits + 0x7FFFu + ((bits >> 16) & 1u)) >> 16;
+    const std::uint32_t quiet_nan = (bits >> 16) | 0x40u;
+    return static_cast<std::uint16_t>((bits & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+  }
+  static void load_block(const std::uint16_t* in, float* out) {
+    for (std::size_t i = 0; i < kBlock; ++i) out[i] = load(in[i]);
+  }
+  static void store_block(const float* in, std::uint16_t* out) {
+    for (std::size_t i = 0; i < kBlock; ++i) out[i] = store(in[i]);
+  }
+};
+
+// dst = a op b with a in the 16-bit type, b in it or in float32 (kBWide),
+// dst a float32 partial (kDstWide, not rounded) or the 16-bit result,
+// divided by divisor (> 1) before its one rounding. dst may be a or b
+// exactly: each block is read before it is written. The widths are
+// template parameters so that each form is a branch-free loop.
+template <template <typename> class Op, typename Codec, bool kBWide, bool kDstWide>
+void combine_widening(void* dst, const std::uint16_t* a, const void* b, std::size_t count,
+                      int divisor) {
+  const float scale = static_cast<float>(divisor);
+  alignas(32) float x[kBlock];
+  alignas(32) float y[kBlock];
+  std::size_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) {
+    Codec::load_block(a + i, x);
+    if constexpr (kBWide) {
+      const float* wide = static_cast<const float*>(b) + i;
+      for (std::size_t k = 0; k < kBlock; ++k) x[k] = Op<float>::apply(x[k], wide[k]);
+    } else {
+      Codec::load_block(static_cast<const std::uint16_t*>(b) + i, y);
+      for (std::size_t k = 0; k < kBlock; ++k) x[k] = Op<float>::apply(x[k], y[k]);
+    }
+    if constexpr (kDstWide) {
+      std::memcpy(static_cast<float*>(dst) + i, x, sizeof(x));
+    } else {
+      if (divisor > 1) {
+        for (std::size_t k = 0; k < kBlock; ++k) x[k] /= scale;
+      }
+      Codec::store_block(x, static_cast<std::uint16_t*>(dst) + i);
+    }
+  }
+  for (; i < count; ++i) {
+    float other;
+    if constexpr (kBWide) {
+      other = static_cast<const float*>(b)[i];
+    } else {
+      other = Codec::load(static_cast<const std::uint16_t*>(b)[i]);
+    }
+    float value = Op<float>::apply(Codec::load(a[i]), other);
+    if constexpr (kDstWide) {
+      static_cast<float*>(dst)[i] = value;
+    } else {
+      if (divisor > 1) value /= scale;
+      static_cast<std::uint16_t*>(dst)[i] = Codec::store(value);
+    }
+  }
+}
+
+template <template <typename> class Op, typename Codec>
+void combine_widening_forms(void* dst, bool dst_wide, const std::uint16_t* a, const void* b,
+                            bool b_wide, std::size_t count, int divisor) {
+  if (dst_wide) {
+    if (b_wide) return combine_widening<Op, Codec, true, true>(dst, a, b, count, divisor);
+    return combine_widening<Op, Codec, false, true>(dst, a, b, count, divisor);
+  }
+  if (b_wide) return combine_widening<Op, Codec, true, false>(dst, a, b, count, divisor);
+  return combine_widening<Op, Codec, false, false>(dst, a, b, count, divisor);
+}
+
+template <typename Codec>
+void dispatch_widening(void* dst, bool dst_wide, const void* a, const void* b, bool b_wide,
+                       std::size_t count, ReduceOp op, int divisor) {
+  const auto* x = static_cast<const std::uint16_t*>(a);
+  switch (op) {
+    case ReduceOp::kSum:
+      return combine_widening_forms<Sum, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
+    case ReduceOp::kMean:
+      return combine_widening_forms<Sum, Codec>(dst, dst_wide, x, b, b_wide, count, divisor);
+    case ReduceOp::kMin:
+      return combine_widening_forms<Min, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
+    case ReduceOp::kMax:
+      return combine_widening_forms<Max, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
+    case ReduceOp::kProd:
+      return combine_widening_forms<Prod, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
+  }
+}
+
+inline void reduce_widening(void* dst, bool dst_wide, const void* a, const void* b, bool b_wide,
+                            std::size_t count, DataType type, ReduceOp op, int divisor) {
+  if (type == DataType::kFloat16) {
+    return dispatch_widening<Float16Codec>(dst, dst_wide, a, b, b_wide, count, op, divisor);
+  }
+  return dispatch_widening<BFloat16Codec>(dst, dst_wide, a, b, b_wide, count, op, divisor);
+}
+
+template <typename Codec>
+void widen_with(float* dst, const std::uint16_t* src, std::size_t count) {
+  std::size_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) Codec::load_block(src + i, dst + i);
+  for (; i < count; ++i) dst[i] = Codec::load(src[i]);
+}
+
+template <typename Codec>
+void narrow_with(std::uint16_t* dst, const float* src, std::size_t count, int divisor) {
+  const float scale = static_cast<float>(divisor);
+  alignas(32) float x[kBlock];
+  std::size_t i = 0;
+  for (; i + kBlock <= count; i += kBlock) {
+    for (std::size_t k = 0; k < kBlock; ++k) x[k] = divisor > 1 ? src[i + k] / scale : src[i + k];
+    Codec::store_block(x, dst + i);
+  }
+  for (; i < count; ++i) dst[i] = Codec::store(divisor > 1 ? src[i] / scale : src[i]);
+}
+
+inline void widen(float* dst, const void* src, std::size_t count, DataType type) {
+  const auto* s = static_cast<const std::uint16_t*>(src);
+  if (type == DataType::kFloat16) return widen_with<Float16Codec>(dst, s, count);
+  return widen_with<BFloat16Codec>(dst, s, count);
+}
+
+inline void narrow(void* dst, const float* src, std::size_t count, DataType type, int divisor) {
+  auto* d = static_cast<std::uint16_t*>(dst);
+  if (type == DataType::kFloat16) return narrow_with<Float16Codec>(d, src, count, divisor);
+  return narrow_with<BFloat16Codec>(d, src, count, divisor);
 }
 
 inline void reduce(void* dst, const void* a, const void* b, std::size_t count, DataType type,

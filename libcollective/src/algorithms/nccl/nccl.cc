@@ -101,7 +101,7 @@ class NcclSteps final : public HierarchicalSteps {
   void wait(const char* what) override { node_.synchronize(request_, what); }
   std::byte* staging(std::size_t bytes) override { return resources_.staging(bytes, request_); }
 
-  void cross_all_reduce(void* host, std::size_t count, ReduceOp op) override {
+  void cross_all_reduce(void* host, std::size_t count, DataType type, ReduceOp op) override {
     CommunicatorState& across = resources_.across_nodes(request_);
     if (Clock::now() >= request_.deadline) {
       throw TimeoutError(request_.label(), rank_,
@@ -116,6 +116,7 @@ class NcclSteps final : public HierarchicalSteps {
     step.send = host;
     step.recv = host;
     step.count = count;
+    step.type = type;
     step.op = op;
     step.requested = Algorithm::kRing;
     step.forced = true;

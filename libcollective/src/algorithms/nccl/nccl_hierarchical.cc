@@ -6,6 +6,7 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/log.h"
+#include "kernels/float32_partials.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {
@@ -35,16 +36,30 @@ void run_hierarchical_all_reduce(const Request& request, const NodeLayout& layou
   if (shape.block > 0) steps.local_reduce_scatter(send, own_block, shape.block, op);
   if (shape.tail > 0) steps.local_all_reduce(send + shape.tail_offset * element, tail, shape.tail, op);
 
-  // The block and the tail travel between nodes as one host shard.
+  // The block and the tail travel between nodes as one host shard. A
+  // 16-bit SUM, MEAN or PROD crosses nodes as a float32 copy (staged ahead
+  // of the shard, aligned) and is divided (MEAN) and rounded once after:
+  // the node's partial was NCCL's, the sums across nodes stay float32.
   const std::size_t block_bytes = shape.block * element;
   const std::size_t tail_bytes = shape.tail * element;
-  std::byte* host = steps.staging(block_bytes + tail_bytes);
+  const std::size_t shard = shape.block + shape.tail;
+  const bool float32_partials = keeps_float32_partials(request.type, request.op);
+  const std::size_t wide_bytes = float32_partials ? shard * sizeof(float) : 0;
+  std::byte* staged = steps.staging(wide_bytes + block_bytes + tail_bytes);
+  std::byte* host = staged + wide_bytes;
   if (block_bytes > 0) steps.copy_to_host(host, own_block, block_bytes);
   if (tail_bytes > 0) steps.copy_to_host(host + block_bytes, tail, tail_bytes);
   steps.wait("the reduce-scatter inside the node");
 
-  steps.cross_all_reduce(host, shape.block + shape.tail, op);
-  if (mean) divide_buffer(host, shape.block + shape.tail, request.type, layout.world_size);
+  if (float32_partials) {
+    auto* wide = reinterpret_cast<float*>(staged);
+    widen_to_float32(wide, host, shard, request.type);
+    steps.cross_all_reduce(wide, shard, DataType::kFloat32, op);
+    round_from_float32(host, wide, shard, request.type, mean ? layout.world_size : 1);
+  } else {
+    steps.cross_all_reduce(host, shard, request.type, op);
+    if (mean) divide_buffer(host, shard, request.type, layout.world_size);
+  }
 
   if (block_bytes > 0) steps.copy_from_host(own_block, host, block_bytes);
   if (tail_bytes > 0) steps.copy_from_host(tail, host + block_bytes, tail_bytes);

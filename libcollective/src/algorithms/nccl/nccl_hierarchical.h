@@ -53,7 +53,9 @@ class HierarchicalSteps {
   virtual void wait(const char* what) = 0;
   // Host memory for the shard that crosses nodes.
   virtual std::byte* staging(std::size_t bytes) = 0;
-  virtual void cross_all_reduce(void* host, std::size_t count, ReduceOp op) = 0;
+  // `type` is the call's, or float32 for the float32 copy of a 16-bit
+  // shard (SUM, MEAN, PROD keep float32 partials across nodes).
+  virtual void cross_all_reduce(void* host, std::size_t count, DataType type, ReduceOp op) = 0;
 };
 
 void run_hierarchical_all_reduce(const Request& request, const NodeLayout& layout,

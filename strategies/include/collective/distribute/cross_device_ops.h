@@ -131,8 +131,11 @@ class CrossDeviceOps {
                            void* output, std::size_t count);
 
  private:
+  // packing_element_size: the caller's dtype's, which plans the packs also
+  // when the values are the float32 copies of 16-bit ones.
   std::vector<Tensor> reduce_group(ReduceOp op, const std::vector<std::vector<const Tensor*>>& values,
-                                   const std::vector<std::size_t>& indices);
+                                   const std::vector<std::size_t>& indices,
+                                   std::size_t packing_element_size);
 
   std::atomic<std::uint64_t> packs_reduced_{0};
 };
