@@ -17,11 +17,13 @@
  *   --signals       after served calls SIGUSR1 still has its default action
  *                   and the process has as many threads as before them
  *                   (--signals --expect-handler: a handler was installed).
- *   --communicators N [--keep-shm-under BYTES]
+ *   --communicators N [--keep-shm-under BYTES] [--window BYTES]
  *                   N communicators made and kept, one 8-byte MPI_Allreduce
  *                   and one MPI_Barrier each; every result exact; the
  *                   node segments this process maps (/proc/self/maps)
- *                   stay under BYTES in all.
+ *                   stay under BYTES in all; then, with all of them live,
+ *                   the program's own MPI_Win_allocate_shared of BYTES per
+ *                   rank must succeed and hold what each rank wrote.
  *   --stall         rank 0 comes to a served MPI_Barrier 3 s late (the
  *                   others log the library's stall warning).
  *
@@ -332,7 +334,39 @@ static unsigned long long mapped_segment_bytes(void) {
   return total;
 }
 
-static void run_communicators(int count, unsigned long long limit) {
+/* MPI_Win_allocate_shared of `bytes` per rank; each rank writes its part,
+ * every rank reads every part. */
+static void check_shared_window(MPI_Aint bytes) {
+  MPI_Win win = MPI_WIN_NULL;
+  unsigned char* mine = NULL;
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int rc = MPI_Win_allocate_shared(bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mine, &win);
+  if (rc != MPI_SUCCESS) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    MPI_Error_string(rc, text, &length);
+    FAIL("MPI_Win_allocate_shared of %ld bytes per rank failed: %s", (long)bytes, text);
+    return;
+  }
+  memset(mine, 0x40 + g_rank, (size_t)bytes);
+  MPI_Win_fence(0, win);
+  for (int r = 0; r < g_size; ++r) {
+    MPI_Aint size = 0;
+    int unit = 0;
+    unsigned char* theirs = NULL;
+    MPI_Win_shared_query(win, r, &size, &unit, &theirs);
+    for (MPI_Aint i = 0; i < size; ++i) {
+      if (theirs[i] != 0x40 + r) {
+        FAIL("shared window: rank %d's byte %ld: expected %d, got %d", r, (long)i, 0x40 + r, theirs[i]);
+        break;
+      }
+    }
+  }
+  MPI_Win_fence(0, win);
+  MPI_Win_free(&win);
+}
+
+static void run_communicators(int count, unsigned long long limit, MPI_Aint window) {
   MPI_Comm* comms = calloc((size_t)count, sizeof *comms);
   for (int c = 0; c < count; ++c) {
     MPI_Comm_dup(MPI_COMM_WORLD, &comms[c]);
@@ -350,6 +384,7 @@ static void run_communicators(int count, unsigned long long limit) {
          "than %llu",
          count, mapped, limit);
   }
+  if (window > 0) check_shared_window(window);
   for (int c = 0; c < count; ++c) MPI_Comm_free(&comms[c]);
   free(comms);
 }
@@ -375,9 +410,13 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "--signals") == 0) {
     run_signals(argc > 2 && strcmp(argv[2], "--expect-handler") == 0);
   } else if (strcmp(mode, "--communicators") == 0 && argc > 2) {
-    const unsigned long long limit =
-        argc > 4 && strcmp(argv[3], "--keep-shm-under") == 0 ? strtoull(argv[4], NULL, 10) : 0;
-    run_communicators(atoi(argv[2]), limit);
+    unsigned long long limit = 0;
+    MPI_Aint window = 0;
+    for (int i = 3; i + 1 < argc; i += 2) {
+      if (strcmp(argv[i], "--keep-shm-under") == 0) limit = strtoull(argv[i + 1], NULL, 10);
+      if (strcmp(argv[i], "--window") == 0) window = (MPI_Aint)strtoll(argv[i + 1], NULL, 10);
+    }
+    run_communicators(atoi(argv[2]), limit, window);
   } else if (strcmp(mode, "--stall") == 0) {
     run_stall();
   } else {

@@ -13,6 +13,10 @@ run_dropin_test.py MODE RANKS PROGRAM [DROPIN] [-- program args]
   mismatch LD_PRELOAD, --mismatch: the mismatch reaches the error handler
   badtimeout LD_PRELOAD, COLLECTIVE_PMPI_TIMEOUT=soon: the first served call
            fails through MPI_ERRORS_ARE_FATAL, naming the variable and value
+DROPIN_SHM_SIZE=SIZE (from ctest): the job runs in a private mount namespace
+whose /dev/shm is a tmpfs of SIZE (Open MPI's own shared memory in a scratch
+directory); the library may then log at most one WARN line per rank (a full
+/dev/shm is reported once per process). Skipped (77) without the privilege.
 Arguments after "--" go to the program (dropin_semantics_program's modes).
 Every run with the drop-in: no log line may name "rank -1" (log lines name
 the world rank); with the program's --stall, every rank but 0 must log the
@@ -74,6 +78,18 @@ def main():
     if mode in ("preload", "threads", "mismatch", "badtimeout"):
         forward("LD_PRELOAD", preload_list(dropin))
         env.pop("LD_PRELOAD")  # for the ranks only, not for the launcher
+    shm_size = os.environ.get("DROPIN_SHM_SIZE")
+    scratch = None
+    if shm_size:
+        if subprocess.run(["unshare", "-m", "true"], stderr=subprocess.DEVNULL).returncode != 0:
+            print("SKIP: cannot make a mount namespace here (not root?)")
+            sys.exit(77)
+        import tempfile
+        scratch = tempfile.mkdtemp()
+        command = (["unshare", "-m", "bash", "-c",
+                    'mount --make-rprivate / && mount -t tmpfs -o size="$0" tmpfs /dev/shm '
+                    '&& exec "$@"', shm_size] + command +
+                   ["--mca", "btl_vader_backing_directory", scratch])
     command.append(program)
     if mode in ("threads", "mismatch"):
         command.append("--" + mode)
@@ -81,6 +97,9 @@ def main():
     result = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, timeout=600)
     output = result.stdout
+    if scratch:
+        import shutil
+        shutil.rmtree(scratch, ignore_errors=True)
     if mode == "badtimeout":
         expected = 'COLLECTIVE_PMPI_TIMEOUT=soon is not a number of seconds'
         if result.returncode == 0 or expected not in output:
@@ -93,6 +112,11 @@ def main():
     unnamed = re.search(r"^\[\S+ \w+ rank -1 .*$", output, re.M)
     if unnamed:
         fail(f"a log line does not name its rank: {unnamed.group(0)}", output)
+    if shm_size:
+        warnings = re.findall(r"^\[collective WARN rank (\d+) .*$", output, re.M)
+        if len(warnings) > ranks:
+            fail(f"{len(warnings)} WARN lines from {ranks} ranks in a {shm_size} /dev/shm: "
+                 "a full /dev/shm must be reported once per process", output)
     if "--stall" in program_args and mode != "plain":
         warned = {int(m.group(1)) for m in re.finditer(
             r"^\[collective WARN rank (\d+) \S+\] .*stalled for", output, re.M)}
