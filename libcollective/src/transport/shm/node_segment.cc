@@ -314,13 +314,16 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
 // page), so a communicator of small calls holds a small segment; the first
 // later call too large for those slots makes it again, once, with full
 // COLLECTIVE_SHM_SLOT_BYTES slots. The call's size is the same on every
-// rank (the cross-rank check saw to it), so every rank of the node makes
-// the same decision at the same call. Slots smaller than a call only cost
-// rounds: any size serves any call.
+// rank (the cross-rank check saw to it), and the decision compares it with
+// the size the segment was made for, not with the slots a node got (which
+// differ between nodes of different rank counts): every rank of every
+// node decides alike at the same call, as the setup (collective over the
+// communicator) needs. Slots smaller than a call only cost rounds: any
+// size serves any call.
 NodeSegment& NodeSegment::of(const Request& request, CommunicatorState& state) {
   auto* resource = state.resources.find<NodeSegmentResource>();
   NodeSegment* existing = resource != nullptr ? resource->segment.get() : nullptr;
-  if (existing != nullptr && (resource->full_size || existing->slot_bytes() >= request.bytes())) {
+  if (existing != nullptr && (resource->full_size || resource->sized_for >= request.bytes())) {
     return *existing;
   }
   const Topology& topology = *state.topology;
@@ -328,8 +331,10 @@ NodeSegment& NodeSegment::of(const Request& request, CommunicatorState& state) {
   // Every owner's piece must hold at least one 64-byte unit.
   const std::size_t full = std::max(env_params().shm_slot_bytes, local_size * 64);
   const std::size_t smallest = round_up(std::max(kPage, local_size * 64), kPage);
-  const bool full_size = existing != nullptr || request.bytes() >= full;
-  const std::size_t slot = full_size ? full : std::max(smallest, request.bytes());
+  // COLLECTIVE_SHM_SLOT_BYTES is agreed across ranks (agreed_params.h).
+  const bool full_size = existing != nullptr || request.bytes() >= env_params().shm_slot_bytes;
+  const std::size_t sized_for = std::max(kPage, request.bytes());
+  const std::size_t slot = full_size ? full : std::max(smallest, sized_for);
   std::shared_ptr<NodeSegment> made;
   try {
     made = create(request, state, slot);
@@ -346,6 +351,7 @@ NodeSegment& NodeSegment::of(const Request& request, CommunicatorState& state) {
       [] { return std::make_unique<NodeSegmentResource>(); });
   resource->segment = std::move(made);
   resource->full_size = full_size;
+  resource->sized_for = sized_for;
   return *resource->segment;
 }
 

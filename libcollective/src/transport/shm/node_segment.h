@@ -193,6 +193,9 @@ struct NodeSegmentResource final : AlgorithmResources {
   // The segment has (or tried, and /dev/shm refused) full-size slots: it is
   // not made again.
   bool full_size = false;
+  // The call size the segment was made for (a page at least): the same on
+  // every rank, whatever slots each node got; a larger call remakes it.
+  std::size_t sized_for = 0;
   // Why the segment cannot be had (it did not fit in /dev/shm), once every
   // rank learned it: the algorithms that need it then refuse.
   std::optional<std::string> unavailable;
