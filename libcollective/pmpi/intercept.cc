@@ -228,7 +228,7 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
     const std::size_t input_bytes =
         count * element_size(reduction->type) * static_cast<std::size_t>(size);
     const std::unique_ptr<std::byte[]> input(new std::byte[input_bytes]);
-    std::memcpy(input.get(), recvbuf, input_bytes);
+    if (input_bytes > 0) std::memcpy(input.get(), recvbuf, input_bytes);
     c.reduce_scatter(input.get(), recvbuf, count, reduction->type, o);
   });
 }
