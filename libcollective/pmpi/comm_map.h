@@ -1,5 +1,7 @@
 // Which libcollective Communicator serves which MPI communicator. The
-// Communicator (a duplicate of the caller's communicator) hangs on the
+// Communicator (a duplicate of the caller's communicator's group, made
+// without copying its attributes, so the program's attribute copy and
+// delete callbacks never run for it) hangs on the
 // caller's communicator as an MPI attribute: MPI_Comm_free of the caller's
 // communicator runs the attribute's delete callback, which frees ours;
 // MPI_Comm_dup does not copy it (the dup gets its own on first use).

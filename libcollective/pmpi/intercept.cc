@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
@@ -191,10 +192,9 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
   std::optional<collective::pmpi::ReductionType> reduction;
   if (reason.empty() && recvcount < 0) reason = "negative count";
   if (reason.empty()) reduction = collective::pmpi::reduction_type(datatype, op, reason);
-  int size = 0, rank = 0;
+  int size = 0;
   if (reason.empty()) {
     PMPI_Comm_size(comm, &size);
-    PMPI_Comm_rank(comm, &rank);
     const std::size_t block = static_cast<std::size_t>(recvcount) * element_size(reduction->type);
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (recvcount > 0 && (in == nullptr || recvbuf == nullptr)) reason = "null buffer";
@@ -215,12 +215,16 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
       c.reduce_scatter(sendbuf, recvbuf, count, reduction->type, o);
       return;
     }
-    // MPI's in-place form reads recvbuf whole and leaves this rank's block
-    // at its start; libcollective's leaves it in place: move it.
-    const std::size_t block = count * element_size(reduction->type);
-    char* own = static_cast<char*>(recvbuf) + static_cast<std::size_t>(rank) * block;
-    c.reduce_scatter(recvbuf, own, count, reduction->type, o);
-    if (own != recvbuf && block > 0) std::memmove(recvbuf, own, block);
+    // MPI's in-place form reads recvbuf whole and writes only its first
+    // block; the other blocks stay as the caller left them (Open MPI and
+    // MPICH leave them alone, and programs rely on it). libcollective's
+    // in-place form may use every block as scratch, so reduce a copy of
+    // the input into the first block instead.
+    const std::size_t input_bytes =
+        count * element_size(reduction->type) * static_cast<std::size_t>(size);
+    const std::unique_ptr<std::byte[]> input(new std::byte[input_bytes]);
+    if (input_bytes > 0) std::memcpy(input.get(), recvbuf, input_bytes);
+    c.reduce_scatter(input.get(), recvbuf, count, reduction->type, o);
   });
 }
 

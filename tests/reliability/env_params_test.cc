@@ -63,6 +63,10 @@ TEST(EnvParamsTest, AcceptedValues) {
   EXPECT_EQ(parse({{"COLLECTIVE_FLIGHT_RECORDER", "1048576"}}).flight_recorder_calls, 1048576u);
   EXPECT_EQ(parse({{"COLLECTIVE_FLIGHT_RECORDER_DIR", "/tmp/x"}}).flight_recorder_dir, "/tmp/x");
   EXPECT_EQ(parse({{"COLLECTIVE_TRACE", "/tmp/t"}}).trace_dir, "/tmp/t");
+  EXPECT_EQ(parse({}).flight_recorder_signal, std::nullopt);
+  EXPECT_EQ(parse({{"COLLECTIVE_FLIGHT_RECORDER_SIGNAL", "0"}}).flight_recorder_signal, false);
+  EXPECT_EQ(parse({{"COLLECTIVE_FLIGHT_RECORDER_SIGNAL", "on"}}).flight_recorder_signal, true);
+  expect_refused("COLLECTIVE_FLIGHT_RECORDER_SIGNAL", "dump");
   EXPECT_FALSE(parse({}).deterministic);
   EXPECT_TRUE(parse({{"COLLECTIVE_DETERMINISTIC", "1"}}).deterministic);
   EXPECT_FALSE(parse({{"COLLECTIVE_DETERMINISTIC", "0"}}).deterministic);

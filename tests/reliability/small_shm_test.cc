@@ -2,7 +2,8 @@
 // SIGBUS at the first touch of a page (issue 13). small_shm_test.sh runs
 // this under mpirun in a private mount namespace whose /dev/shm is a small
 // tmpfs, with SMALL_SHM_EXPECT saying what the segment must do there:
-//   fitted       it fits with smaller slots: shared_memory still serves
+//   fitted       it fits with smaller slots (or keeps the small slots its
+//                first calls sized it to): shared_memory still serves
 //   unavailable  it does not fit at all: AUTO serves every call with
 //                another algorithm, a forced shared_memory raises
 //                UnsupportedError naming /dev/shm

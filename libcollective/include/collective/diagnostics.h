@@ -21,6 +21,14 @@ namespace collective {
 // be written, InvalidArgumentError when MPI is not initialized.
 COLLECTIVE_API std::string dump_flight_record(const std::string& directory = "");
 
+// Whether SIGUSR1 dumps the flight record when COLLECTIVE_FLIGHT_RECORDER_SIGNAL
+// is unset (true unless changed): with the first communicator the library
+// then installs a SIGUSR1 handler and starts one watcher thread. For an
+// embedder that must leave a program's signals and threads as they were
+// (the MPI drop-in sets false); the variable, when set, wins. Takes effect
+// only before the process's first communicator.
+COLLECTIVE_API void set_flight_recorder_signal_default(bool dump_on_sigusr1);
+
 // A slice of the per-rank trace (COLLECTIVE_TRACE) around the scope it
 // lives in, on the calling thread's track, with the library's own slices of
 // the collectives called inside it nested below. Layers above the library

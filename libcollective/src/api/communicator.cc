@@ -149,6 +149,11 @@ Communicator Communicator::from_mpi(int mpi_fortran_handle) {
     comm = internal::intracommunicator_from_fortran_handle(mpi_fortran_handle,
                                                            "Communicator::from_mpi");
   }
+  // Log lines name the world rank, as after world(): a program that only
+  // hands its own communicators in (the C API, the MPI drop-in) made none.
+  int world_rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
+  internal::set_log_rank(world_rank);
   return Communicator(duplicate(comm, "Communicator::from_mpi"));
 }
 

@@ -11,6 +11,10 @@ std::string dump_flight_record(const std::string& directory) {
   return internal::dump_flight_records(directory, "dump_flight_record (on demand)");
 }
 
+void set_flight_recorder_signal_default(bool dump_on_sigusr1) {
+  internal::set_signal_default(dump_on_sigusr1);
+}
+
 TraceSlice::TraceSlice(const char* name, const char* category, const std::string& detail)
     : name_(name),
       category_(category),

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <sstream>
 
 #include "api/call_recording.h"
 #include "collective/errors.h"
@@ -149,11 +150,12 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
       if (request.forced) throw;
       state.selection_memo = {};
       const Selection fallback = select_algorithm(request, state);
-      COLLECTIVE_LOG(kWarn, request.label()
-                                << ": " << selection->algorithm->name() << " is unavailable on this "
-                                << state.describe() << " (" << shortage.cause()
-                                << "); AUTO serves this and later calls without it, this one with "
-                                << fallback.algorithm->name());
+      std::ostringstream message;
+      message << request.label() << ": " << selection->algorithm->name()
+              << " is unavailable on this " << state.describe() << " (" << shortage.cause()
+              << "); AUTO serves this and later calls without it, this one with "
+              << fallback.algorithm->name();
+      log_shortage(message.str());
       state.last_algorithm = fallback.algorithm->id();
       recording.algorithm(state.last_algorithm, request.requested);
       request.carried_check = nullptr;  // the cross-rank check was made before the run

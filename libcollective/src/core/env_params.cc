@@ -194,6 +194,9 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
       bad_value("COLLECTIVE_FLIGHT_RECORDER", value, expected);
     }
   }
+  if (lookup_set(lookup, "COLLECTIVE_FLIGHT_RECORDER_SIGNAL") != nullptr) {
+    params.flight_recorder_signal = read_switch(lookup, "COLLECTIVE_FLIGHT_RECORDER_SIGNAL", true);
+  }
   if (const char* value = lookup_set(lookup, "COLLECTIVE_FLIGHT_RECORDER_DIR")) {
     params.flight_recorder_dir = value;
   }

@@ -85,6 +85,10 @@ struct EnvParams {
   // working directory). COLLECTIVE_TRACE: a directory for the per-rank
   // Chrome trace (empty: no trace).
   std::size_t flight_recorder_calls = 512;
+  // COLLECTIVE_FLIGHT_RECORDER_SIGNAL: whether SIGUSR1 dumps (a handler and
+  // its watcher thread, with the first communicator); unset: the process's
+  // default (set_flight_recorder_signal_default, diagnostics.h).
+  std::optional<bool> flight_recorder_signal;
   std::string flight_recorder_dir;
   std::string trace_dir;
 };

@@ -88,11 +88,17 @@ void watch_for_sigusr1() {
   }
 }
 
+// COLLECTIVE_FLIGHT_RECORDER_SIGNAL's value when the variable is unset.
+std::atomic<bool> g_signal_by_default{true};
+
 // With the first recorder: SIGUSR1 dumps, unless the program handles
-// SIGUSR1 itself (then its handler is kept and this is logged).
+// SIGUSR1 itself (then its handler is kept and this is logged) or
+// COLLECTIVE_FLIGHT_RECORDER_SIGNAL (or the embedder's default) says not
+// to take it: then no handler and no watcher thread.
 void start_watcher_locked(Registry& self) {
   if (self.watcher_started) return;
   self.watcher_started = true;
+  if (!env_params().flight_recorder_signal.value_or(g_signal_by_default.load())) return;
   struct sigaction current{};
   if (sigaction(SIGUSR1, nullptr, &current) != 0) return;
   const bool default_action = !(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL;
@@ -349,6 +355,8 @@ std::shared_ptr<FlightRecorder> make_flight_recorder(CommunicatorIdentity identi
   start_watcher_locked(self);
   return recorder;
 }
+
+void set_signal_default(bool dump_on_sigusr1) { g_signal_by_default.store(dump_on_sigusr1); }
 
 std::uint32_t dump_request_generation() { return g_dump_requests.load(std::memory_order_relaxed); }
 

@@ -123,8 +123,11 @@ class FlightRecorder {
 
 // Makes the recorder of a new communicator (none when
 // COLLECTIVE_FLIGHT_RECORDER=0) and registers it for dumps; installs the
-// SIGUSR1 handler and its watcher thread with the first one.
+// SIGUSR1 handler and its watcher thread with the first one, unless
+// COLLECTIVE_FLIGHT_RECORDER_SIGNAL, or when unset the default below, is off.
 std::shared_ptr<FlightRecorder> make_flight_recorder(CommunicatorIdentity identity);
+// The default of COLLECTIVE_FLIGHT_RECORDER_SIGNAL (true until changed).
+void set_signal_default(bool dump_on_sigusr1);
 
 // Writes the records of every live communicator of this process to
 // `<directory>/collective_flight_record.<world rank>.json` (directory

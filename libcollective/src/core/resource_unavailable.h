@@ -8,6 +8,8 @@
 // algorithm). It is an UnsupportedError with the shortage as its cause.
 #pragma once
 
+#include <string>
+
 #include "collective/errors.h"
 
 namespace collective::internal {
@@ -16,5 +18,10 @@ class ResourceUnavailable : public UnsupportedError {
  public:
   using UnsupportedError::UnsupportedError;
 };
+
+// Logs a shortage (or a shrink to fit one). A full /dev/shm repeats with
+// every communicator a program makes, so only the process's first report
+// is a WARN line (it says so); later ones are INFO.
+void log_shortage(const std::string& message);
 
 }  // namespace collective::internal

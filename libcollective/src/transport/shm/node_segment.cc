@@ -228,12 +228,12 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
                   std::strerror(error) + " (" + shm_free_text() + " free)";
         shm_unlink(name);
       } else if (slot != wanted) {
-        COLLECTIVE_LOG(kWarn, operation << ": /dev/shm (" << shm_free_text()
-                                        << " free) cannot hold the node's shared-memory segment "
-                                           "with slots of "
-                                        << wanted << " bytes (COLLECTIVE_SHM_SLOT_BYTES): using "
-                                        << slot << "-byte slots, " << segment->mapped_bytes_
-                                        << " bytes");
+        std::ostringstream message;
+        message << operation << ": /dev/shm (" << shm_free_text()
+                << " free) cannot hold the node's shared-memory segment with slots of " << wanted
+                << " bytes: using " << slot << "-byte slots, " << segment->mapped_bytes_
+                << " bytes";
+        log_shortage(message.str());
       }
       announced.slot_bytes = slot;
     }
@@ -297,9 +297,13 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   if (!all_ok) {
     const std::string cause =
         failure.empty() ? "another rank could not set up its node's shared-memory segment" : failure;
-    state.resources.get_or_make<NodeSegmentResource>([] {
-      return std::make_unique<NodeSegmentResource>();
-    }).unavailable = cause;
+    // With no segment yet the node algorithms now refuse this communicator;
+    // one that has a segment keeps it (NodeSegment::of).
+    if (existing_node_segment(state) == nullptr) {
+      state.resources.get_or_make<NodeSegmentResource>([] {
+        return std::make_unique<NodeSegmentResource>();
+      }).unavailable = cause;
+    }
     throw ResourceUnavailable(operation, state.rank, cause);
   }
   const auto* header = reinterpret_cast<const Header*>(segment->base_);
@@ -317,17 +321,50 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   return segment;
 }
 
+// Sized by use (docs/errors.md, "The node segment's size"): the first call
+// that needs the segment makes it with slots of its own size (at least a
+// page), so a communicator of small calls holds a small segment; the first
+// later call too large for those slots makes it again, once, with full
+// COLLECTIVE_SHM_SLOT_BYTES slots. The call's size is the same on every
+// rank (the cross-rank check saw to it), and the decision compares it with
+// the size the segment was made for, not with the slots a node got (which
+// differ between nodes of different rank counts): every rank of every
+// node decides alike at the same call, as the setup (collective over the
+// communicator) needs. Slots smaller than a call only cost rounds: any
+// size serves any call.
 NodeSegment& NodeSegment::of(const Request& request, CommunicatorState& state) {
-  if (NodeSegment* existing = existing_node_segment(state)) return *existing;
+  auto* resource = state.resources.find<NodeSegmentResource>();
+  NodeSegment* existing = resource != nullptr ? resource->segment.get() : nullptr;
+  if (existing != nullptr && (resource->full_size || resource->sized_for >= request.bytes())) {
+    return *existing;
+  }
   const Topology& topology = *state.topology;
   const std::size_t local_size = topology.node(topology.node_of(state.rank)).ranks.size();
   // Every owner's piece must hold at least one 64-byte unit.
-  const std::size_t slot = std::max(env_params().shm_slot_bytes, local_size * 64);
-  std::shared_ptr<NodeSegment> made = create(request, state, slot);
-  auto& resource = state.resources.get_or_make<NodeSegmentResource>(
+  const std::size_t full = std::max(env_params().shm_slot_bytes, local_size * 64);
+  const std::size_t smallest = round_up(std::max(kPage, local_size * 64), kPage);
+  // COLLECTIVE_SHM_SLOT_BYTES is agreed across ranks (agreed_params.h).
+  const bool full_size = existing != nullptr || request.bytes() >= env_params().shm_slot_bytes;
+  const std::size_t sized_for = std::max(kPage, request.bytes());
+  const std::size_t slot = full_size ? full : std::max(smallest, sized_for);
+  std::shared_ptr<NodeSegment> made;
+  try {
+    made = create(request, state, slot);
+  } catch (const ResourceUnavailable& shortage) {
+    if (existing == nullptr) throw;
+    // The small segment stays (every rank learned the same in one step):
+    // calls run in more rounds; the full size is not tried again.
+    resource->full_size = true;
+    log_shortage(request.label() + ": the node's shared-memory segment stays at " +
+                 std::to_string(existing->slot_bytes()) + "-byte slots: " + shortage.cause());
+    return *existing;
+  }
+  resource = &state.resources.get_or_make<NodeSegmentResource>(
       [] { return std::make_unique<NodeSegmentResource>(); });
-  resource.segment = std::move(made);
-  return *resource.segment;
+  resource->segment = std::move(made);
+  resource->full_size = full_size;
+  resource->sized_for = sized_for;
+  return *resource->segment;
 }
 
 NodeSegment* existing_node_segment(const CommunicatorState& state) {

@@ -56,8 +56,11 @@ class NodeSegment {
   // multiple of 4 KiB).
   static std::shared_ptr<NodeSegment> create(const Request& request, CommunicatorState& state,
                                              std::size_t slot_bytes);
-  // The communicator's segment, created on first use with
-  // COLLECTIVE_SHM_SLOT_BYTES slots (collective over the node).
+  // The communicator's segment, sized by use: made by the first call that
+  // needs it with slots of that call's size (a page at least,
+  // COLLECTIVE_SHM_SLOT_BYTES at most), made again once with
+  // COLLECTIVE_SHM_SLOT_BYTES slots by the first later call that does not
+  // fit them (collective over the node, at the same call on every rank).
   static NodeSegment& of(const Request& request, CommunicatorState& state);
   ~NodeSegment();
   NodeSegment(const NodeSegment&) = delete;
@@ -187,6 +190,12 @@ class NodeSegment {
 // The node segment's slot in CommunicatorState::resources.
 struct NodeSegmentResource final : AlgorithmResources {
   std::shared_ptr<NodeSegment> segment;
+  // The segment has (or tried, and /dev/shm refused) full-size slots: it is
+  // not made again.
+  bool full_size = false;
+  // The call size the segment was made for (a page at least): the same on
+  // every rank, whatever slots each node got; a larger call remakes it.
+  std::size_t sized_for = 0;
   // Why the segment cannot be had (it did not fit in /dev/shm), once every
   // rank learned it: the algorithms that need it then refuse.
   std::optional<std::string> unavailable;
