@@ -142,17 +142,17 @@ Communicator Communicator::world() {
 Communicator Communicator::from_mpi(int mpi_fortran_handle) {
   internal::require_mpi_running("Communicator::from_mpi", -1);
   MPI_Comm comm = MPI_COMM_NULL;
+  int world_rank = 0;
   {
     // The check swaps MPI_COMM_WORLD's error handler for a moment: no other
     // MPI call of the library may run meanwhile below MULTIPLE.
     const internal::MpiLock lock;
     comm = internal::intracommunicator_from_fortran_handle(mpi_fortran_handle,
                                                            "Communicator::from_mpi");
+    MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   }
   // Log lines name the world rank, as after world(): a program that only
   // hands its own communicators in (the C API, the MPI drop-in) made none.
-  int world_rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   internal::set_log_rank(world_rank);
   return Communicator(duplicate(comm, "Communicator::from_mpi"));
 }
