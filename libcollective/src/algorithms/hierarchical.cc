@@ -60,13 +60,15 @@ std::vector<int> ring_across_nodes(const Topology& topology, int local) {
 
 }  // namespace
 
-// Across nodes, once the node segment exists: making it is a step every
-// rank of the communicator takes together, which a rank whose call differs
-// would not take, so the first hierarchical call checks first.
+// Across nodes, once the node segment serves this call as it is: making
+// it (or remaking it at full size for a larger call) is a step every rank
+// of the communicator takes together, which a rank whose call differs
+// would not take, so such a call checks first.
 bool HierarchicalAlgorithm::carries_check(const Request& request, CommunicatorState& state) const {
   if (!state.topology || state.topology->node_count() < 2 || request.count == 0) return false;
   const auto owners = static_cast<std::size_t>(state.topology->min_ranks_per_node());
-  return request.bytes() / owners < kStagedRegionBytes && existing_node_segment(state) != nullptr &&
+  return request.bytes() / owners < kStagedRegionBytes &&
+         node_segment_serves_without_setup(request, state) &&
          check_is_direct_exchange(state);
 }
 

@@ -332,12 +332,23 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
 // node decides alike at the same call, as the setup (collective over the
 // communicator) needs. Slots smaller than a call only cost rounds: any
 // size serves any call.
+namespace {
+
+bool serves_without_setup(const NodeSegmentResource* resource, const Request& request) {
+  return resource != nullptr && resource->segment != nullptr &&
+         (resource->full_size || resource->sized_for >= request.bytes());
+}
+
+}  // namespace
+
+bool node_segment_serves_without_setup(const Request& request, const CommunicatorState& state) {
+  return serves_without_setup(state.resources.find<NodeSegmentResource>(), request);
+}
+
 NodeSegment& NodeSegment::of(const Request& request, CommunicatorState& state) {
   auto* resource = state.resources.find<NodeSegmentResource>();
   NodeSegment* existing = resource != nullptr ? resource->segment.get() : nullptr;
-  if (existing != nullptr && (resource->full_size || resource->sized_for >= request.bytes())) {
-    return *existing;
-  }
+  if (serves_without_setup(resource, request)) return *existing;
   const Topology& topology = *state.topology;
   const std::size_t local_size = topology.node(topology.node_of(state.rank)).ranks.size();
   // Every owner's piece must hold at least one 64-byte unit.

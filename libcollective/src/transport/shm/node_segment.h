@@ -203,6 +203,11 @@ struct NodeSegmentResource final : AlgorithmResources {
 
 // The communicator's segment when one was made, else nullptr (no call).
 NodeSegment* existing_node_segment(const CommunicatorState& state);
+// Whether `request` runs on the segment as it is, with no setup step (no
+// first making, no remaking at full size): an algorithm that keeps the
+// cross-rank check open into its run may only then take the segment, since
+// a rank whose call differs would never join the setup.
+bool node_segment_serves_without_setup(const Request& request, const CommunicatorState& state);
 // Why this communicator cannot have a node segment, or nullptr.
 const std::string* node_segment_unavailable(const CommunicatorState& state);
 
