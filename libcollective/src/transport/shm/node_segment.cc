@@ -34,12 +34,13 @@ constexpr int kSpinsBetweenYields = 256;
 // How long a wait yields before it sleeps on the node event (shared_event.h).
 // Ranks with processors of their own: a peer that is late by more than a
 // millisecond is not about to answer, and the processor may serve the
-// application's other threads. More ranks than processors: at once, since a
-// yield need not hand the processor to the peer (the scheduler may pick the
-// yielding waiter again) and a sleep does: 8-64 B at 4 ranks on 2 cores
-// measured p50 12.8 us sleeping at once, 16 us after 20 us of yields.
+// application's other threads. More ranks than processors: after a few
+// yields. Sleeping at once measured better on a loaded machine (4 ranks on
+// 2 cores, 8-64 B: p50 12.8 us against 16 us) but on an idle one it costs
+// 8 ranks on 2 cores 2-3x at 8 B-4 KiB (50-100 us against 20-45 us, MPI
+// 28-90 us): every hand-off then pays a futex wake and a switch.
 constexpr std::chrono::microseconds kSleepAfter{1000};
-constexpr std::chrono::microseconds kSleepAfterOversubscribed{0};
+constexpr std::chrono::microseconds kSleepAfterOversubscribed{20};
 constexpr std::size_t kNameBytes = 64;
 
 struct Header {
