@@ -65,24 +65,15 @@ void accumulate_16(const void* const* sources, int n, std::size_t count, ReduceO
 template <float (*Load)(std::uint16_t), std::uint16_t (*Store)(float)>
 void reduce_16(void* dst, const void* const* sources, int n, std::size_t count, ReduceOp op,
                int divisor) {
-  alignas(64) float accumulator[kHalfBlock];
-  alignas(64) float incoming[kHalfBlock];
+  const bool divide = op == ReduceOp::kMean && divisor > 1;
   const float scale = static_cast<float>(divisor);
-  for (std::size_t first = 0; first < count; first += kHalfBlock) {
-    const std::size_t m = std::min(kHalfBlock, count - first);
-    const auto* s0 = static_cast<const std::uint16_t*>(sources[0]) + first;
-    for (std::size_t i = 0; i < m; ++i) accumulator[i] = Load(s0[i]);
-    for (int q = 1; q < n; ++q) {
-      const auto* s = static_cast<const std::uint16_t*>(sources[q]) + first;
-      for (std::size_t i = 0; i < m; ++i) incoming[i] = Load(s[i]);
-      reduce_buffers(accumulator, accumulator, incoming, m, DataType::kFloat32, op, 1);
-    }
-    if (op == ReduceOp::kMean && divisor > 1) {
-      for (std::size_t i = 0; i < m; ++i) accumulator[i] /= scale;
-    }
-    auto* out = static_cast<std::uint16_t*>(dst) + first;
-    for (std::size_t i = 0; i < m; ++i) out[i] = Store(accumulator[i]);
-  }
+  auto* out = static_cast<std::uint16_t*>(dst);
+  accumulate_16<Load>(sources, n, count, op,
+                      [&](std::size_t first, const float* accumulator, std::size_t m) {
+                        for (std::size_t i = 0; i < m; ++i) {
+                          out[first + i] = Store(divide ? accumulator[i] / scale : accumulator[i]);
+                        }
+                      });
 }
 
 }  // namespace
