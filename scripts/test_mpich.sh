@@ -20,11 +20,18 @@ build_dir=${1:-$root/build-mpich}
 bash "$root/scripts/install_deps.sh" --with-mpich
 cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCOLLECTIVE_MPI=mpich \
       -DCOLLECTIVE_BUILD_TESTS=ON >/dev/null
-targets=(c_api_test c_api_misuse_test dropin_program dropin_program_linked dropin_semantics_program collective_mpi
+targets=(c_api_test c_api_misuse_test dropin_program dropin_program_linked collective_mpi
          collective_mpi_tests topology_mpi_test launcher_variables_test)
 # (not `| grep -q`: with pipefail, grep's early exit fails the pipe)
 [[ $(cmake --build "$build_dir" --target help) == *fortran_api_test* ]] && targets+=(fortran_api_test)
 cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
-ctest --test-dir "$build_dir" --output-on-failure -L "capi|pmpi" --timeout 300 -j "$(nproc)"
+# The drop-in's semantics tests (dropin_semantics_program: in-place blocks,
+# attribute callbacks, signals, communicators in a small /dev/shm) are
+# written against Open MPI and run in the Open MPI phase only: under
+# MPICH 4.0 the in-place program crashes inside UCX even without the
+# drop-in, its runtime takes SIGUSR1 itself, and the tests' served-call
+# accounting does not yet know MPICH's call paths.
+ctest --test-dir "$build_dir" --output-on-failure -L "capi|pmpi" --timeout 300 -j "$(nproc)" \
+      -E '^pmpi_(in_place|attributes|signals|stall_warning|communicators)'
 ctest --test-dir "$build_dir" --output-on-failure --timeout 300 -j "$(nproc)" \
       -R '^(collective_mpi_tests|topology_mpi_test|launcher_variables_test|launcher_variables_misleading)_np[1-4]$'
