@@ -76,13 +76,16 @@ void ReplicaRendezvous::sync(int replica, const std::string& signature, void* pa
 
   if (arrived_ < num_replicas_) {
     const auto deadline = std::chrono::steady_clock::now() + timeout_;
-    while (generation_ == generation && !broken_) {
+    while (generation_ == generation) {
       if (arrived_ == num_replicas_) {
-        // Everyone is here and the last replica is combining; combine is
-        // bounded by libcollective's own timeouts, so wait for it.
+        // Everyone is here and the last replica is combining over this
+        // replica's payload: leaving now, even on abort, would free it under
+        // the combiner. Combine is bounded by libcollective's own timeouts
+        // (and ended early by the abort that closes the communicator).
         released_.wait(lock);
         continue;
       }
+      if (broken_) break;
       if (released_.wait_until(lock, deadline) == std::cv_status::timeout &&
           generation_ == generation && !broken_ && arrived_ < num_replicas_) {
         std::ostringstream cause;

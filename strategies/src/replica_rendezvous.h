@@ -5,7 +5,8 @@
 // arrive checks that every signature matches, runs the combine function over
 // all payloads outside the lock (that is where the local reduction and the
 // cross-worker collective happen, on exactly one thread), and releases the
-// others. Payloads stay valid because their owners are blocked in sync().
+// others. Payloads stay valid because their owners are blocked in sync()
+// until combine returns, even when the rendezvous is aborted meanwhile.
 //
 // Nothing hangs: a replica waiting for the others to arrive gives up after
 // the timeout with a TimeoutError naming the missing replicas; a replica that
