@@ -13,7 +13,7 @@
 
 #include "collective/collective.h"
 #include "collective/distribute/distribute.h"
-#include "ps_cluster.h"  // PsCluster::staged_requests
+#include "ps/ps_cluster.h"  // PsCluster::staged_requests
 
 namespace cd = collective::distribute;
 using collective::Communicator;
