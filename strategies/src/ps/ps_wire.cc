@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "collective/distribute/cluster_coordinator.h"
+#include "collective/distribute/errors.h"
 #include "collective/errors.h"
 
 namespace collective::distribute::detail {

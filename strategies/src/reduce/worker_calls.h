@@ -94,14 +94,3 @@ class WorkerCalls {
 
 }  // namespace collective::distribute::detail
 
-#include "collective/distribute/cross_device_ops.h"
-
-namespace collective::distribute::detail {
-
-// The WorkerCalls of a CollectiveAllReduce, which its strategy shares for
-// its own cross-worker calls (one lock, one count of steps).
-struct WorkerCallsAccess {
-  static std::shared_ptr<WorkerCalls> of(CollectiveAllReduce& ops) { return ops.worker_calls_; }
-};
-
-}  // namespace collective::distribute::detail

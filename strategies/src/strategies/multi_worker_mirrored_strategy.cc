@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "core/strategy_impl.h"
 #include "reduce/worker_calls.h"
+#include "reduce/worker_calls_access.h"
 
 namespace collective::distribute {
 namespace {

@@ -7,7 +7,6 @@
 
 #include "collective/errors.h"
 #include "collective/half_precision.h"
-#include "values/element_math.h"
 
 namespace collective::distribute {
 
