@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
 
 namespace collective::distribute {
 class ReplicaContext;
@@ -51,12 +50,5 @@ class FrameGuard {
  private:
   std::uint64_t id_;
 };
-
-// The default strategy (a process-wide singleton) and its replica context.
-Strategy& default_strategy();
-ReplicaContext& default_replica_context();
-
-// "MirroredStrategy #3": the strategy's name and its process-unique number.
-std::string describe_strategy(const Strategy& strategy);
 
 }  // namespace collective::distribute::detail

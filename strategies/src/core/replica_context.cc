@@ -1,9 +1,10 @@
 #include "collective/distribute/replica_context.h"
 
-#include "collective/distribute/strategy.h"
 #include "collective/errors.h"
 #include "core/context_stack.h"
+#include "core/replica_context.h"
 #include "core/replica_run.h"
+#include "core/strategy_access.h"
 #include "core/strategy_impl.h"
 
 namespace collective::distribute {
@@ -24,8 +25,8 @@ namespace {
 // its run() (the context of another replica, or one kept after run()
 // returned, would join the wrong rendezvous).
 void require_current(const ReplicaContext& context, const char* operation) {
-  if (get_replica_context() != &context) {
-    const detail::StrategyImpl& impl = context.strategy().extended().impl();
+  if (detail::current_replica_context() != &context) {
+    const detail::StrategyImpl& impl = detail::impl_of(context.strategy());
     throw InvalidArgumentError(impl.label() + " " + operation, impl.error_rank(),
                                "this ReplicaContext (local replica " +
                                    std::to_string(context.local_replica_id()) +
@@ -56,7 +57,7 @@ std::vector<Tensor> ReplicaContext::all_reduce_values(ReduceOp op,
     std::vector<std::vector<const Tensor*>> views;
     views.reserve(values.size());
     for (const Tensor* value : values) views.push_back({value});
-    return strategy_->extended().impl().batch_reduce_views(op, views);
+    return detail::impl_of(*strategy_).batch_reduce_views(op, views);
   }
   return run_->all_reduce(local_replica_, op, values);
 }
@@ -64,7 +65,7 @@ std::vector<Tensor> ReplicaContext::all_reduce_values(ReduceOp op,
 Tensor ReplicaContext::all_gather(const Tensor& value, int axis) {
   require_current(*this, "ReplicaContext.all_gather");
   if (run_ == nullptr) {
-    return strategy_->extended().impl().gather(PerReplica<Tensor>({value}), axis,
+    return detail::impl_of(*strategy_).gather(PerReplica<Tensor>({value}), axis,
                                                "ReplicaContext.all_gather");
   }
   return run_->all_gather(local_replica_, value, axis);
@@ -77,10 +78,28 @@ std::shared_ptr<const void> ReplicaContext::merge_call_erased(const detail::Merg
     std::vector<const void*> arguments;
     if (request.argument_type != nullptr) arguments.push_back(request.argument);
     std::shared_ptr<const void> result = request.run(*strategy_, arguments);
-    detail::check_merge_result(strategy_->extended().impl(), request, result.get());
+    detail::check_merge_result(detail::impl_of(*strategy_), request, result.get());
     return result;
   }
   return run_->merge_call(local_replica_, request);
 }
+
+namespace detail {
+
+void check_merge_result(const StrategyImpl& impl, const MergeRequest& request, const void* result) {
+  if (request.per_replica_size == nullptr) return;
+  const std::size_t size = request.per_replica_size(result);
+  if (size != static_cast<std::size_t>(impl.num_local_replicas)) {
+    throw InvalidArgumentError(impl.label() + " ReplicaContext.merge_call", impl.error_rank(),
+                               "merge_fn returned a PerReplica of " + std::to_string(size) +
+                                   " values, but there are " +
+                                   std::to_string(impl.num_local_replicas) +
+                                   " local replicas: a PerReplica result gives each local "
+                                   "replica its own value, so it must hold exactly one per "
+                                   "replica");
+  }
+}
+
+}  // namespace detail
 
 }  // namespace collective::distribute

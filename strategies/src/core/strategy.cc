@@ -10,6 +10,8 @@
 #include "collective/distribute/distributed_dataset.h"
 #include "collective/errors.h"
 #include "core/context_stack.h"
+#include "core/distributed_dataset.h"
+#include "core/strategy_access.h"
 #include "values/element_math.h"
 #include "base/log.h"
 #include "base/call_purpose.h"
@@ -54,6 +56,16 @@ ReplicaContext& default_replica_context() {
 std::string describe_strategy(const Strategy& strategy) {
   return strategy.extended().impl().label();
 }
+
+StrategyImpl& impl_of(const Strategy& strategy) { return strategy.extended().impl(); }
+
+std::shared_ptr<StrategyImpl> shared_impl_of(const Strategy& strategy) {
+  return strategy.extended().shared_impl();
+}
+
+Strategy& current_strategy() { return get_strategy(); }
+
+ReplicaContext* current_replica_context() { return get_replica_context(); }
 
 }  // namespace detail
 
@@ -265,5 +277,17 @@ void experimental_set_strategy(Strategy* strategy) {
 }
 
 ReduceOp get_loss_reduction() { return ReduceOp::kSum; }
+
+// ---- input: the distributed dataset holds this strategy's implementation --
+
+DistributedDataset Strategy::experimental_distribute_dataset(const Dataset& dataset,
+                                                             const InputOptions& options) {
+  return detail::distribute_dataset(extended_->shared_impl(), dataset, options);
+}
+
+DistributedDataset Strategy::distribute_datasets_from_function(
+    const std::function<Dataset(const InputContext&)>& fn, const InputOptions& options) {
+  return detail::distribute_datasets_from_function(extended_->shared_impl(), fn, options);
+}
 
 }  // namespace collective::distribute

@@ -5,12 +5,12 @@
 
 #include "collective/distribute/cross_device_ops.h"
 #include "collective/distribute/replica_context.h"
-#include "collective/distribute/strategy.h"
+#include "core/strategy_access.h"
 #include "collective/distribute/variable.h"
 #include "collective/diagnostics.h"
 #include "collective/errors.h"
 #include "core/context_stack.h"
-#include "core/replica_run.h"
+#include "core/rendezvous_run.h"
 #include "base/call_purpose.h"
 #include "core/strategy_impl.h"
 #include "reduce/worker_calls.h"
@@ -42,30 +42,13 @@ const CommunicationOptions& StrategyExtended::communication_options() const {
 }
 CrossDeviceOps& StrategyExtended::cross_device_ops() { return *impl_->cross_device_ops; }
 
-namespace {
-
-// Cross-replica operations refuse to run inside a replica function.
-void require_cross_replica(const detail::StrategyImpl& impl, const std::string& operation) {
-  const ContextFrame* frame = detail::current_frame();
-  if (frame != nullptr && frame->replica != nullptr) {
-    throw InvalidArgumentError(operation, impl.error_rank(),
-                               "called in a replica context (inside run()); it needs the "
-                               "cross-replica context: call it outside run(), or from a "
-                               "ReplicaContext::merge_call function");
-  }
-}
-
-}  // namespace
-
 Tensor StrategyExtended::reduce_to(ReduceOp op, const PerReplica<Tensor>& value) {
-  require_cross_replica(*impl_, impl_->label() + " reduce_to");
-  const detail::CallPurpose purpose("StrategyExtended.reduce_to");
-  return impl_->reduce_one(op, value);
+  return impl_->reduce_to(op, value);
 }
 
 std::vector<Tensor> StrategyExtended::batch_reduce_to(ReduceOp op,
                                                       const std::vector<PerReplica<Tensor>>& values) {
-  require_cross_replica(*impl_, impl_->label() + " batch_reduce_to");
+  impl_->require_cross_replica(impl_->label() + " batch_reduce_to");
   const detail::CallPurpose purpose("StrategyExtended.batch_reduce_to");
   return impl_->batch_reduce(op, values);
 }
@@ -78,7 +61,7 @@ void StrategyExtended::update_copies(Variable& variable,
                                      const std::function<void(Tensor&, std::size_t)>& fn,
                                      std::size_t num_per_copy_values) {
   const std::string operation = impl_->label() + " update";
-  require_cross_replica(*impl_, operation);
+  impl_->require_cross_replica(operation);
   detail::VariableState& state = variable.state();
   if (state.strategy_serial != impl_->serial) {
     throw InvalidArgumentError(operation, impl_->error_rank(),
@@ -205,7 +188,7 @@ void StrategyExtended::call_for_each_replica(const std::function<void(int)>& fn)
     }
   } step{impl.worker_calls.get()};
 
-  detail::ReplicaRun run(impl);
+  detail::RendezvousRun run(impl);
   // The destructor may break this rendezvous only while it exists.
   struct RendezvousAttachment {
     detail::RunGate& gate;

@@ -6,6 +6,7 @@
 
 #include "collective/errors.h"
 #include "base/call_purpose.h"
+#include "core/context_stack.h"
 #include "values/element_math.h"
 #include "reduce/worker_calls.h"
 
@@ -266,6 +267,22 @@ Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std
     parts.push_back(std::move(kept));
   }
   return concat(parts, dim);
+}
+
+void StrategyImpl::require_cross_replica(const std::string& operation) const {
+  const ContextFrame* frame = current_frame();
+  if (frame != nullptr && frame->replica != nullptr) {
+    throw InvalidArgumentError(operation, error_rank(),
+                               "called in a replica context (inside run()); it needs the "
+                               "cross-replica context: call it outside run(), or from a "
+                               "ReplicaContext::merge_call function");
+  }
+}
+
+Tensor StrategyImpl::reduce_to(ReduceOp op, const PerReplica<Tensor>& value) {
+  require_cross_replica(label() + " reduce_to");
+  const CallPurpose purpose("StrategyExtended.reduce_to");
+  return reduce_one(op, value);
 }
 
 }  // namespace collective::distribute::detail

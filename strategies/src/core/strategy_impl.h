@@ -91,6 +91,11 @@ struct StrategyImpl {
                                          const std::vector<std::vector<const Tensor*>>& values);
   // One value, without copying it (validated).
   Tensor reduce_one(ReduceOp op, const PerReplica<Tensor>& value);
+  // StrategyExtended::reduce_to: reduce_one in the cross-replica context
+  // (InvalidArgumentError in a replica context), as that call's purpose.
+  Tensor reduce_to(ReduceOp op, const PerReplica<Tensor>& value);
+  // Cross-replica operations refuse to run inside a replica function.
+  void require_cross_replica(const std::string& operation) const;
   // Every replica's value of every worker concatenated along axis.
   Tensor gather(const PerReplica<Tensor>& value, int axis, const std::string& operation);
   // Worker 0's value on every worker (one broadcast), after checking that

@@ -1,11 +1,11 @@
 #include "collective/distribute/variable.h"
 
 #include "collective/distribute/replica_context.h"
-#include "collective/distribute/strategy.h"
 #include "collective/errors.h"
 #include "core/context_stack.h"
 #include "values/element_math.h"
 #include "core/remote_variable_ops.h"
+#include "core/strategy_access.h"
 #include "core/strategy_impl.h"
 #include "base/call_purpose.h"
 #include "core/variable_state.h"
@@ -35,11 +35,20 @@ std::string_view to_string(VariableSynchronization synchronization) {
   return "unknown";
 }
 
+namespace detail {
+
+VariableState::VariableState()
+    : aggregation(VariableAggregation::kNone), synchronization(VariableSynchronization::kOnWrite) {}
+
+Variable VariableState::handle(std::shared_ptr<VariableState> state) { return Variable(std::move(state)); }
+
+}  // namespace detail
+
 namespace {
 
 std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& initial_value,
                                           const VariableOptions& options) {
-  const detail::StrategyImpl& impl = strategy.extended().impl();
+  const detail::StrategyImpl& impl = detail::impl_of(strategy);
   auto state = std::make_shared<VariableState>();
   state->name = options.name;
   state->aggregation = options.aggregation;
@@ -47,7 +56,7 @@ std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& init
   state->strategy_serial = impl.serial;
   state->strategy_name = impl.name;
   state->strategy_label = impl.label();
-  state->strategy_impl = strategy.extended().shared_impl();
+  state->strategy_impl = detail::shared_impl_of(strategy);
   state->dtype = initial_value.dtype();
   state->shape = initial_value.shape();
   const std::string operation = impl.label() + " Variable";
@@ -98,7 +107,7 @@ std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& init
     // Every worker starts from the chief's value, so a rank-dependent or
     // time-seeded initializer cannot leave the workers apart.
     const detail::CallPurpose purpose("the chief's initial value of variable", options.name);
-    state->copies.assign(copies, strategy.extended().impl().broadcast_from_chief(
+    state->copies.assign(copies, detail::impl_of(strategy).broadcast_from_chief(
                                      initial_value, "variable '" + options.name + "'",
                                      operation));
   } else {
@@ -120,7 +129,7 @@ const ContextFrame* run_frame() {
 void check_owner(const VariableState& state, const char* operation) {
   const ContextFrame* frame = run_frame();
   if (frame == nullptr) return;
-  const detail::StrategyImpl& running = frame->strategy->extended().impl();
+  const detail::StrategyImpl& running = detail::impl_of(*frame->strategy);
   if (running.serial != state.strategy_serial) {
     throw InvalidArgumentError(
         std::string("Variable.") + operation, running.error_rank(),
@@ -220,7 +229,7 @@ void update(VariableState& state, const Tensor& value, UpdateKind kind, const ch
   }
   const ContextFrame* frame = detail::current_frame();
   ReplicaContext* context = frame != nullptr ? frame->replica : nullptr;
-  const int local_replicas = context == nullptr ? 1 : context->strategy().extended().num_local_replicas();
+  const int local_replicas = context == nullptr ? 1 : detail::impl_of(context->strategy()).num_local_replicas;
   if (state.remote && local_replicas == 1) {
     // A parameter-server variable updated by one replica: one push.
     apply_remote(state, value, kind);
@@ -232,7 +241,7 @@ void update(VariableState& state, const Tensor& value, UpdateKind kind, const ch
   }
   if (state.aggregation == VariableAggregation::kNone) {
     throw InvalidArgumentError(
-        std::string("Variable.") + operation, context->strategy().extended().worker_index(),
+        std::string("Variable.") + operation, detail::impl_of(context->strategy()).worker_index,
         "variable '" + state.name + "' is updated in a replica context of " +
             state.strategy_label + " (" + std::to_string(context->num_replicas_in_sync()) +
             " replicas) but its aggregation is NONE: give it an aggregation (VariableOptions::"
@@ -243,15 +252,15 @@ void update(VariableState& state, const Tensor& value, UpdateKind kind, const ch
   // apply the result to every copy.
   context->merge_call(
       [&state, kind](Strategy& strategy, const PerReplica<Tensor>& values) {
-        StrategyExtended& extended = strategy.extended();
+        detail::StrategyImpl& impl = detail::impl_of(strategy);
         const detail::CallPurpose purpose("aggregated update of variable", state.name);
         Tensor combined;
         switch (state.aggregation) {
           case VariableAggregation::kSum:
-            combined = extended.reduce_to(ReduceOp::kSum, values);
+            combined = impl.reduce_to(ReduceOp::kSum, values);
             break;
           case VariableAggregation::kMean:
-            combined = extended.reduce_to(ReduceOp::kMean, values);
+            combined = impl.reduce_to(ReduceOp::kMean, values);
             break;
           default:
             // tf.distribute's ONLY_FIRST_REPLICA: this worker's first local
@@ -282,7 +291,7 @@ Variable::Variable(const Tensor& initial_value, VariableOptions options) {
         [&](Strategy& strategy) { return Variable(make_state(strategy, initial_value, options)); });
     return;
   }
-  state_ = make_state(get_strategy(), initial_value, options);
+  state_ = make_state(detail::current_strategy(), initial_value, options);
 }
 
 const std::string& Variable::name() const { return state_->name; }

@@ -9,10 +9,13 @@
 #include <vector>
 
 #include "collective/distribute/tensor.h"
-#include "collective/distribute/variable.h"
 
+// Declared, not included: variable.h is the header of the Variable that
+// this state is behind (variable.cc), which includes this one.
 namespace collective::distribute {
-class Strategy;
+enum class VariableAggregation : int;
+enum class VariableSynchronization : int;
+class Variable;
 }  // namespace collective::distribute
 
 namespace collective::distribute::detail {
@@ -21,14 +24,17 @@ struct RemoteVariable;
 struct StrategyImpl;
 
 struct VariableState {
+  // aggregation kNone, synchronization kOnWrite (variable.cc).
+  VariableState();
+
   std::string name;
-  VariableAggregation aggregation = VariableAggregation::kNone;
+  VariableAggregation aggregation;
   bool trainable = true;
   std::uint64_t strategy_serial = 0;
   std::string strategy_name;   // "MirroredStrategy"
   std::string strategy_label;  // "MirroredStrategy #2"
   bool mirrored = false;
-  VariableSynchronization synchronization = VariableSynchronization::kOnWrite;
+  VariableSynchronization synchronization;
   // The owning strategy's implementation, shared: a variable may outlive
   // the strategy object, and the cross-replica read and update of a
   // sync-on-read variable need its replica count and reductions.
@@ -46,7 +52,7 @@ struct VariableState {
   std::shared_ptr<RemoteVariable> remote;
 
   // A handle to this state (for variables that arrive in a closure).
-  static Variable handle(std::shared_ptr<VariableState> state) { return Variable(std::move(state)); }
+  static Variable handle(std::shared_ptr<VariableState> state);
 };
 
 }  // namespace collective::distribute::detail

@@ -1,10 +1,10 @@
-#include "core/replica_run.h"
+#include "core/rendezvous_run.h"
 
-
-#include "collective/distribute/strategy.h"
+#include "collective/distribute/replica_context.h"
 #include "base/call_purpose.h"
 #include "collective/errors.h"
 #include "core/context_stack.h"
+#include "core/replica_context.h"
 
 namespace collective::distribute::detail {
 namespace {
@@ -21,25 +21,11 @@ std::string describe_values(const std::vector<const Tensor*>& values) {
 
 }  // namespace
 
-void check_merge_result(const StrategyImpl& impl, const MergeRequest& request, const void* result) {
-  if (request.per_replica_size == nullptr) return;
-  const std::size_t size = request.per_replica_size(result);
-  if (size != static_cast<std::size_t>(impl.num_local_replicas)) {
-    throw InvalidArgumentError(impl.label() + " ReplicaContext.merge_call", impl.error_rank(),
-                               "merge_fn returned a PerReplica of " + std::to_string(size) +
-                                   " values, but there are " +
-                                   std::to_string(impl.num_local_replicas) +
-                                   " local replicas: a PerReplica result gives each local "
-                                   "replica its own value, so it must hold exactly one per "
-                                   "replica");
-  }
-}
-
-ReplicaRun::ReplicaRun(StrategyImpl& impl)
+RendezvousRun::RendezvousRun(StrategyImpl& impl)
     : impl_(impl),
       rendezvous_(impl.num_local_replicas, impl.timeout, impl.label(), impl.error_rank()) {}
 
-std::vector<Tensor> ReplicaRun::all_reduce(int local_replica, ReduceOp op,
+std::vector<Tensor> RendezvousRun::all_reduce(int local_replica, ReduceOp op,
                                            const std::vector<const Tensor*>& values) {
   struct Payload {
     const std::vector<const Tensor*>* in;
@@ -69,7 +55,7 @@ std::vector<Tensor> ReplicaRun::all_reduce(int local_replica, ReduceOp op,
   return std::move(payload.out);
 }
 
-Tensor ReplicaRun::all_gather(int local_replica, const Tensor& value, int axis) {
+Tensor RendezvousRun::all_gather(int local_replica, const Tensor& value, int axis) {
   struct Payload {
     const Tensor* in;
     Tensor out;
@@ -91,7 +77,7 @@ Tensor ReplicaRun::all_gather(int local_replica, const Tensor& value, int axis) 
   return std::move(payload.out);
 }
 
-std::shared_ptr<const void> ReplicaRun::merge_call(int local_replica, const MergeRequest& request) {
+std::shared_ptr<const void> RendezvousRun::merge_call(int local_replica, const MergeRequest& request) {
   struct Payload {
     const MergeRequest* request;
     std::shared_ptr<const void> result;

@@ -2,10 +2,10 @@
 
 #include <deque>
 
-#include "collective/distribute/strategy.h"
 #include "collective/errors.h"
 #include "core/context_stack.h"
 #include "base/log.h"
+#include "core/distributed_dataset.h"
 #include "core/strategy_impl.h"
 
 namespace collective::distribute {
@@ -264,9 +264,11 @@ DistributedDataset::RangeIterator DistributedDataset::begin() const {
 
 // ---- Strategy's entry points ------------------------------------------------
 
-DistributedDataset Strategy::experimental_distribute_dataset(const Dataset& dataset,
-                                                             const InputOptions& options) {
-  detail::StrategyImpl& impl = extended_->impl();
+namespace detail {
+
+DistributedDataset distribute_dataset(const std::shared_ptr<StrategyImpl>& shared_impl,
+                                      const Dataset& dataset, const InputOptions& options) {
+  detail::StrategyImpl& impl = *shared_impl;
   const std::string operation = impl.label() + " experimental_distribute_dataset";
   if (options.experimental_replication_mode != InputReplicationMode::kPerWorker) {
     throw InvalidArgumentError(operation, impl.error_rank(),
@@ -288,7 +290,7 @@ DistributedDataset Strategy::experimental_distribute_dataset(const Dataset& data
   }
   const std::int64_t global_batch = last_batch->first;
   auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
-      extended_->shared_impl(), InputSharding::kSingleWorker, global_batch, dataset, dataset, {}});
+      shared_impl, InputSharding::kSingleWorker, global_batch, dataset, dataset, {}});
   const std::int64_t workers = impl.num_workers;
   if (workers == 1) return DistributedDataset(state);
   const std::vector<std::string>& files = dataset.files();
@@ -332,9 +334,10 @@ DistributedDataset Strategy::experimental_distribute_dataset(const Dataset& data
   return DistributedDataset(state);
 }
 
-DistributedDataset Strategy::distribute_datasets_from_function(
+DistributedDataset distribute_datasets_from_function(
+    const std::shared_ptr<StrategyImpl>& shared_impl,
     const std::function<Dataset(const InputContext&)>& fn, const InputOptions& options) {
-  detail::StrategyImpl& impl = extended_->impl();
+  detail::StrategyImpl& impl = *shared_impl;
   if (options.experimental_replication_mode == InputReplicationMode::kPerReplica) {
     // One pipeline per replica of the sync group.
     std::vector<Dataset> datasets;
@@ -343,7 +346,7 @@ DistributedDataset Strategy::distribute_datasets_from_function(
       datasets.push_back(fn(InputContext(impl.num_replicas_in_sync(), id, impl.num_replicas_in_sync())));
     }
     auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
-        extended_->shared_impl(), InputSharding::kFromFunction, std::nullopt, datasets.front(), datasets.front(), datasets});
+        shared_impl, InputSharding::kFromFunction, std::nullopt, datasets.front(), datasets.front(), datasets});
     return DistributedDataset(state);
   }
   if (options.experimental_replication_mode != InputReplicationMode::kPerWorker) {
@@ -354,8 +357,10 @@ DistributedDataset Strategy::distribute_datasets_from_function(
   const InputContext context(impl.num_workers, impl.worker_index, impl.num_replicas_in_sync());
   Dataset dataset = fn(context);
   auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
-      extended_->shared_impl(), InputSharding::kFromFunction, std::nullopt, dataset, dataset, {}});
+      shared_impl, InputSharding::kFromFunction, std::nullopt, dataset, dataset, {}});
   return DistributedDataset(state);
 }
+
+}  // namespace detail
 
 }  // namespace collective::distribute
