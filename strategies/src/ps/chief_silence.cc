@@ -1,6 +1,6 @@
 #include "ps/chief_silence.h"
 
-#include "collective/distribute/cluster_coordinator.h"
+#include "collective/distribute/errors.h"
 #include "ps/ps_cluster.h"
 #include "ps/ps_wire.h"
 

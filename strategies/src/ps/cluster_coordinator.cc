@@ -2,8 +2,9 @@
 
 #include <atomic>
 
-#include "collective/distribute/parameter_server_strategy.h"
+#include "ps/cluster_coordinator.h"
 #include "ps/ps_cluster.h"
+#include "ps/ps_strategy_access.h"
 #include "core/variable_state.h"
 
 namespace collective::distribute {
@@ -117,6 +118,35 @@ RemoteFunction RemoteFunctions::add_dataset(std::string name, DatasetFunction fu
 
 // ---- RemoteValue -------------------------------------------------------
 
+namespace detail {
+
+void RemoteValueState::finish(RemoteValue::Status new_status, Tensor result) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (status != RemoteValue::Status::kPending) return;
+    status = new_status;
+    value = std::move(result);
+  }
+  changed.notify_all();
+}
+
+void RemoteValueState::fail(RemoteValue::Status new_status, std::string operation, int rank,
+                            std::string cause, bool is_unavailable) {
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (status != RemoteValue::Status::kPending) return;
+    status = new_status;
+    error_operation = std::move(operation);
+    error_rank = rank;
+    error_cause = std::move(cause);
+    unavailable = is_unavailable;
+  }
+  changed.notify_all();
+}
+
+}  // namespace detail
+
+
 RemoteValue::Status RemoteValue::status() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->status;
@@ -139,8 +169,8 @@ PerWorkerIterator PerWorkerDataset::make_iterator() {
 // ---- ClusterCoordinator ------------------------------------------------
 
 ClusterCoordinator::ClusterCoordinator(ParameterServerStrategy& strategy)
-    : strategy_(strategy), cluster_(strategy.cluster().shared_from_this()) {
-  if (!strategy.is_coordinator()) {
+    : strategy_(strategy), cluster_(detail::cluster_of(strategy).shared_from_this()) {
+  if (!detail::coordinates(strategy)) {
     throw InvalidArgumentError("ClusterCoordinator", cluster_->rank,
                                "constructed on " + cluster_->task_type + " " +
                                    std::to_string(cluster_->task_id) + " (rank " +
@@ -157,7 +187,7 @@ ClusterCoordinator::~ClusterCoordinator() = default;
 
 RemoteValue ClusterCoordinator::schedule(const RemoteFunction& fn, std::vector<ClosureArgument> args) {
   const std::string operation = "ClusterCoordinator::schedule('" + fn.name + "')";
-  const RemoteFunctions& functions = cluster_->functions;
+  const RemoteFunctions& functions = *cluster_->functions;
   if (fn.registry != functions.serial() || fn.index >= functions.size() ||
       functions.name(fn.index) != fn.name) {
     throw InvalidArgumentError(operation, 0,
@@ -200,7 +230,7 @@ RemoteValue ClusterCoordinator::schedule(const RemoteFunction& fn, std::vector<C
       writer.u64(iterator.iterator_id);
     }
   }
-  return cluster_->dispatcher->schedule(fn.index, writer.take());
+  return RemoteValue(cluster_->dispatcher->schedule(fn.index, writer.take()));
 }
 
 void ClusterCoordinator::join() { cluster_->dispatcher->join(); }
@@ -215,7 +245,7 @@ std::vector<Tensor> ClusterCoordinator::fetch(const std::vector<RemoteValue>& va
 }
 
 PerWorkerDataset ClusterCoordinator::create_per_worker_dataset(const RemoteFunction& dataset_fn) {
-  const RemoteFunctions& functions = cluster_->functions;
+  const RemoteFunctions& functions = *cluster_->functions;
   const std::string operation = "ClusterCoordinator::create_per_worker_dataset('" + dataset_fn.name + "')";
   if (dataset_fn.registry != functions.serial() || dataset_fn.index >= functions.size() ||
       functions.name(dataset_fn.index) != dataset_fn.name) {

@@ -1,11 +1,18 @@
 #include "collective/distribute/parameter_server_strategy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
+#include "collective/communicator.h"
 #include "collective/errors.h"
+#include "collective/parameters.h"
 #include "base/log.h"
 #include "ps/ps_cluster.h"
+#include "ps/ps_dispatcher.h"
+#include "ps/ps_server.h"
+#include "ps/ps_strategy_access.h"
+#include "ps/ps_worker.h"
 #include "core/strategy_impl.h"
 
 namespace collective::distribute {
@@ -108,8 +115,8 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
   remote->id = cluster.next_variable_id.fetch_add(1);
   const std::int64_t rows = first_dim(initial.shape());
   int shards = 1;
-  if (cluster.options.variable_partitioner && !initial.shape().empty()) {
-    shards = cluster.options.variable_partitioner(initial.shape(), initial.dtype());
+  if (cluster.options->variable_partitioner && !initial.shape().empty()) {
+    shards = cluster.options->variable_partitioner(initial.shape(), initial.dtype());
     if (shards < 1) {
       throw InvalidArgumentError("ParameterServerStrategy variable '" + state.name + "'", 0,
                                  "the variable partitioner returned " + std::to_string(shards) + " shards");
@@ -156,11 +163,162 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
 
 }  // namespace
 
+namespace detail {
+
+namespace {
+
+// COLLECTIVE_PS_FAILURE_TIMEOUT: seconds, a plain decimal number > 0 and at
+// most 10^6, read by the library's parameter reader (strict: "3s" or "inf" is
+// an error naming the variable).
+std::chrono::milliseconds failure_timeout_from(const ParameterServerOptions& options, int rank) {
+  double seconds = 30;
+  if (options.failure_timeout_seconds) {
+    seconds = *options.failure_timeout_seconds;
+    if (!(std::isfinite(seconds) && seconds > 0 && seconds <= 1e6)) {
+      throw InvalidArgumentError("ParameterServerStrategy", rank,
+                                 "ParameterServerOptions::failure_timeout_seconds must be a number "
+                                 "of seconds in (0, 1e6], not " + std::to_string(seconds));
+    }
+  } else {
+    try {
+      seconds = seconds_parameter("COLLECTIVE_PS_FAILURE_TIMEOUT", 1e6).value_or(seconds);
+    } catch (const InvalidArgumentError& error) {
+      throw InvalidArgumentError("ParameterServerStrategy", rank, error.cause());
+    }
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(std::ceil(seconds * 1000)));
+}
+
+// Every rank's registry as one string: "name\x01" (function) or
+// "name\x02" (dataset function), in order.
+std::string registry_signature(const RemoteFunctions& functions) {
+  std::string signature;
+  for (std::uint32_t i = 0; i < functions.size(); ++i) {
+    signature += functions.name(i);
+    signature += functions.is_dataset(i) ? '\x02' : '\x01';
+  }
+  return signature;
+}
+
+std::vector<std::string> split_signature(const std::string& signature) {
+  std::vector<std::string> names;
+  std::string current;
+  for (char c : signature) {
+    if (c == '\x01' || c == '\x02') {
+      names.push_back(current + (c == '\x02' ? " (dataset function)" : ""));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  return names;
+}
+
+// Every rank must have registered the same functions in the same order;
+// the error names the first difference from the chief's list.
+void check_registries_agree(Communicator& comm, const RemoteFunctions& functions) {
+  const std::string mine = registry_signature(functions);
+  std::int64_t length = static_cast<std::int64_t>(mine.size());
+  AllReduceOptions max;
+  max.op = ReduceOp::kMax;
+  comm.all_reduce(&length, &length, 1, DataType::kInt64, max);
+  std::vector<std::uint8_t> slot(static_cast<std::size_t>(length) + 1, 0);
+  std::memcpy(slot.data(), mine.data(), mine.size());
+  std::vector<std::uint8_t> all(slot.size() * static_cast<std::size_t>(comm.size()));
+  comm.all_gather(slot.data(), all.data(), slot.size(), DataType::kUInt8);
+  const auto signature_of = [&](int r) {
+    const char* p = reinterpret_cast<const char*>(all.data() + slot.size() * static_cast<std::size_t>(r));
+    return std::string(p, strnlen(p, slot.size()));
+  };
+  const std::vector<std::string> chief = split_signature(signature_of(0));
+  for (int r = 1; r < comm.size(); ++r) {
+    const std::vector<std::string> other = split_signature(signature_of(r));
+    if (other == chief) continue;
+    std::size_t i = 0;
+    while (i < chief.size() && i < other.size() && chief[i] == other[i]) ++i;
+    const auto at = [](const std::vector<std::string>& names, std::size_t k) {
+      return k < names.size() ? "'" + names[k] + "'" : std::string("nothing");
+    };
+    throw MismatchError("ParameterServerStrategy", comm.rank(),
+                        "the ranks registered different worker functions: function " +
+                            std::to_string(i) + " is " + at(chief, i) + " on the chief (rank 0) but " +
+                            at(other, i) + " on rank " + std::to_string(r) +
+                            "; register the same functions in the same order on every rank "
+                            "before constructing the strategy");
+  }
+}
+
+// ParameterServerOptions::same_node_shared_memory, else
+// COLLECTIVE_PS_SHARED_MEMORY (a switch), else on.
+bool same_node_shared_memory_from(const ParameterServerOptions& options, int rank) {
+  if (options.same_node_shared_memory) return *options.same_node_shared_memory;
+  try {
+    return switch_parameter("COLLECTIVE_PS_SHARED_MEMORY").value_or(true);
+  } catch (const InvalidArgumentError& error) {
+    throw InvalidArgumentError("ParameterServerStrategy", rank, error.cause());
+  }
+}
+
+}  // namespace
+
+// The cluster made from the resolver, the registered functions and the
+// options: the options checked, the timeouts and the staging switch
+// resolved, the ranks' registries compared, the wire opened.
+std::shared_ptr<PsCluster> make_ps_cluster(const MPIClusterResolver& resolver,
+                                           const RemoteFunctions& registry, ParameterServerOptions opts) {
+  auto cluster = std::make_shared<PsCluster>();
+  cluster->functions = std::make_shared<const RemoteFunctions>(registry);
+  cluster->options = std::make_shared<const ParameterServerOptions>(std::move(opts));
+  const ParameterServerOptions& options = *cluster->options;
+  PsCluster& c = *cluster;
+  if (!resolver.parameter_server_layout()) {
+    throw InvalidArgumentError("ParameterServerStrategy", resolver.rank(),
+                               "the resolver has the all-workers layout; construct it as "
+                               "MPIClusterResolver(communicator, num_ps) (or set COLLECTIVE_NUM_PS)");
+  }
+  if (options.closures_in_flight_per_worker < 1) {
+    throw InvalidArgumentError("ParameterServerStrategy", resolver.rank(),
+                               "closures_in_flight_per_worker must be at least 1, got " +
+                                   std::to_string(options.closures_in_flight_per_worker));
+  }
+  c.closures_in_flight_per_worker = options.closures_in_flight_per_worker;
+  c.failure_timeout = failure_timeout_from(options, resolver.rank());
+  c.same_node_shared_memory = same_node_shared_memory_from(options, resolver.rank());
+  c.heartbeat_interval = std::clamp(c.failure_timeout / 10, std::chrono::milliseconds(10),
+                                    std::chrono::milliseconds(1000));
+  c.rank = resolver.rank();
+  c.num_ps = resolver.num_ps();
+  c.num_workers = resolver.num_workers();
+  c.task_type = resolver.task_type();
+  c.task_id = resolver.task_id();
+  const int handle = options.mpi_communicator.value_or(mpi_world_handle());
+  Communicator comm = Communicator::from_mpi(handle);
+  if (comm.size() != resolver.num_ps() + resolver.num_workers() + 1 || comm.rank() != c.rank) {
+    throw InvalidArgumentError("ParameterServerStrategy", c.rank,
+                               "the resolver describes a different communicator than "
+                               "ParameterServerOptions::mpi_communicator");
+  }
+  check_registries_agree(comm, *c.functions);
+  c.wire = std::make_unique<Wire>(handle);
+  if (c.task_type != "ps") {
+    int near = 0;
+    for (int ps = 0; ps < c.num_ps; ++ps) near += c.wire->same_node(c.ps_rank(ps)) ? 1 : 0;
+    DISTRIBUTE_LOG(kInfo, "ParameterServerStrategy rank " << c.rank << ": " << near << " of " << c.num_ps
+                               << " ps tasks on this node; payloads above " << (Wire::kInlineBytes >> 10)
+                               << " KiB to them go through "
+                               << (c.same_node_shared_memory ? "shared memory" : "MPI messages (shared memory off)")
+                               << ", to the others through MPI messages");
+  }
+  return cluster;
+}
+
+}  // namespace detail
+
 ParameterServerStrategy::ParameterServerStrategy(const MPIClusterResolver& resolver,
                                                  const RemoteFunctions& functions,
                                                  ParameterServerOptions options)
     : Strategy(make_parameter_server(resolver, options)) {
-  cluster_ = std::make_shared<detail::PsCluster>(resolver, functions, std::move(options));
+  cluster_ = detail::make_ps_cluster(resolver, functions, std::move(options));
   detail::StrategyImpl& impl = extended().impl();
   cluster_->strategy_serial = impl.serial;
   cluster_->strategy_label = impl.label();
@@ -195,6 +353,13 @@ ParameterServerStrategy::~ParameterServerStrategy() {
 }
 
 bool ParameterServerStrategy::is_coordinator() const { return cluster_->task_type == "chief"; }
+
+namespace detail {
+
+PsCluster& cluster_of(const ParameterServerStrategy& strategy) { return strategy.cluster(); }
+bool coordinates(const ParameterServerStrategy& strategy) { return strategy.is_coordinator(); }
+
+}  // namespace detail
 const MPIClusterResolver& ParameterServerStrategy::resolver() const {
   return *extended().impl().cluster_resolver;
 }

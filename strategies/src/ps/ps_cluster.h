@@ -1,8 +1,10 @@
 // The state of one parameter-server cluster as one process sees it: the
 // wire, the roles, the timeouts, the registered functions; the client that
 // sends variable requests to ps tasks (chief and workers); the coordinator's
-// dispatcher (chief only). Servers (ps_server.cc, ps_worker.cc) run their
-// loops on it.
+// dispatcher (chief only, behind closure_scheduler.h). Made by
+// ParameterServerStrategy (make_ps_cluster); servers (ps_server.h,
+// ps_worker.h) run their loops on it. It includes neither the strategy's
+// nor the coordinator's header: both are built on it.
 #pragma once
 
 #include <atomic>
@@ -18,11 +20,16 @@
 #include <thread>
 #include <vector>
 
-#include "collective/distribute/cluster_coordinator.h"
-#include "collective/distribute/parameter_server_strategy.h"
+#include "ps/closure_scheduler.h"
 #include "ps/ps_staging.h"
 #include "ps/ps_wire.h"
 #include "core/variable_state.h"
+
+namespace collective::distribute {
+class RemoteFunctions;
+class Strategy;
+struct ParameterServerOptions;
+}  // namespace collective::distribute
 
 namespace collective::distribute::detail {
 
@@ -36,28 +43,12 @@ struct ShardPlacement {
 };
 
 struct RemoteVariable;
-
-struct RemoteValueState {
-  std::mutex mutex;
-  std::condition_variable changed;
-  RemoteValue::Status status = RemoteValue::Status::kPending;
-  Tensor value;
-  // kFailed / kCancelled: what fetch() raises.
-  std::string error_operation;
-  int error_rank = -1;
-  std::string error_cause;
-  bool unavailable = false;  // UnavailableError rather than ClosureError
-
-  void finish(RemoteValue::Status status, Tensor value = Tensor());
-  void fail(RemoteValue::Status status, std::string operation, int rank, std::string cause,
-            bool unavailable);
-};
-
-class Dispatcher;
+class ClosureScheduler;
 
 struct PsCluster : std::enable_shared_from_this<PsCluster> {
-  PsCluster(const MPIClusterResolver& resolver, const RemoteFunctions& functions,
-            ParameterServerOptions options);
+  // Made by make_ps_cluster (cluster_setup.h), which checks the options and
+  // that every rank registered the same functions.
+  PsCluster();
   ~PsCluster();
 
   std::unique_ptr<Wire> wire;
@@ -66,8 +57,9 @@ struct PsCluster : std::enable_shared_from_this<PsCluster> {
   int num_workers = 0;
   std::string task_type;
   int task_id = 0;
-  RemoteFunctions functions;
-  ParameterServerOptions options;
+  std::shared_ptr<const RemoteFunctions> functions;     // the strategy's, copied
+  std::shared_ptr<const ParameterServerOptions> options;
+  int closures_in_flight_per_worker = 1;  // options->closures_in_flight_per_worker
   std::chrono::milliseconds failure_timeout{30'000};
   std::chrono::milliseconds heartbeat_interval{100};
   std::uint64_t strategy_serial = 0;  // owning StrategyImpl's serial
@@ -118,7 +110,7 @@ struct PsCluster : std::enable_shared_from_this<PsCluster> {
   std::map<std::uint64_t, std::weak_ptr<VariableState>> variables;  // by variable id
 
   // ---- chief -------------------------------------------------------------
-  std::unique_ptr<Dispatcher> dispatcher;
+  std::unique_ptr<ClosureScheduler> dispatcher;  // ps_dispatcher.h
   bool shut_down = false;
   void shutdown() noexcept;
 };
@@ -138,66 +130,5 @@ struct RemoteVariable {
 // Descriptor of a variable as closures carry it.
 void write_variable(Writer& writer, const VariableState& state);
 std::shared_ptr<VariableState> read_variable(Reader& reader, const std::shared_ptr<PsCluster>& cluster);
-
-// The chief's background thread: hands closures to workers, collects
-// results, watches heartbeats.
-class Dispatcher {
- public:
-  explicit Dispatcher(PsCluster& cluster);
-  ~Dispatcher();
-  void stop() noexcept;
-
-  RemoteValue schedule(std::uint32_t function, Bytes arguments);
-  void join();
-  bool done();
-  // Raises UnavailableError once a ps or every worker has failed.
-  void check_available();
-  // Whether each worker is still considered alive.
-  std::vector<bool> workers_alive();
-
- private:
-  struct Closure {
-    std::uint64_t id = 0;
-    std::uint32_t function = 0;
-    Bytes arguments;
-    std::shared_ptr<RemoteValueState> value;
-    std::uint64_t attempt = 0;
-    int worker = -1;
-  };
-  struct Peer {
-    bool alive = true;
-    int in_flight = 0;
-    Clock::time_point last_seen;
-  };
-
-  void loop();
-  bool step();
-  void handle_result(const Message& message);
-  void check_peers();
-  void fail_everything(const std::string& cause);
-  void cancel_queued(const std::string& reason);
-  void raise_errors();
-
-  PsCluster& cluster_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<std::shared_ptr<Closure>> queue_;
-  std::map<std::uint64_t, std::shared_ptr<Closure>> running_;
-  std::vector<Peer> workers_;
-  std::vector<Peer> ps_;
-  std::uint64_t next_closure_ = 1;
-  std::optional<std::string> unavailable_;  // why the cluster cannot go on
-  std::optional<std::pair<std::string, std::string>> first_error_;  // operation, cause
-  int first_error_rank_ = -1;
-  int next_worker_ = 0;
-  Clock::time_point last_heartbeat_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-};
-
-// Server loops: return when the chief shuts the cluster down, true when
-// every send (the bye included) completed.
-bool serve_parameters(const std::shared_ptr<PsCluster>& cluster);
-bool serve_closures(const std::shared_ptr<PsCluster>& cluster);
 
 }  // namespace collective::distribute::detail

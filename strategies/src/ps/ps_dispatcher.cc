@@ -4,9 +4,9 @@
 // watches theirs. A worker silent for the failure timeout is declared
 // failed and its unfinished closures go back to the front of the queue for
 // the other workers; a silent ps fails the cluster (UnavailableError).
+#include "ps/ps_dispatcher.h"
 #include "collective/errors.h"
 #include "base/log.h"
-#include "ps/ps_cluster.h"
 
 namespace collective::distribute::detail {
 
@@ -57,7 +57,7 @@ bool Dispatcher::step() {
       for (int i = 0; i < cluster_.num_workers; ++i) {
         const int w = (next_worker_ + i) % cluster_.num_workers;
         const Peer& peer = workers_[static_cast<std::size_t>(w)];
-        if (!peer.alive || peer.in_flight >= cluster_.options.closures_in_flight_per_worker) continue;
+        if (!peer.alive || peer.in_flight >= cluster_.closures_in_flight_per_worker) continue;
         if (best < 0 || peer.in_flight < workers_[static_cast<std::size_t>(best)].in_flight) best = w;
       }
       if (best < 0) break;
@@ -128,7 +128,7 @@ void Dispatcher::handle_result(const Message& m) {
     running_.erase(it);
     --peer.in_flight;
   }
-  const std::string name = cluster_.functions.name(closure->function);
+  const std::string name = cluster_.functions->name(closure->function);
   const std::string operation = "closure '" + name + "' #" + std::to_string(closure->id);
   if (m.header.status == Status::kOk) {
     Tensor value;
@@ -159,7 +159,7 @@ void Dispatcher::handle_result(const Message& m) {
       }
       for (auto& queued : cancelled) {
         queued->value->fail(RemoteValue::Status::kCancelled,
-                            "closure '" + cluster_.functions.name(queued->function) + "' #" +
+                            "closure '" + cluster_.functions->name(queued->function) + "' #" +
                                 std::to_string(queued->id),
                             -1, "cancelled because " + operation + " failed first", false);
       }
@@ -232,7 +232,7 @@ void Dispatcher::fail_everything(const std::string& cause) {
   }
   for (auto& closure : closures) {
     closure->value->fail(RemoteValue::Status::kFailed,
-                         "closure '" + cluster_.functions.name(closure->function) + "' #" +
+                         "closure '" + cluster_.functions->name(closure->function) + "' #" +
                              std::to_string(closure->id),
                          0, *unavailable_, true);
   }
@@ -250,14 +250,14 @@ void Dispatcher::cancel_queued(const std::string& reason) {
   }
   for (auto& closure : closures) {
     closure->value->fail(RemoteValue::Status::kCancelled,
-                         "closure '" + cluster_.functions.name(closure->function) + "' #" +
+                         "closure '" + cluster_.functions->name(closure->function) + "' #" +
                              std::to_string(closure->id),
                          0, "cancelled: " + reason, false);
   }
   changed_.notify_all();
 }
 
-RemoteValue Dispatcher::schedule(std::uint32_t function, Bytes arguments) {
+std::shared_ptr<RemoteValueState> Dispatcher::schedule(std::uint32_t function, Bytes arguments) {
   auto closure = std::make_shared<Closure>();
   closure->function = function;
   closure->arguments = std::move(arguments);
@@ -273,7 +273,7 @@ RemoteValue Dispatcher::schedule(std::uint32_t function, Bytes arguments) {
     closure->id = next_closure_++;
     queue_.push_back(closure);
   }
-  return RemoteValue(closure->value);
+  return closure->value;
 }
 
 std::vector<bool> Dispatcher::workers_alive() {

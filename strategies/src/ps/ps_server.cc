@@ -1,6 +1,7 @@
 // A ps task's service loop: holds variable shards and applies requests to
 // them one at a time, in arrival order (so each update is atomic per
 // shard). Needs no user code; returns when the chief shuts the cluster down.
+#include "ps/ps_server.h"
 #include <atomic>
 #include <chrono>
 #include <map>

@@ -2,6 +2,7 @@
 // time, in the order they arrive, and sends back each result. A second
 // thread sends heartbeats, so a worker busy in a long closure is not taken
 // for a stopped one. Returns when the chief shuts the cluster down.
+#include "ps/ps_worker.h"
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -10,6 +11,8 @@
 #include "collective/errors.h"
 #include "base/log.h"
 #include "ps/chief_silence.h"
+#include "collective/distribute/cluster_coordinator.h"
+#include "collective/distribute/variable.h"
 #include "ps/ps_cluster.h"
 
 namespace collective::distribute::detail {
@@ -63,12 +66,12 @@ class ClosureRunner {
     try {
       Reader reader(m.payload, "closure #" + std::to_string(m.header.id));
       const std::uint32_t function = reader.u32();
-      if (function >= cluster_->functions.size() || cluster_->functions.is_dataset(function)) {
+      if (function >= cluster_->functions->size() || cluster_->functions->is_dataset(function)) {
         throw InvalidArgumentError("worker " + std::to_string(cluster_->task_id), cluster_->rank,
                                    "closure names function " + std::to_string(function) +
                                        ", which is not a worker function of this rank's registry");
       }
-      name = cluster_->functions.name(function);
+      name = cluster_->functions->name(function);
       ClosureArguments arguments(name, cluster_->task_id, cluster_->num_workers);
       arguments.set_strategy(cluster_->strategy);
       const std::uint32_t count = reader.u32();
@@ -85,7 +88,7 @@ class ClosureRunner {
           }
         }
       }
-      Tensor result = cluster_->functions.function(function)(arguments);
+      Tensor result = cluster_->functions->function(function)(arguments);
       Writer writer;
       writer.tensor(result);
       return {Status::kOk, writer.take()};
@@ -108,7 +111,7 @@ class ClosureRunner {
   // first use.
   Dataset::Iterator& iterator(std::uint32_t function, std::uint64_t dataset_id, std::uint64_t iterator_id) {
     if (auto it = iterators_.find(iterator_id); it != iterators_.end()) return it->second;
-    if (function >= cluster_->functions.size() || !cluster_->functions.is_dataset(function)) {
+    if (function >= cluster_->functions->size() || !cluster_->functions->is_dataset(function)) {
       throw InvalidArgumentError("worker " + std::to_string(cluster_->task_id), cluster_->rank,
                                  "per-worker iterator names function " + std::to_string(function) +
                                      ", which is not a dataset function");
@@ -116,7 +119,7 @@ class ClosureRunner {
     auto dataset = datasets_.find(dataset_id);
     if (dataset == datasets_.end()) {
       const InputContext context(cluster_->num_workers, cluster_->task_id, cluster_->num_workers);
-      dataset = datasets_.emplace(dataset_id, cluster_->functions.dataset_function(function)(context)).first;
+      dataset = datasets_.emplace(dataset_id, cluster_->functions->dataset_function(function)(context)).first;
     }
     return iterators_.emplace(iterator_id, dataset->second.make_iterator()).first->second;
   }
