@@ -57,10 +57,10 @@ RULES = {
         "layers": {
             "base": 0,        # logging, call tags, devices, replica threads and rendezvous
             "values": 1,      # tensors, their storage and element arithmetic
-            "reduce": 2,      # cross-device ops, calls between workers
+            "reduce": 2,      # cross-device ops, calls between workers, cluster resolver
+            "input": 2,       # datasets, input contexts
             "core": 3,        # Strategy, its implementation, contexts, variables, run()
-            "input": 4,       # datasets, input contexts, distributed datasets
-            "strategies": 4,  # the strategy kinds, losses, optimizers, cluster resolver
+            "strategies": 4,  # the strategy kinds, losses, optimizers
             "ps": 5,          # ParameterServerStrategy and its coordinator, servers, wire
             "checkpoint": 5,  # Checkpoint and its file format
         },

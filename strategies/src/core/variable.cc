@@ -4,7 +4,7 @@
 #include "collective/errors.h"
 #include "core/context_stack.h"
 #include "values/element_math.h"
-#include "core/remote_variable_ops.h"
+#include "core/remote_variable.h"
 #include "core/strategy_access.h"
 #include "core/strategy_impl.h"
 #include "base/call_purpose.h"
@@ -164,7 +164,7 @@ void apply_to_all(VariableState& state, const Tensor& value, UpdateKind kind) {
 }
 
 void apply_remote(const VariableState& state, const Tensor& value, UpdateKind kind) {
-  detail::remote_update(state, value, kind == UpdateKind::kAssign ? 0 : kind == UpdateKind::kAdd ? 1 : -1);
+  state.remote->update(state, value, kind == UpdateKind::kAssign ? 0 : kind == UpdateKind::kAdd ? 1 : -1);
 }
 
 // Sync-on-read: a replica touches its own copy; the cross-replica context
@@ -309,7 +309,7 @@ std::string_view Variable::strategy_name() const { return state_->strategy_name;
 
 Tensor Variable::value() const {
   check_owner(*state_, "value");
-  if (state_->remote) return detail::remote_read(*state_);
+  if (state_->remote) return state_->remote->read(*state_);
   const ContextFrame* frame = detail::current_frame();
   const bool in_replica = frame != nullptr && frame->replica != nullptr;
   if (state_->synchronization == VariableSynchronization::kOnRead && !in_replica) {
@@ -349,7 +349,7 @@ SyncOnReadVariable::SyncOnReadVariable(const Tensor& initial_value, VariableOpti
     : Variable(initial_value, on_read(std::move(options))) {}
 
 std::vector<Tensor> Variable::local_values() const {
-  if (state_->remote) return {detail::remote_read(*state_)};
+  if (state_->remote) return {state_->remote->read(*state_)};
   std::lock_guard<std::mutex> lock(state_->mutex);
   return state_->copies;
 }

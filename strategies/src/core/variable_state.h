@@ -20,7 +20,7 @@ class Variable;
 
 namespace collective::distribute::detail {
 
-struct RemoteVariable;
+class RemoteVariable;
 struct StrategyImpl;
 
 struct VariableState {
@@ -48,7 +48,7 @@ struct VariableState {
   std::vector<Tensor> copies;
 
   // ParameterServerStrategy: the value lives on ps tasks (copies is empty);
-  // reads and updates are requests to them (ps_cluster.h).
+  // reads and updates are requests to them (remote_variable.h).
   std::shared_ptr<RemoteVariable> remote;
 
   // A handle to this state (for variables that arrive in a closure).

@@ -4,6 +4,7 @@
 
 #include "ps/cluster_coordinator.h"
 #include "ps/ps_cluster.h"
+#include "ps/ps_variable.h"
 #include "ps/ps_strategy_access.h"
 #include "core/variable_state.h"
 
@@ -209,7 +210,7 @@ RemoteValue ClusterCoordinator::schedule(const RemoteFunction& fn, std::vector<C
       writer.tensor(*tensor);
     } else if (const Variable* variable = std::get_if<Variable>(&args[i])) {
       const detail::VariableState& state = variable->state();
-      if (!state.remote || state.remote->cluster != cluster_) {
+      if (!state.remote || detail::ps_variable_of(state)->cluster != cluster_) {
         throw InvalidArgumentError(operation, 0,
                                    "argument " + std::to_string(i) + " is variable '" + state.name +
                                        "' of " + state.strategy_label +

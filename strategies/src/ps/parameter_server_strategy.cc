@@ -12,6 +12,7 @@
 #include "ps/ps_dispatcher.h"
 #include "ps/ps_server.h"
 #include "ps/ps_strategy_access.h"
+#include "ps/ps_variable.h"
 #include "ps/ps_worker.h"
 #include "core/strategy_impl.h"
 
@@ -110,7 +111,7 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
                                "the cluster was shut down");
   }
   if (cluster.dispatcher) cluster.dispatcher->check_available();
-  auto remote = std::make_shared<detail::RemoteVariable>();
+  auto remote = std::make_shared<detail::PsVariable>();
   remote->cluster = cluster.shared_from_this();
   remote->id = cluster.next_variable_id.fetch_add(1);
   const std::int64_t rows = first_dim(initial.shape());
@@ -133,7 +134,7 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
     if (colocate_with != nullptr) {
       // StrategyExtended::colocate_vars_with: every shard on the ps of the
       // given variable's first shard; the round robin does not advance.
-      shard.ps = colocate_with->remote->shards.front().ps;
+      shard.ps = detail::ps_variable_of(*colocate_with)->shards.front().ps;
     } else {
       shard.ps = cluster.next_ps;
       cluster.next_ps = (cluster.next_ps + 1) % cluster.num_ps;
@@ -155,7 +156,7 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
     detail::Header header;
     header.op = detail::Op::kCreate;
     header.id = shard.id;
-    cluster.request(shard.ps, header, writer.take(), "creating variable '" + state.name + "'");
+    cluster.client->request(shard.ps, header, writer.take(), "creating variable '" + state.name + "'");
   }
   state.remote = std::move(remote);
   state.copies.clear();
@@ -300,6 +301,8 @@ std::shared_ptr<PsCluster> make_ps_cluster(const MPIClusterResolver& resolver,
   }
   check_registries_agree(comm, *c.functions);
   c.wire = std::make_unique<Wire>(handle);
+  c.client = std::make_unique<PsClient>(*c.wire, c.rank, c.num_ps, c.failure_timeout,
+                                        c.same_node_shared_memory);
   if (c.task_type != "ps") {
     int near = 0;
     for (int ps = 0; ps < c.num_ps; ++ps) near += c.wire->same_node(c.ps_rank(ps)) ? 1 : 0;
@@ -328,7 +331,7 @@ ParameterServerStrategy::ParameterServerStrategy(const MPIClusterResolver& resol
   impl.place_variable = [cluster, owner](detail::VariableState& state, const Tensor& initial) {
     const detail::VariableState* colocate = owner->colocate_with.get();
     place_variable(*cluster, state, initial,
-                   colocate != nullptr && colocate->remote && !colocate->remote->shards.empty()
+                   colocate != nullptr && colocate->remote && !detail::ps_variable_of(*colocate)->shards.empty()
                        ? colocate
                        : nullptr);
   };
@@ -369,12 +372,12 @@ void ParameterServerStrategy::shutdown() { cluster_->shutdown(); }
 
 std::vector<VariableShard> ParameterServerStrategy::shards(const Variable& variable) const {
   const detail::VariableState& state = variable.state();
-  if (!state.remote || state.remote->cluster != cluster_) {
+  if (!state.remote || detail::ps_variable_of(state)->cluster != cluster_) {
     throw InvalidArgumentError("ParameterServerStrategy::shards", cluster_->rank,
                                "variable '" + state.name + "' does not belong to this strategy");
   }
   std::vector<VariableShard> result;
-  for (const detail::ShardPlacement& shard : state.remote->shards) {
+  for (const detail::ShardPlacement& shard : detail::ps_variable_of(state)->shards) {
     result.push_back(VariableShard{shard.ps, shard.row_begin, shard.rows});
   }
   return result;

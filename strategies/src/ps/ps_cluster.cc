@@ -9,94 +9,16 @@
 #include "collective/distribute/errors.h"
 #include "collective/errors.h"
 #include "base/log.h"
-#include "core/remote_variable_ops.h"
 
 namespace collective::distribute::detail {
 
 PsCluster::PsCluster() = default;
 PsCluster::~PsCluster() = default;
 
-Message PsCluster::staged_request(int ps, Header header, const std::byte* in, std::byte* out,
-                                  std::size_t bytes, const std::string& what) {
-  std::unique_lock<std::mutex> lock(client_mutex);
-  Staging& staging_of_ps = staging[ps];
-  if (!staging_of_ps.segment || staging_of_ps.segment->size() < bytes) {
-    // A new generation, sized to the next power of two so that a growing
-    // variable does not remake it every time.
-    std::size_t capacity = std::size_t{1} << 20;
-    while (capacity < bytes) capacity *= 2;
-    const std::uint64_t generation = next_generation++;
-    staging_of_ps.segment.reset();
-    staging_of_ps.segment = StagingSegment::create(
-        StagingSegment::name(wire->job_token(), rank, ps_rank(ps), generation), capacity, what, rank);
-    staging_of_ps.generation = generation;
-  }
-  if (in != nullptr) std::memcpy(staging_of_ps.segment->data(), in, bytes);
-  // The request message orders these stores before the ps's loads (and
-  // the reply the ps's stores before ours); the fences say so explicitly.
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  header.staged_generation = staging_of_ps.generation;
-  header.staged_bytes = bytes;
-  Message reply = request_locked(ps, header, {}, what);
-  staged_requests.fetch_add(1);
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  if (out != nullptr) {
-    if (reply.header.staged_bytes != bytes) {
-      throw CommunicationError(what, rank,
-                               ps_label(ps) + " staged " + std::to_string(reply.header.staged_bytes) +
-                                   " bytes for a shard of " + std::to_string(bytes));
-    }
-    std::memcpy(out, staging_of_ps.segment->data(), bytes);
-  }
-  return reply;
-}
-
-Message PsCluster::request(int ps, Header header, Bytes payload, const std::string& what) {
-  std::lock_guard<std::mutex> lock(client_mutex);
-  return request_locked(ps, header, std::move(payload), what);
-}
-
-Message PsCluster::request_locked(int ps, Header header, Bytes payload, const std::string& what) {
-  if (ps < 0 || ps >= num_ps) {
-    throw InvalidArgumentError(what, rank, "no ps " + std::to_string(ps));
-  }
-  if (shut_down) {
-    throw InvalidArgumentError(what, rank,
-                               "the parameter-server cluster was shut down (its strategy was "
-                               "destroyed or shutdown() was called)");
-  }
-  header.seq = next_sequence++;
-  const int destination = ps_rank(ps);
-  wire->send(destination, kTagRequest, header, std::move(payload));
-  const Clock::time_point deadline = Clock::now() + failure_timeout;
-  for (int round = 0;; ++round) {
-    std::optional<Message> reply = wire->poll(destination, kTagReply, deadline, what);
-    if (reply && reply->header.seq == header.seq) {
-      if (reply->header.status != Status::kOk) {
-        throw CommunicationError(what, rank,
-                                 ps_label(ps) + " refused: " +
-                                     std::string(reinterpret_cast<const char*>(reply->payload.data()),
-                                                 reply->payload.size()));
-      }
-      wire->progress();
-      return std::move(*reply);
-    }
-    if (reply) continue;  // the reply to an earlier request that timed out
-    if (Clock::now() > deadline) {
-      throw UnavailableError(
-          what, rank,
-          ps_label(ps) + " did not answer within the failure timeout (" +
-              seconds_text(failure_timeout) +
-              ", COLLECTIVE_PS_FAILURE_TIMEOUT); the ps task is unavailable");
-    }
-    if ((round & 63) == 0) wire->progress();
-    idle_pause(round, kReplyYieldRounds);
-  }
-}
-
 void PsCluster::shutdown() noexcept {
   if (shut_down || task_type != "chief") return;
   shut_down = true;
+  if (client) client->close();
   try {
     std::vector<bool> workers_alive(static_cast<std::size_t>(num_workers), true);
     if (dispatcher) {
@@ -161,106 +83,5 @@ void PsCluster::shutdown() noexcept {
 }
 
 // ---- variables ---------------------------------------------------------
-
-Tensor RemoteVariable::read(const VariableState& state) const {
-  Tensor result(state.dtype, state.shape);
-  auto* out = static_cast<std::byte*>(result.raw_data());
-  for (const ShardPlacement& shard : shards) {
-    Header header;
-    header.op = Op::kRead;
-    header.id = shard.id;
-    const std::string what = "reading variable '" + state.name + "'";
-    const std::size_t bytes = static_cast<std::size_t>(shard.rows) * row_bytes;
-    if (cluster->stages(shard.ps, bytes)) {
-      cluster->staged_request(shard.ps, header, nullptr, out + static_cast<std::size_t>(shard.row_begin) * row_bytes,
-                              bytes, what);
-      continue;
-    }
-    Message reply = cluster->request(shard.ps, header, {}, what);
-    if (reply.payload.size() != bytes) {
-      throw CommunicationError(what, cluster->rank,
-                               cluster->ps_label(shard.ps) + " sent " + std::to_string(reply.payload.size()) +
-                                   " bytes for a shard of " + std::to_string(bytes));
-    }
-    if (bytes > 0) std::memcpy(out + static_cast<std::size_t>(shard.row_begin) * row_bytes, reply.payload.data(), bytes);
-  }
-  return result;
-}
-
-void RemoteVariable::update(const VariableState& state, Op op, const Tensor& value, double scalar) const {
-  const auto* in = static_cast<const std::byte*>(value.raw_data());
-  for (const ShardPlacement& shard : shards) {
-    Header header;
-    header.op = op;
-    header.id = shard.id;
-    header.scalar = scalar;
-    const std::size_t begin = static_cast<std::size_t>(shard.row_begin) * row_bytes;
-    const std::size_t bytes = static_cast<std::size_t>(shard.rows) * row_bytes;
-    if (cluster->stages(shard.ps, bytes)) {
-      cluster->staged_request(shard.ps, header, in + begin, nullptr, bytes, "updating variable '" + state.name + "'");
-      continue;
-    }
-    Bytes payload(in + begin, in + begin + static_cast<std::size_t>(shard.rows) * row_bytes);
-    cluster->request(shard.ps, header, std::move(payload), "updating variable '" + state.name + "'");
-  }
-}
-
-Tensor remote_read(const VariableState& state) { return state.remote->read(state); }
-
-void remote_update(const VariableState& state, const Tensor& value, int sign) {
-  state.remote->update(state, sign == 0 ? Op::kAssign : sign > 0 ? Op::kAdd : Op::kSubtract, value, 0);
-}
-
-void remote_sgd(const VariableState& state, const Tensor& gradient, double learning_rate) {
-  state.remote->update(state, Op::kSgd, gradient, learning_rate);
-}
-
-void write_variable(Writer& writer, const VariableState& state) {
-  writer.u64(state.remote->id);
-  writer.str(state.name);
-  writer.u32(static_cast<std::uint32_t>(state.aggregation));
-  writer.u32(state.trainable ? 1 : 0);
-  writer.u32(static_cast<std::uint32_t>(state.dtype));
-  writer.u32(static_cast<std::uint32_t>(state.shape.size()));
-  for (std::int64_t d : state.shape) writer.i64(d);
-  writer.u32(static_cast<std::uint32_t>(state.remote->shards.size()));
-  for (const ShardPlacement& shard : state.remote->shards) {
-    writer.u32(static_cast<std::uint32_t>(shard.ps));
-    writer.u64(shard.id);
-    writer.i64(shard.row_begin);
-    writer.i64(shard.rows);
-  }
-}
-
-std::shared_ptr<VariableState> read_variable(Reader& reader, const std::shared_ptr<PsCluster>& cluster) {
-  auto remote = std::make_shared<RemoteVariable>();
-  remote->cluster = cluster;
-  remote->id = reader.u64();
-  auto state = std::make_shared<VariableState>();
-  state->name = reader.str();
-  state->aggregation = static_cast<VariableAggregation>(reader.u32());
-  state->trainable = reader.u32() != 0;
-  state->dtype = static_cast<DataType>(reader.u32());
-  state->shape.resize(reader.u32());
-  for (auto& d : state->shape) d = reader.i64();
-  remote->shards.resize(reader.u32());
-  for (ShardPlacement& shard : remote->shards) {
-    shard.ps = static_cast<int>(reader.u32());
-    shard.id = reader.u64();
-    shard.row_begin = reader.i64();
-    shard.rows = reader.i64();
-  }
-  std::lock_guard<std::mutex> lock(cluster->variables_mutex);
-  if (auto known = cluster->variables[remote->id].lock()) return known;
-  const std::size_t elements = num_elements(state->shape);
-  const std::size_t rows = state->shape.empty() ? 1 : static_cast<std::size_t>(state->shape[0]);
-  remote->row_bytes = rows == 0 ? 0 : elements / rows * element_size(state->dtype);
-  state->strategy_serial = cluster->strategy_serial;
-  state->strategy_name = "ParameterServerStrategy";
-  state->strategy_label = cluster->strategy_label;
-  state->remote = std::move(remote);
-  cluster->variables[state->remote->id] = state;
-  return state;
-}
 
 }  // namespace collective::distribute::detail

@@ -14,6 +14,7 @@
 #include "collective/distribute/cluster_coordinator.h"
 #include "collective/distribute/variable.h"
 #include "ps/ps_cluster.h"
+#include "ps/ps_variable.h"
 
 namespace collective::distribute::detail {
 

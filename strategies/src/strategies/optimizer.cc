@@ -8,7 +8,7 @@
 #include "base/call_purpose.h"
 #include "core/context_stack.h"
 #include "values/element_math.h"
-#include "core/remote_variable_ops.h"
+#include "core/remote_variable.h"
 #include "core/strategy_impl.h"
 #include "core/variable_state.h"
 
@@ -71,7 +71,7 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
       detail::VariableState& state = variable.state();
       if (state.remote) {
         // A parameter-server variable: one SGD step applied on its ps.
-        detail::remote_sgd(state, gradient, learning_rate_);
+        state.remote->sgd(state, gradient, learning_rate_);
         continue;
       }
       std::lock_guard<std::mutex> lock(state.mutex);
@@ -117,7 +117,7 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
           if (target.state().remote) {
             // A parameter-server variable: the local replicas' summed
             // gradient, one SGD step pushed to its ps.
-            detail::remote_sgd(target.state(), gradients[i], learning_rate_);
+            target.state().remote->sgd(target.state(), gradients[i], learning_rate_);
             continue;
           }
           strategy.extended().update(target, [&](Tensor& copy) {
