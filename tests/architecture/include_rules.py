@@ -274,14 +274,20 @@ def one_cycle(component, edges):
 def check_cycles(root, tree, problems, notes):
     unit_files, edges = unit_graph(root)
     known = [frozenset(cycle) for cycle in KNOWN_CYCLES.get(tree, [])]
+    seen = set()
     for component in sorted(strongly_connected(edges), key=lambda c: sorted(c)):
         steps = "; ".join("%s includes %s" % step for step in one_cycle(component, edges))
         units = ", ".join(sorted(component))
         if frozenset(component) in known:
+            seen.add(frozenset(component))
             notes.append("known include cycle (being removed) in %s: units %s: %s"
                          % (tree, units, steps))
         else:
             problems.append("include cycle in %s between units %s: %s" % (tree, units, steps))
+    for cycle in known:
+        if cycle not in seen:
+            notes.append("known include cycle gone from %s (remove it from KNOWN_CYCLES): units %s"
+                         % (tree, ", ".join(sorted(cycle))))
     return len(unit_files)
 
 
