@@ -9,15 +9,12 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "ps/closure_scheduler.h"
@@ -34,11 +31,9 @@ struct ParameterServerOptions;
 
 namespace collective::distribute::detail {
 
-class ClosureScheduler;
-
 struct PsCluster : std::enable_shared_from_this<PsCluster> {
-  // Made by make_ps_cluster (cluster_setup.h), which checks the options and
-  // that every rank registered the same functions.
+  // Made by make_ps_cluster (parameter_server_strategy.cc), which checks
+  // the options and that every rank registered the same functions.
   PsCluster();
   ~PsCluster();
 
