@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """include_rules.py must fail on an upward include, on an include between
-two folders of one layer, and on an unplaced folder, and pass a tree that
-keeps the rule. Builds small trees in a temporary folder."""
+two folders of one layer, on an unplaced folder and on an include cycle
+between units (a header and its .cc counting as one, a public header
+counting with the source that implements it), naming the cycle's files,
+in either tree; and pass trees that keep the rules. Builds small trees in
+a temporary folder (<tmp>/libcollective/src, <tmp>/strategies/src)."""
 import os
 import subprocess
 import sys
@@ -12,23 +15,66 @@ checker = sys.argv[1]
 
 def run(files):
     with tempfile.TemporaryDirectory() as root:
+        trees = set()
         for path, text in files.items():
             os.makedirs(os.path.dirname(os.path.join(root, path)), exist_ok=True)
             with open(os.path.join(root, path), "w") as out:
                 out.write(text)
-        result = subprocess.run([sys.executable, checker, root], capture_output=True, text=True)
+            tree, kind = path.split("/")[:2]
+            if kind == "src":
+                trees.add(os.path.join(root, tree, "src"))
+        result = subprocess.run([sys.executable, checker] + sorted(trees),
+                                capture_output=True, text=True)
         return result.returncode, result.stdout
 
 
+L = "libcollective/src/"
+S = "strategies/src/"
 cases = [
-    ("clean", {"core/a.h": '#include "util/json.h"\n', "util/json.h": "",
-               "api/b.cc": '#include "core/a.h"\n#include "collective/errors.h"\n'}, 0, None),
-    ("upward", {"core/a.h": '#include "selection/selector.h"\n', "selection/selector.h": ""},
+    ("clean", {L + "core/a.h": '#include "util/json.h"\n', L + "util/json.h": "",
+               L + "api/b.cc": '#include "core/a.h"\n#include "collective/errors.h"\n',
+               S + "core/v.cc": '#include "core/v.h"\n#include "values/t.h"\n',
+               S + "core/v.h": "", S + "values/t.h": ""}, 0, None),
+    ("upward", {L + "core/a.h": '#include "selection/selector.h"\n', L + "selection/selector.h": ""},
      1, "core (layer 1) includes selection/selector.h (layer 7)"),
-    ("same layer", {"kernels/k.cc": '#include "topology/t.h"\n', "topology/t.h": ""},
+    ("same layer", {L + "kernels/k.cc": '#include "topology/t.h"\n', L + "topology/t.h": ""},
      1, "kernels (layer 2) includes topology/t.h (layer 2)"),
-    ("unplaced", {"newfolder/x.cc": '#include "core/a.h"\n', "core/a.h": ""},
+    ("unplaced", {L + "newfolder/x.cc": '#include "core/a.h"\n', L + "core/a.h": ""},
      1, "folder 'newfolder' has no layer"),
+    ("strategies upward", {S + "values/t.cc": '#include "core/strategy_impl.h"\n',
+                           S + "core/strategy_impl.h": ""},
+     1, "values (layer 1) includes core/strategy_impl.h (layer 3)"),
+    # One folder, so the layers allow it; a.cc -> b.h and b.cc -> a.h is a
+    # cycle between the units a and b although no header includes itself.
+    ("file cycle", {L + "core/a.h": "", L + "core/a.cc": '#include "core/b.h"\n',
+                    L + "core/b.h": "", L + "core/b.cc": '#include "core/a.h"\n'},
+     1, "include cycle in libcollective between units core/a, core/b: "
+        "core/a.cc includes core/b.h; core/b.cc includes core/a.h"),
+    # Through a public header: strategy.h (implemented by core/strategy.cc)
+    # includes variable.h, whose source includes strategy.h back.
+    ("public header cycle",
+     {"strategies/include/collective/distribute/strategy.h":
+          '#include "collective/distribute/variable.h"\n',
+      "strategies/include/collective/distribute/variable.h": "",
+      S + "core/strategy.cc": '#include "collective/distribute/strategy.h"\n',
+      S + "core/variable.cc": '#include "collective/distribute/variable.h"\n'
+                              '#include "collective/distribute/strategy.h"\n'},
+     1, "include cycle in strategies between units core/strategy, core/variable: "
+        "include/collective/distribute/strategy.h includes include/collective/distribute/variable.h; "
+        "core/variable.cc includes include/collective/distribute/strategy.h"),
+    # A cycle in KNOWN_CYCLES is printed as known and passes; the same
+    # folder with one more unit in the cycle fails.
+    ("known cycle", {L + "core/wait_guard.h": '#include "core/communicator_state.h"\n',
+                     L + "core/communicator_state.h": "",
+                     L + "core/communicator_state.cc": '#include "core/wait_guard.h"\n'},
+     0, "known include cycle (being removed) in libcollective: units core/communicator_state, "
+        "core/wait_guard"),
+    ("known cycle grown", {L + "core/wait_guard.h": '#include "core/extra.h"\n',
+                           L + "core/extra.h": '#include "core/communicator_state.h"\n',
+                           L + "core/communicator_state.h": "",
+                           L + "core/communicator_state.cc": '#include "core/wait_guard.h"\n'},
+     1, "include cycle in libcollective between units core/communicator_state, core/extra, "
+        "core/wait_guard"),
 ]
 failed = 0
 for name, files, want_rc, needle in cases:

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "checkpoint_format.h"
+#include "checkpoint/checkpoint_format.h"
 #include "collective/errors.h"
 
 namespace cdd = collective::distribute::detail;

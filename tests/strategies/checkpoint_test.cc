@@ -19,7 +19,7 @@
 #include <sstream>
 #include <thread>
 
-#include "checkpoint_format.h"
+#include "checkpoint/checkpoint_format.h"
 #include "collective/distribute/distribute.h"
 
 namespace cd = collective::distribute;

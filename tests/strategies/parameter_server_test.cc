@@ -13,7 +13,7 @@
 
 #include "collective/collective.h"
 #include "collective/distribute/distribute.h"
-#include "ps_cluster.h"  // PsCluster::staged_requests
+#include "ps/ps_cluster.h"  // PsCluster::staged_requests
 
 namespace cd = collective::distribute;
 using collective::Communicator;
@@ -219,7 +219,7 @@ void check_every_dtype_and_size(const Communicator& world, bool same_node_shared
   }
   // The chief's own reads and updates above 64 KiB took the path asked for
   // (every rank of these tests shares one node).
-  const std::uint64_t staged = strategy.cluster().staged_requests.load();
+  const std::uint64_t staged = strategy.cluster().client->staged_requests();
   if (same_node_shared_memory) {
     EXPECT_GT(staged, 0u) << "rank " << world.rank() << ": no request went through same-node shared memory";
   } else {

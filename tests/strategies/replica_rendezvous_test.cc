@@ -12,7 +12,7 @@
 #include <string>
 #include <thread>
 
-#include "replica_rendezvous.h"
+#include "base/replica_rendezvous.h"
 
 namespace collective::distribute::detail {
 namespace {

@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "collective/half_precision.h"
-#include "element_math.h"
-#include "ps_wire.h"
+#include "values/element_math.h"
+#include "ps/ps_wire.h"
 #include "strategies_test_util.h"
 
 namespace collective::distribute {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collective/distribute/dataset.h"
+#include "collective/distribute/errors.h"
 #include "collective/distribute/input_context.h"
 #include "collective/distribute/tensor.h"
 #include "collective/distribute/variable.h"
@@ -25,22 +26,6 @@ namespace collective::distribute {
 
 class ParameterServerStrategy;
 class Strategy;
-
-// A task of the cluster (a ps or every worker) is gone: it stopped
-// answering within the failure timeout (tf.errors.UnavailableError). The
-// message names the task and its rank.
-class UnavailableError : public CommunicationError {
- public:
-  using CommunicationError::CommunicationError;
-};
-
-// A scheduled function raised on its worker. operation() names the
-// closure ("closure 'train_step' #3"), rank() the worker's rank, cause()
-// the worker and the exception's message.
-class ClosureError : public Error {
- public:
-  using Error::Error;
-};
 
 // One worker's iterator over its own dataset, made from
 // ClusterCoordinator::create_per_worker_dataset (tf's PerWorkerIterator).

@@ -12,6 +12,7 @@
 #include "collective/distribute/cross_device_ops.h"
 #include "collective/distribute/dataset.h"
 #include "collective/distribute/distributed_dataset.h"
+#include "collective/distribute/errors.h"
 #include "collective/distribute/input_context.h"
 #include "collective/distribute/losses.h"
 #include "collective/distribute/mirrored_strategy.h"

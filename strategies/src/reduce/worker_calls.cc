@@ -1,0 +1,194 @@
+#include "reduce/worker_calls.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "base/call_purpose.h"
+
+namespace collective::distribute::detail {
+namespace {
+
+// The tag of the exchange that explains a mismatch: every worker makes it.
+constexpr std::uint64_t kReportTag = 0x70616972696e6721ull;
+
+// What a worker tells the others about its call when calls did not pair.
+struct CallReport {
+  std::uint64_t step;
+  std::uint64_t index;
+  std::uint8_t in_run;
+  char text[239];
+};
+static_assert(sizeof(CallReport) == 256, "exchanged as 256 bytes");
+
+std::string worker_list(const std::vector<int>& workers) {
+  std::string text = workers.size() == 1 ? "worker " : "workers ";
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    std::size_t j = i;
+    while (j + 1 < workers.size() && workers[j + 1] == workers[j] + 1) ++j;
+    if (i > 0) text += ", ";
+    text += std::to_string(workers[i]);
+    if (j > i) {
+      text += '-';
+      text += std::to_string(workers[j]);
+    }
+    i = j;
+  }
+  return text;
+}
+
+}  // namespace
+
+WorkerCalls::WorkerCalls(Communicator communicator, std::shared_ptr<std::mutex> mutex)
+    : communicator_(std::move(communicator)), mutex_(std::move(mutex)) {
+  if (!mutex_) mutex_ = std::make_shared<std::mutex>();
+  size_ = communicator_.size();
+  worker_ = communicator_.rank();
+}
+
+void WorkerCalls::adopt(std::string owner_label) {
+  std::lock_guard<std::mutex> lock(*mutex_);
+  label_ = std::move(owner_label);
+  own_communicator_ = true;
+}
+
+void WorkerCalls::begin_step() {
+  const std::uint64_t step = phase_.load(std::memory_order_relaxed) / 2 + 1;
+  phase_.store(2 * step + 1, std::memory_order_release);
+}
+
+void WorkerCalls::end_step() {
+  phase_.store(phase_.load(std::memory_order_relaxed) & ~std::uint64_t{1},
+               std::memory_order_release);
+}
+
+std::uint64_t WorkerCalls::Identity::tag() const {
+  const std::uint64_t tag =
+      mix_hash(mix_hash(mix_hash(step, in_run ? 1 : 2), index), purpose);
+  return tag != 0 ? tag : 1;  // 0 would mean "untagged"
+}
+
+std::string WorkerCalls::Identity::phase() const {
+  std::string text = in_run ? "step " + std::to_string(step)
+                     : step == 0 ? std::string("before the first step")
+                                 : "after step " + std::to_string(step);
+  return text + ", cross-worker call " + std::to_string(index + 1);
+}
+
+WorkerCalls::Identity WorkerCalls::next_identity() {
+  const std::uint64_t phase = phase_.load(std::memory_order_acquire);
+  if (phase != index_phase_) {
+    index_phase_ = phase;
+    index_ = 0;
+  }
+  return Identity{phase / 2, (phase & 1) != 0, index_++, CallPurpose::current_hash()};
+}
+
+void WorkerCalls::refuse_when_out_of_step() const {
+  if (out_of_step_) {
+    throw MismatchError(label_, worker_,
+                        "no cross-worker call of this strategy runs any more: the workers are "
+                        "out of step since an earlier call, where " + *out_of_step_);
+  }
+}
+
+template <typename Options, typename Call>
+void WorkerCalls::Session::tagged(Options& options, const Call& call) {
+  owner_.refuse_when_out_of_step();
+  const Identity identity = owner_.next_identity();
+  options.call_tag = identity.tag();
+  try {
+    call(options);
+  } catch (const MismatchError& error) {
+    owner_.explain_mismatch(error, identity, options);
+  }
+}
+
+void WorkerCalls::Session::all_reduce(const void* input, void* output, std::size_t count,
+                                      DataType type, AllReduceOptions options) {
+  tagged(options, [&](const AllReduceOptions& tagged_options) {
+    owner_.communicator_.all_reduce(input, output, count, type, tagged_options);
+  });
+}
+
+void WorkerCalls::Session::all_gather(const void* input, void* output, std::size_t count,
+                                      DataType type, AllGatherOptions options) {
+  tagged(options, [&](const AllGatherOptions& tagged_options) {
+    owner_.communicator_.all_gather(input, output, count, type, tagged_options);
+  });
+}
+
+void WorkerCalls::Session::broadcast(void* buffer, std::size_t count, DataType type,
+                                     BroadcastOptions options) {
+  tagged(options, [&](const BroadcastOptions& tagged_options) {
+    owner_.communicator_.broadcast(buffer, count, type, tagged_options);
+  });
+}
+
+void WorkerCalls::explain_mismatch(const MismatchError& error, const Identity& identity,
+                                   const CommonOptions& options) {
+  const std::string mine = identity.phase() + ": " + CallPurpose::current_description();
+  if (!own_communicator_) {
+    throw MismatchError(label_, worker_,
+                        "this worker's " + mine + " did not pair with the other ranks' calls: " +
+                            error.cause());
+  }
+  // Every worker raised at this call (the check's verdict is the same on
+  // all), so all of them make this exchange next.
+  CallReport report{};
+  report.step = identity.step;
+  report.index = identity.index;
+  report.in_run = identity.in_run ? 1 : 0;
+  std::memcpy(report.text, mine.data(), std::min(mine.size(), sizeof(report.text) - 1));
+  std::vector<CallReport> reports(static_cast<std::size_t>(size_));
+  AllGatherOptions exchange;
+  exchange.algorithm = options.algorithm;
+  exchange.timeout = options.timeout;
+  exchange.memory = MemoryKind::kHost;
+  exchange.call_tag = kReportTag;
+  try {
+    communicator_.all_gather(&report, reports.data(), sizeof(CallReport), DataType::kUInt8,
+                             exchange);
+  } catch (const Error& failure) {
+    throw MismatchError(label_, worker_,
+                        "this worker's " + mine + " did not pair with the other workers' calls (" +
+                            error.cause() + "); what they were doing could not be learned: " +
+                            failure.what());
+  }
+  // Workers grouped by what they were doing, in order of their first one.
+  std::vector<std::string> texts;
+  std::vector<std::vector<int>> groups;
+  bool out_of_step = false;
+  for (int w = 0; w < size_; ++w) {
+    const CallReport& theirs = reports[static_cast<std::size_t>(w)];
+    out_of_step |= theirs.step != reports[0].step || theirs.index != reports[0].index ||
+                   theirs.in_run != reports[0].in_run;
+    const std::string text(theirs.text, strnlen(theirs.text, sizeof(theirs.text)));
+    const auto found = std::find(texts.begin(), texts.end(), text);
+    if (found == texts.end()) {
+      texts.push_back(text);
+      groups.push_back({w});
+    } else {
+      groups[static_cast<std::size_t>(found - texts.begin())].push_back(w);
+    }
+  }
+  std::string what;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    what += (g > 0 ? "; " : "") + worker_list(groups[g]) + ": " + texts[g];
+  }
+  if (!out_of_step) {
+    throw MismatchError(label_, worker_,
+                        "the workers made different cross-worker calls: " + what +
+                            ". Nothing was reduced (" + error.cause() + ")");
+  }
+  out_of_step_ = what;
+  throw MismatchError(
+      label_, worker_,
+      "cross-worker calls of different steps met: " + what +
+          ". Nothing was reduced. The workers are now out of step: every later cross-worker "
+          "call of this strategy fails at once, on every worker. A worker whose step failed "
+          "must not go on alone: every worker calls run() equally often and makes the same "
+          "cross-worker calls in the same order");
+}
+
+}  // namespace collective::distribute::detail

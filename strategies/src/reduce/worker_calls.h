@@ -1,0 +1,96 @@
+// Every cross-worker call of a strategy, on its communicator: serialized
+// by one lock, and tagged with what the call is (CommonOptions::call_tag)
+// so that calls which do not belong together are refused instead of
+// reduced together. A call's identity is its step (the run() it belongs
+// to, or the cross-replica phase after one), its place among the step's
+// cross-worker calls, and its purpose (call_purpose.h). libcollective's
+// cross-rank check compares the tags; on a mismatch the workers, all
+// raising at the same call, exchange what each was doing and every one
+// raises MismatchError naming each side. Workers found in different steps
+// stay out of step: every later call fails at once (no worker waits for
+// a peer that has moved on). Rules: docs/strategies.md, "Pairing of
+// cross-worker calls".
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "collective/communicator.h"
+#include "collective/errors.h"
+#include "collective/options.h"
+
+namespace collective::distribute::detail {
+
+class WorkerCalls {
+ public:
+  WorkerCalls(Communicator communicator, std::shared_ptr<std::mutex> mutex);
+
+  // A strategy whose own communicator carries nothing but these calls: its
+  // label names it in errors, and a mismatch is explained by an exchange
+  // among the workers (on a caller's shared communicator the other ranks
+  // may be in calls of their own, so only this worker's side is named).
+  void adopt(std::string owner_label);
+
+  // run() of the owning strategy: a new step begins; its replica functions
+  // run until end_step(), after which calls belong to the phase after it.
+  void begin_step();
+  void end_step();
+
+  Communicator& communicator() { return communicator_; }
+  int size() const { return size_; }
+
+  // The lock, held for one or several calls that must stay together.
+  class Session {
+   public:
+    void all_reduce(const void* input, void* output, std::size_t count, DataType type,
+                    AllReduceOptions options);
+    void all_gather(const void* input, void* output, std::size_t count, DataType type,
+                    AllGatherOptions options);
+    void broadcast(void* buffer, std::size_t count, DataType type, BroadcastOptions options);
+
+   private:
+    friend class WorkerCalls;
+    explicit Session(WorkerCalls& owner) : owner_(owner), lock_(*owner.mutex_) {}
+    template <typename Options, typename Call>
+    void tagged(Options& options, const Call& call);
+
+    WorkerCalls& owner_;
+    std::unique_lock<std::mutex> lock_;
+  };
+  Session session() { return Session(*this); }
+
+ private:
+  struct Identity {
+    std::uint64_t step = 0;
+    bool in_run = false;
+    std::uint64_t index = 0;  // among the phase's cross-worker calls
+    std::uint64_t purpose = 0;
+    std::uint64_t tag() const;
+    std::string phase() const;  // "step 3, cross-worker call 1"
+  };
+  Identity next_identity();
+  void refuse_when_out_of_step() const;
+  [[noreturn]] void explain_mismatch(const MismatchError& error, const Identity& identity,
+                                     const CommonOptions& options);
+
+  Communicator communicator_;
+  std::shared_ptr<std::mutex> mutex_;
+  int size_ = 1;
+  int worker_ = 0;
+  std::string label_ = "CollectiveAllReduce";
+  bool own_communicator_ = false;
+  // 2 x step + 1 inside the step's run(): written by the run()'s caller
+  // thread only (no lock on every step), read by the calls.
+  std::atomic<std::uint64_t> phase_{0};
+  // Guarded by mutex_: the next call's place in index_phase_.
+  std::uint64_t index_phase_ = 0;
+  std::uint64_t index_ = 0;
+  std::optional<std::string> out_of_step_;
+};
+
+}  // namespace collective::distribute::detail
+
