@@ -550,4 +550,6 @@ std::optional<double> RingAlgorithm::estimate_seconds(const Request& request,
          (p - 1.0) / p * shape.bytes / kReduceBytesPerSecond * shape.oversubscription;
 }
 
+const RingAlgorithm kRingAlgorithm;
+
 }  // namespace collective::internal

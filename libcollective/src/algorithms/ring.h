@@ -20,4 +20,9 @@ class RingAlgorithm final : public CollectiveAlgorithm {
   void run(const Request& request, CommunicatorState& state) const override;
 };
 
+// The one ring of the library: listed by the registry, and run as a step by
+// the algorithms that nest it (hierarchical's ring across nodes, NCCL's
+// hierarchical variant's host step), which need the ring, not the registry.
+extern const RingAlgorithm kRingAlgorithm;
+
 }  // namespace collective::internal

@@ -10,7 +10,7 @@
 
 #include "collective/errors.h"
 #include "core/env_params.h"
-#include "validation/cross_rank_check.h"
+#include "validation/check_verdict.h"
 
 namespace collective::internal {
 namespace {

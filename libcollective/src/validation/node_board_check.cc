@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/wait_guard.h"
-#include "validation/cross_rank_check.h"
+#include "validation/check_verdict.h"
 
 namespace collective::internal {
 namespace {
