@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "collective/log.h"
+#include "collective/in_tree/log.h"
 
 #define DISTRIBUTE_LOG(level, expr)                                                   \
   do {                                                                                \

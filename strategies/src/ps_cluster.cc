@@ -7,7 +7,7 @@
 
 #include "collective/communicator.h"
 #include "collective/errors.h"
-#include "collective/parameters.h"
+#include "collective/in_tree/parameters.h"
 #include "log.h"
 #include "remote_variable_ops.h"
 
