@@ -21,7 +21,7 @@ LAYERS = {
     "gpu": 2,
     "transport/mpi": 3,
     "transport/shm": 3,
-    "validation": 4,
+    "cross_rank_check": 4,
     "cost": 5,
     "algorithms": 6,
     "algorithms/nccl": 6,

@@ -12,7 +12,7 @@
 #include "kernels/float32_partials.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/shm/node_segment.h"
-#include "validation/two_stage_check.h"
+#include "cross_rank_check/two_stage_check.h"
 
 namespace collective::internal {
 

@@ -6,7 +6,7 @@
 // its chunk to the root) and broadcast (a pipelined chain from the root).
 #pragma once
 
-#include "algorithms/algorithm.h"
+#include "algorithms/collective_algorithm.h"
 
 namespace collective::internal {
 

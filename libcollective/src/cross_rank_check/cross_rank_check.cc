@@ -1,4 +1,4 @@
-#include "validation/cross_rank_check.h"
+#include "cross_rank_check/cross_rank_check.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -6,8 +6,8 @@
 
 #include "collective/errors.h"
 #include "transport/mpi/peer_exchange.h"
-#include "validation/direct_check_exchange.h"
-#include "validation/node_board_check.h"
+#include "cross_rank_check/direct_check_exchange.h"
+#include "cross_rank_check/node_board_check.h"
 
 namespace collective::internal {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "core/communicator_state.h"
 #include "core/request.h"
-#include "validation/call_fingerprint.h"
+#include "cross_rank_check/call_fingerprint.h"
 
 namespace collective::internal {
 

@@ -1,4 +1,4 @@
-#include "validation/check_verdict.h"
+#include "cross_rank_check/check_verdict.h"
 
 #include <string>
 

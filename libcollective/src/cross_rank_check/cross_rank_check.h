@@ -27,9 +27,9 @@
 
 #include "core/communicator_state.h"
 #include "core/request.h"
-#include "validation/call_fingerprint.h"
-#include "validation/carried_data.h"
-#include "validation/check_verdict.h"
+#include "cross_rank_check/call_fingerprint.h"
+#include "cross_rank_check/carried_data.h"
+#include "cross_rank_check/check_verdict.h"
 
 namespace collective::internal {
 
