@@ -37,6 +37,7 @@ namespace collective::internal {
 // fingerprint to every other), which can carry the first bytes of an
 // algorithm's data with a fingerprint (exchange_check_carrying).
 inline constexpr int kDirectExchangeMaxRanks = 16;
+
 // Whether check_across_ranks goes through the direct exchange over MPI
 // (not through the node's segment, not the dissemination all-gather) with
 // room for carried data (COLLECTIVE_MAX_MESSAGE_BYTES at least a slot).
