@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "collective/types.h"
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 
 namespace collective::bench {
 

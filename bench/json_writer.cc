@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "collective/json_quote.h"
+#include "collective/in_tree/json_quote.h"
 
 namespace collective::bench {
 

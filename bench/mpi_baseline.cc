@@ -6,7 +6,7 @@
 #include <string>
 #include <type_traits>
 
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 
 namespace collective::bench {
 namespace {

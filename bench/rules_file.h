@@ -1,6 +1,6 @@
 // --generate-rules: from a sweep of every candidate algorithm, the fastest
 // per size, merged into size ranges, written as the rules file AUTO loads
-// (COLLECTIVE_RULES_FILE), in the library's format (collective/selection_rules.h).
+// (COLLECTIVE_RULES_FILE), in the library's format (collective/in_tree/selection_rules.h).
 #pragma once
 
 #include <cstddef>
@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "collective/selection_rules.h"
+#include "collective/in_tree/selection_rules.h"
 #include "results.h"
 
 namespace collective::bench {
 
-// The rule and its file format are the library's (collective/selection_rules.h).
+// The rule and its file format are the library's (collective/in_tree/selection_rules.h).
 using Rule = SelectionRule;
 
 // Rules from rows of concrete algorithms (requested != auto). Bytes are what

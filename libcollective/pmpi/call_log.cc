@@ -8,8 +8,8 @@
 #include <string>
 
 #include "collective/errors.h"
-#include "collective/log.h"
-#include "collective/parameters.h"
+#include "collective/in_tree/log.h"
+#include "collective/in_tree/parameters.h"
 
 namespace collective::pmpi {
 

@@ -16,7 +16,7 @@
 #include <string>
 
 #include "call_log.h"
-#include "collective/parameters.h"
+#include "collective/in_tree/parameters.h"
 #include "collective/collective.h"
 #include "comm_map.h"
 #include "mpi_types.h"

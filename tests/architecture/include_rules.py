@@ -15,8 +15,7 @@ Two rules, checked on every tree given:
    (<tree>/include/collective/.../x.h) belongs to the unit of the one
    source of the tree named x.cc, which implements it. A unit A that
    reaches a unit B through includes must not be reached back from B: every
-   such cycle is reported naming the files whose includes close it. The
-   cycles listed in KNOWN_CYCLES are printed as known and accepted.
+   such cycle is reported naming the files whose includes close it.
 
     include_rules.py <tree>/src [<tree>/src ...]
 
@@ -37,7 +36,7 @@ RULES = {
             "gpu": 2,
             "transport/mpi": 3,
             "transport/shm": 3,
-            "validation": 4,
+            "cross_rank_check": 4,
             "cost": 5,
             "algorithms": 6,
             "algorithms/nccl": 6,
@@ -67,25 +66,6 @@ RULES = {
         "same_layer": {},
         "same_layer_files": {},
     },
-}
-
-# Cycles of libcollective/src being removed on another branch (the
-# engineer of the core layers). Each is accepted only as exactly this set
-# of units and printed as known; any other cycle fails. The list goes away
-# when that branch is merged.
-KNOWN_CYCLES = {
-    "libcollective": [
-        {"topology/link_speed", "topology/topology"},
-        {"core/communicator_state", "core/wait_guard"},
-        {"validation/cross_rank_check", "validation/direct_check_exchange",
-         "validation/node_board_check"},
-        {"algorithms/registry", "algorithms/hierarchical", "algorithms/nccl/nccl"},
-        # Found by this check, not among the four above: env_params.h
-        # includes core/log.h and log.cc includes core/env_params.h. Left to
-        # the same branch's owner (libcollective/src is theirs).
-        {"core/env_params", "core/log"},
-    ],
-    "strategies": [],
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -271,23 +251,12 @@ def one_cycle(component, edges):
     return []
 
 
-def check_cycles(root, tree, problems, notes):
+def check_cycles(root, tree, problems):
     unit_files, edges = unit_graph(root)
-    known = [frozenset(cycle) for cycle in KNOWN_CYCLES.get(tree, [])]
-    seen = set()
     for component in sorted(strongly_connected(edges), key=lambda c: sorted(c)):
         steps = "; ".join("%s includes %s" % step for step in one_cycle(component, edges))
         units = ", ".join(sorted(component))
-        if frozenset(component) in known:
-            seen.add(frozenset(component))
-            notes.append("known include cycle (being removed) in %s: units %s: %s"
-                         % (tree, units, steps))
-        else:
-            problems.append("include cycle in %s between units %s: %s" % (tree, units, steps))
-    for cycle in known:
-        if cycle not in seen:
-            notes.append("known include cycle gone from %s (remove it from KNOWN_CYCLES): units %s"
-                         % (tree, ", ".join(sorted(cycle))))
+        problems.append("include cycle in %s between units %s: %s" % (tree, units, steps))
     return len(unit_files)
 
 
@@ -296,7 +265,6 @@ def main():
         print(__doc__)
         return 2
     problems = []
-    notes = []
     summary = []
     for root in sys.argv[1:]:
         root = os.path.normpath(root)
@@ -305,10 +273,8 @@ def main():
             print("include_rules.py: %s is not libcollective/src or strategies/src" % root)
             return 2
         checked = check_layers(root, RULES[tree], problems)
-        units = check_cycles(root, tree, problems, notes)
+        units = check_cycles(root, tree, problems)
         summary.append("%s: %d includes checked, %d units" % (tree, checked, units))
-    for note in notes:
-        print(note)
     for problem in problems:
         print("include rule broken: " + problem)
     print("%s; %d break the rules" % ("; ".join(summary), len(problems)))

@@ -62,19 +62,6 @@ cases = [
      1, "include cycle in strategies between units core/strategy, core/variable: "
         "include/collective/distribute/strategy.h includes include/collective/distribute/variable.h; "
         "core/variable.cc includes include/collective/distribute/strategy.h"),
-    # A cycle in KNOWN_CYCLES is printed as known and passes; the same
-    # folder with one more unit in the cycle fails.
-    ("known cycle", {L + "core/wait_guard.h": '#include "core/communicator_state.h"\n',
-                     L + "core/communicator_state.h": "",
-                     L + "core/communicator_state.cc": '#include "core/wait_guard.h"\n'},
-     0, "known include cycle (being removed) in libcollective: units core/communicator_state, "
-        "core/wait_guard"),
-    ("known cycle grown", {L + "core/wait_guard.h": '#include "core/extra.h"\n',
-                           L + "core/extra.h": '#include "core/communicator_state.h"\n',
-                           L + "core/communicator_state.h": "",
-                           L + "core/communicator_state.cc": '#include "core/wait_guard.h"\n'},
-     1, "include cycle in libcollective between units core/communicator_state, core/extra, "
-        "core/wait_guard"),
 ]
 failed = 0
 for name, files, want_rc, needle in cases:

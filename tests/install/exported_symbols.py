@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Checks that a libcollective shared library exports its API and nothing else.
 
-    exported_symbols.py --library LIB --headers DIR      check LIB
-    exported_symbols.py --listing FILE --headers DIR     check `nm -D -C` output
+    exported_symbols.py --library LIB --headers DIR [--in-tree-headers DIR]
+    exported_symbols.py --listing FILE --headers DIR [--in-tree-headers DIR]
 
 The API is what the public headers mark COLLECTIVE_API: the classes
-(`class COLLECTIVE_API Name`) and the free functions. Every strong dynamic
-symbol the library defines must belong to one of them (members, typeinfo,
+(`class COLLECTIVE_API Name`) and the free functions. Besides it the library
+exports, for the layers built in this tree, what the in-tree shared headers
+(libcollective/in_tree/, never installed) mark COLLECTIVE_IN_TREE_API. Every
+strong dynamic symbol the library defines must belong to one of them (members, typeinfo,
 vtables); weak ones are the C++ standard library's template instances the
 compiler emits (namespace std, typeinfo of built-in types). No symbol, weak or
 strong, may name `collective::internal` or `collective::detail`.
@@ -18,20 +20,26 @@ import re
 import subprocess
 import sys
 
-CLASS = re.compile(r"\b(?:class|struct)\s+COLLECTIVE_API\s+(\w+)")
-FUNCTION = re.compile(r"COLLECTIVE_API\s+[\w:<>,\s\*&]*?\b(\w+)\s*\(")
+
+def mark_patterns(mark):
+    """The class and function declarations that `mark` exports."""
+    return (re.compile(r"\b(?:class|struct)\s+%s\s+(\w+)" % mark),
+            re.compile(r"\b%s\s+[\w:<>,\s\*&]*?\b(\w+)\s*\(" % mark))
+
+
 STRONG = set("TDBRG")
 INTERNAL = re.compile(r"collective::(internal|detail)::")
 
 
-def api_names(header_dir):
+def api_names(header_dir, mark="COLLECTIVE_API"):
+    class_pattern, function_pattern = mark_patterns(mark)
     names = set()
     for header in sorted(pathlib.Path(header_dir).rglob("*.h*")):
         # Preprocessor lines (the macro's own definition) are not the API.
         text = "\n".join(line for line in header.read_text().splitlines()
                          if not line.lstrip().startswith("#"))
-        names.update(CLASS.findall(text))
-        names.update(FUNCTION.findall(text))
+        names.update(class_pattern.findall(text))
+        names.update(function_pattern.findall(text))
     return names
 
 
@@ -80,12 +88,18 @@ def main():
     source.add_argument("--library")
     source.add_argument("--listing")
     parser.add_argument("--headers", required=True)
+    parser.add_argument("--in-tree-headers")
     args = parser.parse_args()
     api = api_names(args.headers)
     if not api:
         sys.exit(f"no COLLECTIVE_API declarations under {args.headers}")
+    in_tree = set()
+    if args.in_tree_headers:
+        in_tree = api_names(args.in_tree_headers, "COLLECTIVE_IN_TREE_API")
+        if not in_tree:
+            sys.exit(f"no COLLECTIVE_IN_TREE_API declarations under {args.in_tree_headers}")
     lines = symbols_of(args.library) if args.library else pathlib.Path(args.listing).read_text().splitlines()
-    bad = violations(lines, api)
+    bad = violations(lines, api | in_tree)
     origin = args.library or args.listing
     if bad:
         print(f"FAIL: {origin} exports {len(bad)} symbol(s) outside the API:")
@@ -93,7 +107,8 @@ def main():
             print("  " + item)
         sys.exit(1)
     print(f"{origin}: {len(lines)} exported symbols, all of the API "
-          f"({len(api)} names: {', '.join(sorted(api))})")
+          f"({len(api)} names: {', '.join(sorted(api))})"
+          + (f" or shared in-tree ({', '.join(sorted(in_tree))})" if in_tree else ""))
 
 
 if __name__ == "__main__":

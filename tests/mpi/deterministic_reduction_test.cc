@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "collective/collective.h"
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 #include "virtual_nodes.h"
 
 namespace collective {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "collective/types.h"
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 
 namespace collective::testing {
 

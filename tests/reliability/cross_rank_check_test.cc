@@ -27,7 +27,7 @@ using testing::expect_raises;
 #define REQUIRE_RANKS(minimum) \
   if (size < (minimum)) GTEST_SKIP() << "needs " << (minimum) << " ranks"
 
-// The check travels two ways (validation/cross_rank_check.h): over MPI
+// The check travels two ways (cross_rank_check/cross_rank_check.h): over MPI
 // messages, and, once a single-node communicator has its shared-memory
 // segment, through the segment's boxes, where a small all_reduce carries
 // its input beside the fingerprint. Every test runs both ways, each on a
@@ -488,7 +488,7 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingCarriedAndPlainChecksMeet) {
 
 // At two ranks a whole input of up to 64 KiB rides with the fingerprints:
 // the first 32 KiB in the fingerprint's message, the rest in a follow-up
-// sent at once, before the verdict (validation/direct_check_exchange.h).
+// sent at once, before the verdict (cross_rank_check/direct_check_exchange.h).
 // Counts cover one message exactly, a follow-up of one element, half and
 // whole follow-ups, and the first count past it (the head form), for
 // every element width.

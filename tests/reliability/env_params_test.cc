@@ -8,7 +8,7 @@
 #include <string>
 
 #include "collective/errors.h"
-#include "collective/parameters.h"
+#include "collective/in_tree/parameters.h"
 #include "core/agreed_params.h"
 #include "core/env_params.h"
 

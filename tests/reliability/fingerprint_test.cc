@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "validation/call_fingerprint.h"
+#include "cross_rank_check/call_fingerprint.h"
 
 namespace collective::internal {
 namespace {

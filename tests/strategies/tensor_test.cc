@@ -5,7 +5,7 @@
 #include <bit>
 #include <cmath>
 
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 #include "values/element_math.h"
 #include "ps/ps_wire.h"
 #include "strategies_test_util.h"

@@ -1,5 +1,5 @@
 // hierarchical all_reduce across (virtual) nodes makes the cross-rank check
-// without a round of its own (validation/two_stage_check.h): a node's ranks
+// without a round of its own (cross_rank_check/two_stage_check.h): a node's ranks
 // hear each other first, reduce into scratch, and the check finishes with
 // the first message that leaves the node. These tests hold it to what the
 // check promises everywhere else: ranks whose calls differ, inside a node or

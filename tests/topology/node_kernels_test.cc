@@ -8,7 +8,7 @@
 
 #include "kernels/multi_source_reduce.h"
 #include "algorithms/node_phases.h"
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 
 namespace collective::internal {
 namespace {

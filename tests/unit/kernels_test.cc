@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 #include "kernels/float32_partials.h"
 #include "kernels/reduce_kernels.h"
 

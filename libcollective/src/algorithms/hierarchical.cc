@@ -5,14 +5,14 @@
 #include <vector>
 
 #include "algorithms/node_phases.h"
-#include "algorithms/registry.h"
+#include "algorithms/ring.h"
 #include "collective/errors.h"
 #include "core/trace.h"
 #include "cost/cost_model.h"
 #include "kernels/float32_partials.h"
 #include "kernels/reduce_kernels.h"
 #include "transport/shm/node_segment.h"
-#include "validation/two_stage_check.h"
+#include "cross_rank_check/two_stage_check.h"
 
 namespace collective::internal {
 
@@ -145,8 +145,8 @@ void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state
       if (across.op == ReduceOp::kMean) across.op = ReduceOp::kSum;
     }
     across.check_relay = check ? &*check : nullptr;  // carried_check stays set with it
-    // The ring, asked of the registry: bandwidth-optimal across nodes.
-    find_algorithm(Algorithm::kRing)->run(across, *state.cross_node);
+    // The ring: bandwidth-optimal across nodes.
+    kRingAlgorithm.run(across, *state.cross_node);
   } else if (check) {
     check->finish();
   }

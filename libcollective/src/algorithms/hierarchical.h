@@ -12,14 +12,14 @@
 // result in the node's all-gather.
 //
 // Across nodes the cross-rank check rides on the ring's first message
-// (validation/two_stage_check.h): a node's ranks first learn from each
+// (cross_rank_check/two_stage_check.h): a node's ranks first learn from each
 // other that their calls agree, reduce into scratch rather than the output,
 // and the check finishes with the first message that leaves the node.
 #pragma once
 
 #include <cstddef>
 
-#include "algorithms/algorithm.h"
+#include "algorithms/collective_algorithm.h"
 
 namespace collective::internal {
 

@@ -5,7 +5,7 @@
 // timeout cannot interrupt them (docs/errors.md).
 #pragma once
 
-#include "algorithms/algorithm.h"
+#include "algorithms/collective_algorithm.h"
 
 namespace collective::internal {
 

@@ -14,7 +14,7 @@
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
 #include "core/trace.h"
-#include "validation/cross_rank_check.h"
+#include "cross_rank_check/cross_rank_check.h"
 
 namespace collective::internal {
 namespace {

@@ -8,7 +8,7 @@
 // order, so the call costs one round in all (no separate check round).
 #pragma once
 
-#include "algorithms/algorithm.h"
+#include "algorithms/collective_algorithm.h"
 
 namespace collective::internal {
 

@@ -19,7 +19,6 @@ namespace {
 
 // An explicit list, not static self-registration: a static link can drop
 // objects that nothing references.
-const RingAlgorithm kRing;
 const RecursiveDoublingAlgorithm kRecursiveDoubling;
 const MpiPassthroughAlgorithm kMpi;
 const SharedMemoryAlgorithm kSharedMemory;
@@ -30,7 +29,7 @@ const NcclAlgorithm kNccl;  // last: AUTO reaches it for device buffers, which t
 
 // Order of preference: on equal cost estimates AUTO takes the earlier one.
 const auto kAlgorithms = std::to_array<const CollectiveAlgorithm*>({
-    &kSharedMemory, &kHierarchical, &kRing, &kRecursiveDoubling, &kMpi,
+    &kSharedMemory, &kHierarchical, &kRingAlgorithm, &kRecursiveDoubling, &kMpi,
 #ifdef COLLECTIVE_HAVE_NCCL
     &kNccl,
 #endif

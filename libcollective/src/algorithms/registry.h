@@ -3,7 +3,7 @@
 
 #include <span>
 
-#include "algorithms/algorithm.h"
+#include "algorithms/collective_algorithm.h"
 
 namespace collective::internal {
 

@@ -14,7 +14,7 @@
 #include "kernels/reduce_kernels.h"
 #include "transport/mpi/peer_exchange.h"
 #include "core/trace.h"
-#include "validation/cross_rank_check.h"
+#include "cross_rank_check/cross_rank_check.h"
 
 namespace collective::internal {
 namespace {
@@ -549,5 +549,7 @@ std::optional<double> RingAlgorithm::estimate_seconds(const Request& request,
          2.0 * (p - 1.0) * flat_step_seconds(topology, shape, shape.bytes / p, flows) +
          (p - 1.0) / p * shape.bytes / kReduceBytesPerSecond * shape.oversubscription;
 }
+
+const RingAlgorithm kRingAlgorithm;
 
 }  // namespace collective::internal

@@ -6,7 +6,7 @@
 // its chunk to the root) and broadcast (a pipelined chain from the root).
 #pragma once
 
-#include "algorithms/algorithm.h"
+#include "algorithms/collective_algorithm.h"
 
 namespace collective::internal {
 
@@ -19,5 +19,10 @@ class RingAlgorithm final : public CollectiveAlgorithm {
   bool carries_check(const Request& request, CommunicatorState& state) const override;
   void run(const Request& request, CommunicatorState& state) const override;
 };
+
+// The one ring of the library: listed by the registry, and run as a step by
+// the algorithms that nest it (hierarchical's ring across nodes, NCCL's
+// hierarchical variant's host step), which need the ring, not the registry.
+extern const RingAlgorithm kRingAlgorithm;
 
 }  // namespace collective::internal

@@ -4,7 +4,7 @@
 #include "transport/shm/node_segment.h"
 #include "core/env_params.h"
 #include "cost/cost_model.h"
-#include "validation/node_board_check.h"
+#include "cross_rank_check/node_board_check.h"
 
 #include <algorithm>
 #include <cstdint>

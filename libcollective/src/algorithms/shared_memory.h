@@ -8,7 +8,7 @@
 // ranks get the same bits, run after run.
 #pragma once
 
-#include "algorithms/algorithm.h"
+#include "algorithms/collective_algorithm.h"
 
 namespace collective::internal {
 

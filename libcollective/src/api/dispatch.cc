@@ -16,13 +16,13 @@
 #include "core/mpi_lifetime.h"
 #include "core/resource_unavailable.h"
 #include "core/trace.h"
-#include "core/validate.h"
+#include "core/argument_checks.h"
 #include "core/mpi_thread_level.h"
 #include "gpu/device_runtime.h"
 #include "gpu/memory_kind.h"
 #include "selection/selector.h"
-#include "validation/call_fingerprint.h"
-#include "validation/cross_rank_check.h"
+#include "cross_rank_check/call_fingerprint.h"
+#include "cross_rank_check/cross_rank_check.h"
 
 namespace collective::internal {
 namespace {
@@ -94,7 +94,7 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
   }
 
   // This rank's own checks. With validation on, a rejection is not raised
-  // yet: the rank first tells the others (validation/cross_rank_check.h).
+  // yet: the rank first tells the others (cross_rank_check/cross_rank_check.h).
   std::exception_ptr rejection;
   std::optional<Selection> selection;
   bool unsupported = false;

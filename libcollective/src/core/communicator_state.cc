@@ -12,7 +12,7 @@
 namespace collective::internal {
 
 CommunicatorState::CommunicatorState(MPI_Comm owned_comm, const char* operation)
-    : comm(owned_comm), origin(operation) {
+    : WaitSubject(owned_comm, 0), origin(operation) {
   char name[MPI_MAX_PROCESSOR_NAME] = {0};
   int length = 0;
   {
@@ -52,7 +52,7 @@ void CommunicatorState::learn_peers(const char* operation) {
 }
 
 CommunicatorState::CommunicatorState(std::shared_ptr<const Topology> topology_value, int rank_value)
-    : rank(rank_value),
+    : WaitSubject(MPI_COMM_NULL, rank_value),
       size(topology_value ? topology_value->size() : 1),
       topology(std::move(topology_value)) {
   if (topology) host = topology->node(topology->node_of(rank)).host;
@@ -127,20 +127,6 @@ void CommunicatorState::release() {
     COLLECTIVE_LOG(kWarn, "MPI_Comm_free failed: " << mpi_error_text(rc));
   }
   comm = MPI_COMM_NULL;
-}
-
-void CommunicatorState::request_abort(const std::string& reason) {
-  {
-    std::lock_guard<std::mutex> lock(abort_mutex_);
-    if (abort_flag.load(std::memory_order_relaxed)) return;
-    abort_reason_ = reason.empty() ? "no reason given" : reason;
-  }
-  abort_flag.store(true, std::memory_order_release);
-}
-
-std::string CommunicatorState::abort_reason() const {
-  std::lock_guard<std::mutex> lock(abort_mutex_);
-  return abort_reason_;
 }
 
 void CommunicatorState::check_abort(const Request& request) const {

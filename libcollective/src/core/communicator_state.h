@@ -18,8 +18,8 @@
 #include "collective/types.h"
 #include "core/request.h"
 #include "core/scratch_buffer.h"
-#include "core/peer_liveness.h"
 #include "core/resource_slots.h"
+#include "core/wait_subject.h"
 
 namespace collective::internal {
 
@@ -40,7 +40,7 @@ struct SelectionMemo {
   bool deterministic = false;
 };
 
-struct CommunicatorState {
+struct CommunicatorState : WaitSubject {
   // Takes ownership of `owned_comm` (a duplicate made for the library), sets
   // MPI_ERRORS_RETURN on it and learns who every rank is (PeerLiveness).
   // `operation` names the call in errors ("Communicator::world").
@@ -55,21 +55,16 @@ struct CommunicatorState {
   // Frees the MPI communicator (idempotent); later calls are rejected.
   void release();
 
-  // Communicator::abort: safe from any thread, at any time; the first reason
-  // is kept. The call in progress (if any) fails with CommunicationError at
-  // its next poll, and the communicator is poisoned.
-  void request_abort(const std::string& reason);
-  bool abort_requested() const { return abort_flag.load(std::memory_order_acquire); }
+  // Communicator::abort (request_abort, abort_requested, abort_reason) and
+  // what every wait loop reads: core/wait_subject.h.
+
   // Every wait loop calls this (or WaitGuard, which does): throws
   // CommunicationError naming the call when abort was requested.
   void check_abort(const Request& request) const;
-  std::string abort_reason() const;
 
   // "communicator of 4 ranks made by Communicator::split", for messages.
   std::string describe() const;
 
-  MPI_Comm comm = MPI_COMM_NULL;
-  int rank = 0;
   int size = 1;
   std::string host;
   // The call that made it ("Communicator::world", "Communicator::split").
@@ -85,12 +80,6 @@ struct CommunicatorState {
   // every later call reports.
   std::optional<std::string> poisoned;
 
-  // Set by request_abort from any thread; read by every wait loop.
-  std::atomic<bool> abort_flag{false};
-
-  // Process of every rank, to tell a dead peer from a slow one.
-  PeerLiveness liveness;
-
   // Reused by the algorithms: incoming segments, partial sums.
   ScratchBuffer scratch_in;
   ScratchBuffer scratch_work;
@@ -101,10 +90,6 @@ struct CommunicatorState {
   // is created (topology/communicator_topology.h); null only for internal
   // states such as cross_node below, which no selection looks at.
   std::shared_ptr<const Topology> topology;
-  // Whether this rank's node has more ranks than processing units (set with
-  // the topology): its waits yield from the first idle poll (wait_guard.h),
-  // since a spinning waiter holds the processor the awaited rank needs.
-  bool node_oversubscribed = false;
   // The ranks of this rank's node (topology->node_of), ordered by rank.
   MPI_Comm node_comm = MPI_COMM_NULL;
   // The ranks on other nodes with this rank's local rank, ordered by node;
@@ -125,15 +110,8 @@ struct CommunicatorState {
   // by release().
   ResourceSlots resources;
 
-  // The last calls (core/flight_recorder.h); null when the recorder is off
-  // and on internal states that run no call of their own.
-  std::shared_ptr<FlightRecorder> flight_recorder;
-
  private:
   void learn_peers(const char* operation);
-
-  mutable std::mutex abort_mutex_;
-  std::string abort_reason_;
 };
 
 }  // namespace collective::internal

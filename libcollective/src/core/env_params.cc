@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "collective/errors.h"
-#include "collective/parameters.h"
+#include "collective/in_tree/parameters.h"
 
 namespace collective::internal {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "core/handoff.h"
 #include "collective/algorithm.h"
-#include "core/log.h"
+#include "collective/in_tree/log.h"
 
 namespace collective::internal {
 

@@ -1,11 +1,11 @@
-// The library's own use of the public log (collective/log.h): the
+// The library's own use of the public log (collective/in_tree/log.h): the
 // COLLECTIVE_LOG macro, whose message is formatted only when its level is on.
 #pragma once
 
 #include <sstream>
 #include <string>
 
-#include "collective/log.h"
+#include "collective/in_tree/log.h"
 
 namespace collective::internal {
 

@@ -45,7 +45,7 @@ struct Request {
   // fingerprint of the call.
   const CallFingerprint* carried_check = nullptr;
   // Set with carried_check when an outer algorithm runs this one as a step
-  // and began the check itself (validation/cross_rank_check.h, CheckRelay).
+  // and began the check itself (cross_rank_check/cross_rank_check.h, CheckRelay).
   CheckRelay* check_relay = nullptr;
 
   std::size_t element_bytes() const;

@@ -23,7 +23,7 @@ double seconds(std::chrono::milliseconds duration) {
 
 }  // namespace
 
-WaitGuard::WaitGuard(const Request& request, const CommunicatorState& state, const char* who)
+WaitGuard::WaitGuard(const Request& request, const WaitSubject& state, const char* who)
     : request_(&request),
       state_(&state),
       abort_flag_(&state.abort_flag),
@@ -35,7 +35,7 @@ WaitGuard::WaitGuard(const Request& request, const CommunicatorState& state, con
       tight_polls_(state.node_oversubscribed ? 0 : kTightPolls) {}
 
 WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
-                     const CommunicatorState* state, const char* who)
+                     const WaitSubject* state, const char* who)
     : operation_(operation),
       state_(state),
       abort_flag_(state != nullptr ? &state->abort_flag : nullptr),

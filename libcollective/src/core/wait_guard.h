@@ -27,10 +27,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/communicator_state.h"
 #include "core/flight_recorder.h"
 #include "core/request.h"
 #include "core/trace.h"
+#include "core/wait_subject.h"
 
 namespace collective::internal {
 
@@ -45,11 +45,11 @@ class WaitGuard {
  public:
   // For a collective call: its label, deadline and timeout; `who` names the
   // algorithm or phase ("ring", "cross-rank check").
-  WaitGuard(const Request& request, const CommunicatorState& state, const char* who);
+  WaitGuard(const Request& request, const WaitSubject& state, const char* who);
   // For waits outside a collective (communicator creation); `state` may be
   // null (no abort flag, no liveness table yet).
   WaitGuard(const char* operation, int rank, std::chrono::milliseconds timeout,
-            const CommunicatorState* state, const char* who);
+            const WaitSubject* state, const char* who);
 
   // Starts a new wait: the first polls spin without yielding.
   void begin_wait() {
@@ -169,7 +169,7 @@ class WaitGuard {
 
   const Request* request_ = nullptr;
   const char* operation_ = nullptr;
-  const CommunicatorState* state_ = nullptr;
+  const WaitSubject* state_ = nullptr;
   const std::atomic<bool>* abort_flag_ = nullptr;
   std::atomic<std::uint32_t>* dump_generation_seen_ = nullptr;
   int rank_;

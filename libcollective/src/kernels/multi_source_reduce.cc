@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 #include "kernels/reduce_kernels.h"
 
 namespace collective::internal {

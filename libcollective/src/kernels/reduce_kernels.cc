@@ -7,7 +7,7 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/log.h"
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 
 namespace collective::internal {
 

@@ -13,7 +13,7 @@
 #include <type_traits>
 
 #include "collective/types.h"
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 
 #ifdef COLLECTIVE_KERNEL_F16C
 #include <immintrin.h>

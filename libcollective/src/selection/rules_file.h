@@ -1,5 +1,5 @@
 // The process's rules file (COLLECTIVE_RULES_FILE) and how a rule applies
-// to a call. The format and the rule itself: collective/selection_rules.h.
+// to a call. The format and the rule itself: collective/in_tree/selection_rules.h.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "collective/algorithm.h"
-#include "collective/selection_rules.h"
+#include "collective/in_tree/selection_rules.h"
 #include "collective/topology.h"
 
 namespace collective::internal {

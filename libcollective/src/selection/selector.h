@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "algorithms/algorithm.h"
+#include "algorithms/collective_algorithm.h"
 
 namespace collective::internal {
 

@@ -8,9 +8,6 @@
 namespace collective::internal {
 namespace {
 
-constexpr std::uint64_t kBitsPerMegabit = 1'000'000;
-constexpr std::uint64_t kBitsPerGigabit = 1'000'000'000;
-
 std::string_view trimmed(std::string_view text) {
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return {};
@@ -51,20 +48,6 @@ std::string read_attribute(const std::filesystem::path& path) {
 bool plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
          name.find('\0') == std::string::npos;
-}
-
-// "2.5" of 2'500'000'000 bits with unit 10^9: the quotient and the remainder
-// as decimals without trailing zeros.
-std::string decimal(std::uint64_t value, std::uint64_t unit) {
-  std::string text = std::to_string(value / unit);
-  std::uint64_t rest = value % unit;
-  if (rest == 0) return text;
-  std::string fraction;
-  for (std::uint64_t place = unit / 10; place > 0 && rest > 0; place /= 10) {
-    fraction += static_cast<char>('0' + rest / place);
-    rest %= place;
-  }
-  return text + "." + fraction;
 }
 
 }  // namespace
@@ -135,13 +118,6 @@ void read_link_speeds(const std::string& sysfs_root, Node& node) {
   for (NetworkDevice& nic : node.nics) {
     nic.link_bits_per_second = read_link_bits_per_second(sysfs_root, nic);
   }
-}
-
-std::string link_speed_text(std::uint64_t bits_per_second) {
-  if (bits_per_second == 0) return "speed unknown";
-  if (bits_per_second >= kBitsPerGigabit) return decimal(bits_per_second, kBitsPerGigabit) + " Gb/s";
-  if (bits_per_second >= kBitsPerMegabit) return decimal(bits_per_second, kBitsPerMegabit) + " Mb/s";
-  return std::to_string(bits_per_second) + " b/s";
 }
 
 }  // namespace collective::internal

@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "collective/topology.h"
+#include "topology/link_speed_text.h"
 
 namespace collective::internal {
 
@@ -36,8 +37,5 @@ std::uint64_t read_link_bits_per_second(const std::string& sysfs_root, const Net
 
 // Sets every NIC's link_bits_per_second of `node` from `sysfs_root`.
 void read_link_speeds(const std::string& sysfs_root, Node& node);
-
-// "100 Gb/s", "2.5 Gb/s", "100 Mb/s"; "speed unknown" for 0.
-std::string link_speed_text(std::uint64_t bits_per_second);
 
 }  // namespace collective::internal

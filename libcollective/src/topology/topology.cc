@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "collective/errors.h"
-#include "topology/link_speed.h"
+#include "topology/link_speed_text.h"
 
 namespace collective {
 namespace {

@@ -4,7 +4,7 @@
 // origin, line and column, never a crash, and nesting and size are bounded.
 #pragma once
 
-#include "collective/json_quote.h"
+#include "collective/in_tree/json_quote.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,11 +1,11 @@
-// The strategies layer logs through libcollective's log (collective/log.h):
+// The strategies layer logs through libcollective's log (collective/in_tree/log.h):
 // one level (COLLECTIVE_DEBUG), one line format, with the component
 // "collective.distribute". The message is formatted only when its level is on.
 #pragma once
 
 #include <sstream>
 
-#include "collective/log.h"
+#include "collective/in_tree/log.h"
 
 #define DISTRIBUTE_LOG(level, expr)                                                   \
   do {                                                                                \

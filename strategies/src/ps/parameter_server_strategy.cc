@@ -6,7 +6,7 @@
 
 #include "collective/communicator.h"
 #include "collective/errors.h"
-#include "collective/parameters.h"
+#include "collective/in_tree/parameters.h"
 #include "base/log.h"
 #include "ps/ps_cluster.h"
 #include "ps/ps_dispatcher.h"

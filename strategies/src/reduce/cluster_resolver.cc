@@ -6,7 +6,7 @@
 
 #include "collective/environment.h"
 #include "collective/errors.h"
-#include "collective/parameters.h"
+#include "collective/in_tree/parameters.h"
 
 namespace collective::distribute {
 

@@ -9,7 +9,7 @@
 #include <type_traits>
 
 #include "collective/errors.h"
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 #include "values/tensor_access.h"
 
 namespace collective::distribute::detail {

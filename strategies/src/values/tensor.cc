@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "collective/errors.h"
-#include "collective/half_precision.h"
+#include "collective/in_tree/half_precision.h"
 
 namespace collective::distribute {
 

@@ -25,7 +25,7 @@
 #include <string>
 #include <utility>
 
-#include "collective/parameters.h"
+#include "collective/in_tree/parameters.h"
 
 #include "collective/distribute/tensor.h"
 #include "collective/errors.h"

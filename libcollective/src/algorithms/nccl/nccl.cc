@@ -7,7 +7,7 @@
 #include "algorithms/nccl/nccl_hierarchical.h"
 #include "algorithms/nccl/nccl_resources.h"
 #include "algorithms/nccl/nccl_types.h"
-#include "algorithms/registry.h"
+#include "algorithms/ring.h"
 #include "collective/errors.h"
 #include "core/log.h"
 #include "gpu/cuda_check.h"
@@ -107,7 +107,7 @@ class NcclSteps final : public HierarchicalSteps {
       throw TimeoutError(request_.label(), rank_,
                          "no time left for the all_reduce across nodes of the hierarchical variant");
     }
-    // The ring, asked of the registry (not COLLECTIVE_ALGORITHM, which could
+    // The ring itself (not COLLECTIVE_ALGORITHM, which could
     // redirect this host step to nccl): bandwidth-optimal for the large
     // shards the hierarchical variant exists for. It runs as a step of this
     // call, under its deadline and sequence number (the call was checked
@@ -124,7 +124,7 @@ class NcclSteps final : public HierarchicalSteps {
     step.carried_check = nullptr;
     const std::string context = "the all_reduce across nodes of the hierarchical variant: ";
     try {
-      find_algorithm(Algorithm::kRing)->run(step, across);
+      kRingAlgorithm.run(step, across);
     } catch (const TimeoutError& error) {
       throw TimeoutError(request_.label(), rank_, context + error.what());
     } catch (const CommunicationError& error) {

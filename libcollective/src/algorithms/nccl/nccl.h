@@ -16,7 +16,7 @@
 // other operand when one is NaN (fminf/fmaxf).
 #pragma once
 
-#include "algorithms/algorithm.h"
+#include "algorithms/collective_algorithm.h"
 
 namespace collective::internal {
 

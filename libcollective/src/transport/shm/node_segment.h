@@ -40,7 +40,7 @@ inline constexpr int kSegmentDepth = 4;
 // holds: a reader polls the round and finds what follows in the same cache
 // lines, one transfer between cores instead of two. After the round comes
 // the call header (the first bytes of the call's fingerprint, for the
-// cross-rank check: validation/node_board_check.h), then up to
+// cross-rank check: cross_rank_check/node_board_check.h), then up to
 // kInlineBytes of input. A rank that rejected its call carries no input,
 // and its whole fingerprint, with the cause, takes the box.
 inline constexpr std::size_t kBoxPayloadBytes = 1024 - 8;

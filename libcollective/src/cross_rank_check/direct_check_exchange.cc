@@ -1,4 +1,4 @@
-#include "validation/direct_check_exchange.h"
+#include "cross_rank_check/direct_check_exchange.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -10,7 +10,7 @@
 
 #include "collective/errors.h"
 #include "core/env_params.h"
-#include "validation/cross_rank_check.h"
+#include "cross_rank_check/check_verdict.h"
 
 namespace collective::internal {
 namespace {

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "collective/algorithm.h"
-#include "collective/export.h"
+#include "collective/in_tree/export.h"
 
 namespace collective {
 
@@ -41,10 +41,10 @@ struct SelectionRule {
 
 // Parses a rules document. InvalidArgumentError names `origin`, the rule and
 // the field for anything malformed or unknown.
-COLLECTIVE_API std::vector<SelectionRule> parse_selection_rules(std::string_view text,
-                                                                const std::string& origin);
+COLLECTIVE_IN_TREE_API std::vector<SelectionRule> parse_selection_rules(std::string_view text,
+                                                                        const std::string& origin);
 
 // The document parse_selection_rules reads back as `rules`.
-COLLECTIVE_API std::string format_selection_rules(const std::vector<SelectionRule>& rules);
+COLLECTIVE_IN_TREE_API std::string format_selection_rules(const std::vector<SelectionRule>& rules);
 
 }  // namespace collective

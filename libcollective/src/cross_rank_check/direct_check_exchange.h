@@ -28,8 +28,8 @@
 #include "core/communicator_state.h"
 #include "core/request.h"
 #include "transport/mpi/peer_exchange.h"
-#include "validation/cross_rank_check.h"
-#include "validation/call_fingerprint.h"
+#include "cross_rank_check/call_fingerprint.h"
+#include "cross_rank_check/carried_data.h"
 
 namespace collective::internal {
 

@@ -1,4 +1,4 @@
-#include "validation/cross_rank_check.h"
+#include "cross_rank_check/cross_rank_check.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -6,8 +6,8 @@
 
 #include "collective/errors.h"
 #include "transport/mpi/peer_exchange.h"
-#include "validation/direct_check_exchange.h"
-#include "validation/node_board_check.h"
+#include "cross_rank_check/direct_check_exchange.h"
+#include "cross_rank_check/node_board_check.h"
 
 namespace collective::internal {
 namespace {
@@ -101,32 +101,6 @@ void check_across_ranks(const CallFingerprint& mine, const Request& request,
     return;
   }
   exchange_and_judge(mine, request, state);
-}
-
-void raise_unless_agreed(std::span<const CallFingerprint> all, const CallFingerprint& mine,
-                         const Request& request, const CommunicatorState& state) {
-  // A rank number that is not the sender's would mean a message from some
-  // other exchange matched: refuse rather than judge garbage.
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    if (all[r].rank != static_cast<int>(r) || all[r].sequence != request.sequence) {
-      throw CommunicationError(request.label(), state.rank,
-                               "cross-rank check: the fingerprint from rank " + std::to_string(r) +
-                                   " is for rank " + std::to_string(all[r].rank) + " call #" +
-                                   std::to_string(all[r].sequence) +
-                                   " (messages of different calls crossed)");
-    }
-  }
-  const Verdict verdict = judge(all);
-  switch (verdict.kind) {
-    case Verdict::kAgree:
-      return;
-    case Verdict::kRejected:
-      if (mine.rejected()) return;  // the caller raises this rank's own error
-      if (verdict.unsupported) throw UnsupportedError(request.label(), state.rank, verdict.cause);
-      throw InvalidArgumentError(request.label(), state.rank, verdict.cause);
-    case Verdict::kMismatch:
-      throw MismatchError(request.label(), state.rank, verdict.cause);
-  }
 }
 
 }  // namespace collective::internal

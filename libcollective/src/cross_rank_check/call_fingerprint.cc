@@ -1,4 +1,4 @@
-#include "validation/call_fingerprint.h"
+#include "cross_rank_check/call_fingerprint.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -19,8 +19,8 @@
 
 #include "core/communicator_state.h"
 #include "core/request.h"
-#include "validation/cross_rank_check.h"
-#include "validation/direct_check_exchange.h"
+#include "cross_rank_check/cross_rank_check.h"
+#include "cross_rank_check/direct_check_exchange.h"
 
 namespace collective::internal {
 

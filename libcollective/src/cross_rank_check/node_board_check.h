@@ -17,7 +17,7 @@
 #include "transport/shm/node_segment.h"
 #include "core/communicator_state.h"
 #include "core/request.h"
-#include "validation/call_fingerprint.h"
+#include "cross_rank_check/call_fingerprint.h"
 
 namespace collective::internal {
 

@@ -1,4 +1,4 @@
-#include "validation/two_stage_check.h"
+#include "cross_rank_check/two_stage_check.h"
 
 #include <string>
 #include <utility>

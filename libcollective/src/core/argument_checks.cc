@@ -1,4 +1,4 @@
-#include "core/validate.h"
+#include "core/argument_checks.h"
 
 #include <cstdint>
 #include <limits>

@@ -7,11 +7,11 @@
 #include <string>
 #include <string_view>
 
-#include "collective/export.h"
+#include "collective/in_tree/export.h"
 
 namespace collective {
 
 // `text` as a JSON string literal, quotes included.
-COLLECTIVE_API std::string json_quote(std::string_view text);
+COLLECTIVE_IN_TREE_API std::string json_quote(std::string_view text);
 
 }  // namespace collective

@@ -9,7 +9,7 @@
 
 #include <string_view>
 
-#include "collective/export.h"
+#include "collective/in_tree/export.h"
 
 namespace collective {
 
@@ -17,11 +17,11 @@ enum class LogLevel : int { kNone = 0, kWarn, kInfo, kDebug, kTrace };
 
 // The level in force. A malformed COLLECTIVE_DEBUG is raised by the call
 // that makes a communicator; logging itself never throws and stays at WARN.
-COLLECTIVE_API LogLevel log_level();
+COLLECTIVE_IN_TREE_API LogLevel log_level();
 
 // Writes one line to stderr with one write, so that lines of different
 // threads stay whole. Callers check log_level() first (formatting a message
 // nobody reads costs more than the check).
-COLLECTIVE_API void log_line(LogLevel level, std::string_view component, std::string_view message);
+COLLECTIVE_IN_TREE_API void log_line(LogLevel level, std::string_view component, std::string_view message);
 
 }  // namespace collective

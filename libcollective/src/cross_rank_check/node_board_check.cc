@@ -1,4 +1,4 @@
-#include "validation/node_board_check.h"
+#include "cross_rank_check/node_board_check.h"
 
 #include <cstddef>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "core/wait_guard.h"
-#include "validation/cross_rank_check.h"
+#include "cross_rank_check/check_verdict.h"
 
 namespace collective::internal {
 namespace {
