@@ -1,5 +1,5 @@
 #!/bin/sh
-# The cross-host table of docs/performance.md: AUTO all-reduce against Open
+# The cross-host tables of docs/performance_history.md: AUTO all-reduce against Open
 # MPI's MPI_Allreduce, alternating in one run (collective_bench --baseline
 # mpi), on 2 simulated hosts (scripts/netns_cluster.sh) with 1 and with 2
 # ranks each, cross-rank check on; each layout run ROUNDS times (default 3)

@@ -5,7 +5,7 @@
 # each beside Open MPI's MPI_Allreduce and the copy bound in the same run.
 # The three ways alternate run by run, ROUNDS times, and each way's runs
 # are printed one row per run with the machine's state during it
-# (tests/topology/handoff_table.py).
+# (scripts/handoff_table.py).
 #
 #   scripts/measure_handoff.sh [ranks] [build dir]
 #   ROUNDS=3 MIN_BYTES=64K MAX_BYTES=128M REPS=3 RAW_DIR=dir
@@ -13,8 +13,8 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 ranks=${1:-2}
 build=${2:-$root/build}
-binary=$build/tests/topology/allreduce_timing
-[[ -x $binary ]] || { echo "missing $binary: build the tests first" >&2; exit 1; }
+binary=$build/bench/allreduce_timing
+[[ -x $binary ]] || { echo "missing $binary: build the benchmarks first (COLLECTIVE_BUILD_BENCH, on by default)" >&2; exit 1; }
 source "$root/scripts/mpirun_env.sh"
 rounds=${ROUNDS:-3}
 if [[ -n ${RAW_DIR:-} ]]; then
@@ -36,4 +36,4 @@ for ((round = 1; round <= rounds; ++round)); do
 done
 echo "### $ranks ranks: \`COLLECTIVE_SHM_HANDOFF=<way> ${launch[*]} $binary ${arguments[*]}\`"
 echo
-python3 "$root/tests/topology/handoff_table.py" "$work" "$ranks"
+python3 "$root/scripts/handoff_table.py" "$work" "$ranks"

@@ -12,8 +12,8 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
-binary=$build/tests/topology/allreduce_timing
-[[ -x $binary ]] || { echo "missing $binary: build the tests first" >&2; exit 1; }
+binary=$build/bench/allreduce_timing
+[[ -x $binary ]] || { echo "missing $binary: build the benchmarks first (COLLECTIVE_BUILD_BENCH, on by default)" >&2; exit 1; }
 source "$root/scripts/mpirun_env.sh"
 runs=${RUNS:-3}
 reps=${REPS:-7}
@@ -45,7 +45,7 @@ for ranks in $ranks_list; do
   echo
   echo "### $ranks ranks: \`$(launch "$ranks") $binary --reps $reps --seconds $seconds --min-bytes 8 --max-bytes $max_bytes --algorithms auto --also-allocated\`, median of $runs runs"
   echo
-  python3 "$root/tests/topology/median_of_runs.py" "$work"/np"${ranks}"_run*.txt |
+  python3 "$root/scripts/median_of_runs.py" "$work"/np"${ranks}"_run*.txt |
     python3 -c '
 import sys
 def size(b):

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-run table of scripts/measure_handoff.sh's raw outputs.
 
-  python3 tests/topology/handoff_table.py RAW_DIR RANKS
+  python3 scripts/handoff_table.py RAW_DIR RANKS
 
 One row per run (way x round, in the order they ran): the machine's state
 during the run, told by Open MPI's own time at 64 KiB and 1 MiB ("fast"

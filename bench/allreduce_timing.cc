@@ -1,8 +1,8 @@
 // allreduce_timing: a benchmark (never run as a test) of float32 SUM
 // all-reduce: the library's algorithms against Open MPI's own MPI_Allreduce,
 // alternating in the same run, with the machine's copy bandwidth measured
-// alongside. Stands in until collective_bench lands; commands and results
-// are in docs/performance.md.
+// alongside. Commands and results are in docs/performance.md (current
+// results) and docs/performance_history.md.
 //
 //   mpirun -np 2 --bind-to core allreduce_timing [--min-bytes 8] [--max-bytes 256M]
 //       [--reps 7] [--algorithms auto,shared_memory,ring] [--allocated] [--in-place]

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Measures what the cross-rank check costs: small all_reduce latency with
 # COLLECTIVE_VALIDATE=1 and =0, in alternating runs, medians of medians.
-#   tests/reliability/measure_validation_cost.sh [build dir] [ranks...]
+#   scripts/measure_validation_cost.sh [build dir] [ranks...]
 # Prints one table row per (ranks, bytes, algorithm).
 set -euo pipefail
 build=${1:-build}
 shift || true
 ranks_list=${*:-"2 4"}
 rounds=${ROUNDS:-5}
-binary="$build/tests/reliability/collective_validation_cost"
+binary="$build/bench/collective_validation_cost"
 [[ -x $binary ]] || { echo "missing $binary: build first" >&2; exit 1; }
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 raw=$(mktemp)

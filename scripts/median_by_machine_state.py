@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Medians of several allreduce_timing runs, split by the machine's state.
 
-  python3 tests/topology/median_by_machine_state.py run1.txt run2.txt ...
+  python3 scripts/median_by_machine_state.py run1.txt run2.txt ...
 
 This VM's cross-core communication swings between a fast state and one 2.5-4x
 slower (docs/performance_history.md, "This machine's two states"), for MPI_Allreduce

@@ -1,6 +1,6 @@
 // copy_paths_probe: a benchmark (never run as a test) of the ways one
 // process on this node can get bytes another process holds, behind the
-// choice of shared_memory's handoff ways (docs/performance.md, "Handing
+// choice of shared_memory's handoff ways (docs/performance_history.md, "Handing
 // slots over"). Two processes, pinned to processors 0 and 1, each with an
 // n-byte buffer, both working at once; medians of 7 repetitions.
 //

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Median, cell by cell, of several allreduce_timing outputs (same options).
 
-  python3 tests/topology/median_of_runs.py run1.txt run2.txt run3.txt
+  python3 scripts/median_of_runs.py run1.txt run2.txt run3.txt
 
 Prints the header lines of the first run, the load average of every run,
 and the table with each numeric cell replaced by its median over the runs.
