@@ -135,7 +135,10 @@ def stop_then_resume(args):
 
 
 def stop_past_timeout(args):
-    run = MpiRun(args, ["loop", VICTIM, 60], timeout_s=3)
+    # --enable-recovery: the first survivor's non-zero exit must not tear the
+    # job down (that resumes the stopped rank and kills the others) before
+    # every survivor has raised, each naming a rank that is still stopped.
+    run = MpiRun(args, ["loop", VICTIM, 60], timeout_s=3, recovery=True)
     try:
         run.wait_ready()
         run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
