@@ -18,6 +18,7 @@ packages=(
   libboost-program-options-dev                     # collective_bench's command line
   libgtest-dev                                     # tests
   python3 iproute2 procps                          # test drivers, network namespaces, ps
+  clang-format                                     # scripts/check_format.sh (Debian's: 14)
 )
 for arg in "$@"; do
   case "$arg" in

@@ -40,7 +40,9 @@ TEST(GpuBuild, NcclPathIsBuiltInExactlyWhenCudaAndNcclWereFound) {
 TEST(GpuBuild, DeviceCountNeverFailsAndExplainsZero) {
   const auto& devices = collective::internal::gpu::device_count();
   EXPECT_GE(devices.count, 0);
-  if (devices.count == 0) EXPECT_FALSE(devices.reason.empty()) << "zero devices without a reason";
+  if (devices.count == 0) {
+    EXPECT_FALSE(devices.reason.empty()) << "zero devices without a reason";
+  }
 }
 
 // Every rank checks every collective; nothing communicates, so a rank

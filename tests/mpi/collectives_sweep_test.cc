@@ -73,7 +73,9 @@ TEST_F(SweepTest, AllReduce) {
             ASSERT_TRUE(check_periodic(result, 0, count, rank, period, [&](std::size_t i) {
               return expected_value(op, type, size, i);
             }));
-            if (algorithm != Algorithm::kAuto) EXPECT_EQ(comm.last_algorithm(), algorithm);
+            if (algorithm != Algorithm::kAuto) {
+              EXPECT_EQ(comm.last_algorithm(), algorithm);
+            }
           }
         }
       }

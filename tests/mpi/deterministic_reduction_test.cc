@@ -53,6 +53,12 @@ std::uint32_t stored_bits(DataType type, float value) {
   switch (type) {
     case DataType::kFloat16: return ::collective::float_to_float16(value);
     case DataType::kBFloat16: return ::collective::float_to_bfloat16(value);
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+    case DataType::kInt8:
+    case DataType::kUInt8:
+    case DataType::kInt32:
+    case DataType::kInt64:
     default: return std::bit_cast<std::uint32_t>(value);
   }
 }
@@ -62,6 +68,12 @@ float loaded(DataType type, std::uint32_t bits) {
     case DataType::kFloat16: return ::collective::float16_to_float(static_cast<std::uint16_t>(bits));
     case DataType::kBFloat16:
       return ::collective::bfloat16_to_float(static_cast<std::uint16_t>(bits));
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+    case DataType::kInt8:
+    case DataType::kUInt8:
+    case DataType::kInt32:
+    case DataType::kInt64:
     default: return std::bit_cast<float>(bits);
   }
 }

@@ -69,6 +69,10 @@ class NumericsTest : public ::testing::Test {
         comm.reduce_scatter(input.data(), output.data(), count, type, options);
         break;
       }
+      case CollectiveKind::kAllGather:
+      case CollectiveKind::kBroadcast:
+      case CollectiveKind::kReduce:
+      case CollectiveKind::kBarrier:
       default: {
         ReduceOptions options;
         options.algorithm = c.algorithm;
@@ -295,6 +299,11 @@ TEST_F(NumericsTest, IntegerMeanTruncatesTheWrappedSumTowardZero) {
         case DataType::kInt8: wrapped = static_cast<std::int8_t>(static_cast<std::uint8_t>(wrapped)); break;
         case DataType::kUInt8: wrapped = static_cast<std::uint8_t>(wrapped); break;
         case DataType::kInt32: wrapped = static_cast<std::int32_t>(static_cast<std::uint32_t>(wrapped)); break;
+        case DataType::kFloat16:
+        case DataType::kBFloat16:
+        case DataType::kFloat32:
+        case DataType::kFloat64:
+        case DataType::kInt64:
         default: break;
       }
       const double expected = static_cast<double>(wrapped / size);

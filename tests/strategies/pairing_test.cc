@@ -101,7 +101,7 @@ TEST_P(Pairing, AWorkerThatSkipsAFailedStepIsAnErrorOnEveryWorker) {
                                  << first_mismatch
                                  << (errors[first_mismatch] ? ", but: " + *errors[first_mismatch] : "");
   // Both sides named: the skipper's step 3 and the others' step 2.
-  for (const std::string needle :
+  for (const std::string& needle :
        std::vector<std::string>{"worker " + std::to_string(skipper) + ": step 3", "step 2",
                                 "ReplicaContext.all_reduce"}) {
     EXPECT_NE(first->find(needle), std::string::npos)
@@ -153,7 +153,7 @@ TEST_P(Pairing, ASyncOnReadReadOnOneWorkerIsAnErrorOnEveryWorker) {
     mismatch = error.what();
   }
   ASSERT_TRUE(mismatch.has_value()) << "rank " << rank << ": no MismatchError";
-  for (const std::string needle :
+  for (const std::string& needle :
        {std::string("worker 0: after step 1"), std::string("'total'"), std::string("step 2"),
         std::string("ReplicaContext.all_reduce")}) {
     EXPECT_NE(mismatch->find(needle), std::string::npos)
@@ -161,7 +161,9 @@ TEST_P(Pairing, ASyncOnReadReadOnOneWorkerIsAnErrorOnEveryWorker) {
   }
   // The chief's step 2 now fails at once instead of waiting for workers
   // that already left it.
-  if (rank == 0) EXPECT_THROW(step(2), MismatchError);
+  if (rank == 0) {
+    EXPECT_THROW(step(2), MismatchError);
+  }
 }
 
 // Every worker reading the variable, and the same calls on every worker,

@@ -34,7 +34,7 @@ void check(bool ok, int rank, const std::string& what) {
 
 // The segment's error: its name, its size, /dev/shm's free space, the way out.
 void check_staging_error(const std::string& message, int rank, const std::string& where) {
-  for (const std::string needle : {std::string("/collective-ps-"), std::string("2097152 bytes"),
+  for (const std::string& needle : {std::string("/collective-ps-"), std::string("2097152 bytes"),
                                    std::string("bytes free in /dev/shm"), std::string("COLLECTIVE_PS_SHARED_MEMORY=0")}) {
     check(message.find(needle) != std::string::npos, rank,
           where + ": the error does not mention \"" + needle + "\": " + message);

@@ -317,7 +317,9 @@ TEST(Hierarchical, AutoAgreesOnEveryRankWithVirtualNodes) {
       MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
       MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
       EXPECT_EQ(low, high) << bytes << " B, " << layout.size() << " nodes";
-      if (layout.size() > 1) EXPECT_NE(mine, static_cast<int>(Algorithm::kSharedMemory));
+      if (layout.size() > 1) {
+        EXPECT_NE(mine, static_cast<int>(Algorithm::kSharedMemory));
+      }
     }
     // AUTO runs and is right.
     run_exact(comm, comm.choose_algorithm(CollectiveKind::kAllReduce, 70001, DataType::kInt32),

@@ -33,7 +33,9 @@ TEST(RegionLayout, CoversTheBufferInAlignedBalancedRegions) {
           }
         }
         EXPECT_EQ(covered, count) << count << " elements, " << owners << " owners";
-        if (owners > 1) EXPECT_LE(largest - smallest, layout.unit());
+        if (owners > 1) {
+          EXPECT_LE(largest - smallest, layout.unit());
+        }
       }
     }
   }

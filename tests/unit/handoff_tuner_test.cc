@@ -116,7 +116,9 @@ TEST_F(HandoffTunerTest, FollowersReadTheBoardTryOnTheSameCallsAndNeverWrite) {
     EXPECT_FALSE(followed.timed);
     following.record(followed, kBytes);
     // The follower reads the board after the leader's call has published.
-    if (i > 10) EXPECT_EQ(followed.handoff, led.handoff) << "call " << i;
+    if (i > 10) {
+      EXPECT_EQ(followed.handoff, led.handoff) << "call " << i;
+    }
   }
   HandoffBoard before;
   std::memcpy(static_cast<void*>(&before), &board_, sizeof(board_));

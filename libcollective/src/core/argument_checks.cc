@@ -111,6 +111,10 @@ void validate_request(const Request& request, int rank, int size) {
       in_place = send == recv + own_offset;
       in_place_form = "send == recv + rank * send_count";
       break;
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+    case CollectiveKind::kBarrier:
     default:
       in_place = send == recv;
       break;

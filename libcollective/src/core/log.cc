@@ -18,6 +18,7 @@ const char* level_name(LogLevel level) {
     case LogLevel::kInfo: return "INFO";
     case LogLevel::kDebug: return "DEBUG";
     case LogLevel::kTrace: return "TRACE";
+    case LogLevel::kNone:
     default: return "";
   }
 }

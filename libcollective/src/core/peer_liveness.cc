@@ -123,6 +123,8 @@ std::string PeerLiveness::status_note(int rank) const {
   switch (status(rank)) {
     case ProcessStatus::kStopped: return " (its process is stopped: SIGSTOP or a debugger)";
     case ProcessStatus::kGone: return " (its process is gone)";
+    case ProcessStatus::kRunning:
+    case ProcessStatus::kUnknown:
     default: return "";
   }
 }

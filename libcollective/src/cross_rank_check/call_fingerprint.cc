@@ -51,6 +51,7 @@ bool same_field(const CallFingerprint& a, const CallFingerprint& b, Field field)
     case kAlgorithm: return a.algorithm == b.algorithm;
     case kDeterministic: return a.deterministic == b.deterministic;
     case kTag: return a.call_tag == b.call_tag;
+    case kNumFields:
     default: return true;
   }
 }
@@ -96,6 +97,7 @@ void print_field(std::ostream& out, const CallFingerprint& print, Field field) {
       out << "tag=" << (print.call_tag == 0 ? std::string("none") : std::string(hex));
       return;
     }
+    case kNumFields:
     default:
       return;
   }

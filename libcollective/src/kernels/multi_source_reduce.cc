@@ -99,6 +99,12 @@ void reduce_sources(void* dst, const void* const* sources, int n, std::size_t co
     case DataType::kBFloat16:
       return reduce_16<bfloat16_to_float, float_to_bfloat16>(dst, sources, n, count, op,
                                                                       divisor);
+    case DataType::kFloat32:
+    case DataType::kFloat64:
+    case DataType::kInt8:
+    case DataType::kUInt8:
+    case DataType::kInt32:
+    case DataType::kInt64:
     default:
       break;
   }

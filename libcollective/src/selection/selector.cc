@@ -25,6 +25,10 @@ Algorithm preferred(const Request& request) {
                                                                  : Algorithm::kRing;
     case CollectiveKind::kBarrier:
       return Algorithm::kRecursiveDoubling;
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
     default:
       return Algorithm::kRing;
   }

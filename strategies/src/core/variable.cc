@@ -262,6 +262,8 @@ void update(VariableState& state, const Tensor& value, UpdateKind kind, const ch
           case VariableAggregation::kMean:
             combined = impl.reduce_to(ReduceOp::kMean, values);
             break;
+          case VariableAggregation::kOnlyFirstReplica:
+          case VariableAggregation::kNone:
           default:
             // tf.distribute's ONLY_FIRST_REPLICA: this worker's first local
             // replica's value, no communication (each worker takes its own,

@@ -92,6 +92,15 @@ class ParameterStore {
       case Op::kAdd: add_in_place(shard, delta, +1); break;
       case Op::kSubtract: add_in_place(shard, delta, -1); break;
       case Op::kSgd: subtract_scaled_in_place(shard, delta, m.header.scalar); break;
+      case Op::kCreate:
+      case Op::kRead:
+      case Op::kAssign:
+      case Op::kReply:
+      case Op::kClosure:
+      case Op::kResult:
+      case Op::kHeartbeat:
+      case Op::kShutdown:
+      case Op::kBye:
       default:
         throw InvalidArgumentError(what, cluster_.rank,
                                    "unknown request " + std::to_string(static_cast<int>(m.header.op)));

@@ -30,7 +30,9 @@ ncclRedOp_t nccl_red_op(ReduceOp op) {
 namespace {
 
 const char* result_name(ncclResult_t result) {
-  switch (result) {
+  // Over the number: NCCL adds results across versions, and a newer one
+  // must still compile here (-Wswitch-enum would name the new values).
+  switch (static_cast<int>(result)) {
     case ncclSuccess: return "ncclSuccess";
     case ncclUnhandledCudaError: return "ncclUnhandledCudaError";
     case ncclSystemError: return "ncclSystemError";

@@ -95,6 +95,8 @@ MPI_Op mpi_op(DataType type, ReduceOp op) {
       if (op == ReduceOp::kMin) return user_ops().float64_min;
       if (op == ReduceOp::kMax) return user_ops().float64_max;
       return builtin_op(op);
+    case DataType::kInt32:
+    case DataType::kInt64:
     default:
       return builtin_op(op);
   }

@@ -212,7 +212,9 @@ auto Strategy::run(Fn&& fn, Args&&... args) {
   (detail::check_run_argument(*extended_, args, index++), ...);
   if constexpr (std::is_void_v<Result>) {
     extended_->call_for_each_replica(
-        [&](int replica) { std::invoke(fn, detail::replica_argument(args, replica)...); });
+        [&]([[maybe_unused]] int replica) {  // unused when Args is empty
+          std::invoke(fn, detail::replica_argument(args, replica)...);
+        });
   } else {
     std::vector<std::optional<Result>> results(
         static_cast<std::size_t>(extended_->num_local_replicas()));
