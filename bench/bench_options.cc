@@ -215,6 +215,9 @@ std::size_t BenchOptions::largest_size() const {
 }
 
 ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
+  // Boost's option chains read as one option per line; clang-format would
+  // pack them.
+  // clang-format off
   po::options_description sizes("Sizes (nccl-tests flags; K, M, G are powers of 1024)");
   sizes.add_options()
       ("minbytes,b", po::value<std::string>()->default_value("8"), "smallest size in bytes")
@@ -271,6 +274,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
        "auto (on a terminal only), on or off")
       ("help,h", "print this help")
       ("version", "print the version");
+  // clang-format on
 
   po::options_description hidden;
   hidden.add_options()("inject-error", "test only: corrupt one result element before checking");
