@@ -27,6 +27,11 @@ if [[ ${COLLECTIVE_CI_CCACHE:-1} == 1 ]] && command -v ccache >/dev/null; then
   phase "ccache ($(command -v ccache), base_dir $CCACHE_BASEDIR)"
 fi
 
+# The code's format first: a seconds-long check that names each file
+# .clang-format would change (fix: clang-format-14 -i FILE).
+phase format
+bash scripts/check_format.sh
+
 phase build
 bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=ON
 phase tests
