@@ -16,8 +16,8 @@ class AlignedBuffer {
   void reserve(std::size_t bytes) {
     if (bytes <= capacity_ && data_) return;
     constexpr std::size_t kAlignment = 4096;
-    const std::size_t rounded = (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment *
-                                kAlignment;
+    const std::size_t rounded =
+        (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
     data_.reset();
     void* memory = std::aligned_alloc(kAlignment, rounded);
     if (memory == nullptr) throw std::bad_alloc();

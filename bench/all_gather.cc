@@ -25,8 +25,9 @@ class AllGatherCase final : public CollectiveCase {
     (void)geometry;
     args.recv = args.recv_base;
     const std::size_t own = static_cast<std::size_t>(args.rank) * args.count;
-    args.send = args.in_place ? static_cast<std::byte*>(args.recv_base) + own * element_size(args.type)
-                              : args.send_base;
+    args.send = args.in_place
+                    ? static_cast<std::byte*>(args.recv_base) + own * element_size(args.type)
+                    : args.send_base;
   }
 
   Region input(const CallArgs& args) const override {
@@ -49,9 +50,9 @@ class AllGatherCase final : public CollectiveCase {
     const int count = static_cast<int>(args.count);
     const MPI_Datatype datatype = MpiBaseline::datatype(args.type);
     if (args.in_place) {
-      mpi.check(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, args.recv, count, datatype,
-                              mpi.comm()),
-                "MPI_Allgather");
+      mpi.check(
+          MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, args.recv, count, datatype, mpi.comm()),
+          "MPI_Allgather");
     } else {
       mpi.check(MPI_Allgather(args.send, count, datatype, args.recv, count, datatype, mpi.comm()),
                 "MPI_Allgather");

@@ -49,10 +49,10 @@ class AllReduceCase final : public CollectiveCase {
     auto* recv = static_cast<std::byte*>(args.recv);
     MpiBaseline::for_each_piece(args.count, [&](std::size_t first, int count) {
       const void* source = args.in_place ? MPI_IN_PLACE : send + first * element;
-      mpi.check(MPI_Allreduce(source, recv + first * element, count,
-                              MpiBaseline::datatype(args.type),
-                              mpi.op(args.type, args.op), mpi.comm()),
-                "MPI_Allreduce");
+      mpi.check(
+          MPI_Allreduce(source, recv + first * element, count, MpiBaseline::datatype(args.type),
+                        mpi.op(args.type, args.op), mpi.comm()),
+          "MPI_Allreduce");
     });
     mpi.finish_mean(args.recv, args.count, args.type, args.op);
   }

@@ -172,11 +172,12 @@ int main(int argc, char** argv) {
       if (std::fscanf(file, "%lf %lf %lf", &load[0], &load[1], &load[2]) != 3) load[0] = -1;
       std::fclose(file);
     }
-    std::printf("# allreduce_timing: libcollective %s (%s), %d ranks, float32 sum, %s%s, "
-                "median of %d reps, load average %.2f %.2f %.2f\n",
-                collective::version_string(), collective::git_revision(), size,
-                options.allocated ? "buffers from Communicator::allocate" : "ordinary buffers",
-                options.in_place ? ", in place" : "", options.reps, load[0], load[1], load[2]);
+    std::printf(
+        "# allreduce_timing: libcollective %s (%s), %d ranks, float32 sum, %s%s, "
+        "median of %d reps, load average %.2f %.2f %.2f\n",
+        collective::version_string(), collective::git_revision(), size,
+        options.allocated ? "buffers from Communicator::allocate" : "ordinary buffers",
+        options.in_place ? ", in place" : "", options.reps, load[0], load[1], load[2]);
     std::printf("# %s", world.topology().describe().c_str());
     std::printf("%12s %10s %10s", "bytes", "mpi_us", "mpi_busbw");
     for (const Algorithm algorithm : options.algorithms) {
@@ -196,7 +197,8 @@ int main(int argc, char** argv) {
     double probe = timed(comm, 1, [&] {
       MPI_Allreduce(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, comm);
     });
-    int iters = static_cast<int>(std::clamp(options.target_seconds / std::max(probe, 1e-7), 1.0, 20000.0));
+    int iters =
+        static_cast<int>(std::clamp(options.target_seconds / std::max(probe, 1e-7), 1.0, 20000.0));
     MPI_Bcast(&iters, 1, MPI_INT, 0, comm);
 
     std::vector<double> mpi_times;
@@ -245,7 +247,8 @@ int main(int argc, char** argv) {
           MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm);
           if (!ok) {
             all_correct = false;
-            if (rank == 0) std::printf("# WRONG RESULT: allocated buffers at %zu bytes\n", real_bytes);
+            if (rank == 0)
+              std::printf("# WRONG RESULT: allocated buffers at %zu bytes\n", real_bytes);
           }
         }
         allocated_times.push_back(timed(comm, iters, [&] {
@@ -272,7 +275,8 @@ int main(int argc, char** argv) {
         const double t = median(allocated_times);
         std::printf(" %14.2f %7.2f %7.2f", t * 1e6, mpi / t, t / copy);
       }
-      std::printf(" %10.2f %8.2f %s\n", copy * 1e6, median(library_times[0]) / copy, auto_ran.c_str());
+      std::printf(" %10.2f %8.2f %s\n", copy * 1e6, median(library_times[0]) / copy,
+                  auto_ran.c_str());
       std::fflush(stdout);
     }
     if (bytes == 0) break;

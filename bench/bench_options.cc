@@ -81,7 +81,8 @@ std::vector<ReduceOp> parse_ops(const std::string& text) {
   for (const std::string& name : split_list(text)) {
     const auto op = parse_reduce_op(name);
     if (!op) {
-      throw UsageError("-o/--op: unknown reduction '" + name + "' (sum, mean, min, max, prod or all)");
+      throw UsageError("-o/--op: unknown reduction '" + name +
+                       "' (sum, mean, min, max, prod or all)");
     }
     ops.push_back(*op);
   }
@@ -279,8 +280,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   po::options_description hidden;
   hidden.add_options()("inject-error", "test only: corrupt one result element before checking");
 
-  po::options_description visible("collective_bench: collective bandwidth benchmark (nccl-tests "
-                                  "style) for libcollective, run under mpirun");
+  po::options_description visible(
+      "collective_bench: collective bandwidth benchmark (nccl-tests "
+      "style) for libcollective, run under mpirun");
   visible.add(sizes).add(run).add(output);
   po::options_description all;
   all.add(visible).add(hidden);
@@ -292,7 +294,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
 
   po::variables_map values;
   try {
-    const int style = po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
+    const int style =
+        po::command_line_style::default_style & ~po::command_line_style::allow_guessing;
     const po::parsed_options tokens =
         po::command_line_parser(argc, argv).options(all).style(style).run();
     // No flag takes positional arguments: a stray word (a value after a
@@ -391,32 +394,37 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       throw UsageError("--fusion packs tensors for all_reduce; -C/--collective must be all_reduce");
     }
     if (options.baseline_mpi) {
-      throw UsageError("--fusion compares our one-by-one and packed all-reduces; it takes no "
-                       "--baseline");
+      throw UsageError(
+          "--fusion compares our one-by-one and packed all-reduces; it takes no "
+          "--baseline");
     }
     // What a strategies user can ask for: CommunicationImplementation AUTO
     // and RING (NCCL on host memory runs the ring too).
     for (Algorithm algorithm : options.algorithms) {
       if (algorithm != Algorithm::kAuto && algorithm != Algorithm::kRing) {
-        throw UsageError("--fusion measures the strategies layer, whose CommunicationOptions "
-                         "request auto or ring only: -a " +
-                         std::string(to_string(algorithm)) +
-                         " cannot be asked for there (give -a auto, ring, or all for ring)");
+        throw UsageError(
+            "--fusion measures the strategies layer, whose CommunicationOptions "
+            "request auto or ring only: -a " +
+            std::string(to_string(algorithm)) +
+            " cannot be asked for there (give -a auto, ring, or all for ring)");
       }
     }
     if (given("bytes-per-pack")) {
       options.fusion_bytes_per_pack = parse_size_flag("--bytes-per-pack", text("bytes-per-pack"));
     }
   } else if (given("bytes-per-pack")) {
-    throw UsageError("--bytes-per-pack sets how --fusion's batch_reduce packs; give --fusion N too");
+    throw UsageError(
+        "--bytes-per-pack sets how --fusion's batch_reduce packs; give --fusion N too");
   }
   if (given("generate-rules")) {
     options.rules_file = text("generate-rules");
     if (options.rules_file->empty()) throw UsageError("--generate-rules: empty file name");
-    if (options.fusion_tensors > 0) throw UsageError("--generate-rules and --fusion are separate runs");
+    if (options.fusion_tensors > 0)
+      throw UsageError("--generate-rules and --fusion are separate runs");
     if (options.datatypes.size() != 1 || options.ops.size() != 1) {
-      throw UsageError("--generate-rules: rules are per byte size; give one -d/--datatype and one "
-                       "-o/--op");
+      throw UsageError(
+          "--generate-rules: rules are per byte size; give one -d/--datatype and one "
+          "-o/--op");
     }
     // Every collective, every algorithm, unless the command line narrows it.
     if (!given("collective")) options.collectives = parse_collectives("all");
@@ -426,8 +434,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
     }
     for (Algorithm algorithm : options.algorithms) {
       if (algorithm == Algorithm::kAuto) {
-        throw UsageError("--generate-rules: auto is what the rules decide; name concrete "
-                         "algorithms with -a/--algorithm, or leave it out for all");
+        throw UsageError(
+            "--generate-rules: auto is what the rules decide; name concrete "
+            "algorithms with -a/--algorithm, or leave it out for all");
       }
     }
   }

@@ -130,11 +130,10 @@ void SweepDriver::run() {
     recv_.reserve(largest.recv_elements * element);
     for (const Step& step : unit.steps) {
       for (Algorithm algorithm : step.algorithms) {
-        context_.progress.update(done, total_steps,
-                                 std::string(to_string(unit.c->kind())) + " " +
-                                     std::string(to_string(unit.type)) + " " +
-                                     format_byte_size(step.geometry.bytes) + " " +
-                                     std::string(to_string(algorithm)));
+        context_.progress.update(
+            done, total_steps,
+            std::string(to_string(unit.c->kind())) + " " + std::string(to_string(unit.type)) + " " +
+                format_byte_size(step.geometry.bytes) + " " + std::string(to_string(algorithm)));
         SizeRow row = measure(*unit.c, step.geometry, unit.type, unit.op, algorithm);
         context_.progress.finish();
         if (context_.reporter) context_.reporter->row(row);
@@ -189,10 +188,9 @@ std::uint64_t SweepDriver::check_once(const CollectiveCase& c, const Geometry& g
   const WrongElements wrong = c.check(args, implementation);
   if (wrong.count > 0) {
     std::ostringstream what;
-    what << (implementation == Implementation::kMpi ? "MPI baseline " : "")
-         << to_string(c.kind()) << " " << to_string(args.algorithm) << " "
-         << (args.in_place ? "in-place" : "out-of-place") << ", " << geometry.bytes << " B of "
-         << to_string(args.type);
+    what << (implementation == Implementation::kMpi ? "MPI baseline " : "") << to_string(c.kind())
+         << " " << to_string(args.algorithm) << " " << (args.in_place ? "in-place" : "out-of-place")
+         << ", " << geometry.bytes << " B of " << to_string(args.type);
     if (c.reduces()) what << ", " << to_string(args.op);
     report_wrong(wrong, args.rank, what.str());
   }

@@ -81,8 +81,8 @@ class SweepDriver {
                   std::optional<ReduceOp> op, Algorithm algorithm);
   PlacementResult measure_placement(const CollectiveCase& c, const Geometry& geometry,
                                     CallArgs args, bool in_place);
-  std::uint64_t check_once(const CollectiveCase& c, const Geometry& geometry,
-                           const CallArgs& args, Implementation implementation);
+  std::uint64_t check_once(const CollectiveCase& c, const Geometry& geometry, const CallArgs& args,
+                           Implementation implementation);
 
   BenchContext& context_;
   ErrorInjector injector_;

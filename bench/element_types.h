@@ -23,16 +23,12 @@ struct Element;
 
 template <>
 struct Element<DataType::kFloat16> : ElementBase<std::uint16_t, true, true> {
-  static Storage from_double(double v) {
-    return float_to_float16(static_cast<float>(v));
-  }
+  static Storage from_double(double v) { return float_to_float16(static_cast<float>(v)); }
   static double to_double(Storage s) { return float16_to_float(s); }
 };
 template <>
 struct Element<DataType::kBFloat16> : ElementBase<std::uint16_t, true, true> {
-  static Storage from_double(double v) {
-    return float_to_bfloat16(static_cast<float>(v));
-  }
+  static Storage from_double(double v) { return float_to_bfloat16(static_cast<float>(v)); }
   static double to_double(Storage s) { return bfloat16_to_float(s); }
 };
 template <>

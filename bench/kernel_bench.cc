@@ -29,7 +29,8 @@ double median_seconds(int repetitions, Body body) {
   for (int i = 0; i < repetitions; ++i) {
     const auto start = std::chrono::steady_clock::now();
     body();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    times.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   }
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
@@ -48,7 +49,8 @@ std::optional<Integer> parse_argument(const char* text, Integer minimum) {
 int run(std::size_t bytes, int repetitions) {
   std::vector<unsigned char> a(bytes, 1), b(bytes, 2), out(bytes, 0);
   // Small values in every type: bytes of 1 and 2 are valid numbers everywhere.
-  const double copy = median_seconds(repetitions, [&] { std::memcpy(out.data(), a.data(), bytes); });
+  const double copy =
+      median_seconds(repetitions, [&] { std::memcpy(out.data(), a.data(), bytes); });
   std::printf("# buffer %zu bytes, %d repetitions, median; memcpy %.2f GB/s (read+write)\n", bytes,
               repetitions, 2.0 * bytes / copy / 1e9);
   std::printf("%-10s %-6s %12s %12s %8s\n", "type", "op", "generic GB/s", "avx2 GB/s", "speedup");

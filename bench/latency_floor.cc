@@ -145,8 +145,8 @@ int try_connect(const std::string& address, int port) {
   pollfd waiting{fd, POLLOUT, 0};
   int error = 0;
   socklen_t length = sizeof(error);
-  if (poll(&waiting, 1, 1000) != 1 ||
-      getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 || error != 0) {
+  if (poll(&waiting, 1, 1000) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0 ||
+      error != 0) {
     close(fd);
     return -1;
   }
@@ -253,20 +253,17 @@ struct Exchange {
         MPI_Allreduce(input.data(), output.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM,
                       MPI_COMM_WORLD);
         return;
-      case kPointToPoint:
-        p2p_round(bytes);
-        return sum(count);
-      case kTcp:
-        tcp_round(bytes);
-        return sum(count);
-      case kVariants:
-        return;
+      case kPointToPoint: p2p_round(bytes); return sum(count);
+      case kTcp: tcp_round(bytes); return sum(count);
+      case kVariants: return;
     }
   }
 };
 
 // Rank r's element i is r + 1 + i mod 7: every sum is exact in float.
-float value(int rank, std::size_t i) { return static_cast<float>(rank + 1 + static_cast<int>(i % 7)); }
+float value(int rank, std::size_t i) {
+  return static_cast<float>(rank + 1 + static_cast<int>(i % 7));
+}
 
 }  // namespace
 
@@ -292,11 +289,13 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < max_count; ++i) exchange.input[i] = value(rank, i);
 
   if (rank == 0) {
-    std::printf("# collective_latency_floor: all-reduce (float32 sum) between 2 ranks, %d rounds of "
-                "%d calls per variant, alternating; p50 of single calls in us (rank 0's clock)\n",
-                options.rounds, kBlock);
-    std::printf("# auto: Communicator::all_reduce  mpi: MPI_Allreduce  p2p: MPI_Isend/MPI_Irecv/"
-                "MPI_Test + sum  tcp: one TCP connection, no MPI + sum\n");
+    std::printf(
+        "# collective_latency_floor: all-reduce (float32 sum) between 2 ranks, %d rounds of "
+        "%d calls per variant, alternating; p50 of single calls in us (rank 0's clock)\n",
+        options.rounds, kBlock);
+    std::printf(
+        "# auto: Communicator::all_reduce  mpi: MPI_Allreduce  p2p: MPI_Isend/MPI_Irecv/"
+        "MPI_Test + sum  tcp: one TCP connection, no MPI + sum\n");
     std::printf("%10s %9s %9s %9s %9s %9s %9s %9s %7s\n", "size(B)", "auto", "mpi", "p2p", "tcp",
                 "mpi/auto", "mpi/p2p", "mpi/tcp", "#wrong");
   }
@@ -346,7 +345,8 @@ int main(int argc, char** argv) {
   MPI_Comm_free(&exchange.comm);
   MPI_Bcast(&wrong_total, 1, MPI_LONG, 0, MPI_COMM_WORLD);
   if (rank == 0) {
-    std::printf("# Out of bounds values : %ld %s\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
+    std::printf("# Out of bounds values : %ld %s\n", wrong_total,
+                wrong_total == 0 ? "OK" : "FAILED");
   }
   return wrong_total == 0 ? 0 : 1;
 }

@@ -105,10 +105,9 @@ int run(const BenchOptions& options) {
     driver.run();
     summary = summarize_rows(driver.rows(), options);
     if (options.rules_file) {
-      const std::optional<int> ranks_per_node =
-          info.min_ranks_per_node == info.max_ranks_per_node
-              ? std::optional<int>(info.min_ranks_per_node)
-              : std::nullopt;
+      const std::optional<int> ranks_per_node = info.min_ranks_per_node == info.max_ranks_per_node
+                                                    ? std::optional<int>(info.min_ranks_per_node)
+                                                    : std::nullopt;
       const auto rules = derive_rules(driver.rows(), info.nodes, ranks_per_node);
       int ok = 1;
       std::ofstream out;
@@ -154,7 +153,8 @@ int main(int argc, char** argv) {
   } catch (const UsageError& error) {
     // Every rank parses the same argv, so every rank fails alike.
     if (rank == 0) {
-      std::cerr << "collective_bench: " << error.what() << "\n(collective_bench --help lists the flags)\n";
+      std::cerr << "collective_bench: " << error.what()
+                << "\n(collective_bench --help lists the flags)\n";
     }
     return kExitUsage;
   }

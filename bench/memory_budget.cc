@@ -17,7 +17,6 @@ namespace {
 constexpr std::size_t kFusionCopies = 5;
 constexpr std::size_t kFusionBytesPerTensor = 512;
 
-
 std::optional<std::size_t> add(std::optional<std::size_t> a, std::optional<std::size_t> b) {
   if (!a || !b || *a > std::numeric_limits<std::size_t>::max() - *b) return std::nullopt;
   return *a + *b;
@@ -63,11 +62,9 @@ std::size_t node_memory_bytes() {
 // count are run once).
 MemoryNeed bookkeeping(const BenchOptions& options, std::size_t sizes) {
   if (options.fusion_tensors > 0) {
-    const std::optional<std::size_t> rows =
-        multiply(multiply(sizes, options.datatypes.size()),
-                 std::max<std::size_t>(options.ops.size(), 1));
-    return {multiply(rows, kBytesPerFusionRow),
-            std::to_string(sizes) + " sizes' report rows"};
+    const std::optional<std::size_t> rows = multiply(multiply(sizes, options.datatypes.size()),
+                                                     std::max<std::size_t>(options.ops.size(), 1));
+    return {multiply(rows, kBytesPerFusionRow), std::to_string(sizes) + " sizes' report rows"};
   }
   const std::size_t algorithms =
       options.all_algorithms ? static_cast<std::size_t>(kNumAlgorithms) + options.algorithms.size()
@@ -109,10 +106,9 @@ MemoryNeed buffers_needed_per_rank(const BenchOptions& options, int ranks, std::
     }
     for (CollectiveKind kind : options.collectives) {
       const Geometry geometry = make_collective_case(kind)->geometry(largest, element, ranks);
-      const std::optional<std::size_t> bytes =
-          add(add(multiply(geometry.send_elements, element),
-                  multiply(geometry.recv_elements, element)),
-              timings);
+      const std::optional<std::size_t> bytes = add(
+          add(multiply(geometry.send_elements, element), multiply(geometry.recv_elements, element)),
+          timings);
       if (larger(bytes, need.bytes)) {
         need = {bytes, std::string(to_string(kind)) + " of " + format_byte_size(geometry.bytes) +
                            " of " + std::string(to_string(type)) + " (send and receive buffers)"};

@@ -3,8 +3,8 @@
 // --fusion 1000000000 ran into the OOM killer).
 //
 // The rule: what one rank allocates itself - the send and receive buffers
-// of the largest size, a row of the plan and report per size and algorithm (for --fusion: five copies of every tensor, the
-// inputs, both results and batch_reduce's packed input and output, plus
+// of the largest size, a row of the plan and report per size and algorithm (for --fusion: five
+// copies of every tensor, the inputs, both results and batch_reduce's packed input and output, plus
 // 512 B of bookkeeping per tensor), and the per-iteration timings - must
 // fit in its share of the node's memory: physical memory (or the cgroup's
 // memory.max when lower) divided by the ranks on that node. The library's

@@ -110,7 +110,8 @@ MPI_Op MpiBaseline::op(DataType type, ReduceOp op) const {
 void MpiBaseline::finish_mean(void* buffer, std::size_t count, DataType type, ReduceOp op) const {
   if (op != ReduceOp::kMean || count == 0 || size_ == 1) return;
   switch (type) {
-    case DataType::kFloat16: return divide_16<float16_to_float, float_to_float16>(buffer, count, size_);
+    case DataType::kFloat16:
+      return divide_16<float16_to_float, float_to_float16>(buffer, count, size_);
     case DataType::kBFloat16:
       return divide_16<bfloat16_to_float, float_to_bfloat16>(buffer, count, size_);
     case DataType::kFloat32: return divide<float>(buffer, count, size_);

@@ -61,7 +61,9 @@ int main(int argc, char** argv) {
     else if (flag == "--reps") reps = std::atoi(argv[i + 1]);
     else if (flag == "--in-flight") in_flight = std::atoi(argv[i + 1]);
     else {
-      std::fprintf(stderr, "usage: collective_ps_bench [--rounds R] [--closures N] [--reps K] [--in-flight F]\n");
+      std::fprintf(
+          stderr,
+          "usage: collective_ps_bench [--rounds R] [--closures N] [--reps K] [--in-flight F]\n");
       return 2;
     }
   }
@@ -100,7 +102,9 @@ int main(int argc, char** argv) {
       (void)small.value();
       if (r >= 2) trips.push_back(seconds_since(start));
     }
-    return cd::Tensor(std::vector<double>{median(times), wrong, median(pulls), median(pushes), median(trips)}, {5});
+    return cd::Tensor(
+        std::vector<double>{median(times), wrong, median(pulls), median(pushes), median(trips)},
+        {5});
   });
 
   std::vector<float> send(kFloats, 1.0f), receive(kFloats);
@@ -120,7 +124,8 @@ int main(int argc, char** argv) {
       if (r >= 2) collective_times.push_back(slowest);
       MPI_Barrier(MPI_COMM_WORLD);
       start = Clock::now();
-      MPI_Allreduce(send.data(), receive.data(), static_cast<int>(kFloats), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(send.data(), receive.data(), static_cast<int>(kFloats), MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
       t = seconds_since(start);
       MPI_Allreduce(&t, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
       if (r >= 2) mpi_times.push_back(slowest);
@@ -141,8 +146,10 @@ int main(int argc, char** argv) {
         closure_rates.push_back(closures / seconds_since(start));
       }
       auto scope = strategy.scope();
-      cd::Variable variable(cd::Tensor(collective::DataType::kFloat32, {static_cast<std::int64_t>(kFloats)}));
-      const cd::Tensor ones(std::vector<float>(kFloats, 1.0f), {static_cast<std::int64_t>(kFloats)});
+      cd::Variable variable(
+          cd::Tensor(collective::DataType::kFloat32, {static_cast<std::int64_t>(kFloats)}));
+      const cd::Tensor ones(std::vector<float>(kFloats, 1.0f),
+                            {static_cast<std::int64_t>(kFloats)});
       cd::Variable small(cd::Tensor(collective::DataType::kFloat32, {1}));
       const cd::Tensor result = coordinator.schedule(pull_push, {variable, ones, small}).fetch();
       pull_push_times[mode].push_back(result.values<double>()[0]);
@@ -157,18 +164,20 @@ int main(int argc, char** argv) {
     const double mpi = median(mpi_times);
     std::printf("# collective_ps_bench: %d ranks (chief, 1 ps, %d workers), %d rounds, medians\n",
                 world.size(), world.size() - 2, rounds);
-    std::printf("empty closures: %d per round, %d in flight per worker, %.0f closures/s (rounds: ", closures,
-                in_flight, median(closure_rates));
+    std::printf("empty closures: %d per round, %d in flight per worker, %.0f closures/s (rounds: ",
+                closures, in_flight, median(closure_rates));
     for (double r : closure_rates) std::printf("%.0f ", r);
     std::printf(")\n");
     const char* modes[2] = {"same-node shared memory", "MPI messages"};
     for (int mode = 0; mode < 2; ++mode) {
       const double pp = median(pull_push_times[mode]);
-      std::printf("1 MiB float32, %s: worker pull+push %.1f us (pull %.1f us, push %.1f us, 4-byte read round "
-                  "trip %.1f us), all_reduce %.1f us (libcollective AUTO), %.1f us (MPI_Allreduce); "
-                  "pull+push / all_reduce = %.2f (vs MPI %.2f)\n",
-                  modes[mode], pp * 1e6, median(pull_times[mode]) * 1e6, median(push_times[mode]) * 1e6,
-                  median(round_trip_times[mode]) * 1e6, ar * 1e6, mpi * 1e6, pp / ar, pp / mpi);
+      std::printf(
+          "1 MiB float32, %s: worker pull+push %.1f us (pull %.1f us, push %.1f us, 4-byte read "
+          "round "
+          "trip %.1f us), all_reduce %.1f us (libcollective AUTO), %.1f us (MPI_Allreduce); "
+          "pull+push / all_reduce = %.2f (vs MPI %.2f)\n",
+          modes[mode], pp * 1e6, median(pull_times[mode]) * 1e6, median(push_times[mode]) * 1e6,
+          median(round_trip_times[mode]) * 1e6, ar * 1e6, mpi * 1e6, pp / ar, pp / mpi);
     }
     if (failed) std::printf("WRONG: a pulled value differed from the expected count\n");
   }

@@ -25,8 +25,9 @@ class ReduceScatterCase final : public CollectiveCase {
     (void)geometry;
     args.send = args.send_base;
     const std::size_t own = static_cast<std::size_t>(args.rank) * args.count;
-    args.recv = args.in_place ? static_cast<std::byte*>(args.send_base) + own * element_size(args.type)
-                              : args.recv_base;
+    args.recv = args.in_place
+                    ? static_cast<std::byte*>(args.send_base) + own * element_size(args.type)
+                    : args.recv_base;
   }
 
   Region input(const CallArgs& args) const override {

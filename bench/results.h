@@ -99,7 +99,7 @@ struct RunSummary {
   std::optional<double> avg_baseline_busbw_gbs;
   std::optional<SpeedupSummary> auto_speedup;    // rows of -a auto
   std::optional<SpeedupSummary> forced_speedup;  // rows of forced algorithms
-  std::optional<double> min_busbw_gbs;  // --min-busbw
+  std::optional<double> min_busbw_gbs;           // --min-busbw
   bool busbw_ok = true;
   std::optional<std::string> rules_file;
   std::size_t rules_written = 0;

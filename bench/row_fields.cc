@@ -76,13 +76,37 @@ std::vector<Field> flatten(const FusionRow& row) {
 }
 
 const std::vector<std::string>& csv_columns() {
-  static const std::vector<std::string> kColumns = {
-      "mode", "collective", "bytes", "count", "dtype", "op", "root", "requested", "algorithm",
-      "inplace", "time_us", "p50_us", "p99_us", "algbw_gbs", "busbw_gbs", "checked", "wrong",
-      "baseline_time_us", "baseline_p50_us", "baseline_p99_us", "baseline_algbw_gbs",
-      "baseline_busbw_gbs", "baseline_wrong", "speedup", "tensors", "bytes_per_pack", "packs",
-      "separate_algorithm",
-      "separate_time_us", "separate_p50_us", "separate_p99_us"};
+  static const std::vector<std::string> kColumns = {"mode",
+                                                    "collective",
+                                                    "bytes",
+                                                    "count",
+                                                    "dtype",
+                                                    "op",
+                                                    "root",
+                                                    "requested",
+                                                    "algorithm",
+                                                    "inplace",
+                                                    "time_us",
+                                                    "p50_us",
+                                                    "p99_us",
+                                                    "algbw_gbs",
+                                                    "busbw_gbs",
+                                                    "checked",
+                                                    "wrong",
+                                                    "baseline_time_us",
+                                                    "baseline_p50_us",
+                                                    "baseline_p99_us",
+                                                    "baseline_algbw_gbs",
+                                                    "baseline_busbw_gbs",
+                                                    "baseline_wrong",
+                                                    "speedup",
+                                                    "tensors",
+                                                    "bytes_per_pack",
+                                                    "packs",
+                                                    "separate_algorithm",
+                                                    "separate_time_us",
+                                                    "separate_p50_us",
+                                                    "separate_p99_us"};
   return kColumns;
 }
 

@@ -11,8 +11,8 @@
 
 namespace collective::bench {
 
-using FieldValue = std::variant<std::monostate, std::string, double, std::int64_t, std::uint64_t,
-                                bool>;
+using FieldValue =
+    std::variant<std::monostate, std::string, double, std::int64_t, std::uint64_t, bool>;
 
 struct Field {
   std::string name;

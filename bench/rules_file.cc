@@ -3,7 +3,6 @@
 #include <iterator>
 #include <map>
 
-
 namespace collective::bench {
 namespace {
 

@@ -7,8 +7,7 @@
 
 namespace collective::bench {
 
-std::optional<SpeedupSummary> summarize_speedups(const std::vector<SizeRow>& rows,
-                                                 bool auto_rows) {
+std::optional<SpeedupSummary> summarize_speedups(const std::vector<SizeRow>& rows, bool auto_rows) {
   SpeedupSummary summary;
   std::vector<double> speedups;
   for (const SizeRow& row : rows) {

@@ -71,7 +71,8 @@ struct Arguments {
 int positive(const std::string& flag, const char* text) {
   char* end = nullptr;
   const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < 1 || value > 100000) usage(flag + " needs a positive integer");
+  if (end == text || *end != '\0' || value < 1 || value > 100000)
+    usage(flag + " needs a positive integer");
   return static_cast<int>(value);
 }
 
@@ -156,7 +157,8 @@ double timed(collective::Communicator& world, Fn&& fn) {
 }
 
 int default_iterations(std::size_t bytes_per_iteration) {
-  return static_cast<int>(std::clamp<std::size_t>((std::size_t{256} << 20) / bytes_per_iteration, 20, 200));
+  return static_cast<int>(
+      std::clamp<std::size_t>((std::size_t{256} << 20) / bytes_per_iteration, 20, 200));
 }
 
 // Tensor k of replica g: the pattern shifted by k * count, so a result
@@ -165,14 +167,15 @@ std::vector<cd::Tensor> batch_inputs(std::size_t count, int tensors, int replica
   std::vector<cd::Tensor> result;
   for (int k = 0; k < tensors; ++k) {
     std::vector<float> values(count);
-    for (std::size_t i = 0; i < count; ++i) values[i] = pattern(i + static_cast<std::size_t>(k) * count, replica);
+    for (std::size_t i = 0; i < count; ++i)
+      values[i] = pattern(i + static_cast<std::size_t>(k) * count, replica);
     result.emplace_back(std::move(values), cd::Shape{static_cast<std::int64_t>(count)});
   }
   return result;
 }
 
-std::int64_t measure_batch(collective::Communicator& world, cd::Strategy& strategy, const Arguments& args,
-                           std::size_t bytes) {
+std::int64_t measure_batch(collective::Communicator& world, cd::Strategy& strategy,
+                           const Arguments& args, std::size_t bytes) {
   const std::size_t count = bytes / sizeof(float);
   const int n = args.batch;
   const int replicas = strategy.num_replicas_in_sync();
@@ -182,20 +185,26 @@ std::int64_t measure_batch(collective::Communicator& world, cd::Strategy& strate
   }
   const cd::PerReplica<std::vector<cd::Tensor>> inputs(per_replica);
   const auto batched_step = [&] {
-    return strategy.run([](const std::vector<cd::Tensor>& tensors) {
-      return cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensors);
-    }, inputs);
+    return strategy.run(
+        [](const std::vector<cd::Tensor>& tensors) {
+          return cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensors);
+        },
+        inputs);
   };
   const auto single_steps = [&] {
-    return strategy.run([](const std::vector<cd::Tensor>& tensors) {
-      std::vector<cd::Tensor> results;
-      for (const cd::Tensor& tensor : tensors) {
-        results.push_back(cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensor));
-      }
-      return results;
-    }, inputs);
+    return strategy.run(
+        [](const std::vector<cd::Tensor>& tensors) {
+          std::vector<cd::Tensor> results;
+          for (const cd::Tensor& tensor : tensors) {
+            results.push_back(
+                cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensor));
+          }
+          return results;
+        },
+        inputs);
   };
-  const int iters = args.iters > 0 ? args.iters : default_iterations(bytes * static_cast<std::size_t>(n));
+  const int iters =
+      args.iters > 0 ? args.iters : default_iterations(bytes * static_cast<std::size_t>(n));
   std::vector<double> batched, singles;
   std::uint64_t packs = 0;
   for (int iteration = 0; iteration < args.warmup + iters; ++iteration) {
@@ -223,7 +232,8 @@ std::int64_t measure_batch(collective::Communicator& world, cd::Strategy& strate
         const double offsets = replicas * (replicas - 1) / 2.0;
         for (std::size_t i = 0; i < count; ++i) {
           const double expected =
-              static_cast<double>((i + static_cast<std::size_t>(k) * count) % 251) * replicas + offsets;
+              static_cast<double>((i + static_cast<std::size_t>(k) * count) % 251) * replicas +
+              offsets;
           if (values[i] != expected) ++wrong;
         }
       }
@@ -252,13 +262,15 @@ int main(int argc, char** argv) {
                                            cd::MirroredStrategy::cpu_devices(args.local_replicas));
   const int replicas = strategy.num_replicas_in_sync();
   if (chief) {
-    std::printf("# collective_strategy_bench: %d ranks x %d local replicas, float32 sum, "
-                "alternating, medians of the slowest rank (+%d warm-up iterations), bytes_per_pack %zu\n",
-                world.size(), args.local_replicas, args.warmup, args.bytes_per_pack);
-    std::printf("| size | iterations | Communicator::all_reduce (us) | strategy.run + "
-                "ReplicaContext::all_reduce (us) | ratio of medians | median of per-iteration ratios | "
-                "run() alone (us) |\n"
-                "|---:|---:|---:|---:|---:|---:|---:|\n");
+    std::printf(
+        "# collective_strategy_bench: %d ranks x %d local replicas, float32 sum, "
+        "alternating, medians of the slowest rank (+%d warm-up iterations), bytes_per_pack %zu\n",
+        world.size(), args.local_replicas, args.warmup, args.bytes_per_pack);
+    std::printf(
+        "| size | iterations | Communicator::all_reduce (us) | strategy.run + "
+        "ReplicaContext::all_reduce (us) | ratio of medians | median of per-iteration ratios | "
+        "run() alone (us) |\n"
+        "|---:|---:|---:|---:|---:|---:|---:|\n");
   }
   std::int64_t wrong = 0;
   for (const std::size_t bytes : args.sizes) {
@@ -279,15 +291,19 @@ int main(int argc, char** argv) {
     for (int iteration = 0; iteration < args.warmup + iters; ++iteration) {
       const double layer_s = timed(world, [&] {
         const cd::PerReplica<cd::Tensor> result = strategy.run(
-            [](const cd::Tensor& tensor) { return cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensor); },
+            [](const cd::Tensor& tensor) {
+              return cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensor);
+            },
             t);
         if (result[0].num_elements() != count) std::abort();
       });
       // The block the layer's result just gave back: the same output buffer.
       std::optional<cd::Tensor> same_output;
-      same_output.emplace(collective::DataType::kFloat32, cd::Shape{static_cast<std::int64_t>(count)});
+      same_output.emplace(collective::DataType::kFloat32,
+                          cd::Shape{static_cast<std::int64_t>(count)});
       const double plain_s = timed(world, [&] {
-        world.all_reduce(t[0].raw_data(), same_output->raw_data(), count, collective::DataType::kFloat32, options);
+        world.all_reduce(t[0].raw_data(), same_output->raw_data(), count,
+                         collective::DataType::kFloat32, options);
       });
       same_output.reset();
       const double run_s = timed(world, [&] { strategy.run([](const cd::Tensor&) {}, t); });
@@ -305,20 +321,25 @@ int main(int argc, char** argv) {
     // The machine's speed can change within a run; the ratio of the two
     // calls of one iteration, made back to back, is what it cannot move.
     std::vector<double> paired;
-    for (std::size_t i = 0; i < layer_slowest.size(); ++i) paired.push_back(layer_slowest[i] / plain_slowest[i]);
+    for (std::size_t i = 0; i < layer_slowest.size(); ++i)
+      paired.push_back(layer_slowest[i] / plain_slowest[i]);
     const double paired_ratio = median(paired);
 
     // Checked outside the timing: one layer result on every local replica,
     // and the communicator's (a sum over ranks of local replica 0's tensor).
     const cd::PerReplica<cd::Tensor> result = strategy.run(
-        [](const cd::Tensor& tensor) { return cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensor); },
+        [](const cd::Tensor& tensor) {
+          return cd::get_replica_context()->all_reduce(collective::ReduceOp::kSum, tensor);
+        },
         t);
     for (const cd::Tensor& value : result.values()) {
       wrong += wrong_elements(value.values<float>().data(), count, replicas);
     }
     cd::Tensor output(collective::DataType::kFloat32, cd::Shape{static_cast<std::int64_t>(count)});
-    world.all_reduce(t[0].raw_data(), output.raw_data(), count, collective::DataType::kFloat32, options);
-    if (args.local_replicas == 1) wrong += wrong_elements(output.values<float>().data(), count, world.size());
+    world.all_reduce(t[0].raw_data(), output.raw_data(), count, collective::DataType::kFloat32,
+                     options);
+    if (args.local_replicas == 1)
+      wrong += wrong_elements(output.values<float>().data(), count, world.size());
     if (chief) {
       std::printf("| %s | %d | %.1f | %.1f | %.2f | %.2f | %.1f |\n",
                   collective::bench::format_byte_size(bytes).c_str(), iters, plain_us, layer_us,
@@ -328,14 +349,17 @@ int main(int argc, char** argv) {
   }
   if (args.batch > 0) {
     if (chief) {
-      std::printf("\n| tensor size | tensors | iterations | single all_reduce calls (us) | one "
-                  "all_reduce of all (us) | packs | speed-up of batching (median of per-iteration "
-                  "ratios) |\n|---:|---:|---:|---:|---:|---:|---:|\n");
+      std::printf(
+          "\n| tensor size | tensors | iterations | single all_reduce calls (us) | one "
+          "all_reduce of all (us) | packs | speed-up of batching (median of per-iteration "
+          "ratios) |\n|---:|---:|---:|---:|---:|---:|---:|\n");
     }
     for (const std::size_t bytes : args.sizes) wrong += measure_batch(world, strategy, args, bytes);
   }
   collective::AllReduceOptions sum;
   world.all_reduce(&wrong, &wrong, 1, collective::DataType::kInt64, sum);
-  if (chief) std::printf("# wrong elements: %llu %s\n", static_cast<unsigned long long>(wrong), wrong ? "FAILED" : "OK");
+  if (chief)
+    std::printf("# wrong elements: %llu %s\n", static_cast<unsigned long long>(wrong),
+                wrong ? "FAILED" : "OK");
   return wrong ? 1 : 0;
 }

@@ -100,13 +100,14 @@ class TableReporter final : public Reporter {
       algorithm += '/';
       algorithm += algorithm_name(row.fused_algorithm);
     }
-    out_ << format("%12zu %12zu %9s %6s %7zu %5zu %28s %11.2f %9.2f %11.2f %9.2f %9.2f %7.2f "
-                   "%7.2f %8.2f %6s",
-                   row.tensor_bytes, row.count, std::string(to_string(row.type)).c_str(),
-                   std::string(to_string(row.op)).c_str(), row.tensors, row.packs,
-                   algorithm.c_str(), row.separate.mean_us, row.separate.p50_us, row.fused.mean_us,
-                   row.fused.p50_us, row.fused.p99_us, row.algbw_gbs, row.busbw_gbs, row.speedup,
-                   wrong_text(row.checked, row.wrong).c_str())
+    out_ << format(
+                "%12zu %12zu %9s %6s %7zu %5zu %28s %11.2f %9.2f %11.2f %9.2f %9.2f %7.2f "
+                "%7.2f %8.2f %6s",
+                row.tensor_bytes, row.count, std::string(to_string(row.type)).c_str(),
+                std::string(to_string(row.op)).c_str(), row.tensors, row.packs, algorithm.c_str(),
+                row.separate.mean_us, row.separate.p50_us, row.fused.mean_us, row.fused.p50_us,
+                row.fused.p99_us, row.algbw_gbs, row.busbw_gbs, row.speedup,
+                wrong_text(row.checked, row.wrong).c_str())
          << "\n";
     out_.flush();
   }
@@ -162,9 +163,9 @@ class TableReporter final : public Reporter {
       if (baseline_) blank += format(" %9s %7s", "-", "-");
       return blank;
     }
-    std::string text = format("  %9.2f %9.2f %9.2f %7.2f %7.2f %6s", p.time.mean_us,
-                              p.time.p50_us, p.time.p99_us, p.algbw_gbs, p.busbw_gbs,
-                              wrong_text(p.checked, p.wrong).c_str());
+    std::string text =
+        format("  %9.2f %9.2f %9.2f %7.2f %7.2f %6s", p.time.mean_us, p.time.p50_us, p.time.p99_us,
+               p.algbw_gbs, p.busbw_gbs, wrong_text(p.checked, p.wrong).c_str());
     if (baseline_) {
       if (p.baseline) {
         text += format(" %9.2f %7.2f", p.baseline->time.mean_us, p.baseline->speedup);

@@ -50,7 +50,8 @@ int main(int argc, char** argv) {
   const char* validate = std::getenv("COLLECTIVE_VALIDATE");
   for (std::size_t count : {std::size_t{1}, std::size_t{256}, std::size_t{16384}}) {
     std::vector<float> in(count, 1.0f), out(count, 0.0f);
-    for (int i = 0; i < 200; ++i) comm.all_reduce(in.data(), out.data(), count, collective::DataType::kFloat32);
+    for (int i = 0; i < 200; ++i)
+      comm.all_reduce(in.data(), out.data(), count, collective::DataType::kFloat32);
     for (collective::Algorithm algorithm :
          {collective::Algorithm::kAuto, collective::Algorithm::kRecursiveDoubling,
           collective::Algorithm::kMpi}) {
@@ -64,9 +65,10 @@ int main(int argc, char** argv) {
                       MPI_COMM_WORLD);
       });
       if (comm.rank() == 0) {
-        std::printf("ranks=%d validate=%s bytes=%zu algorithm=%s us_per_call=%.2f mpi_allreduce_us=%.2f\n",
-                    comm.size(), validate ? validate : "default", count * 4,
-                    std::string(collective::to_string(algorithm)).c_str(), ours, mpi);
+        std::printf(
+            "ranks=%d validate=%s bytes=%zu algorithm=%s us_per_call=%.2f mpi_allreduce_us=%.2f\n",
+            comm.size(), validate ? validate : "default", count * 4,
+            std::string(collective::to_string(algorithm)).c_str(), ours, mpi);
       }
     }
   }

@@ -203,9 +203,8 @@ void fill_timing_values(DataType type, ReduceOp op, Region region) {
 WrongElements check_reduction(const ValuePattern& pattern, Region result) {
   return visit_type(pattern.type(), [&](auto element) {
     using E = decltype(element);
-    return compare<E>(result, [&](std::uint64_t index) {
-      return expected_reduction<E>(pattern, index);
-    });
+    return compare<E>(result,
+                      [&](std::uint64_t index) { return expected_reduction<E>(pattern, index); });
   });
 }
 

@@ -20,15 +20,18 @@ int main(int argc, char** argv) {
   float* recv = malloc(max_bytes);
   for (size_t i = 0; i < max_bytes / sizeof(float); ++i) send[i] = (float)((i + rank) % 64);
   int failed = 0;
-  for (size_t bytes = 8; bytes <= max_bytes; bytes = bytes * 4 > max_bytes && bytes < max_bytes ? max_bytes : bytes * 4) {
+  for (size_t bytes = 8; bytes <= max_bytes;
+       bytes = bytes * 4 > max_bytes && bytes < max_bytes ? max_bytes : bytes * 4) {
     const int count = (int)(bytes / sizeof(float));
     int iterations = (int)(((size_t)64 << 20) / bytes);
     iterations = iterations < 3 ? 3 : iterations > 2000 ? 2000 : iterations;
     const int warmup = iterations > 10 ? 10 : 1;
-    for (int i = 0; i < warmup; ++i) MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < warmup; ++i)
+      MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Barrier(MPI_COMM_WORLD);
     const double start = MPI_Wtime();
-    for (int i = 0; i < iterations; ++i) MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    for (int i = 0; i < iterations; ++i)
+      MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     const double mean = (MPI_Wtime() - start) / iterations;
     double slowest_mean = 0;
     MPI_Reduce(&mean, &slowest_mean, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
@@ -36,7 +39,8 @@ int main(int argc, char** argv) {
       float want = 0;
       for (int r = 0; r < size; ++r) want += (float)((i + r) % 64);
       if (recv[i] != want) {
-        fprintf(stderr, "rank %d: %zu bytes, index %d: expected %g, actual %g\n", rank, bytes, i, want, recv[i]);
+        fprintf(stderr, "rank %d: %zu bytes, index %d: expected %g, actual %g\n", rank, bytes, i,
+                want, recv[i]);
         failed = 1;
         break;
       }

@@ -97,9 +97,8 @@ int collective_comm_world(collective_comm_t* out) {
 }
 
 int collective_comm_from_fint(int mpi_fortran_handle, collective_comm_t* out) {
-  return make_comm("collective_comm_from_fint", collective::capi::process_rank(), out, [&] {
-    return collective::Communicator::from_mpi(mpi_fortran_handle);
-  });
+  return make_comm("collective_comm_from_fint", collective::capi::process_rank(), out,
+                   [&] { return collective::Communicator::from_mpi(mpi_fortran_handle); });
 }
 
 int collective_comm_split(collective_comm_t comm, int color, int key, collective_comm_t* out) {
@@ -213,8 +212,8 @@ int collective_reduce_scatter(collective_comm_t comm, const void* send, void* re
   });
 }
 
-int collective_all_gather(collective_comm_t comm, const void* send, void* recv,
-                          size_t send_count, int dtype, const collective_options_t* options) {
+int collective_all_gather(collective_comm_t comm, const void* send, void* recv, size_t send_count,
+                          int dtype, const collective_options_t* options) {
   return with_comm("collective_all_gather", comm, [&](collective::Communicator& c) {
     c.all_gather(send, recv, send_count, static_cast<collective::DataType>(dtype),
                  to_options<collective::AllGatherOptions>(options));
@@ -230,8 +229,8 @@ int collective_broadcast(collective_comm_t comm, void* buffer, size_t count, int
   });
 }
 
-int collective_reduce(collective_comm_t comm, const void* send, void* recv, size_t count,
-                      int dtype, int op, int root, const collective_options_t* options) {
+int collective_reduce(collective_comm_t comm, const void* send, void* recv, size_t count, int dtype,
+                      int op, int root, const collective_options_t* options) {
   return with_comm("collective_reduce", comm, [&](collective::Communicator& c) {
     auto converted = to_options<collective::ReduceOptions>(options);
     converted.op = static_cast<collective::ReduceOp>(op);
@@ -255,9 +254,9 @@ int collective_comm_choose_algorithm(collective_comm_t comm, int kind, size_t co
                          "unknown collective kind " + std::to_string(kind));
   }
   return with_comm(operation, comm, [&](collective::Communicator& c) {
-    *algorithm = static_cast<int>(c.choose_algorithm(static_cast<collective::CollectiveKind>(kind),
-                                                     count, static_cast<collective::DataType>(dtype),
-                                                     static_cast<collective::Algorithm>(requested)));
+    *algorithm = static_cast<int>(c.choose_algorithm(
+        static_cast<collective::CollectiveKind>(kind), count,
+        static_cast<collective::DataType>(dtype), static_cast<collective::Algorithm>(requested)));
   });
 }
 
@@ -275,9 +274,8 @@ int collective_comm_sequence_number(collective_comm_t comm, uint64_t* sequence) 
 }
 
 int collective_comm_abort(collective_comm_t comm, const char* reason) {
-  return with_comm("collective_comm_abort", comm, [&](collective::Communicator& c) {
-    c.abort(reason != nullptr ? reason : "");
-  });
+  return with_comm("collective_comm_abort", comm,
+                   [&](collective::Communicator& c) { c.abort(reason != nullptr ? reason : ""); });
 }
 
 int collective_comm_aborted(collective_comm_t comm, int* aborted) {

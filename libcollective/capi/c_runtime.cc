@@ -58,8 +58,8 @@ int collective_init(int* argc, char*** argv) {
     if (collective::capi::environment) return;  // a second init is a no-op
     try {
       collective::capi::environment = argc != nullptr
-          ? std::make_unique<collective::Environment>(*argc, *argv)
-          : std::make_unique<collective::Environment>();
+                                          ? std::make_unique<collective::Environment>(*argc, *argv)
+                                          : std::make_unique<collective::Environment>();
     } catch (const collective::InvalidArgumentError& refused) {
       // After collective_finalize (or MPI_Finalize) MPI cannot start again:
       // the refusal names this function.
@@ -91,16 +91,16 @@ const char* collective_op_name(int op) {
 
 const char* collective_algorithm_name(int algorithm) {
   const bool known = algorithm >= 0 && algorithm < collective::kNumAlgorithms;
-  return name_or_null(known, known ? collective::to_string(
-                                         static_cast<collective::Algorithm>(algorithm))
-                                   : std::string_view());
+  return name_or_null(known,
+                      known ? collective::to_string(static_cast<collective::Algorithm>(algorithm))
+                            : std::string_view());
 }
 
 const char* collective_kind_name(int kind) {
   const bool known = kind >= 0 && kind <= COLLECTIVE_KIND_BARRIER;
-  return name_or_null(known, known ? collective::to_string(
-                                         static_cast<collective::CollectiveKind>(kind))
-                                   : std::string_view());
+  return name_or_null(known,
+                      known ? collective::to_string(static_cast<collective::CollectiveKind>(kind))
+                            : std::string_view());
 }
 
 const char* collective_status_name(int status) {

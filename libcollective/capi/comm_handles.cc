@@ -44,7 +44,9 @@ struct LastLookup {
 thread_local constinit LastLookup t_last;
 thread_local std::shared_ptr<CommEntry> t_held;
 
-std::uintptr_t value_of(collective_comm_t handle) { return reinterpret_cast<std::uintptr_t>(handle); }
+std::uintptr_t value_of(collective_comm_t handle) {
+  return reinterpret_cast<std::uintptr_t>(handle);
+}
 
 std::string describe(collective_comm_t handle) {
   char text[48];
@@ -64,7 +66,8 @@ std::string why_not_live(collective_comm_t handle, const Registry& state) {
   }
   return describe(handle) +
          " was never issued by this library (not a value that collective_comm_world, "
-         "collective_comm_from_fint or collective_comm_split returned; uninitialized or corrupted?)";
+         "collective_comm_from_fint or collective_comm_split returned; uninitialized or "
+         "corrupted?)";
 }
 
 }  // namespace

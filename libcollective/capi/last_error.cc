@@ -59,8 +59,8 @@ int fail_from_current_exception(const char* operation, int rank) noexcept {
     return fail(COLLECTIVE_ERR_INTERNAL,
                 std::string(operation) + " (rank " + std::to_string(rank) + "): " + e.what());
   } catch (...) {
-    return fail(COLLECTIVE_ERR_INTERNAL, std::string(operation) + " (rank " +
-                                             std::to_string(rank) + "): unknown exception");
+    return fail(COLLECTIVE_ERR_INTERNAL,
+                std::string(operation) + " (rank " + std::to_string(rank) + "): unknown exception");
   }
 }
 
@@ -68,9 +68,7 @@ int fail_from_current_exception(const char* operation, int rank) noexcept {
 
 extern "C" {
 
-const char* collective_last_error(void) {
-  return collective::capi::last_error().message.c_str();
-}
+const char* collective_last_error(void) { return collective::capi::last_error().message.c_str(); }
 
 size_t collective_copy_last_error(char* buffer, size_t length) {
   const std::string& message = collective::capi::last_error().message;

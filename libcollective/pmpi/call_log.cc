@@ -42,8 +42,8 @@ Counts counts;
 
 const char* mpi_name(Intercepted call) {
   static constexpr std::array<const char*, kNumIntercepted> kNames = {
-      "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather",
-      "MPI_Bcast",     "MPI_Reduce",               "MPI_Barrier"};
+      "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast", "MPI_Reduce",
+      "MPI_Barrier"};
   return kNames[static_cast<std::size_t>(call)];
 }
 
@@ -78,8 +78,8 @@ void log_passed(Intercepted call, int rank, const std::string& reason) {
     ++counts.passed[static_cast<std::size_t>(call)][reason];
   }
   if (log_level() >= 2) {
-    std::fprintf(stderr, "libcollective_mpi rank %d: %s passed to PMPI: %s\n", rank,
-                 mpi_name(call), reason.c_str());
+    std::fprintf(stderr, "libcollective_mpi rank %d: %s passed to PMPI: %s\n", rank, mpi_name(call),
+                 reason.c_str());
   }
 }
 
@@ -103,13 +103,12 @@ void log_summary(int rank) {
     if (served + passed + failed == 0) continue;
     details += std::string(" ") + mpi_name(static_cast<Intercepted>(i)) + " " +
                std::to_string(served) + "/" + std::to_string(passed) + "/" +
-               std::to_string(failed) +
-               (reasons.empty() ? "" : " (" + reasons + ")") + ";";
+               std::to_string(failed) + (reasons.empty() ? "" : " (" + reasons + ")") + ";";
   }
   // Per function: served/passed/failed, then the reasons for passing.
   std::fprintf(stderr,
-               "libcollective_mpi rank %d: summary: served %ld, passed %ld, failed %ld;%s\n",
-               rank, served_total, passed_total, failed_total, details.c_str());
+               "libcollective_mpi rank %d: summary: served %ld, passed %ld, failed %ld;%s\n", rank,
+               served_total, passed_total, failed_total, details.c_str());
   counts = Counts{};
 }
 

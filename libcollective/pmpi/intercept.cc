@@ -253,7 +253,8 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
     const char* own_block = static_cast<char*>(recvbuf) + static_cast<std::size_t>(rank) * *block;
     if (sendbuf == MPI_IN_PLACE) send = own_block;
     if (*block > 0 && (send == nullptr || recvbuf == nullptr)) reason = "null buffer";
-    else if (send != own_block && overlap_not_equal(send, *block, recvbuf, *block * static_cast<std::size_t>(size))) {
+    else if (send != own_block &&
+             overlap_not_equal(send, *block, recvbuf, *block * static_cast<std::size_t>(size))) {
       reason = "buffers overlap";
     }
   }
@@ -311,7 +312,8 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datat
   if (reason.empty()) {
     const std::size_t bytes = static_cast<std::size_t>(count) * element_size(reduction->type);
     if (count > 0 && (send == nullptr || (rank == root && recv == nullptr))) reason = "null buffer";
-    else if (rank == root && overlap_not_equal(send, bytes, recv, bytes)) reason = "buffers overlap";
+    else if (rank == root && overlap_not_equal(send, bytes, recv, bytes))
+      reason = "buffers overlap";
   }
   if (!reason.empty()) {
     log_passed(Intercepted::kReduce, rank_for_log(comm), reason);

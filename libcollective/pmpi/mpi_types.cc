@@ -25,8 +25,7 @@ bool is_one_of(MPI_Datatype datatype, std::initializer_list<MPI_Datatype> list) 
 
 }  // namespace
 
-std::optional<ReductionType> reduction_type(MPI_Datatype datatype, MPI_Op op,
-                                            std::string& reason) {
+std::optional<ReductionType> reduction_type(MPI_Datatype datatype, MPI_Op op, std::string& reason) {
   std::optional<ReduceOp> reduce_op;
   if (op == MPI_SUM) reduce_op = ReduceOp::kSum;
   else if (op == MPI_PROD) reduce_op = ReduceOp::kProd;
@@ -49,10 +48,10 @@ std::optional<ReductionType> reduction_type(MPI_Datatype datatype, MPI_Op op,
     type = DataType::kFloat64;
   } else if (is_one_of(datatype, {MPI_UNSIGNED_CHAR, MPI_UINT8_T})) {
     type = DataType::kUInt8;
-  } else if (is_one_of(datatype, {MPI_SIGNED_CHAR, MPI_INT8_T, MPI_INT, MPI_INT32_T, MPI_LONG,
-                                  MPI_LONG_LONG, MPI_LONG_LONG_INT, MPI_INT64_T, MPI_AINT,
-                                  MPI_OFFSET, MPI_COUNT, MPI_INTEGER, MPI_INTEGER1,
-                                  MPI_INTEGER4, MPI_INTEGER8})) {
+  } else if (is_one_of(datatype,
+                       {MPI_SIGNED_CHAR, MPI_INT8_T, MPI_INT, MPI_INT32_T, MPI_LONG, MPI_LONG_LONG,
+                        MPI_LONG_LONG_INT, MPI_INT64_T, MPI_AINT, MPI_OFFSET, MPI_COUNT,
+                        MPI_INTEGER, MPI_INTEGER1, MPI_INTEGER4, MPI_INTEGER8})) {
     type = signed_integer_of_size(bytes);
   } else if (is_one_of(datatype, {MPI_UNSIGNED, MPI_UINT32_T, MPI_UNSIGNED_LONG,
                                   MPI_UNSIGNED_LONG_LONG, MPI_UINT64_T})) {
@@ -69,8 +68,7 @@ std::optional<ReductionType> reduction_type(MPI_Datatype datatype, MPI_Op op,
   return ReductionType{*type, *reduce_op};
 }
 
-std::optional<std::size_t> contiguous_bytes(MPI_Datatype datatype, int count,
-                                            std::string& reason) {
+std::optional<std::size_t> contiguous_bytes(MPI_Datatype datatype, int count, std::string& reason) {
   int size = 0;
   MPI_Aint lb = 0, extent = 0, true_lb = 0, true_extent = 0;
   if (datatype == MPI_DATATYPE_NULL || PMPI_Type_size(datatype, &size) != MPI_SUCCESS ||

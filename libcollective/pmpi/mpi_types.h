@@ -27,7 +27,6 @@ std::optional<ReductionType> reduction_type(MPI_Datatype datatype, MPI_Op op, st
 // The bytes of `count` elements when they lie contiguously without gaps
 // (any datatype, predefined or derived, whose size equals its extent and
 // true extent, lower bounds 0), else nullopt and `reason`.
-std::optional<std::size_t> contiguous_bytes(MPI_Datatype datatype, int count,
-                                            std::string& reason);
+std::optional<std::size_t> contiguous_bytes(MPI_Datatype datatype, int count, std::string& reason);
 
 }  // namespace collective::pmpi

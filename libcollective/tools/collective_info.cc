@@ -151,14 +151,15 @@ Options parse(int argc, char** argv) {
 
 void print_table(const Options& options, const internal::CommunicatorState& state) {
   const std::size_t element = element_size(options.type);
-  std::printf("\nAUTO for %s of %s (%s), %s memory:\n", std::string(to_string(options.kind)).c_str(),
-              std::string(to_string(options.type)).c_str(),
-              std::string(to_string(options.op)).c_str(),
-              options.memory == MemoryKind::kDevice ? "device" : "host");
+  std::printf(
+      "\nAUTO for %s of %s (%s), %s memory:\n", std::string(to_string(options.kind)).c_str(),
+      std::string(to_string(options.type)).c_str(), std::string(to_string(options.op)).c_str(),
+      options.memory == MemoryKind::kDevice ? "device" : "host");
   if (internal::env_params().forced_algorithm) {
-    std::printf("(COLLECTIVE_ALGORITHM=%s forces every call that asks for AUTO; shown is what "
-                "AUTO itself would pick)\n",
-                std::string(to_string(*internal::env_params().forced_algorithm)).c_str());
+    std::printf(
+        "(COLLECTIVE_ALGORITHM=%s forces every call that asks for AUTO; shown is what "
+        "AUTO itself would pick)\n",
+        std::string(to_string(*internal::env_params().forced_algorithm)).c_str());
   }
   std::printf("%12s  %-20s %s\n", "bytes", "algorithm", "why");
   for (std::size_t bytes = options.min_bytes; bytes <= options.max_bytes; bytes *= 2) {

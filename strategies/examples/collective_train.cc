@@ -212,9 +212,11 @@ cd::Tensor train_step(const cd::Element& batch, Model& model, cd::SGD& optimizer
   const float scale = 1.0f / static_cast<float>(global_batch);
   for (std::int64_t i = 0; i < rows; ++i) {
     float z = b;
-    for (std::int64_t j = 0; j < d; ++j) z += w[static_cast<std::size_t>(j)] * xs[static_cast<std::size_t>(i * d + j)];
+    for (std::int64_t j = 0; j < d; ++j)
+      z += w[static_cast<std::size_t>(j)] * xs[static_cast<std::size_t>(i * d + j)];
     const float g = (sigmoid(z) - ys[static_cast<std::size_t>(i)]) * scale;
-    for (std::int64_t j = 0; j < d; ++j) grad_w[static_cast<std::size_t>(j)] += g * xs[static_cast<std::size_t>(i * d + j)];
+    for (std::int64_t j = 0; j < d; ++j)
+      grad_w[static_cast<std::size_t>(j)] += g * xs[static_cast<std::size_t>(i * d + j)];
     grad_b += g;
     loss += example_loss(z, ys[static_cast<std::size_t>(i)]);
   }
@@ -236,7 +238,8 @@ cd::Tensor eval_step(const cd::Element& batch, const Model& model) {
   double loss = 0;
   for (std::int64_t i = 0; i < x.dim(0); ++i) {
     float z = b_tensor.values<float>()[0];
-    for (std::int64_t j = 0; j < d; ++j) z += w[static_cast<std::size_t>(j)] * xs[static_cast<std::size_t>(i * d + j)];
+    for (std::int64_t j = 0; j < d; ++j)
+      z += w[static_cast<std::size_t>(j)] * xs[static_cast<std::size_t>(i * d + j)];
     loss += example_loss(z, ys[static_cast<std::size_t>(i)]);
   }
   return cd::Tensor::scalar<double>(loss);
@@ -280,10 +283,12 @@ bool copies_identical(cd::Strategy& strategy, const cd::Variable& variable) {
 std::unique_ptr<cd::Strategy> make_strategy(const Arguments& args) {
   if (args.strategy == "one_device") return std::make_unique<cd::OneDeviceStrategy>("/cpu:0");
   if (args.strategy == "mirrored") {
-    return std::make_unique<cd::MirroredStrategy>(cd::MirroredStrategy::cpu_devices(args.local_replicas));
+    return std::make_unique<cd::MirroredStrategy>(
+        cd::MirroredStrategy::cpu_devices(args.local_replicas));
   }
   if (args.strategy == "central_storage") {
-    return std::make_unique<cd::CentralStorageStrategy>(cd::MirroredStrategy::cpu_devices(args.local_replicas));
+    return std::make_unique<cd::CentralStorageStrategy>(
+        cd::MirroredStrategy::cpu_devices(args.local_replicas));
   }
   if (args.strategy == "multi_worker_mirrored") {
     cd::CommunicationOptions options;
@@ -325,8 +330,9 @@ int train(const Arguments& args) {
   Random init(args.seed ^ 0x5DEECE66Dull);
   std::vector<float> initial_kernel(static_cast<std::size_t>(args.features));
   for (float& w : initial_kernel) w = 0.2f * init.unit() - 0.1f;
-  Model model{cd::Variable(cd::Tensor(initial_kernel, cd::Shape{args.features}), {.name = "kernel"}),
-              cd::Variable(cd::Tensor(std::vector<float>{0.0f}, cd::Shape{1}), {.name = "bias"})};
+  Model model{
+      cd::Variable(cd::Tensor(initial_kernel, cd::Shape{args.features}), {.name = "kernel"}),
+      cd::Variable(cd::Tensor(std::vector<float>{0.0f}, cd::Shape{1}), {.name = "bias"})};
   cd::SGD optimizer(args.learning_rate);
 
   const cd::Dataset examples = cd::Dataset::from_tensor_slices({data.features, data.labels});
@@ -340,7 +346,8 @@ int train(const Arguments& args) {
   double max_abs_weight = 0;
   const auto track_weights = [&] {
     for (const cd::Variable* v : {&model.kernel, &model.bias}) {
-      for (double w : v->value().to_doubles()) max_abs_weight = std::max(max_abs_weight, std::fabs(w));
+      for (double w : v->value().to_doubles())
+        max_abs_weight = std::max(max_abs_weight, std::fabs(w));
     }
   };
   track_weights();
@@ -350,14 +357,18 @@ int train(const Arguments& args) {
   for (int step = 0; step < args.steps; ++step) {
     const cd::PerReplica<cd::Element> batch = iterator.get_next();
     const cd::PerReplica<cd::Tensor> losses = strategy.run(
-        [&](const cd::Element& slice) { return train_step(slice, model, optimizer, args.global_batch); },
+        [&](const cd::Element& slice) {
+          return train_step(slice, model, optimizer, args.global_batch);
+        },
         batch);
     last_step_loss = strategy.reduce(collective::ReduceOp::kSum, losses).values<double>()[0];
     track_weights();
   }
   const double final_loss = dataset_loss(strategy, eval_data, model, args.examples);
-  const bool identical = copies_identical(strategy, model.kernel) && copies_identical(strategy, model.bias);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const bool identical =
+      copies_identical(strategy, model.kernel) && copies_identical(strategy, model.bias);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   std::vector<double> weights = model.kernel.value().to_doubles();
   weights.push_back(model.bias.value().to_doubles()[0]);
@@ -366,21 +377,22 @@ int train(const Arguments& args) {
   std::string report;
   char line[1024];
   if (args.format == "json") {
-    std::snprintf(line, sizeof(line),
-                  "{\"strategy\": \"%s\", \"strategy_name\": \"%s\", \"num_replicas_in_sync\": %d, "
-                  "\"num_workers\": %d, \"local_replicas\": %d, \"steps\": %d, \"global_batch\": %lld, "
-                  "\"seed\": %llu, \"learning_rate\": %.17g, \"features\": %d, \"examples\": %lld, "
-                  "\"max_abs_feature\": %.9g, \"max_sq_norm\": %.9g, \"max_abs_weight\": %.9g, "
-                  "\"initial_loss\": %.17g, "
-                  "\"final_loss\": %.17g, \"last_step_loss\": %.17g, \"replicas_identical\": %s, "
-                  "\"seconds\": %.3f, ",
-                  args.strategy.c_str(), std::string(strategy.name()).c_str(),
-                  strategy.num_replicas_in_sync(), strategy.extended().num_workers(),
-                  strategy.extended().num_local_replicas(), args.steps,
-                  static_cast<long long>(args.global_batch), static_cast<unsigned long long>(args.seed),
-                  args.learning_rate, args.features, static_cast<long long>(args.examples),
-                  data.max_abs_feature, data.max_sq_norm, max_abs_weight, initial_loss, final_loss, last_step_loss,
-                  identical ? "true" : "false", seconds);
+    std::snprintf(
+        line, sizeof(line),
+        "{\"strategy\": \"%s\", \"strategy_name\": \"%s\", \"num_replicas_in_sync\": %d, "
+        "\"num_workers\": %d, \"local_replicas\": %d, \"steps\": %d, \"global_batch\": %lld, "
+        "\"seed\": %llu, \"learning_rate\": %.17g, \"features\": %d, \"examples\": %lld, "
+        "\"max_abs_feature\": %.9g, \"max_sq_norm\": %.9g, \"max_abs_weight\": %.9g, "
+        "\"initial_loss\": %.17g, "
+        "\"final_loss\": %.17g, \"last_step_loss\": %.17g, \"replicas_identical\": %s, "
+        "\"seconds\": %.3f, ",
+        args.strategy.c_str(), std::string(strategy.name()).c_str(),
+        strategy.num_replicas_in_sync(), strategy.extended().num_workers(),
+        strategy.extended().num_local_replicas(), args.steps,
+        static_cast<long long>(args.global_batch), static_cast<unsigned long long>(args.seed),
+        args.learning_rate, args.features, static_cast<long long>(args.examples),
+        data.max_abs_feature, data.max_sq_norm, max_abs_weight, initial_loss, final_loss,
+        last_step_loss, identical ? "true" : "false", seconds);
     report = line + std::string("\"weights\": ") + json_floats(weights) + "}\n";
   } else {
     std::snprintf(line, sizeof(line),

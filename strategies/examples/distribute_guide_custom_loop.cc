@@ -121,7 +121,8 @@ cd::Tensor binary_crossentropy_from_logits(const cd::Tensor& labels, const cd::T
       const double yd = y[static_cast<std::size_t>(i * outputs + k)];
       sum += std::max(zd, 0.0) - zd * yd + std::log1p(std::exp(-std::fabs(zd)));
     }
-    per_example[static_cast<std::size_t>(i)] = static_cast<float>(sum / static_cast<double>(outputs));
+    per_example[static_cast<std::size_t>(i)] =
+        static_cast<float>(sum / static_cast<double>(outputs));
   }
   return cd::Tensor(std::move(per_example), cd::Shape{rows});
 }
@@ -142,12 +143,13 @@ cd::Tensor train_step(const cd::Element& inputs, Dense& model, cd::SGD& optimize
   std::vector<float> logits(static_cast<std::size_t>(rows));
   for (std::int64_t i = 0; i < rows; ++i) {
     float z = 0;
-    for (std::int64_t j = 0; j < d; ++j) z += x[static_cast<std::size_t>(i * d + j)] * w[static_cast<std::size_t>(j)];
+    for (std::int64_t j = 0; j < d; ++j)
+      z += x[static_cast<std::size_t>(i * d + j)] * w[static_cast<std::size_t>(j)];
     logits[static_cast<std::size_t>(i)] = z + bias;
   }
   const cd::Tensor predictions(logits, cd::Shape{rows, 1});
-  const cd::Tensor loss = cd::compute_average_loss(binary_crossentropy_from_logits(labels, predictions),
-                                                   global_batch_size);
+  const cd::Tensor loss = cd::compute_average_loss(
+      binary_crossentropy_from_logits(labels, predictions), global_batch_size);
 
   // d loss / d logit_i = (sigmoid(z_i) - y_i) / global_batch_size.
   const auto y = labels.values<float>();
@@ -162,8 +164,9 @@ cd::Tensor train_step(const cd::Element& inputs, Dense& model, cd::SGD& optimize
     }
     bias_gradient += dz;
   }
-  optimizer.apply_gradients({{cd::Tensor(std::move(kernel_gradient), cd::Shape{d, 1}), model.kernel},
-                             {cd::Tensor(std::vector<float>{bias_gradient}, cd::Shape{1}), model.bias}});
+  optimizer.apply_gradients(
+      {{cd::Tensor(std::move(kernel_gradient), cd::Shape{d, 1}), model.kernel},
+       {cd::Tensor(std::vector<float>{bias_gradient}, cd::Shape{1}), model.bias}});
   return loss;
 }
 
@@ -187,7 +190,8 @@ int run(const Arguments& args) {
   // with strategy.scope(): model = Sequential([Dense(1, input_shape=(1,))]); optimizer = SGD()
   std::optional<cd::Strategy::Scope> scope;
   scope.emplace(strategy);
-  Dense model{cd::Variable(cd::Tensor(std::vector<float>{kGuideKernel}, cd::Shape{1, 1}), {.name = "kernel"}),
+  Dense model{cd::Variable(cd::Tensor(std::vector<float>{kGuideKernel}, cd::Shape{1, 1}),
+                           {.name = "kernel"}),
               cd::Variable(cd::Tensor(std::vector<float>{0.0f}, cd::Shape{1}), {.name = "bias"})};
   cd::SGD optimizer(0.01);  // Keras's default learning rate
 
@@ -201,22 +205,28 @@ int run(const Arguments& args) {
 
   const auto distributed_train_step = [&](const cd::PerReplica<cd::Element>& dist_inputs) {
     const cd::PerReplica<cd::Tensor> per_replica_losses = strategy.run(
-        [&](const cd::Element& inputs) { return train_step(inputs, model, optimizer, kGlobalBatchSize); },
+        [&](const cd::Element& inputs) {
+          return train_step(inputs, model, optimizer, kGlobalBatchSize);
+        },
         dist_inputs);
     return strategy.reduce(collective::ReduceOp::kSum, per_replica_losses);
   };
   const auto print = [&](const cd::Tensor& loss) {
-    if (chief) std::printf("Tensor(%s, shape=(), dtype=float32)\n", shortest(loss.values<float>()[0]).c_str());
+    if (chief)
+      std::printf("Tensor(%s, shape=(), dtype=float32)\n",
+                  shortest(loss.values<float>()[0]).c_str());
   };
 
   if (chief) {
-    std::printf("%s: %d replicas in sync (%d workers x %d local)\n", std::string(strategy.name()).c_str(),
-                strategy.num_replicas_in_sync(), strategy.extended().num_workers(),
-                strategy.extended().num_local_replicas());
+    std::printf("%s: %d replicas in sync (%d workers x %d local)\n",
+                std::string(strategy.name()).c_str(), strategy.num_replicas_in_sync(),
+                strategy.extended().num_workers(), strategy.extended().num_local_replicas());
   }
   // for dist_inputs in dist_dataset: print(distributed_train_step(dist_inputs))
-  for (const cd::PerReplica<cd::Element>& dist_inputs : dist_dataset) print(distributed_train_step(dist_inputs));
-  // iterator = iter(dist_dataset); for _ in range(10): print(distributed_train_step(next(iterator)))
+  for (const cd::PerReplica<cd::Element>& dist_inputs : dist_dataset)
+    print(distributed_train_step(dist_inputs));
+  // iterator = iter(dist_dataset); for _ in range(10):
+  // print(distributed_train_step(next(iterator)))
   cd::DistributedIterator iterator = dist_dataset.make_iterator();
   for (int step = 0; step < 10; ++step) print(distributed_train_step(iterator.get_next()));
   std::fflush(stdout);

@@ -54,9 +54,8 @@ int run(int replicas) {
   std::printf("reduce(SUM, 1.) = %.1f\n", library_code_reduce());
 
   // run(fn) simply calls fn, on this thread, in the default replica context.
-  const cd::PerReplica<int> result = default_strategy.run([] {
-    return cd::get_replica_context()->replica_id_in_sync_group() + 42;
-  });
+  const cd::PerReplica<int> result = default_strategy.run(
+      [] { return cd::get_replica_context()->replica_id_in_sync_group() + 42; });
   std::printf("run(fn) = %d\n", result[0]);
 
   // if tf.config.list_physical_devices('gpu'): strategy = MirroredStrategy()

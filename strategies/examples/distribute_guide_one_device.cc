@@ -47,16 +47,20 @@ int run(const std::string& device) {
           .repeat(4)
           .batch(2);
   int step = 0;
-  for (const cd::PerReplica<cd::Element>& batch : strategy.experimental_distribute_dataset(dataset)) {
+  for (const cd::PerReplica<cd::Element>& batch :
+       strategy.experimental_distribute_dataset(dataset)) {
     // Functions given to run() execute on the device, in its replica context.
-    const cd::PerReplica<cd::Tensor> outputs = strategy.run([&](const cd::Element& inputs) {
-      const cd::ReplicaContext& context = *cd::get_replica_context();
-      std::printf("step %d: run() on %s, replica %d, %lld examples\n", step, context.device().c_str(),
-                  context.replica_id_in_sync_group(), static_cast<long long>(inputs[0].dim(0)));
-      double sum = 0;
-      for (float x : inputs[0].values<float>()) sum += x * weight.value().values<float>()[0];
-      return cd::Tensor::scalar(static_cast<float>(sum));
-    }, batch);
+    const cd::PerReplica<cd::Tensor> outputs = strategy.run(
+        [&](const cd::Element& inputs) {
+          const cd::ReplicaContext& context = *cd::get_replica_context();
+          std::printf("step %d: run() on %s, replica %d, %lld examples\n", step,
+                      context.device().c_str(), context.replica_id_in_sync_group(),
+                      static_cast<long long>(inputs[0].dim(0)));
+          double sum = 0;
+          for (float x : inputs[0].values<float>()) sum += x * weight.value().values<float>()[0];
+          return cd::Tensor::scalar(static_cast<float>(sum));
+        },
+        batch);
     std::printf("step %d: reduce(SUM) = %.1f\n", step,
                 strategy.reduce(collective::ReduceOp::kSum, outputs).to_doubles()[0]);
     ++step;

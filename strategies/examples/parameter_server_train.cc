@@ -66,21 +66,23 @@ cd::Tensor features_and_labels(std::uint64_t seed, bool labels) {
       x[static_cast<std::size_t>(i * kFeatures + j)] = v;
       z += v * (j % 2 ? -1.0f : 1.0f) * 0.5f * static_cast<float>(j + 1);
     }
-    y[static_cast<std::size_t>(i)] = uniform(random) * 0.5f + 0.5f < 1.0f / (1.0f + std::exp(-z)) ? 1.0f : 0.0f;
+    y[static_cast<std::size_t>(i)] =
+        uniform(random) * 0.5f + 0.5f < 1.0f / (1.0f + std::exp(-z)) ? 1.0f : 0.0f;
   }
   return labels ? cd::Tensor(y, {kExamples}) : cd::Tensor(x, {kExamples, kFeatures});
 }
 
 cd::Dataset whole_dataset(std::uint64_t seed) {
-  return cd::Dataset::from_tensor_slices({features_and_labels(seed, false), features_and_labels(seed, true)});
+  return cd::Dataset::from_tensor_slices(
+      {features_and_labels(seed, false), features_and_labels(seed, true)});
 }
 
 // Logistic loss and its gradient over rows [begin, end) of a batch, summed
 // and divided by the batch's rows (a replica's slice then contributes its
 // share of the batch mean). Without a range: the mean over the batch.
 double loss_and_gradient(const cd::Tensor& kernel, const cd::Tensor& bias, const cd::Element& batch,
-                         cd::Tensor* kernel_gradient, cd::Tensor* bias_gradient, std::int64_t begin = 0,
-                         std::int64_t end = -1) {
+                         cd::Tensor* kernel_gradient, cd::Tensor* bias_gradient,
+                         std::int64_t begin = 0, std::int64_t end = -1) {
   const auto w = kernel.values<float>();
   const float b = bias.values<float>()[0];
   const auto x = batch[0].values<float>();
@@ -92,12 +94,15 @@ double loss_and_gradient(const cd::Tensor& kernel, const cd::Tensor& bias, const
   double loss = 0;
   for (std::int64_t i = begin; i < end; ++i) {
     float z = b;
-    for (int j = 0; j < kFeatures; ++j) z += w[static_cast<std::size_t>(j)] * x[static_cast<std::size_t>(i * kFeatures + j)];
+    for (int j = 0; j < kFeatures; ++j)
+      z += w[static_cast<std::size_t>(j)] * x[static_cast<std::size_t>(i * kFeatures + j)];
     const float p = 1.0f / (1.0f + std::exp(-z));
     const float label = y[static_cast<std::size_t>(i)];
-    loss += -(label * std::log(std::max(p, 1e-7f)) + (1 - label) * std::log(std::max(1 - p, 1e-7f)));
+    loss +=
+        -(label * std::log(std::max(p, 1e-7f)) + (1 - label) * std::log(std::max(1 - p, 1e-7f)));
     const float g = (p - label) / static_cast<float>(rows);
-    for (int j = 0; j < kFeatures; ++j) gw[static_cast<std::size_t>(j)] += g * x[static_cast<std::size_t>(i * kFeatures + j)];
+    for (int j = 0; j < kFeatures; ++j)
+      gw[static_cast<std::size_t>(j)] += g * x[static_cast<std::size_t>(i * kFeatures + j)];
     gb += g;
   }
   if (kernel_gradient) *kernel_gradient = cd::Tensor(gw, {kFeatures, 1});
@@ -148,13 +153,20 @@ Arguments parse(int argc, char** argv) {
     if (flag == "--num-ps") args.num_ps = number(as_int);
     else if (flag == "--epochs") args.epochs = number(as_int);
     else if (flag == "--steps-per-epoch") args.steps_per_epoch = number(as_int);
-    else if (flag == "--batch") args.batch = number([](const std::string& t, std::size_t* used) { return std::stoll(t, used); });
-    else if (flag == "--learning-rate") args.learning_rate = number([](const std::string& t, std::size_t* used) { return std::stod(t, used); });
+    else if (flag == "--batch")
+      args.batch =
+          number([](const std::string& t, std::size_t* used) { return std::stoll(t, used); });
+    else if (flag == "--learning-rate")
+      args.learning_rate =
+          number([](const std::string& t, std::size_t* used) { return std::stod(t, used); });
     else if (flag == "--local-replicas") args.local_replicas = number(as_int);
-    else if (flag == "--seed") args.seed = number([](const std::string& t, std::size_t* used) { return std::stoull(t, used); });
+    else if (flag == "--seed")
+      args.seed =
+          number([](const std::string& t, std::size_t* used) { return std::stoull(t, used); });
     else if (flag == "--format") {
       const std::string format = value();
-      if (format != "json" && format != "text") refuse("--format is text or json, not '" + format + "'");
+      if (format != "json" && format != "text")
+        refuse("--format is text or json, not '" + format + "'");
       args.json = format == "json";
     } else {
       refuse("unknown flag " + flag);
@@ -178,12 +190,13 @@ int main(int argc, char** argv) {
   cd::RemoteFunctions functions;
   const std::uint64_t seed = args.seed;
   const std::int64_t batch = args.batch;
-  const auto dataset_fn = functions.add_dataset("dataset_fn", [seed, batch](const cd::InputContext& context) {
-    return whole_dataset(seed)
-        .shard(context.num_input_pipelines(), context.input_pipeline_id())
-        .repeat()
-        .batch(batch, /*drop_remainder=*/true);
-  });
+  const auto dataset_fn =
+      functions.add_dataset("dataset_fn", [seed, batch](const cd::InputContext& context) {
+        return whole_dataset(seed)
+            .shard(context.num_input_pipelines(), context.input_pipeline_id())
+            .repeat()
+            .batch(batch, /*drop_remainder=*/true);
+      });
   const double learning_rate = args.learning_rate;
   // Runs on a worker: the batch is split across the worker's local
   // replicas; each computes its slice's share of the batch-mean gradient,
@@ -203,8 +216,8 @@ int main(int argc, char** argv) {
       // The slice's sums divided by the whole batch's rows: the shares add
       // up to the batch mean.
       cd::Tensor kernel_gradient, bias_gradient;
-      const double share = loss_and_gradient(kernel.value(), bias.value(), batch_element, &kernel_gradient,
-                                             &bias_gradient, begin, end);
+      const double share = loss_and_gradient(kernel.value(), bias.value(), batch_element,
+                                             &kernel_gradient, &bias_gradient, begin, end);
       cd::SGD optimizer(learning_rate);
       optimizer.apply_gradients({{kernel_gradient, kernel}, {bias_gradient, bias}});
       return cd::Tensor::scalar(share);
@@ -231,8 +244,8 @@ int main(int argc, char** argv) {
   const double initial_loss = evaluate(kernel.value(), bias.value(), args.seed);
   if (!args.json) {
     std::printf("%d ps, %d workers x %d local replicas; kernel in %zu shards; initial loss %.6f\n",
-                strategy.num_ps(), strategy.num_workers(), args.local_replicas, strategy.shards(kernel).size(),
-                initial_loss);
+                strategy.num_ps(), strategy.num_workers(), args.local_replicas,
+                strategy.shards(kernel).size(), initial_loss);
   }
   for (int epoch = 0; epoch < args.epochs; ++epoch) {
     cd::RemoteValue last = coordinator.schedule(train_step, {per_worker_iterator, kernel, bias});
@@ -242,7 +255,8 @@ int main(int argc, char** argv) {
     coordinator.join();
     if (!args.json) {
       std::printf("epoch %d: last batch loss %.6f, loss over the data set %.6f\n", epoch,
-                  last.fetch().values<double>()[0], evaluate(kernel.value(), bias.value(), args.seed));
+                  last.fetch().values<double>()[0],
+                  evaluate(kernel.value(), bias.value(), args.seed));
     }
   }
   const double async_loss = evaluate(kernel.value(), bias.value(), args.seed);
@@ -263,13 +277,15 @@ int main(int argc, char** argv) {
   }
   const double sync_loss = evaluate(sync_kernel, sync_bias, args.seed);
   if (args.json) {
-    std::printf("{\"num_ps\": %d, \"num_workers\": %d, \"local_replicas\": %d, \"steps\": %d, \"initial_loss\": %.9f, "
-                "\"async_loss\": %.9f, \"sync_loss\": %.9f}\n",
-                strategy.num_ps(), strategy.num_workers(), args.local_replicas, args.epochs * args.steps_per_epoch,
-                initial_loss, async_loss, sync_loss);
+    std::printf(
+        "{\"num_ps\": %d, \"num_workers\": %d, \"local_replicas\": %d, \"steps\": %d, "
+        "\"initial_loss\": %.9f, "
+        "\"async_loss\": %.9f, \"sync_loss\": %.9f}\n",
+        strategy.num_ps(), strategy.num_workers(), args.local_replicas,
+        args.epochs * args.steps_per_epoch, initial_loss, async_loss, sync_loss);
   } else {
-    std::printf("asynchronous: loss %.6f after %d steps; synchronous in one process: %.6f\n", async_loss,
-                args.epochs * args.steps_per_epoch, sync_loss);
+    std::printf("asynchronous: loss %.6f after %d steps; synchronous in one process: %.6f\n",
+                async_loss, args.epochs * args.steps_per_epoch, sync_loss);
   }
   return 0;
 }

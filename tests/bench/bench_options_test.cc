@@ -43,8 +43,8 @@ TEST(ByteSize, ParsesPowersOf1024Suffixes) {
 }
 
 TEST(ByteSize, RejectsMalformedAndOverflowingSizes) {
-  for (const char* bad : {"", "K", "-1", "1X", "1.5M", "1 M", "99999999999999999999",
-                          "17179869184G"}) {
+  for (const char* bad :
+       {"", "K", "-1", "1X", "1.5M", "1 M", "99999999999999999999", "17179869184G"}) {
     EXPECT_FALSE(parse_byte_size(bad).has_value()) << bad;
   }
 }
@@ -186,7 +186,8 @@ TEST(BenchOptions, RefusesStrayArgumentsNamingThem) {
   // A flag without a value (--inject-error) does not swallow the next word.
   EXPECT_NE(refusal({"--inject-error", "1"}).find("'1'"), std::string::npos);
   // Values that look like words are still values.
-  EXPECT_EQ(options({"-a", "ring", "-o", "max"}).algorithms, std::vector<Algorithm>{Algorithm::kRing});
+  EXPECT_EQ(options({"-a", "ring", "-o", "max"}).algorithms,
+            std::vector<Algorithm>{Algorithm::kRing});
 }
 
 TEST(BenchOptions, FusionIsAnAllReduceComparison) {
@@ -202,8 +203,8 @@ TEST(BenchOptions, FusionRequestsWhatCommunicationOptionsCan) {
   EXPECT_EQ(options({"--fusion", "4", "-a", "ring,auto"}).algorithms,
             (std::vector<Algorithm>{Algorithm::kRing, Algorithm::kAuto}));
   EXPECT_TRUE(options({"--fusion", "4", "-a", "all"}).all_algorithms);
-  for (const char* unreachable : {"shared_memory", "recursive_doubling", "mpi", "hierarchical",
-                                  "nccl"}) {
+  for (const char* unreachable :
+       {"shared_memory", "recursive_doubling", "mpi", "hierarchical", "nccl"}) {
     const std::string why = refusal({"--fusion", "4", "-a", unreachable});
     EXPECT_NE(why.find("--fusion"), std::string::npos) << why;
     EXPECT_NE(why.find(std::string("-a ") + unreachable), std::string::npos) << why;
@@ -240,11 +241,12 @@ TEST(BenchOptions, InjectErrorIsHiddenFromHelp) {
   EXPECT_TRUE(parsed.options.inject_error);
   EXPECT_TRUE(parsed.show_help);
   EXPECT_EQ(parsed.help_text.find("inject"), std::string::npos);
-  for (const char* flag : {"--minbytes", "--maxbytes", "--stepfactor", "--stepbytes", "--iters",
-                           "--warmup_iters", "--check", "--datatype", "--op", "--root",
-                           "--collective", "--algorithm", "--baseline", "--format", "--output",
-                           "--min-busbw", "--fusion", "--bytes-per-pack", "--generate-rules",
-                           "--deterministic"}) {
+  for (const char* flag :
+       {"--minbytes", "--maxbytes",       "--stepfactor",     "--stepbytes",
+        "--iters",    "--warmup_iters",   "--check",          "--datatype",
+        "--op",       "--root",           "--collective",     "--algorithm",
+        "--baseline", "--format",         "--output",         "--min-busbw",
+        "--fusion",   "--bytes-per-pack", "--generate-rules", "--deterministic"}) {
     EXPECT_NE(parsed.help_text.find(flag), std::string::npos) << flag;
   }
 }

@@ -65,15 +65,21 @@ TEST(MemoryBudgetTest, StepSizesAreCountedWithoutListingThem) {
   // Counting agrees with listing wherever listing is cheap.
   for (const auto& [min, max, factor, step] :
        std::vector<std::tuple<std::size_t, std::size_t, std::size_t, std::size_t>>{
-           {8, 1 << 20, 2, 0}, {0, 100, 2, 0}, {7, 7, 3, 0}, {8, 1000, 1, 7}, {5, 4, 2, 0},
+           {8, 1 << 20, 2, 0},
+           {0, 100, 2, 0},
+           {7, 7, 3, 0},
+           {8, 1000, 1, 7},
+           {5, 4, 2, 0},
            {1, std::numeric_limits<std::size_t>::max(), 2, 0},
-           {std::numeric_limits<std::size_t>::max() - 10, std::numeric_limits<std::size_t>::max(), 1, 3}}) {
+           {std::numeric_limits<std::size_t>::max() - 10, std::numeric_limits<std::size_t>::max(),
+            1, 3}}) {
     options.min_bytes = min;
     options.max_bytes = max;
     options.step_factor = factor;
     options.step_bytes = step;
     const std::vector<std::size_t> listed = options.sizes();
-    EXPECT_EQ(options.size_count(), listed.size()) << min << ".." << max << " f" << factor << " i" << step;
+    EXPECT_EQ(options.size_count(), listed.size())
+        << min << ".." << max << " f" << factor << " i" << step;
     EXPECT_EQ(options.largest_size(), listed.empty() ? 0 : listed.back())
         << min << ".." << max << " f" << factor << " i" << step;
   }

@@ -21,8 +21,8 @@ SizeRow row(std::size_t bytes, Algorithm requested, Algorithm ran, std::optional
   r.element_bytes = 4;
   r.op = ReduceOp::kSum;
   r.requested = requested;
-  for (auto [p, speedup, in_place] : {std::tuple{&r.out_of_place, out, false},
-                                      std::tuple{&r.in_place, in, true}}) {
+  for (auto [p, speedup, in_place] :
+       {std::tuple{&r.out_of_place, out, false}, std::tuple{&r.in_place, in, true}}) {
     p->measured = true;
     p->in_place = in_place;
     p->algorithm = ran;
@@ -41,9 +41,9 @@ const auto kShm = Algorithm::kSharedMemory;
 
 TEST(SpeedupSummary, AutoRowsApartFromForcedOnes) {
   const std::vector<SizeRow> rows = {
-      row(8, kAuto, kShm, 1.5, 1.25),       row(8, kRing, kRing, 0.25, 0.5),
-      row(64, kAuto, kShm, 0.875, 2.0),     row(64, kRing, kRing, 0.125, 0.75),
-      row(4096, kAuto, kRing, 1.125, 1.0),  row(4096, kRing, kRing, 3.0, 0.5),
+      row(8, kAuto, kShm, 1.5, 1.25),      row(8, kRing, kRing, 0.25, 0.5),
+      row(64, kAuto, kShm, 0.875, 2.0),    row(64, kRing, kRing, 0.125, 0.75),
+      row(4096, kAuto, kRing, 1.125, 1.0), row(4096, kRing, kRing, 3.0, 0.5),
   };
   const auto automatic = summarize_speedups(rows, true);
   ASSERT_TRUE(automatic);

@@ -180,7 +180,8 @@ TEST(CopyPattern, AllGatherLayoutAndMisplacedBlocks) {
       // Broadcast from root 2 is checked against rank 2's input only.
       std::vector<typename E::Storage> broadcast(block);
       fill_inputs(pattern, 2, Region{broadcast.data(), block, 0});
-      EXPECT_EQ(check_copy(pattern, Region{broadcast.data(), block, 0}, CopySource{2, 1}).count, 0u);
+      EXPECT_EQ(check_copy(pattern, Region{broadcast.data(), block, 0}, CopySource{2, 1}).count,
+                0u);
       EXPECT_GT(check_copy(pattern, Region{broadcast.data(), block, 0}, CopySource{1, 1}).count,
                 block / 2);
     });

@@ -72,10 +72,18 @@ TEST(Rules, FastestPerSizeMergedIntoInclusiveRanges) {
   const auto ring = Algorithm::kRing;
   const auto mpi = Algorithm::kMpi;
   std::vector<SizeRow> rows = {
-      row(ar, 2, 4, rd, 1.0),      row(ar, 2, 4, ring, 3.0),     row(ar, 2, 4, mpi, 2.0),
-      row(ar, 256, 4, rd, 2.0),    row(ar, 256, 4, ring, 4.0),   row(ar, 256, 4, mpi, 2.5),
-      row(ar, 4096, 4, rd, 9.0),   row(ar, 4096, 4, ring, 5.0),  row(ar, 4096, 4, mpi, 6.0),
-      row(ar, 65536, 4, rd, 90.0), row(ar, 65536, 4, ring, 50.0), row(ar, 65536, 4, mpi, 60.0),
+      row(ar, 2, 4, rd, 1.0),
+      row(ar, 2, 4, ring, 3.0),
+      row(ar, 2, 4, mpi, 2.0),
+      row(ar, 256, 4, rd, 2.0),
+      row(ar, 256, 4, ring, 4.0),
+      row(ar, 256, 4, mpi, 2.5),
+      row(ar, 4096, 4, rd, 9.0),
+      row(ar, 4096, 4, ring, 5.0),
+      row(ar, 4096, 4, mpi, 6.0),
+      row(ar, 65536, 4, rd, 90.0),
+      row(ar, 65536, 4, ring, 50.0),
+      row(ar, 65536, 4, mpi, 60.0),
       // AUTO rows never make rules.
       row(ar, 65536, 4, Algorithm::kAuto, 1.0),
   };

@@ -17,21 +17,21 @@ static int g_rank = -1;
 static int g_size = 0;
 static long g_failures = 0;
 
-#define CHECK(cond, ...)                                                                  \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      char detail_[768];                                                                  \
-      snprintf(detail_, sizeof detail_, __VA_ARGS__);                                     \
-      fprintf(stderr, "rank %d: FAIL %s:%d: %s\n", g_rank, __FILE__, __LINE__, detail_);  \
-      ++g_failures;                                                                       \
-    }                                                                                     \
+#define CHECK(cond, ...)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      char detail_[768];                                                                 \
+      snprintf(detail_, sizeof detail_, __VA_ARGS__);                                    \
+      fprintf(stderr, "rank %d: FAIL %s:%d: %s\n", g_rank, __FILE__, __LINE__, detail_); \
+      ++g_failures;                                                                      \
+    }                                                                                    \
   } while (0)
 
-#define CHECK_OK(call)                                                                    \
-  do {                                                                                    \
-    int status_ = (call);                                                                 \
-    CHECK(status_ == COLLECTIVE_SUCCESS, "%s returned %s: %s", #call,                     \
-          collective_status_name(status_), collective_last_error());                      \
+#define CHECK_OK(call)                                                \
+  do {                                                                \
+    int status_ = (call);                                             \
+    CHECK(status_ == COLLECTIVE_SUCCESS, "%s returned %s: %s", #call, \
+          collective_status_name(status_), collective_last_error());  \
   } while (0)
 
 /* The call failed with INVALID_ARGUMENT, and its message holds the rank and
@@ -45,10 +45,10 @@ static void expect_refused(const char* what, int status, const char* fragment1,
         what, collective_status_name(status), message);
   CHECK(strstr(message, rank_text) != NULL, "%s: message \"%s\" lacks \"%s\"", what, message,
         rank_text);
-  CHECK(fragment1 == NULL || strstr(message, fragment1) != NULL,
-        "%s: message \"%s\" lacks \"%s\"", what, message, fragment1);
-  CHECK(fragment2 == NULL || strstr(message, fragment2) != NULL,
-        "%s: message \"%s\" lacks \"%s\"", what, message, fragment2);
+  CHECK(fragment1 == NULL || strstr(message, fragment1) != NULL, "%s: message \"%s\" lacks \"%s\"",
+        what, message, fragment1);
+  CHECK(fragment2 == NULL || strstr(message, fragment2) != NULL, "%s: message \"%s\" lacks \"%s\"",
+        what, message, fragment2);
   collective_clear_last_error();
 }
 
@@ -59,7 +59,8 @@ static void expect_sum_works(const char* what, collective_comm_t comm, int membe
   int size = 0;
   CHECK_OK(collective_comm_size(comm, &size));
   CHECK(size == members, "%s: size %d, expected %d", what, size, members);
-  CHECK_OK(collective_all_reduce(comm, values, values, 1001, COLLECTIVE_INT32, COLLECTIVE_SUM, NULL));
+  CHECK_OK(
+      collective_all_reduce(comm, values, values, 1001, COLLECTIVE_INT32, COLLECTIVE_SUM, NULL));
   (void)size;
   for (int i = 0; i < 1001; ++i) {
     /* Every rank of world: sum of ranks + size*i; only used on world. */

@@ -18,21 +18,21 @@ static int g_size = 0;
 static long g_failures = 0;
 
 /* One fprintf per failure, so lines of different ranks do not interleave. */
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      char detail_[512];                                                        \
-      snprintf(detail_, sizeof detail_, __VA_ARGS__);                           \
+#define CHECK(cond, ...)                                                                 \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      char detail_[512];                                                                 \
+      snprintf(detail_, sizeof detail_, __VA_ARGS__);                                    \
       fprintf(stderr, "rank %d: FAIL %s:%d: %s\n", g_rank, __FILE__, __LINE__, detail_); \
-      ++g_failures;                                                             \
-    }                                                                           \
+      ++g_failures;                                                                      \
+    }                                                                                    \
   } while (0)
 
-#define CHECK_OK(call)                                                                     \
-  do {                                                                                     \
-    int status_ = (call);                                                                  \
-    CHECK(status_ == COLLECTIVE_SUCCESS, "%s returned %s: %s", #call,                      \
-          collective_status_name(status_), collective_last_error());                       \
+#define CHECK_OK(call)                                                \
+  do {                                                                \
+    int status_ = (call);                                             \
+    CHECK(status_ == COLLECTIVE_SUCCESS, "%s returned %s: %s", #call, \
+          collective_status_name(status_), collective_last_error());  \
   } while (0)
 
 /* --- element encoding: small integers in every dtype, exactly ---------- */
@@ -109,10 +109,15 @@ static long expected_reduction(int dtype, int op, size_t i) {
   for (int r = 1; r < g_size; ++r) {
     long v = input(dtype, op, r, i);
     switch (op) {
-      case COLLECTIVE_SUM: case COLLECTIVE_MEAN: result += v; break;
+      case COLLECTIVE_SUM:
+      case COLLECTIVE_MEAN: result += v; break;
       case COLLECTIVE_PROD: result *= v; break;
-      case COLLECTIVE_MIN: if (v < result) result = v; break;
-      case COLLECTIVE_MAX: if (v > result) result = v; break;
+      case COLLECTIVE_MIN:
+        if (v < result) result = v;
+        break;
+      case COLLECTIVE_MAX:
+        if (v > result) result = v;
+        break;
     }
   }
   return op == COLLECTIVE_MEAN ? result / g_size : result;
@@ -175,15 +180,16 @@ static void test_reductions(collective_comm_t comm) {
         memcpy(recv, send, count * (size_t)g_size * collective_dtype_size(dtype));
         char* own_block = (char*)recv + (size_t)g_rank * count * collective_dtype_size(dtype);
         CHECK_OK(collective_reduce_scatter(comm, recv, own_block, count, dtype, op, NULL));
-        check_elements("reduce_scatter in place", dtype, op, own_block, count,
-                       expected_reduction, 0);
+        check_elements("reduce_scatter in place", dtype, op, own_block, count, expected_reduction,
+                       0);
 
         /* reduce to every root, out of place and in place */
         for (int root = 0; root < g_size; ++root) {
           memset(recv, 0, count * collective_dtype_size(dtype));
           CHECK_OK(collective_reduce(comm, send, g_rank == root ? recv : NULL, count, dtype, op,
                                      root, NULL));
-          if (g_rank == root) check_elements("reduce", dtype, op, recv, count, expected_reduction, 0);
+          if (g_rank == root)
+            check_elements("reduce", dtype, op, recv, count, expected_reduction, 0);
           memcpy(recv, send, count * collective_dtype_size(dtype));
           CHECK_OK(collective_reduce(comm, g_rank == root ? recv : send,
                                      g_rank == root ? recv : NULL, count, dtype, op, root, NULL));
@@ -203,7 +209,8 @@ static void test_data_movement(collective_comm_t comm) {
       const size_t count = kCounts[c];
       void* send = alloc_elements(count, dtype);
       void* recv = alloc_elements(count * (size_t)g_size, dtype);
-      for (size_t i = 0; i < count; ++i) store(send, dtype, i, input(dtype, COLLECTIVE_SUM, g_rank, i));
+      for (size_t i = 0; i < count; ++i)
+        store(send, dtype, i, input(dtype, COLLECTIVE_SUM, g_rank, i));
 
       g_block = count ? count : 1;
       CHECK_OK(collective_all_gather(comm, send, recv, count, dtype, NULL));
@@ -273,18 +280,18 @@ static void test_options(collective_comm_t comm) {
 
 /* A failing call: the given status on this rank, and a message that names
  * each of the fragments. */
-static void expect_failure(const char* what, int status, int expected_status,
-                           const char* fragment1, const char* fragment2) {
+static void expect_failure(const char* what, int status, int expected_status, const char* fragment1,
+                           const char* fragment2) {
   CHECK(status == expected_status, "%s: expected status %s, actual %s (%s)", what,
         collective_status_name(expected_status), collective_status_name(status),
         collective_last_error());
   CHECK(collective_last_status() == expected_status, "%s: last_status %d", what,
         collective_last_status());
   const char* message = collective_last_error();
-  CHECK(fragment1 == NULL || strstr(message, fragment1) != NULL,
-        "%s: message \"%s\" lacks \"%s\"", what, message, fragment1);
-  CHECK(fragment2 == NULL || strstr(message, fragment2) != NULL,
-        "%s: message \"%s\" lacks \"%s\"", what, message, fragment2);
+  CHECK(fragment1 == NULL || strstr(message, fragment1) != NULL, "%s: message \"%s\" lacks \"%s\"",
+        what, message, fragment1);
+  CHECK(fragment2 == NULL || strstr(message, fragment2) != NULL, "%s: message \"%s\" lacks \"%s\"",
+        what, message, fragment2);
 }
 
 static const char* rank_text_global(void) {
@@ -295,7 +302,8 @@ static const char* rank_text_global(void) {
 
 static void* other_thread_last_error(void* result) {
   /* Another thread has its own last error: none yet. */
-  *(int*)result = collective_last_status() == COLLECTIVE_SUCCESS && collective_last_error()[0] == '\0';
+  *(int*)result =
+      collective_last_status() == COLLECTIVE_SUCCESS && collective_last_error()[0] == '\0';
   return NULL;
 }
 
@@ -304,18 +312,18 @@ static void test_errors(collective_comm_t comm) {
   snprintf(rank_text, sizeof rank_text, "(rank %d)", g_rank);
   float values[4] = {1, 2, 3, 4};
 
-  expect_failure("null handle",
-                 collective_all_reduce(NULL, values, values, 4, COLLECTIVE_FLOAT32,
-                                       COLLECTIVE_SUM, NULL),
-                 COLLECTIVE_ERR_INVALID_ARGUMENT, "collective_all_reduce", "handle is NULL");
+  expect_failure(
+      "null handle",
+      collective_all_reduce(NULL, values, values, 4, COLLECTIVE_FLOAT32, COLLECTIVE_SUM, NULL),
+      COLLECTIVE_ERR_INVALID_ARGUMENT, "collective_all_reduce", "handle is NULL");
   expect_failure("null output", collective_comm_rank(comm, NULL), COLLECTIVE_ERR_INVALID_ARGUMENT,
                  "collective_comm_rank", rank_text);
 
   /* Bad arguments on every rank: every rank fails before any buffer is touched. */
-  expect_failure("null buffer",
-                 collective_all_reduce(comm, NULL, values, 4, COLLECTIVE_FLOAT32, COLLECTIVE_SUM,
-                                       NULL),
-                 COLLECTIVE_ERR_INVALID_ARGUMENT, "all_reduce", rank_text);
+  expect_failure(
+      "null buffer",
+      collective_all_reduce(comm, NULL, values, 4, COLLECTIVE_FLOAT32, COLLECTIVE_SUM, NULL),
+      COLLECTIVE_ERR_INVALID_ARGUMENT, "all_reduce", rank_text);
   expect_failure("bad dtype", collective_broadcast(comm, values, 4, 99, 0, NULL),
                  COLLECTIVE_ERR_INVALID_ARGUMENT, "broadcast", "99");
   expect_failure("bad op",
@@ -372,7 +380,8 @@ static void test_errors(collective_comm_t comm) {
 }
 
 static void test_names(void) {
-  const char* dtypes[] = {"float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"};
+  const char* dtypes[] = {"float16", "bfloat16", "float32", "float64",
+                          "int8",    "uint8",    "int32",   "int64"};
   const size_t sizes[] = {2, 2, 4, 8, 1, 1, 4, 8};
   for (int d = 0; d < 8; ++d) {
     int parsed = -1;
@@ -392,7 +401,8 @@ static void test_names(void) {
     CHECK_OK(collective_parse_algorithm(collective_algorithm_name(a), &parsed));
     CHECK(parsed == a, "algorithm %d parse", a);
   }
-  CHECK(strcmp(collective_kind_name(COLLECTIVE_KIND_REDUCE_SCATTER), "reduce_scatter") == 0, "kind");
+  CHECK(strcmp(collective_kind_name(COLLECTIVE_KIND_REDUCE_SCATTER), "reduce_scatter") == 0,
+        "kind");
   CHECK(collective_dtype_name(8) == NULL && collective_op_name(-1) == NULL &&
             collective_algorithm_name(7) == NULL && collective_status_name(7) == NULL &&
             collective_dtype_size(8) == 0,
@@ -467,7 +477,8 @@ int main(int argc, char** argv) {
   CHECK_OK(collective_comm_allocate(world, 64 * sizeof(double), &shared));
   if (shared != NULL) {
     for (int i = 0; i < 64; ++i) ((double*)shared)[i] = i;
-    CHECK_OK(collective_all_reduce(world, shared, shared, 64, COLLECTIVE_FLOAT64, COLLECTIVE_MAX, NULL));
+    CHECK_OK(
+        collective_all_reduce(world, shared, shared, 64, COLLECTIVE_FLOAT64, COLLECTIVE_MAX, NULL));
     CHECK(((double*)shared)[63] == 63.0, "all_reduce on allocated memory");
     CHECK_OK(collective_comm_deallocate(world, shared));
   }
@@ -482,7 +493,8 @@ int main(int argc, char** argv) {
   MPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   CHECK_OK(collective_comm_free(&world));
   if (g_rank == 0)
-    printf("c_api_test: %s on %d ranks (%ld failures)\n", total == 0 ? "OK" : "FAILED", g_size, total);
+    printf("c_api_test: %s on %d ranks (%ld failures)\n", total == 0 ? "OK" : "FAILED", g_size,
+           total);
   CHECK_OK(collective_finalize());
   return total == 0 ? 0 : 1;
 }

@@ -46,13 +46,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // The sweep: non-empty, within [-b, -e], increasing. An additive sweep
     // of millions of sizes is a legal (if slow) request, as in nccl-tests:
     // not built here.
-    if (options.step_bytes > 0 && (options.max_bytes - options.min_bytes) / options.step_bytes > 1000000) {
+    if (options.step_bytes > 0 &&
+        (options.max_bytes - options.min_bytes) / options.step_bytes > 1000000) {
       return 0;
     }
     const auto sizes = options.sizes();
     if (sizes.empty()) finding("accepted an empty sweep");
     for (std::size_t i = 0; i < sizes.size(); ++i) {
-      if (sizes[i] < options.min_bytes || sizes[i] > options.max_bytes) finding("size outside [-b, -e]");
+      if (sizes[i] < options.min_bytes || sizes[i] > options.max_bytes)
+        finding("size outside [-b, -e]");
       if (i > 0 && sizes[i] <= sizes[i - 1]) finding("sizes not increasing");
     }
   } catch (const collective::bench::UsageError&) {

@@ -25,9 +25,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     bytes.insert(bytes.end(), p, p + 4);
   }
   try {
-    const cdd::CheckpointData decoded = cdd::decode_checkpoint(bytes, "fuzz.ckpt", "Checkpoint.restore");
+    const cdd::CheckpointData decoded =
+        cdd::decode_checkpoint(bytes, "fuzz.ckpt", "Checkpoint.restore");
     if (cdd::encode_checkpoint(decoded) != bytes) {
-      std::fprintf(stderr, "checkpoint_reader_fuzzer: a decoded file does not encode back to itself\n");
+      std::fprintf(stderr,
+                   "checkpoint_reader_fuzzer: a decoded file does not encode back to itself\n");
       std::abort();
     }
   } catch (const collective::InvalidArgumentError&) {

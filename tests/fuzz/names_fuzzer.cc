@@ -18,8 +18,8 @@ void round_trip(std::string_view text, Parse parse) {
   if (!parsed) return;
   const auto again = parse(collective::to_string(*parsed));
   if (!again || *again != *parsed) {
-    std::fprintf(stderr, "names_fuzzer: '%.*s' does not round-trip\n", static_cast<int>(text.size()),
-                 text.data());
+    std::fprintf(stderr, "names_fuzzer: '%.*s' does not round-trip\n",
+                 static_cast<int>(text.size()), text.data());
     std::abort();
   }
 }

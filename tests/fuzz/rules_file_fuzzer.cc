@@ -24,8 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       }
     }
     // What the library accepts, written back, reads as the same rules.
-    if (collective::parse_selection_rules(collective::format_selection_rules(rules.rules), "again") !=
-        rules.rules) {
+    if (collective::parse_selection_rules(collective::format_selection_rules(rules.rules),
+                                          "again") != rules.rules) {
       std::fprintf(stderr, "rules_file_fuzzer: format then parse changed the rules\n");
       std::abort();
     }

@@ -23,7 +23,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
   } catch (const collective::InvalidArgumentError& error) {
     if (std::strstr(error.what(), "fuzz.topology") == nullptr) {
-      std::fprintf(stderr, "topology_file_fuzzer: refusal does not name the file: %s\n", error.what());
+      std::fprintf(stderr, "topology_file_fuzzer: refusal does not name the file: %s\n",
+                   error.what());
       std::abort();
     }
   }

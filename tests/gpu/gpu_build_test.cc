@@ -58,7 +58,8 @@ class ForcedNcclOnHostBuffers : public testing::Test {
       ADD_FAILURE() << what << ": forced nccl on host buffers did not raise";
     } catch (const collective::UnsupportedError& error) {
       const std::string text = error.what();
-      EXPECT_NE(text.find("nccl"), std::string::npos) << what << ": message does not name nccl: " << text;
+      EXPECT_NE(text.find("nccl"), std::string::npos)
+          << what << ": message does not name nccl: " << text;
       if (kExpectNccl) {
         EXPECT_NE(text.find(reason), std::string::npos)
             << what << ": message does not say \"" << reason << "\": " << text;
@@ -103,19 +104,18 @@ TEST_F(ForcedNcclOnHostBuffers, EveryCollectiveRaisesUnsupportedNamingNccl) {
   });
   collective::ReduceOptions reduce;
   reduce.algorithm = Algorithm::kNccl;
-  expect_unsupported("reduce", [&] {
-    world.reduce(send.data(), recv.data(), count, DataType::kFloat32, reduce);
-  });
+  expect_unsupported(
+      "reduce", [&] { world.reduce(send.data(), recv.data(), count, DataType::kFloat32, reduce); });
   expect_recv_untouched();
   collective::BroadcastOptions broadcast;
   broadcast.algorithm = Algorithm::kNccl;
-  expect_unsupported("broadcast", [&] {
-    world.broadcast(recv.data(), count, DataType::kFloat32, broadcast);
-  });
+  expect_unsupported("broadcast",
+                     [&] { world.broadcast(recv.data(), count, DataType::kFloat32, broadcast); });
   expect_recv_untouched();
   collective::BarrierOptions barrier;
   barrier.algorithm = Algorithm::kNccl;
-  expect_unsupported("barrier", [&] { world.barrier(barrier); }, "nccl has no barrier");
+  expect_unsupported(
+      "barrier", [&] { world.barrier(barrier); }, "nccl has no barrier");
 }
 
 TEST_F(ForcedNcclOnHostBuffers, DeclaredHostMemoryRaisesTooAndCommunicatorStaysUsable) {
@@ -138,9 +138,9 @@ TEST_F(ForcedNcclOnHostBuffers, DeclaredHostMemoryRaisesTooAndCommunicatorStaysU
 
 TEST(GpuBuild, AutoNeverChoosesNcclForHostBuffers) {
   Communicator world = Communicator::world();
-  for (const auto kind : {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
-                          CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
-                          CollectiveKind::kReduce, CollectiveKind::kBarrier}) {
+  for (const auto kind :
+       {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather,
+        CollectiveKind::kBroadcast, CollectiveKind::kReduce, CollectiveKind::kBarrier}) {
     for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1} << 20}) {
       EXPECT_NE(world.choose_algorithm(kind, count, DataType::kFloat32), Algorithm::kNccl)
           << collective::to_string(kind) << " count " << count;
@@ -167,7 +167,8 @@ TEST(GpuBuild, DeclaringDeviceMemoryForHostBuffersIsRefusedBeforeTouchingThem) {
   } catch (const collective::UnsupportedError& error) {
     // A build without CUDA cannot serve device buffers at all.
     EXPECT_FALSE(kExpectNccl) << error.what();
-    EXPECT_NE(std::string(error.what()).find("MemoryKind::kDevice"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("MemoryKind::kDevice"), std::string::npos)
+        << error.what();
   } catch (const collective::InvalidArgumentError& error) {
     // With CUDA: either no device exists, or the pointer is not device memory.
     EXPECT_TRUE(kExpectNccl) << error.what();

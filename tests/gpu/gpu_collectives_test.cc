@@ -113,9 +113,9 @@ helpers::TypedBuffer inputs(ReduceOp op, DataType type, int rank, std::size_t co
     const double want = helpers::expected_value(op, type, p, first + i);
     const double got = actual.get(i);
     if (!(std::abs(got - want) <= (p + 2) * epsilon * magnitude)) {
-      return ::testing::AssertionFailure() << "rank " << rank << " index " << first + i
-                                           << ": expected " << want << " (ncclAvg rounding allowed), actual "
-                                           << got;
+      return ::testing::AssertionFailure()
+             << "rank " << rank << " index " << first + i << ": expected " << want
+             << " (ncclAvg rounding allowed), actual " << got;
     }
   }
   return ::testing::AssertionSuccess();
@@ -193,10 +193,9 @@ TEST_F(GpuCollectives, AllGatherBroadcastAndReduceEveryType) {
         world.all_gather(send.get(), recv.get(), count, type);
         const auto result = recv.download(type);
         for (int owner = 0; owner < p; ++owner) {
-          ASSERT_TRUE(helpers::check_elements(result, owner * count, count, world.rank(),
-                                              [&](std::size_t i) {
-                                                return helpers::input_value(ReduceOp::kSum, type, owner, i);
-                                              }))
+          ASSERT_TRUE(helpers::check_elements(
+              result, owner * count, count, world.rank(),
+              [&](std::size_t i) { return helpers::input_value(ReduceOp::kSum, type, owner, i); }))
               << "all_gather " << to_string(type) << " block " << owner;
         }
       }
@@ -208,10 +207,9 @@ TEST_F(GpuCollectives, AllGatherBroadcastAndReduceEveryType) {
           BroadcastOptions options;
           options.root = root;
           world.broadcast(buffer.get(), count, type, options);
-          ASSERT_TRUE(helpers::check_elements(buffer.download(type), 0, count, world.rank(),
-                                              [&](std::size_t i) {
-                                                return helpers::input_value(ReduceOp::kSum, type, root, i);
-                                              }))
+          ASSERT_TRUE(helpers::check_elements(
+              buffer.download(type), 0, count, world.rank(),
+              [&](std::size_t i) { return helpers::input_value(ReduceOp::kSum, type, root, i); }))
               << "broadcast " << to_string(type) << " root " << root;
         }
         {  // reduce (SUM) to root; recv is null elsewhere
@@ -220,9 +218,11 @@ TEST_F(GpuCollectives, AllGatherBroadcastAndReduceEveryType) {
           send.upload(inputs(ReduceOp::kSum, type, world.rank(), count));
           ReduceOptions options;
           options.root = root;
-          world.reduce(send.get(), world.rank() == root ? recv.get() : nullptr, count, type, options);
+          world.reduce(send.get(), world.rank() == root ? recv.get() : nullptr, count, type,
+                       options);
           if (world.rank() == root) {
-            ASSERT_TRUE(check_reduction(recv.download(type), 0, count, ReduceOp::kSum, p, world.rank()))
+            ASSERT_TRUE(
+                check_reduction(recv.download(type), 0, count, ReduceOp::kSum, p, world.rank()))
                 << "reduce " << to_string(type) << " root " << root;
           }
         }
@@ -270,8 +270,8 @@ TEST_F(GpuCollectives, CallersCurrentDeviceIsKeptAndCommunicatorsAreIndependent)
   for (Communicator* comm : {&world, &other, &world}) {
     buffer.upload(inputs(ReduceOp::kSum, DataType::kInt32, world.rank(), 10));
     comm->all_reduce(buffer.get(), buffer.get(), 10, DataType::kInt32);
-    ASSERT_TRUE(check_reduction(buffer.download(DataType::kInt32), 0, 10, ReduceOp::kSum, p,
-                                world.rank()));
+    ASSERT_TRUE(
+        check_reduction(buffer.download(DataType::kInt32), 0, 10, ReduceOp::kSum, p, world.rank()));
   }
   int after = -1;
   CUDA_OK(cudaGetDevice(&after));
@@ -284,11 +284,13 @@ TEST_F(GpuCollectives, MoreThanTwoToThe31Elements) {
   CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
   int enough = free_bytes > count + (std::size_t{1} << 30) ? 1 : 0;
   MPI_Allreduce(MPI_IN_PLACE, &enough, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (!enough || p > 2) GTEST_SKIP() << "needs 3 GiB free per GPU and at most 2 ranks (host memory)";
+  if (!enough || p > 2)
+    GTEST_SKIP() << "needs 3 GiB free per GPU and at most 2 ranks (host memory)";
   DeviceBuffer buffer(count);
   ASSERT_TRUE(buffer.ok());
   std::vector<std::uint8_t> host(count);
-  for (std::size_t i = 0; i < count; ++i) host[i] = static_cast<std::uint8_t>((i + world.rank()) % 7);
+  for (std::size_t i = 0; i < count; ++i)
+    host[i] = static_cast<std::uint8_t>((i + world.rank()) % 7);
   CUDA_OK(cudaMemcpy(buffer.get(), host.data(), count, cudaMemcpyHostToDevice));
   world.all_reduce(buffer.get(), buffer.get(), count, DataType::kUInt8);
   CUDA_OK(cudaMemcpy(host.data(), buffer.get(), count, cudaMemcpyDeviceToHost));

@@ -82,7 +82,8 @@ struct SimulatedNodes {
 
 SimulatedNodes simulate(Communicator& world, int ranks_per_node) {
   std::vector<std::string> hosts;
-  for (int r = 0; r < world.size(); ++r) hosts.push_back("node" + std::to_string(r / ranks_per_node));
+  for (int r = 0; r < world.size(); ++r)
+    hosts.push_back("node" + std::to_string(r / ranks_per_node));
   NodeLayout layout = internal::node_layout_from_hosts(hosts, world.rank());
   Communicator node = world.split(layout.node_index, world.rank());
   Communicator across = world.split(layout.local_rank, world.rank());
@@ -115,7 +116,8 @@ TEST_P(HierarchicalOnHost, EveryCountTypeAndOpIsExact) {
           testing_helpers::TypedBuffer send(type, count), recv(type, count);
           recv.poison();
           for (std::size_t i = 0; i < count; ++i) {
-            (in_place ? recv : send).set(i, testing_helpers::input_value(op, type, world.rank(), i));
+            (in_place ? recv : send)
+                .set(i, testing_helpers::input_value(op, type, world.rank(), i));
           }
           Request request;
           request.kind = CollectiveKind::kAllReduce;
@@ -129,14 +131,16 @@ TEST_P(HierarchicalOnHost, EveryCountTypeAndOpIsExact) {
 
           const auto shape = internal::hierarchical_shape(count, per_node, nodes.layout.local_rank);
           // 16-bit SUM, MEAN, PROD stage a float32 copy ahead of the shard.
-          const bool wide = (type == DataType::kFloat16 || type == DataType::kBFloat16) &&
-                            (op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kProd);
+          const bool wide =
+              (type == DataType::kFloat16 || type == DataType::kBFloat16) &&
+              (op == ReduceOp::kSum || op == ReduceOp::kMean || op == ReduceOp::kProd);
           ASSERT_EQ(steps.staged_bytes,
                     (shape.block + shape.tail) * (element + (wide ? sizeof(float) : 0)));
           ASSERT_EQ(steps.waits, 2);
-          ASSERT_TRUE(testing_helpers::check_elements(recv, 0, count, world.rank(), [&](std::size_t i) {
-            return testing_helpers::expected_value(op, type, p, i);
-          })) << per_node << " ranks per node, " << to_string(type) << " " << to_string(op)
+          ASSERT_TRUE(testing_helpers::check_elements(
+              recv, 0, count, world.rank(),
+              [&](std::size_t i) { return testing_helpers::expected_value(op, type, p, i); }))
+              << per_node << " ranks per node, " << to_string(type) << " " << to_string(op)
               << " count " << count << (in_place ? " in place" : "");
         }
       }
@@ -162,7 +166,9 @@ TEST(HierarchicalOnHostLimits, OneRankPerNodeRoundsOnceAtTheEnd) {
   const Case cases[] = {
       {DataType::kFloat16, ReduceOp::kMean, [](int, std::size_t) { return 40000.0; }},
       {DataType::kFloat16, ReduceOp::kSum,
-       [](int r, std::size_t i) { return (static_cast<std::size_t>(r) + i) % 2 ? -60000.0 : 60000.0; }},
+       [](int r, std::size_t i) {
+         return (static_cast<std::size_t>(r) + i) % 2 ? -60000.0 : 60000.0;
+       }},
       {DataType::kBFloat16, ReduceOp::kSum,
        [](int r, std::size_t i) { return static_cast<std::size_t>(r) == i % 4 ? 256.0 : 1.0; }},
   };

@@ -185,7 +185,8 @@ TEST(HierarchicalShape, BlocksAndTailCoverTheBufferExactlyOnce) {
         }
       }
       for (std::size_t i = 0; i < count; ++i) {
-        ASSERT_EQ(covered[i], 1) << "count " << count << " local_size " << local_size << " index " << i;
+        ASSERT_EQ(covered[i], 1) << "count " << count << " local_size " << local_size << " index "
+                                 << i;
       }
     }
   }

@@ -11,19 +11,19 @@
 namespace collective {
 namespace {
 
-using testing::TypedBuffer;
 using testing::check_periodic;
 using testing::expected_value;
 using testing::fill_periodic;
 using testing::input_value;
+using testing::TypedBuffer;
 using testing::value_period;
 
 const std::vector<std::size_t> kCounts = {0, 1, 7, 1023, (std::size_t{1} << 20) + 3};
 const std::vector<DataType> kTypes = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                                       DataType::kFloat64, DataType::kInt8,     DataType::kUInt8,
                                       DataType::kInt32,   DataType::kInt64};
-const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin,
-                                    ReduceOp::kMax, ReduceOp::kProd};
+const std::vector<ReduceOp> kOps = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
+                                    ReduceOp::kProd};
 
 // The algorithms that serve a collective (auto included: it must pick one
 // that works).
@@ -106,10 +106,9 @@ TEST_F(SweepTest, ReduceScatter) {
             } else {
               comm.reduce_scatter(send.data(), recv.data(), count, type, options);
             }
-            ASSERT_TRUE(check_periodic(in_place ? send : recv, in_place ? own : 0, count, rank,
-                                       period, [&](std::size_t i) {
-                                         return expected_value(op, type, size, own + i);
-                                       }));
+            ASSERT_TRUE(check_periodic(
+                in_place ? send : recv, in_place ? own : 0, count, rank, period,
+                [&](std::size_t i) { return expected_value(op, type, size, own + i); }));
           }
         }
       }
@@ -157,8 +156,8 @@ TEST_F(SweepTest, Broadcast) {
     for (DataType type : kTypes) {
       for (std::size_t count : kCounts) {
         for (int root : {0, size - 1, size / 2}) {
-          SCOPED_TRACE(describe(algorithm, type, ReduceOp::kSum, count, true) + " root=" +
-                       std::to_string(root));
+          SCOPED_TRACE(describe(algorithm, type, ReduceOp::kSum, count, true) +
+                       " root=" + std::to_string(root));
           TypedBuffer buffer(type, count);
           buffer.poison();
           auto value = [&](std::size_t i) { return input_value(ReduceOp::kMax, type, root, i); };
@@ -182,8 +181,8 @@ TEST_F(SweepTest, Reduce) {
         for (std::size_t count : kCounts) {
           for (int root : {0, size - 1}) {
             for (bool in_place : {false, true}) {
-              SCOPED_TRACE(describe(algorithm, type, op, count, in_place) + " root=" +
-                           std::to_string(root));
+              SCOPED_TRACE(describe(algorithm, type, op, count, in_place) +
+                           " root=" + std::to_string(root));
               TypedBuffer send(type, count);
               TypedBuffer recv(type, count);
               recv.poison();
@@ -198,10 +197,9 @@ TEST_F(SweepTest, Reduce) {
               comm.reduce(send.data(), use_in_place ? send.data() : recv.data(), count, type,
                           options);
               if (rank == root) {
-                ASSERT_TRUE(check_periodic(use_in_place ? send : recv, 0, count, rank, period,
-                                           [&](std::size_t i) {
-                                             return expected_value(op, type, size, i);
-                                           }));
+                ASSERT_TRUE(check_periodic(
+                    use_in_place ? send : recv, 0, count, rank, period,
+                    [&](std::size_t i) { return expected_value(op, type, size, i); }));
               }
             }
           }
@@ -240,13 +238,13 @@ TEST(SweepValues, PeriodicCheckFindsOneWrongElement) {
     buffer.set(wrong_index, 1000.0);
     const ::testing::AssertionResult result = check_periodic(buffer, 0, count, 0, period, value);
     ASSERT_FALSE(result);
-    EXPECT_NE(std::string(result.message()).find("1 of " + std::to_string(count) +
-                                                 " elements wrong"),
-              std::string::npos)
+    EXPECT_NE(
+        std::string(result.message()).find("1 of " + std::to_string(count) + " elements wrong"),
+        std::string::npos)
         << result.message();
-    EXPECT_NE(std::string(result.message()).find(
-                  "index " + std::to_string(wrong_index) + ": expected " +
-                  std::to_string(static_cast<int>(value(wrong_index)))),
+    EXPECT_NE(std::string(result.message())
+                  .find("index " + std::to_string(wrong_index) + ": expected " +
+                        std::to_string(static_cast<int>(value(wrong_index)))),
               std::string::npos)
         << result.message();
   }

@@ -56,7 +56,8 @@ void expect_from_mpi_refused(int handle, const std::vector<std::string>& needles
     ADD_FAILURE() << "rank " << rank << ": from_mpi(" << what << ") succeeded";
   } catch (const InvalidArgumentError& error) {
     const std::string text = error.what();
-    EXPECT_NE(text.find("Communicator::from_mpi"), std::string::npos) << "rank " << rank << ": " << text;
+    EXPECT_NE(text.find("Communicator::from_mpi"), std::string::npos)
+        << "rank " << rank << ": " << text;
     for (const std::string& needle : needles) {
       EXPECT_NE(text.find(needle), std::string::npos)
           << "rank " << rank << ": " << what << ": lacks '" << needle << "': " << text;
@@ -85,7 +86,8 @@ TEST(CommunicatorTest, FromMpiRefusesAnIntercommunicator) {
   MPI_Comm inter = MPI_COMM_NULL;
   ASSERT_EQ(MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 == 0 ? 1 : 0, 7, &inter),
             MPI_SUCCESS);
-  expect_from_mpi_refused(MPI_Comm_c2f(inter), {"intercommunicator", "(rank " + std::to_string(rank) + ")"},
+  expect_from_mpi_refused(MPI_Comm_c2f(inter),
+                          {"intercommunicator", "(rank " + std::to_string(rank) + ")"},
                           "an intercommunicator");
   MPI_Comm_free(&inter);
   MPI_Comm_free(&half);
@@ -219,9 +221,9 @@ TEST(CommunicatorTest, ChooseAlgorithmRefusesValuesOutOfRange) {
                     << "InvalidArgumentError: " << error.what();
     } catch (const InvalidArgumentError& error) {
       const std::string text = error.what();
-      EXPECT_NE(text.find("Communicator::choose_algorithm (rank " + std::to_string(comm.rank()) +
-                          ")"),
-                std::string::npos)
+      EXPECT_NE(
+          text.find("Communicator::choose_algorithm (rank " + std::to_string(comm.rank()) + ")"),
+          std::string::npos)
           << text;
       EXPECT_NE(text.find(c.needle), std::string::npos) << text;
       EXPECT_EQ(text.find(" #"), std::string::npos) << "names a call: " << text;
@@ -231,7 +233,8 @@ TEST(CommunicatorTest, ChooseAlgorithmRefusesValuesOutOfRange) {
   std::vector<float> values(16, 1.0f);
   comm.all_reduce(std::span<float>(values));
   for (std::size_t i = 0; i < values.size(); ++i) {
-    ASSERT_EQ(values[i], static_cast<float>(comm.size())) << "rank " << comm.rank() << " index " << i;
+    ASSERT_EQ(values[i], static_cast<float>(comm.size()))
+        << "rank " << comm.rank() << " index " << i;
   }
 }
 
@@ -241,9 +244,9 @@ TEST(CommunicatorTest, NcclOnHostBuffersIsRefused) {
   AllReduceOptions options;
   options.algorithm = Algorithm::kNccl;
   options.memory = MemoryKind::kHost;
-  EXPECT_THROW(comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32,
-                               options),
-               UnsupportedError);
+  EXPECT_THROW(
+      comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, options),
+      UnsupportedError);
 }
 
 }  // namespace

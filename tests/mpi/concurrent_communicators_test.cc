@@ -39,8 +39,8 @@ using namespace collective;
 
 std::mutex g_print_mutex;
 std::atomic<int> g_failures{0};
-std::atomic<long> g_calls{0};     // collectives checked on this rank
-std::atomic<int> g_refused{0};   // splits refused by the creation rule
+std::atomic<long> g_calls{0};   // collectives checked on this rank
+std::atomic<int> g_refused{0};  // splits refused by the creation rule
 int g_rank = 0;
 int g_size = 1;
 
@@ -223,8 +223,9 @@ void make_in_threads(const std::string& mode, const Communicator& world, int thr
   for (int t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
       try {
-        Communicator comm = mode == "environment" ? Communicator::world()
-                                                  : Communicator::from_mpi(MPI_Comm_c2f(MPI_COMM_WORLD));
+        Communicator comm = mode == "environment"
+                                ? Communicator::world()
+                                : Communicator::from_mpi(MPI_Comm_c2f(MPI_COMM_WORLD));
         std::int32_t id = t;
         comm.broadcast(&id, 1, DataType::kInt32);
         Worker{id, &comm, algorithms, calls}.run();
@@ -259,7 +260,8 @@ void split_side_by_side(const Communicator& world, int threads, bool all_must_wo
           g_refused.fetch_add(1);
           if (all_must_work) fail("thread " + std::to_string(t) + " split raised: " + error.what());
           if (std::strstr(error.what(), "one communicator at a time") == nullptr) {
-            fail("thread " + std::to_string(t) + " split refused without the rule: " + error.what());
+            fail("thread " + std::to_string(t) +
+                 " split refused without the rule: " + error.what());
           }
         } catch (const std::exception& error) {
           fail("thread " + std::to_string(t) + " split raised: " + error.what());
@@ -306,13 +308,13 @@ void funneled_rule(const Communicator& world) {
     std::int32_t sum = 0;
     try {
       comm.all_reduce(&one, &sum, 1, DataType::kInt32);
-      fail("all_reduce from a thread other than the main thread was not refused at "
-           "MPI_THREAD_FUNNELED");
+      fail(
+          "all_reduce from a thread other than the main thread was not refused at "
+          "MPI_THREAD_FUNNELED");
     } catch (const InvalidArgumentError& error) {
       if (std::strstr(error.what(), "MPI_THREAD_FUNNELED") == nullptr ||
           std::strstr(error.what(), "all_reduce") == nullptr) {
-        fail(std::string("the refusal names neither the level nor the operation: ") +
-             error.what());
+        fail(std::string("the refusal names neither the level nor the operation: ") + error.what());
       }
     }
   });
@@ -335,8 +337,9 @@ int level_of(const std::string& mode) {
 }
 
 int run(const std::string& mode, int threads, std::size_t calls, const std::string& only) {
-  const Communicator world = mode == "environment" ? Communicator::world()
-                                                   : Communicator::from_mpi(MPI_Comm_c2f(MPI_COMM_WORLD));
+  const Communicator world = mode == "environment"
+                                 ? Communicator::world()
+                                 : Communicator::from_mpi(MPI_Comm_c2f(MPI_COMM_WORLD));
   if (mode == "funneled") {
     funneled_rule(world);
   } else {
@@ -352,10 +355,11 @@ int run(const std::string& mode, int threads, std::size_t calls, const std::stri
   if (g_rank == 0) {
     int provided = 0;
     MPI_Query_thread(&provided);
-    std::printf("%s (thread level %d), %d ranks, %d threads, %zu calls per algorithm, rank 0 "
-                "checked %ld calls, %d of its splits refused: %s\n",
-                mode.c_str(), provided, g_size, threads, calls, g_calls.load(), g_refused.load(),
-                total == 0 ? "all results exact" : "FAILED");
+    std::printf(
+        "%s (thread level %d), %d ranks, %d threads, %zu calls per algorithm, rank 0 "
+        "checked %ld calls, %d of its splits refused: %s\n",
+        mode.c_str(), provided, g_size, threads, calls, g_calls.load(), g_refused.load(),
+        total == 0 ? "all results exact" : "FAILED");
   }
   return total == 0 ? 0 : 1;
 }

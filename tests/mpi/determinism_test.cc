@@ -25,8 +25,8 @@ std::uint64_t fingerprint(const void* data, std::size_t bytes) {
 TEST(DeterminismTest, BitwiseIdenticalAcrossRanksAndRuns) {
   auto comm = Communicator::world();
   const std::size_t count = (1u << 18) + 17;
-  for (DataType type : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                        DataType::kFloat64}) {
+  for (DataType type :
+       {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
     for (Algorithm algorithm :
          {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kMpi, Algorithm::kAuto}) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kProd}) {

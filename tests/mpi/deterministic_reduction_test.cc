@@ -44,8 +44,8 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64
 // Rank `rank`'s input at `index`: in [-1.5, 1.5), with every mantissa bit
 // of the type in use, so sums and products round.
 float input_float(int rank, std::size_t index, std::uint64_t seed) {
-  const std::uint64_t bits = mix(seed * 1000003ull + static_cast<std::uint64_t>(rank) * 7919ull +
-                                 mix(index));
+  const std::uint64_t bits =
+      mix(seed * 1000003ull + static_cast<std::uint64_t>(rank) * 7919ull + mix(index));
   return static_cast<float>(static_cast<double>(bits >> 11) * 0x1.0p-53 * 3.0 - 1.5);
 }
 
@@ -65,7 +65,8 @@ std::uint32_t stored_bits(DataType type, float value) {
 
 float loaded(DataType type, std::uint32_t bits) {
   switch (type) {
-    case DataType::kFloat16: return ::collective::float16_to_float(static_cast<std::uint16_t>(bits));
+    case DataType::kFloat16:
+      return ::collective::float16_to_float(static_cast<std::uint16_t>(bits));
     case DataType::kBFloat16:
       return ::collective::bfloat16_to_float(static_cast<std::uint16_t>(bits));
     case DataType::kFloat32:
@@ -158,8 +159,8 @@ void expect_bitwise(const std::vector<std::byte>& expected, const std::byte* act
 std::string describe(const char* collective, Algorithm algorithm, DataType type, ReduceOp op,
                      std::size_t count) {
   return std::string(collective) + " " + std::string(to_string(algorithm)) + " " +
-         std::string(to_string(type)) + " " + std::string(to_string(op)) + " count=" +
-         std::to_string(count);
+         std::string(to_string(type)) + " " + std::string(to_string(op)) +
+         " count=" + std::to_string(count);
 }
 
 const DataType kTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
@@ -173,9 +174,8 @@ std::vector<ReduceOp> ops_for(DataType type) {
 const std::size_t kCounts[] = {0, 1, 33, 5003, 20011};
 
 // The algorithms a deterministic all_reduce may be forced to on one node.
-const Algorithm kHonouring[] = {Algorithm::kAuto, Algorithm::kRing,
-                                Algorithm::kRecursiveDoubling, Algorithm::kSharedMemory,
-                                Algorithm::kHierarchical};
+const Algorithm kHonouring[] = {Algorithm::kAuto, Algorithm::kRing, Algorithm::kRecursiveDoubling,
+                                Algorithm::kSharedMemory, Algorithm::kHierarchical};
 
 template <typename Options>
 Options deterministic_options(Algorithm algorithm, ReduceOp op) {
@@ -195,8 +195,8 @@ void check_all_reduce(Communicator& comm, const std::vector<Algorithm>& algorith
   for (DataType type : kTypes) {
     for (ReduceOp op : ops_for(type)) {
       for (std::size_t count : counts) {
-        const std::uint64_t seed = count * 31 + static_cast<std::uint64_t>(type) * 7 +
-                                   static_cast<std::uint64_t>(op);
+        const std::uint64_t seed =
+            count * 31 + static_cast<std::uint64_t>(type) * 7 + static_cast<std::uint64_t>(op);
         const std::vector<std::byte> input = make_input(type, rank, count, seed);
         const std::vector<std::byte> expected = reference(type, op, size, count, seed);
         const std::size_t element = element_size(type);
@@ -261,10 +261,10 @@ TEST(DeterministicReductionTest, ReduceScatterAndReduceBitwiseTheReference) {
   const int size = comm.size();
   for (DataType type : kTypes) {
     for (ReduceOp op : ops_for(type)) {
-      for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{257},
-                                std::size_t{5003}}) {
-        const std::uint64_t seed = count * 17 + static_cast<std::uint64_t>(type) * 5 +
-                                   static_cast<std::uint64_t>(op) + 1;
+      for (std::size_t count :
+           {std::size_t{0}, std::size_t{1}, std::size_t{257}, std::size_t{5003}}) {
+        const std::uint64_t seed =
+            count * 17 + static_cast<std::uint64_t>(type) * 5 + static_cast<std::uint64_t>(op) + 1;
         const std::size_t element = element_size(type);
         const std::size_t total = count * static_cast<std::size_t>(size);
         const std::vector<std::byte> input = make_input(type, rank, total, seed);
@@ -282,8 +282,8 @@ TEST(DeterministicReductionTest, ReduceScatterAndReduceBitwiseTheReference) {
             std::vector<std::byte> in_place = input;
             std::byte* own = in_place.data() + static_cast<std::size_t>(rank) * count * element;
             comm.reduce_scatter(in_place.data(), own, count, type, options);
-            expect_bitwise(expected, own, static_cast<std::size_t>(rank) * count, count, type,
-                           rank, what + " in place");
+            expect_bitwise(expected, own, static_cast<std::size_t>(rank) * count, count, type, rank,
+                           what + " in place");
           }
           {
             const std::string what = describe("reduce", algorithm, type, op, total);

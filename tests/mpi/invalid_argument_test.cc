@@ -57,9 +57,8 @@ TEST_F(InvalidArgumentTest, NullBuffers) {
 }
 
 TEST_F(InvalidArgumentTest, OverlappingButNotInPlace) {
-  expect_rejected(
-      [&] { comm.all_reduce(recv.data(), recv.data() + 1, 8, DataType::kFloat32); },
-      "all_reduce", "overlap");
+  expect_rejected([&] { comm.all_reduce(recv.data(), recv.data() + 1, 8, DataType::kFloat32); },
+                  "all_reduce", "overlap");
   if (comm.size() > 1) {
     // all_gather's in-place form is send == recv + rank * count; anything
     // else overlapping is refused.
@@ -85,14 +84,12 @@ TEST_F(InvalidArgumentTest, BadRoot) {
 }
 
 TEST_F(InvalidArgumentTest, UnknownTypeOpAndAlgorithm) {
-  expect_rejected(
-      [&] { comm.all_reduce(send.data(), recv.data(), 4, static_cast<DataType>(42)); },
-      "all_reduce", "unknown data type (DataType value 42)");
+  expect_rejected([&] { comm.all_reduce(send.data(), recv.data(), 4, static_cast<DataType>(42)); },
+                  "all_reduce", "unknown data type (DataType value 42)");
   AllReduceOptions bad_op;
   bad_op.op = static_cast<ReduceOp>(-3);
-  expect_rejected(
-      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, bad_op); },
-      "all_reduce", "unknown reduce op (ReduceOp value -3)");
+  expect_rejected([&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, bad_op); },
+                  "all_reduce", "unknown reduce op (ReduceOp value -3)");
   AllReduceOptions bad_algorithm;
   bad_algorithm.algorithm = static_cast<Algorithm>(99);
   expect_rejected(

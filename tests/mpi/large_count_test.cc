@@ -11,9 +11,9 @@
 namespace collective {
 namespace {
 
-using testing::TypedBuffer;
 using testing::check_periodic;
 using testing::fill_periodic;
+using testing::TypedBuffer;
 
 // Element i of rank r holds (i + r) % 7, so inputs and sums repeat every 7
 // elements and fill and check work a block of periods at a time, which

@@ -31,7 +31,8 @@ void expect_invalid(Call&& call, const std::string& needle, const std::string& w
 void expect_sum_works(Communicator& comm, int world_rank, const std::string& what) {
   const int size = comm.size();
   std::vector<int> values(37);
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = comm.rank() * 100 + static_cast<int>(i);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = comm.rank() * 100 + static_cast<int>(i);
   comm.all_reduce(std::span<int>(values.data(), values.size()));
   for (std::size_t i = 0; i < values.size(); ++i) {
     const int expected = 100 * size * (size - 1) / 2 + size * static_cast<int>(i);
@@ -86,7 +87,8 @@ TEST(SplitTest, NegativeColorRefusedOnEveryRank) {
   const int last = world.size() - 1;
   for (const int bad : {-1, -7, -32767}) {
     const int color = rank == last ? bad : 0;
-    const std::string needle = "rank " + std::to_string(last) + " passed color " + std::to_string(bad);
+    const std::string needle =
+        "rank " + std::to_string(last) + " passed color " + std::to_string(bad);
     expect_invalid([&] { (void)world.split(color, rank); }, needle,
                    "split with color " + std::to_string(bad) + " on rank " + std::to_string(last),
                    rank);

@@ -47,26 +47,81 @@ class TypedBuffer {
         std::memcpy(p, &bits, 2);
         return;
       }
-      case DataType::kFloat32: { const float v = static_cast<float>(value); std::memcpy(p, &v, 4); return; }
-      case DataType::kFloat64: { std::memcpy(p, &value, 8); return; }
-      case DataType::kInt8: { const auto v = static_cast<std::int8_t>(value); std::memcpy(p, &v, 1); return; }
-      case DataType::kUInt8: { const auto v = static_cast<std::uint8_t>(value); std::memcpy(p, &v, 1); return; }
-      case DataType::kInt32: { const auto v = static_cast<std::int32_t>(value); std::memcpy(p, &v, 4); return; }
-      case DataType::kInt64: { const auto v = static_cast<std::int64_t>(value); std::memcpy(p, &v, 8); return; }
+      case DataType::kFloat32: {
+        const float v = static_cast<float>(value);
+        std::memcpy(p, &v, 4);
+        return;
+      }
+      case DataType::kFloat64: {
+        std::memcpy(p, &value, 8);
+        return;
+      }
+      case DataType::kInt8: {
+        const auto v = static_cast<std::int8_t>(value);
+        std::memcpy(p, &v, 1);
+        return;
+      }
+      case DataType::kUInt8: {
+        const auto v = static_cast<std::uint8_t>(value);
+        std::memcpy(p, &v, 1);
+        return;
+      }
+      case DataType::kInt32: {
+        const auto v = static_cast<std::int32_t>(value);
+        std::memcpy(p, &v, 4);
+        return;
+      }
+      case DataType::kInt64: {
+        const auto v = static_cast<std::int64_t>(value);
+        std::memcpy(p, &v, 8);
+        return;
+      }
     }
   }
 
   static double load(DataType type, const void* base, std::size_t index) {
     const auto* p = static_cast<const std::byte*>(base) + index * element_size(type);
     switch (type) {
-      case DataType::kFloat16: { std::uint16_t b; std::memcpy(&b, p, 2); return ::collective::float16_to_float(b); }
-      case DataType::kBFloat16: { std::uint16_t b; std::memcpy(&b, p, 2); return ::collective::bfloat16_to_float(b); }
-      case DataType::kFloat32: { float v; std::memcpy(&v, p, 4); return v; }
-      case DataType::kFloat64: { double v; std::memcpy(&v, p, 8); return v; }
-      case DataType::kInt8: { std::int8_t v; std::memcpy(&v, p, 1); return v; }
-      case DataType::kUInt8: { std::uint8_t v; std::memcpy(&v, p, 1); return v; }
-      case DataType::kInt32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
-      case DataType::kInt64: { std::int64_t v; std::memcpy(&v, p, 8); return v; }
+      case DataType::kFloat16: {
+        std::uint16_t b;
+        std::memcpy(&b, p, 2);
+        return ::collective::float16_to_float(b);
+      }
+      case DataType::kBFloat16: {
+        std::uint16_t b;
+        std::memcpy(&b, p, 2);
+        return ::collective::bfloat16_to_float(b);
+      }
+      case DataType::kFloat32: {
+        float v;
+        std::memcpy(&v, p, 4);
+        return v;
+      }
+      case DataType::kFloat64: {
+        double v;
+        std::memcpy(&v, p, 8);
+        return v;
+      }
+      case DataType::kInt8: {
+        std::int8_t v;
+        std::memcpy(&v, p, 1);
+        return v;
+      }
+      case DataType::kUInt8: {
+        std::uint8_t v;
+        std::memcpy(&v, p, 1);
+        return v;
+      }
+      case DataType::kInt32: {
+        std::int32_t v;
+        std::memcpy(&v, p, 4);
+        return v;
+      }
+      case DataType::kInt64: {
+        std::int64_t v;
+        std::memcpy(&v, p, 8);
+        return v;
+      }
     }
     return 0;
   }
@@ -193,8 +248,8 @@ template <typename Expected>
     }
   }
   if (wrong == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << wrong << " of " << count << " elements wrong"
-                                       << report.str();
+  return ::testing::AssertionFailure()
+         << wrong << " of " << count << " elements wrong" << report.str();
 }
 
 // check_elements for an expected(i) that repeats every `period` indices:

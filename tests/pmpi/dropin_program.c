@@ -25,22 +25,23 @@
 static int g_rank, g_size;
 static _Atomic long g_failures; /* threads mode: several threads may fail */
 static long g_calls[6]; /* Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Barrier */
-static const char* const kNames[6] = {"MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather",
-                                      "MPI_Bcast", "MPI_Reduce", "MPI_Barrier"};
+static const char* const kNames[6] = {"MPI_Allreduce", "MPI_Reduce_scatter_block",
+                                      "MPI_Allgather", "MPI_Bcast",
+                                      "MPI_Reduce",    "MPI_Barrier"};
 
-#define FAIL(...)                                                          \
-  do {                                                                     \
-    char detail_[600];                                                     \
-    snprintf(detail_, sizeof detail_, __VA_ARGS__);                        \
+#define FAIL(...)                                                              \
+  do {                                                                         \
+    char detail_[600];                                                         \
+    snprintf(detail_, sizeof detail_, __VA_ARGS__);                            \
     fprintf(stderr, "rank %d: FAIL line %d: %s\n", g_rank, __LINE__, detail_); \
-    ++g_failures;                                                          \
+    ++g_failures;                                                              \
   } while (0)
 
-#define MPI_OK(call, counter)                                                    \
-  do {                                                                           \
-    ++g_calls[counter];                                                          \
-    int rc_ = (call);                                                            \
-    if (rc_ != MPI_SUCCESS) FAIL("%s returned %d", #call, rc_);                  \
+#define MPI_OK(call, counter)                                   \
+  do {                                                          \
+    ++g_calls[counter];                                         \
+    int rc_ = (call);                                           \
+    if (rc_ != MPI_SUCCESS) FAIL("%s returned %d", #call, rc_); \
   } while (0)
 
 /* --- typed values ------------------------------------------------------ */
@@ -87,11 +88,13 @@ static uint64_t int_expected(const TypeInfo* t, int op, size_t i, int ranks) {
   for (int r = 1; r < ranks; ++r) {
     uint64_t v = int_value(t, op, r, i);
     switch (op) {
-      case OP_SUM: case OP_USER: acc += v; break;
+      case OP_SUM:
+      case OP_USER: acc += v; break;
       case OP_PROD: acc *= v; break;
       case OP_BAND: acc &= v; break;
       case OP_BXOR: acc ^= v; break;
-      case OP_MIN: case OP_MAX: {
+      case OP_MIN:
+      case OP_MAX: {
         int less = t->kind == 'u' ? v < acc : sign_extend(v, t->bytes) < sign_extend(acc, t->bytes);
         if ((op == OP_MIN) == less) acc = v;
         break;
@@ -102,7 +105,9 @@ static uint64_t int_expected(const TypeInfo* t, int op, size_t i, int ranks) {
   return acc & mask_of(t->bytes);
 }
 
-static double float_value(int r, size_t i) { return (double)((int)((i + 3u * (unsigned)r) % 5u) - 2); }
+static double float_value(int r, size_t i) {
+  return (double)((int)((i + 3u * (unsigned)r) % 5u) - 2);
+}
 
 static double float_expected(int op, size_t i, int ranks) {
   double acc = float_value(0, i);
@@ -120,7 +125,10 @@ static void store(void* buffer, const TypeInfo* t, size_t i, int op, int r, size
   char* at = (char*)buffer + i * (size_t)t->bytes;
   if (t->kind == 'f') {
     double v = float_value(r, value_index);
-    if (t->bytes == 4) { float f = (float)v; memcpy(at, &f, 4); } else memcpy(at, &v, 8);
+    if (t->bytes == 4) {
+      float f = (float)v;
+      memcpy(at, &f, 4);
+    } else memcpy(at, &v, 8);
   } else {
     uint64_t v = int_value(t, op, r, value_index);
     memcpy(at, &v, (size_t)t->bytes); /* little-endian: the low bytes */
@@ -133,7 +141,11 @@ static int matches(const void* buffer, const TypeInfo* t, size_t i, int op, size
   const char* at = (const char*)buffer + i * (size_t)t->bytes;
   if (t->kind == 'f') {
     double got;
-    if (t->bytes == 4) { float f; memcpy(&f, at, 4); got = f; } else memcpy(&got, at, 8);
+    if (t->bytes == 4) {
+      float f;
+      memcpy(&f, at, 4);
+      got = f;
+    } else memcpy(&got, at, 8);
     double want = float_expected(op, value_index, ranks);
     snprintf(detail, detail_size, "expected %g, actual %g", want, got);
     return got == want;
@@ -147,12 +159,18 @@ static int matches(const void* buffer, const TypeInfo* t, size_t i, int op, size
 }
 
 static const TypeInfo kTypes[] = {
-    {MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", 1, 'i'}, {MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR", 1, 'u'},
-    {MPI_INT8_T, "MPI_INT8_T", 1, 'i'},           {MPI_SHORT, "MPI_SHORT", 2, 'i'},
-    {MPI_INT, "MPI_INT", 4, 'i'},                 {MPI_UNSIGNED, "MPI_UNSIGNED", 4, 'u'},
-    {MPI_UINT32_T, "MPI_UINT32_T", 4, 'u'},       {MPI_LONG, "MPI_LONG", (int)sizeof(long), 'i'},
-    {MPI_LONG_LONG, "MPI_LONG_LONG", 8, 'i'},     {MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", (int)sizeof(long), 'u'},
-    {MPI_INT64_T, "MPI_INT64_T", 8, 'i'},         {MPI_FLOAT, "MPI_FLOAT", 4, 'f'},
+    {MPI_SIGNED_CHAR, "MPI_SIGNED_CHAR", 1, 'i'},
+    {MPI_UNSIGNED_CHAR, "MPI_UNSIGNED_CHAR", 1, 'u'},
+    {MPI_INT8_T, "MPI_INT8_T", 1, 'i'},
+    {MPI_SHORT, "MPI_SHORT", 2, 'i'},
+    {MPI_INT, "MPI_INT", 4, 'i'},
+    {MPI_UNSIGNED, "MPI_UNSIGNED", 4, 'u'},
+    {MPI_UINT32_T, "MPI_UINT32_T", 4, 'u'},
+    {MPI_LONG, "MPI_LONG", (int)sizeof(long), 'i'},
+    {MPI_LONG_LONG, "MPI_LONG_LONG", 8, 'i'},
+    {MPI_UNSIGNED_LONG, "MPI_UNSIGNED_LONG", (int)sizeof(long), 'u'},
+    {MPI_INT64_T, "MPI_INT64_T", 8, 'i'},
+    {MPI_FLOAT, "MPI_FLOAT", 4, 'f'},
     {MPI_DOUBLE, "MPI_DOUBLE", 8, 'f'},
 };
 enum { NUM_TYPES = sizeof(kTypes) / sizeof(kTypes[0]) };
@@ -171,8 +189,8 @@ static void check_buffer(const char* what, const char* comm_name, const TypeInfo
   char detail[200];
   for (size_t i = 0; i < count; ++i) {
     if (!matches(buffer, t, i, op, first_value + i, ranks, detail, sizeof detail)) {
-      FAIL("%s on %s type=%s op=%s count=%zu index %zu: %s", what, comm_name, t->name,
-           kOpNames[op], count, i, detail);
+      FAIL("%s on %s type=%s op=%s count=%zu index %zu: %s", what, comm_name, t->name, kOpNames[op],
+           count, i, detail);
       return;
     }
   }
@@ -203,7 +221,8 @@ static void reductions(MPI_Comm comm, const char* comm_name, int all_types) {
         check_buffer("MPI_Reduce_scatter_block", comm_name, t, op, count, recv,
                      (size_t)rank * count, size);
         memcpy(recv, send, all * (size_t)t->bytes);
-        MPI_OK(MPI_Reduce_scatter_block(MPI_IN_PLACE, recv, (int)count, t->type, g_ops[op], comm), 1);
+        MPI_OK(MPI_Reduce_scatter_block(MPI_IN_PLACE, recv, (int)count, t->type, g_ops[op], comm),
+               1);
         check_buffer("MPI_Reduce_scatter_block in place", comm_name, t, op, count, recv,
                      (size_t)rank * count, size);
 
@@ -219,8 +238,10 @@ static void reductions(MPI_Comm comm, const char* comm_name, int all_types) {
 #endif
           memcpy(recv, send, count * (size_t)t->bytes);
           MPI_OK(MPI_Reduce(rank == root ? MPI_IN_PLACE : send, recv, (int)count, t->type,
-                            g_ops[op], root, comm), 4);
-          if (rank == root) check_buffer("MPI_Reduce in place", comm_name, t, op, count, recv, 0, size);
+                            g_ops[op], root, comm),
+                 4);
+          if (rank == root)
+            check_buffer("MPI_Reduce in place", comm_name, t, op, count, recv, 0, size);
         }
         free(send);
         free(recv);
@@ -228,11 +249,13 @@ static void reductions(MPI_Comm comm, const char* comm_name, int all_types) {
     }
   }
   /* MAXLOC on MPI_2INT: always passed through, still exact. */
-  struct { int value, index; } pair = {rank % 2, rank}, best;
+  struct {
+    int value, index;
+  } pair = {rank % 2, rank}, best;
   MPI_OK(MPI_Allreduce(&pair, &best, 1, MPI_2INT, MPI_MAXLOC, comm), 0);
   if (best.value != (size > 1 ? 1 : 0) || best.index != (size > 1 ? 1 : 0))
-    FAIL("MPI_Allreduce MAXLOC on %s: expected (%d,%d), actual (%d,%d)", comm_name,
-         size > 1, size > 1, best.value, best.index);
+    FAIL("MPI_Allreduce MAXLOC on %s: expected (%d,%d), actual (%d,%d)", comm_name, size > 1,
+         size > 1, best.value, best.index);
 }
 
 static void data_movement(MPI_Comm comm, const char* comm_name) {
@@ -298,7 +321,8 @@ static void data_movement(MPI_Comm comm, const char* comm_name) {
       MPI_OK(MPI_Allgather(send, per_rank, MPI_INT, gathered, per_rank, MPI_INT, comm), 2);
     } else if (variant == 1) {
       memcpy(gathered + rank * per_rank, send, sizeof send);
-      MPI_OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, gathered, per_rank, MPI_INT, comm), 2);
+      MPI_OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, gathered, per_rank, MPI_INT, comm),
+             2);
     } else if (variant == 2) {
       MPI_OK(MPI_Allgather(send, per_rank, MPI_INT, gathered, per_rank / 3, triple, comm), 2);
     } else {
@@ -313,7 +337,8 @@ static void data_movement(MPI_Comm comm, const char* comm_name) {
         if (gathered[at] != r * 1000 + i) wrong = i;
       }
       if (wrong >= 0) {
-        const int at = variant == 3 ? 9 * r + 3 * (wrong / 2) + 2 * (wrong % 2) : r * per_rank + wrong;
+        const int at =
+            variant == 3 ? 9 * r + 3 * (wrong / 2) + 2 * (wrong % 2) : r * per_rank + wrong;
         FAIL("MPI_Allgather variant %d on %s block %d index %d: expected %d, actual %d", variant,
              comm_name, r, wrong, r * 1000 + wrong, gathered[at]);
         break;
@@ -353,8 +378,8 @@ static void* thread_body(void* arg) {
       break;
     }
     for (int i = 0; i < kThreadCount; ++i) {
-      const int expected = 100000 * g_size * (g_size - 1) / 2 +
-                           g_size * (work->thread * 1000 + (round + i) % 997);
+      const int expected =
+          100000 * g_size * (g_size - 1) / 2 + g_size * (work->thread * 1000 + (round + i) % 997);
       if (sums[i] != expected) {
         FAIL("thread %d MPI_Allreduce round %d index %d: expected %d, actual %d", work->thread,
              round, i, expected, sums[i]);
@@ -414,14 +439,17 @@ int main(int argc, char** argv) {
     int error_class = -1;
     MPI_Error_class(rc, &error_class);
     if (g_size > 1 && (g_handler_calls != 1 || error_class != MPI_ERR_ARG || g_handler_code != rc))
-      FAIL("mismatch: handler called %d times with %d, returned %d (class %d); expected one "
-           "MPI_ERR_ARG", g_handler_calls, g_handler_code, rc, error_class);
+      FAIL(
+          "mismatch: handler called %d times with %d, returned %d (class %d); expected one "
+          "MPI_ERR_ARG",
+          g_handler_calls, g_handler_code, rc, error_class);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     MPI_Errhandler_free(&handler);
     /* The communicator stays usable after a mismatch. */
     int one = 1, sum = 0;
     MPI_Allreduce(&one, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (sum != g_size) FAIL("MPI_Allreduce after the mismatch: expected %d, actual %d", g_size, sum);
+    if (sum != g_size)
+      FAIL("MPI_Allreduce after the mismatch: expected %d, actual %d", g_size, sum);
   } else {
     for (int op = 0; op < NUM_OPS; ++op) {
       static MPI_Op const predefined[] = {MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_BAND, MPI_BXOR};
@@ -447,7 +475,8 @@ int main(int argc, char** argv) {
       int value = round, sum = 0, size = 0;
       MPI_Comm_size(scratch, &size);
       MPI_OK(MPI_Allreduce(&value, &sum, 1, MPI_INT, MPI_SUM, scratch), 0);
-      if (sum != size * round) FAIL("MPI_Allreduce on dup #%d: expected %d, actual %d", round, size * round, sum);
+      if (sum != size * round)
+        FAIL("MPI_Allreduce on dup #%d: expected %d, actual %d", round, size * round, sum);
       MPI_Comm_free(&scratch);
     }
 
@@ -457,8 +486,10 @@ int main(int argc, char** argv) {
       MPI_Intercomm_create(parity, 0, MPI_COMM_WORLD, g_rank % 2 ? 0 : 1, 99, &inter);
       int value = g_rank + 1, remote_sum = 0, want = 0;
       MPI_OK(MPI_Allreduce(&value, &remote_sum, 1, MPI_INT, MPI_SUM, inter), 0);
-      for (int r = 0; r < g_size; ++r) if (r % 2 != g_rank % 2) want += r + 1;
-      if (remote_sum != want) FAIL("MPI_Allreduce on an intercommunicator: expected %d, actual %d", want, remote_sum);
+      for (int r = 0; r < g_size; ++r)
+        if (r % 2 != g_rank % 2) want += r + 1;
+      if (remote_sum != want)
+        FAIL("MPI_Allreduce on an intercommunicator: expected %d, actual %d", want, remote_sum);
       MPI_OK(MPI_Barrier(inter), 5);
       MPI_Comm_free(&inter);
     }

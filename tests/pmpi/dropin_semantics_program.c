@@ -40,19 +40,20 @@
 static int g_rank, g_size;
 static long g_failures;
 static long g_calls[6]; /* Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Barrier */
-static const char* const kNames[6] = {"MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather",
-                                      "MPI_Bcast", "MPI_Reduce", "MPI_Barrier"};
+static const char* const kNames[6] = {"MPI_Allreduce", "MPI_Reduce_scatter_block",
+                                      "MPI_Allgather", "MPI_Bcast",
+                                      "MPI_Reduce",    "MPI_Barrier"};
 enum { ALLREDUCE, REDUCE_SCATTER_BLOCK, ALLGATHER, BCAST, REDUCE, BARRIER };
 
 /* Reports at most this many wrong elements per buffer, then a count. */
 #define MAX_REPORTED 5
 
-#define FAIL(...)                                                               \
-  do {                                                                          \
-    char detail_[600];                                                          \
-    snprintf(detail_, sizeof detail_, __VA_ARGS__);                             \
-    fprintf(stderr, "rank %d: FAIL line %d: %s\n", g_rank, __LINE__, detail_);  \
-    ++g_failures;                                                               \
+#define FAIL(...)                                                              \
+  do {                                                                         \
+    char detail_[600];                                                         \
+    snprintf(detail_, sizeof detail_, __VA_ARGS__);                            \
+    fprintf(stderr, "rank %d: FAIL line %d: %s\n", g_rank, __LINE__, detail_); \
+    ++g_failures;                                                              \
   } while (0)
 
 #define MPI_OK(call, counter)                                   \
@@ -88,18 +89,18 @@ static double get(const Type* t, const void* buffer, size_t i) {
 }
 
 /* Compares `count` elements of `buffer` from `first` on against expect(i). */
-#define CHECK_RANGE(what, t, buffer, first, count, expect_expr)                                 \
-  do {                                                                                          \
-    long wrong_ = 0;                                                                            \
-    for (size_t i = (first); i < (first) + (count); ++i) {                                      \
-      const double expected_ = (expect_expr);                                                   \
-      const double actual_ = get((t), (buffer), i);                                             \
-      if (actual_ != expected_ && ++wrong_ <= MAX_REPORTED) {                                   \
-        FAIL("%s (%s, %zu per block, %d ranks): element %zu: expected %g, got %g", (what),      \
-             (t)->name, per_block, g_size, i, expected_, actual_);                              \
-      }                                                                                         \
-    }                                                                                           \
-    if (wrong_ > MAX_REPORTED) FAIL("%s: %ld elements wrong in all", (what), wrong_);           \
+#define CHECK_RANGE(what, t, buffer, first, count, expect_expr)                            \
+  do {                                                                                     \
+    long wrong_ = 0;                                                                       \
+    for (size_t i = (first); i < (first) + (count); ++i) {                                 \
+      const double expected_ = (expect_expr);                                              \
+      const double actual_ = get((t), (buffer), i);                                        \
+      if (actual_ != expected_ && ++wrong_ <= MAX_REPORTED) {                              \
+        FAIL("%s (%s, %zu per block, %d ranks): element %zu: expected %g, got %g", (what), \
+             (t)->name, per_block, g_size, i, expected_, actual_);                         \
+      }                                                                                    \
+    }                                                                                      \
+    if (wrong_ > MAX_REPORTED) FAIL("%s: %ld elements wrong in all", (what), wrong_);      \
   } while (0)
 
 static double sum_over_ranks(int b, size_t i) {
@@ -121,7 +122,8 @@ static void check_in_place(const Type* t, size_t per_block, MPI_Comm comm) {
   /* MPI_Reduce_scatter_block in place: block b of the input at block b;
    * the result (block `rank` reduced) in block 0; blocks 1.. untouched. */
   for (size_t b = 0; b < p; ++b) {
-    for (size_t i = 0; i < per_block; ++i) put(t, recv, b * per_block + i, input_value(g_rank, (int)b, i));
+    for (size_t i = 0; i < per_block; ++i)
+      put(t, recv, b * per_block + i, input_value(g_rank, (int)b, i));
   }
   MPI_OK(MPI_Reduce_scatter_block(MPI_IN_PLACE, recv, (int)per_block, t->type, MPI_SUM, comm),
          REDUCE_SCATTER_BLOCK);
@@ -133,12 +135,14 @@ static void check_in_place(const Type* t, size_t per_block, MPI_Comm comm) {
 
   /* MPI_Reduce_scatter_block: send unchanged, recv = one block. */
   for (size_t b = 0; b < p; ++b) {
-    for (size_t i = 0; i < per_block; ++i) put(t, send, b * per_block + i, input_value(g_rank, (int)b, i));
+    for (size_t i = 0; i < per_block; ++i)
+      put(t, send, b * per_block + i, input_value(g_rank, (int)b, i));
   }
   for (size_t i = 0; i < whole; ++i) put(t, recv, i, sentinel_value(g_rank, i));
   MPI_OK(MPI_Reduce_scatter_block(send, recv, (int)per_block, t->type, MPI_SUM, comm),
          REDUCE_SCATTER_BLOCK);
-  CHECK_RANGE("MPI_Reduce_scatter_block: the result", t, recv, 0, per_block, sum_over_ranks(g_rank, i));
+  CHECK_RANGE("MPI_Reduce_scatter_block: the result", t, recv, 0, per_block,
+              sum_over_ranks(g_rank, i));
   CHECK_RANGE("MPI_Reduce_scatter_block: receive buffer past the result", t, recv, per_block,
               whole - per_block, sentinel_value(g_rank, i));
   CHECK_RANGE("MPI_Reduce_scatter_block: send buffer", t, send, 0, whole,
@@ -173,16 +177,20 @@ static void check_in_place(const Type* t, size_t per_block, MPI_Comm comm) {
   }
   MPI_OK(MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, recv, (int)per_block, t->type, comm),
          ALLGATHER);
-  CHECK_RANGE("MPI_Allgather in place", t, recv, 0, whole, input_value((int)(i / per_block), 0, i % per_block));
+  CHECK_RANGE("MPI_Allgather in place", t, recv, 0, whole,
+              input_value((int)(i / per_block), 0, i % per_block));
   /* MPI_Allgather: send unchanged. */
   for (size_t i = 0; i < per_block; ++i) put(t, send, i, input_value(g_rank, 1, i));
-  MPI_OK(MPI_Allgather(send, (int)per_block, t->type, recv, (int)per_block, t->type, comm), ALLGATHER);
-  CHECK_RANGE("MPI_Allgather", t, recv, 0, whole, input_value((int)(i / per_block), 1, i % per_block));
+  MPI_OK(MPI_Allgather(send, (int)per_block, t->type, recv, (int)per_block, t->type, comm),
+         ALLGATHER);
+  CHECK_RANGE("MPI_Allgather", t, recv, 0, whole,
+              input_value((int)(i / per_block), 1, i % per_block));
   CHECK_RANGE("MPI_Allgather: send buffer", t, send, 0, per_block, input_value(g_rank, 1, i));
 
   /* MPI_Allreduce in place, then out of place with send unchanged and the
    * receive buffer's tail untouched. */
-  for (size_t i = 0; i < whole; ++i) put(t, recv, i, i < per_block ? input_value(g_rank, 2, i) : sentinel_value(g_rank, i));
+  for (size_t i = 0; i < whole; ++i)
+    put(t, recv, i, i < per_block ? input_value(g_rank, 2, i) : sentinel_value(g_rank, i));
   MPI_OK(MPI_Allreduce(MPI_IN_PLACE, recv, (int)per_block, t->type, MPI_SUM, comm), ALLREDUCE);
   CHECK_RANGE("MPI_Allreduce in place", t, recv, 0, per_block, sum_over_ranks(2, i));
   CHECK_RANGE("MPI_Allreduce in place: past the count", t, recv, per_block, whole - per_block,
@@ -197,13 +205,15 @@ static void check_in_place(const Type* t, size_t per_block, MPI_Comm comm) {
 }
 
 static void run_in_place(void) {
-  const Type types[] = {{MPI_INT, "MPI_INT", sizeof(int)}, {MPI_DOUBLE, "MPI_DOUBLE", sizeof(double)}};
+  const Type types[] = {{MPI_INT, "MPI_INT", sizeof(int)},
+                        {MPI_DOUBLE, "MPI_DOUBLE", sizeof(double)}};
   const size_t sizes[] = {3, 1000, 300000};
   MPI_Comm comms[2] = {MPI_COMM_WORLD, MPI_COMM_NULL};
   MPI_Comm_dup(MPI_COMM_WORLD, &comms[1]);
   for (int c = 0; c < 2; ++c) {
     for (size_t t = 0; t < sizeof types / sizeof *types; ++t) {
-      for (size_t s = 0; s < sizeof sizes / sizeof *sizes; ++s) check_in_place(&types[t], sizes[s], comms[c]);
+      for (size_t s = 0; s < sizeof sizes / sizeof *sizes; ++s)
+        check_in_place(&types[t], sizes[s], comms[c]);
     }
   }
   MPI_Comm_free(&comms[1]);
@@ -229,9 +239,10 @@ static int count_delete(MPI_Comm comm, int keyval, void* value, void* extra) {
 
 static void expect_callbacks(const char* when, long copies, long deletes) {
   if (g_copies != copies || g_deletes != deletes) {
-    FAIL("after %s: the program's attribute callbacks ran %ld copies and %ld deletes, expected "
-         "%ld and %ld",
-         when, g_copies, g_deletes, copies, deletes);
+    FAIL(
+        "after %s: the program's attribute callbacks ran %ld copies and %ld deletes, expected "
+        "%ld and %ld",
+        when, g_copies, g_deletes, copies, deletes);
   }
 }
 
@@ -259,21 +270,21 @@ static void run_attributes(void) {
   expect_callbacks("served calls on MPI_COMM_WORLD", 0, 0);
 
   MPI_Comm mine = MPI_COMM_NULL, copy = MPI_COMM_NULL, split = MPI_COMM_NULL;
-  MPI_Comm_dup(MPI_COMM_WORLD, &mine);  /* copies WORLD's attribute: 1 */
+  MPI_Comm_dup(MPI_COMM_WORLD, &mine); /* copies WORLD's attribute: 1 */
   expect_callbacks("MPI_Comm_dup of MPI_COMM_WORLD", 1, 0);
   served_calls(mine);
   expect_callbacks("served calls on a duplicate", 1, 0);
-  MPI_Comm_dup(mine, &copy);            /* 2 */
+  MPI_Comm_dup(mine, &copy); /* 2 */
   served_calls(copy);
   expect_callbacks("served calls on a duplicate of a duplicate", 2, 0);
   MPI_Comm_split(mine, g_rank % 2, -g_rank, &split); /* split copies nothing */
   MPI_Comm_set_attr(split, keyval, &value);
   served_calls(split);
   expect_callbacks("served calls on a split", 2, 0);
-  MPI_Comm_free(&copy);                 /* deletes 1 */
+  MPI_Comm_free(&copy); /* deletes 1 */
   expect_callbacks("MPI_Comm_free of the second duplicate", 2, 1);
-  MPI_Comm_free(&split);                /* 2 */
-  MPI_Comm_free(&mine);                 /* 3 */
+  MPI_Comm_free(&split); /* 2 */
+  MPI_Comm_free(&mine);  /* 3 */
   expect_callbacks("MPI_Comm_free of every communicator but MPI_COMM_WORLD", 2, 3);
   MPI_Comm_delete_attr(MPI_COMM_WORLD, keyval); /* 4 */
   expect_callbacks("MPI_Comm_delete_attr on MPI_COMM_WORLD", 2, 4);
@@ -357,7 +368,8 @@ static void check_shared_window(MPI_Aint bytes) {
     MPI_Win_shared_query(win, r, &size, &unit, &theirs);
     for (MPI_Aint i = 0; i < size; ++i) {
       if (theirs[i] != 0x40 + r) {
-        FAIL("shared window: rank %d's byte %ld: expected %d, got %d", r, (long)i, 0x40 + r, theirs[i]);
+        FAIL("shared window: rank %d's byte %ld: expected %d, got %d", r, (long)i, 0x40 + r,
+             theirs[i]);
         break;
       }
     }
@@ -373,16 +385,18 @@ static void run_communicators(int count, unsigned long long limit, MPI_Aint wind
     long value = g_rank + c, sum = 0;
     MPI_OK(MPI_Allreduce(&value, &sum, 1, MPI_LONG, MPI_SUM, comms[c]), ALLREDUCE);
     const long expected = (long)g_size * (g_size - 1) / 2 + (long)g_size * c;
-    if (sum != expected) FAIL("communicator %d: MPI_Allreduce: expected %ld, got %ld", c, expected, sum);
+    if (sum != expected)
+      FAIL("communicator %d: MPI_Allreduce: expected %ld, got %ld", c, expected, sum);
     MPI_OK(MPI_Barrier(comms[c]), BARRIER);
   }
   const unsigned long long mapped = mapped_segment_bytes();
   printf("dropin_semantics_program rank %d: %d communicators map %llu bytes of node segments\n",
          g_rank, count, mapped);
   if (limit > 0 && mapped > limit) {
-    FAIL("%d live communicators with one small call each map %llu bytes of node segments, more "
-         "than %llu",
-         count, mapped, limit);
+    FAIL(
+        "%d live communicators with one small call each map %llu bytes of node segments, more "
+        "than %llu",
+        count, mapped, limit);
   }
   if (window > 0) check_shared_window(window);
   for (int c = 0; c < count; ++c) MPI_Comm_free(&comms[c]);
@@ -420,7 +434,9 @@ int main(int argc, char** argv) {
   } else if (strcmp(mode, "--stall") == 0) {
     run_stall();
   } else {
-    if (g_rank == 0) fprintf(stderr, "usage: %s --in-place|--attributes|--signals|--communicators N|--stall\n", argv[0]);
+    if (g_rank == 0)
+      fprintf(stderr, "usage: %s --in-place|--attributes|--signals|--communicators N|--stall\n",
+              argv[0]);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   printf("dropin_program rank %d calls:", g_rank);
@@ -431,7 +447,8 @@ int main(int argc, char** argv) {
   PMPI_Allreduce(&g_failures, &failures, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
   if (g_rank == 0) {
     if (failures == 0) printf("dropin_semantics_program: OK on %d ranks (%s)\n", g_size, mode);
-    else printf("dropin_semantics_program: %ld failures on %d ranks (%s)\n", failures, g_size, mode);
+    else
+      printf("dropin_semantics_program: %ld failures on %d ranks (%s)\n", failures, g_size, mode);
   }
   MPI_Finalize();
   return failures == 0 ? 0 : 1;

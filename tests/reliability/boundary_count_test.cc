@@ -32,7 +32,8 @@ TEST(BoundaryCountTest, EveryCollectiveAroundMultiplesOfTheMessageLimit) {
   const int rank = comm.rank();
   const auto p = static_cast<std::size_t>(size);
   int calls = 0;
-  for (DataType type : {DataType::kInt8, DataType::kFloat16, DataType::kInt32, DataType::kFloat64}) {
+  for (DataType type :
+       {DataType::kInt8, DataType::kFloat16, DataType::kInt32, DataType::kFloat64}) {
     const std::size_t per_limit = limit / element_size(type);
     for (std::size_t multiple : {1, 2, 3}) {
       for (long delta : {-1L, 0L, 1L}) {
@@ -40,7 +41,8 @@ TEST(BoundaryCountTest, EveryCollectiveAroundMultiplesOfTheMessageLimit) {
         for (Algorithm algorithm :
              {Algorithm::kRing, Algorithm::kRecursiveDoubling, Algorithm::kMpi}) {
           const std::string where = std::string(to_string(algorithm)) + " " +
-                                    std::string(to_string(type)) + " count " + std::to_string(count);
+                                    std::string(to_string(type)) + " count " +
+                                    std::to_string(count);
           SCOPED_TRACE(where);
           // all_reduce: every element.
           TypedBuffer in(type, count * p), out(type, count * p);
@@ -84,7 +86,8 @@ TEST(BoundaryCountTest, EveryCollectiveAroundMultiplesOfTheMessageLimit) {
           comm.broadcast(shared.data(), count, type, broadcast_options);
           ++calls;
           for (std::size_t i = 0; i < count; ++i) {
-            ASSERT_EQ(shared.get(i), value_of(size - 1, i)) << "broadcast rank " << rank << " index " << i;
+            ASSERT_EQ(shared.get(i), value_of(size - 1, i))
+                << "broadcast rank " << rank << " index " << i;
           }
           // reduce to rank 0.
           ReduceOptions root_options;

@@ -56,7 +56,8 @@ class CrossRankCheckTest : public ::testing::TestWithParam<CheckPath> {
   void expect_healthy() {
     std::vector<float> values(33, static_cast<float>(rank + 1));
     comm.all_reduce(std::span<float>(values));
-    for (float v : values) ASSERT_EQ(v, static_cast<float>(size * (size + 1) / 2)) << "rank " << rank;
+    for (float v : values)
+      ASSERT_EQ(v, static_cast<float>(size * (size + 1) / 2)) << "rank " << rank;
   }
 
   std::string label(const char* kind) const {
@@ -77,7 +78,8 @@ TEST_P(CrossRankCheckTest, CountMismatchNamesEveryRanksCount) {
   const std::string operation = label("all_reduce");
   expect_raises<MismatchError>(
       [&] { comm.all_reduce(send.data(), recv.data(), count, DataType::kFloat32); },
-      {operation, "rank 0 count=4", (size == 2 ? "rank 1 count=8" : "ranks 1-" + std::to_string(last) + " count=8")},
+      {operation, "rank 0 count=4",
+       (size == 2 ? "rank 1 count=8" : "ranks 1-" + std::to_string(last) + " count=8")},
       rank);
   for (float v : recv) ASSERT_EQ(v, -7.0f) << "a mismatched call touched the output";
   expect_healthy();
@@ -121,7 +123,8 @@ TEST_P(CrossRankCheckTest, CallTagMismatch) {
       {operation, "tag=0x2000000000000001",
        "rank " + std::to_string(last) + " tag=0x3000000000000002"},
       rank);
-  for (float v : recv) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": a mismatched call touched the output";
+  for (float v : recv)
+    ASSERT_EQ(v, -7.0f) << "rank " << rank << ": a mismatched call touched the output";
   // An untagged call does not pair with a tagged one.
   AllReduceOptions untagged;
   if (rank == 0) untagged.call_tag = 5;
@@ -134,7 +137,8 @@ TEST_P(CrossRankCheckTest, CallTagMismatch) {
   std::vector<float> values(4, static_cast<float>(rank + 1));
   comm.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, same);
   for (std::size_t i = 0; i < values.size(); ++i) {
-    ASSERT_EQ(values[i], static_cast<float>(size * (size + 1) / 2)) << "rank " << rank << " index " << i;
+    ASSERT_EQ(values[i], static_cast<float>(size * (size + 1) / 2))
+        << "rank " << rank << " index " << i;
   }
   expect_healthy();
 }
@@ -144,9 +148,9 @@ TEST_P(CrossRankCheckTest, RootMismatch) {
   BroadcastOptions options;
   options.root = rank == last ? 1 : 0;
   const std::string operation = label("broadcast");
-  expect_raises<MismatchError>(
-      [&] { comm.broadcast(recv.data(), 4, DataType::kFloat32, options); },
-      {operation, "root=0", "rank " + std::to_string(last) + " root=1"}, rank);
+  expect_raises<MismatchError>([&] { comm.broadcast(recv.data(), 4, DataType::kFloat32, options); },
+                               {operation, "root=0", "rank " + std::to_string(last) + " root=1"},
+                               rank);
   ReduceOptions reduce_options;
   reduce_options.root = rank == 0 ? last : 0;
   expect_raises<MismatchError>(
@@ -163,7 +167,8 @@ TEST_P(CrossRankCheckTest, DifferentCollectives) {
         if (rank == 0) comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32);
         else comm.broadcast(recv.data(), 4, DataType::kFloat32);
       },
-      {sequence, "rank 0 all_reduce count=4 type=float32 op=sum", "broadcast count=4 type=float32 root=0"},
+      {sequence, "rank 0 all_reduce count=4 type=float32 op=sum",
+       "broadcast count=4 type=float32 root=0"},
       rank);
   expect_raises<MismatchError>(
       [&] {
@@ -304,8 +309,8 @@ class OneRankBadInputTest : public CrossRankCheckTest {
     if (rank == last) {
       expect_raises<Error>(bad, {operation, cause}, rank);
     } else {
-      const auto raised = expect_raises<Error>(
-          good, {operation, culprit + " rejected its arguments", cause}, rank);
+      const auto raised =
+          expect_raises<Error>(good, {operation, culprit + " rejected its arguments", cause}, rank);
       EXPECT_EQ(raised.message.find("timed out"), std::string::npos) << raised.message;
     }
     for (float v : recv) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
@@ -330,8 +335,8 @@ TEST_P(OneRankBadInputTest, EveryKindOfBadInput) {
       [&] { comm.all_reduce(send.data(), send.data() + 1, 4, DataType::kFloat32); }, good_reduce,
       "overlap");
   expect_one_rank_rejected<InvalidArgumentError>(
-      [&] { comm.all_reduce(send.data(), recv.data(), 4, static_cast<DataType>(42)); },
-      good_reduce, "unknown data type (DataType value 42)");
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, static_cast<DataType>(42)); }, good_reduce,
+      "unknown data type (DataType value 42)");
   AllReduceOptions bad_op;
   bad_op.op = static_cast<ReduceOp>(17);
   expect_one_rank_rejected<InvalidArgumentError>(
@@ -374,8 +379,7 @@ TEST_P(OneRankBadInputTest, EveryKindOfBadInput) {
   host.algorithm = Algorithm::kRing;
   expect_one_rank_rejected<Error>(
       [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, device); },
-      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, host); },
-      "evice");
+      [&] { comm.all_reduce(send.data(), recv.data(), 4, DataType::kFloat32, host); }, "evice");
   // An algorithm that cannot serve the call, forced on one rank.
   BarrierOptions ring_barrier;
   ring_barrier.algorithm = Algorithm::kRing;
@@ -434,8 +438,8 @@ TEST_P(CrossRankCheckTest, SmallAndLargeCountsDisagree) {
 
 // A small recursive_doubling all_reduce whose check goes over MPI carries
 // its input in the check's messages (one round in all), a larger one the
-// head of its first message: the result must be exact, and a rank that carries must still meet one that does not in the
-// check, and every rank must raise.
+// head of its first message: the result must be exact, and a rank that carries must still meet one
+// that does not in the check, and every rank must raise.
 AllReduceOptions recursive_doubling() {
   AllReduceOptions options;
   options.algorithm = Algorithm::kRecursiveDoubling;
@@ -445,9 +449,9 @@ AllReduceOptions recursive_doubling() {
 TEST_P(CrossRankCheckTest, RecursiveDoublingCarryingTheCheckIsExact) {
   // Whole inputs ride with the fingerprints up to 32 KiB over the p-1
   // copies; larger calls carry the head (16 KiB) of their first message.
-  for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{1023},
-                                  std::size_t{1024}, std::size_t{5000}, std::size_t{20000},
-                                  std::size_t{100003}}) {
+  for (const std::size_t count :
+       {std::size_t{0}, std::size_t{1}, std::size_t{1023}, std::size_t{1024}, std::size_t{5000},
+        std::size_t{20000}, std::size_t{100003}}) {
     std::vector<float> in(count), out(count, -7.0f);
     for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<float>((rank + 1) * (i % 7 + 1));
     comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling());
@@ -460,7 +464,8 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingCarryingTheCheckIsExact) {
     comm.all_reduce(in.data(), in.data(), count, DataType::kFloat32, mean);
     for (std::size_t i = 0; i < count; ++i) {
       const float expected = static_cast<float>((size + 1) * (i % 7 + 1)) / 2.0f;
-      ASSERT_EQ(in[i], expected) << "rank " << rank << " index " << i << " count " << count << " (mean, in place)";
+      ASSERT_EQ(in[i], expected) << "rank " << rank << " index " << i << " count " << count
+                                 << " (mean, in place)";
     }
   }
   EXPECT_EQ(comm.last_algorithm(), Algorithm::kRecursiveDoubling);
@@ -472,7 +477,9 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingCarriedAndPlainChecksMeet) {
   const std::size_t count = rank == 0 ? 4 : 100000;
   std::vector<float> in(count, 1.0f), out(count, -7.0f);
   expect_raises<MismatchError>(
-      [&] { comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling()); },
+      [&] {
+        comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling());
+      },
       {label("all_reduce"), "rank 0 count=4", "count=100000"}, rank);
   for (float v : out) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
   // Both carry, but the ops differ.
@@ -480,7 +487,9 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingCarriedAndPlainChecksMeet) {
   options.op = rank == last ? ReduceOp::kMax : ReduceOp::kSum;
   std::vector<float> small(8, 1.0f), small_out(8, -7.0f);
   expect_raises<MismatchError>(
-      [&] { comm.all_reduce(small.data(), small_out.data(), small.size(), DataType::kFloat32, options); },
+      [&] {
+        comm.all_reduce(small.data(), small_out.data(), small.size(), DataType::kFloat32, options);
+      },
       {label("all_reduce"), "op="}, rank);
   for (float v : small_out) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
   expect_healthy();
@@ -495,8 +504,8 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingCarriedAndPlainChecksMeet) {
 template <typename T>
 void expect_follow_up_exact(Communicator& comm, int rank, int size) {
   const std::size_t limit = 64 * 1024 / sizeof(T);
-  for (const std::size_t count : {limit / 2, limit / 2 + 1, limit * 3 / 4, limit - 1, limit,
-                                  limit + 1}) {
+  for (const std::size_t count :
+       {limit / 2, limit / 2 + 1, limit * 3 / 4, limit - 1, limit, limit + 1}) {
     std::vector<T> in(count), out(count, T(99));
     for (std::size_t i = 0; i < count; ++i) in[i] = static_cast<T>((rank + 1) * (i % 5 + 1));
     comm.all_reduce(in.data(), out.data(), count, DataTypeOf<T>::value, recursive_doubling());
@@ -509,7 +518,8 @@ void expect_follow_up_exact(Communicator& comm, int rank, int size) {
     comm.all_reduce(in.data(), in.data(), count, DataTypeOf<T>::value, max);
     for (std::size_t i = 0; i < count; ++i) {
       const T expected = static_cast<T>(size * (i % 5 + 1));
-      ASSERT_EQ(in[i], expected) << "rank " << rank << " index " << i << " count " << count << " (max, in place)";
+      ASSERT_EQ(in[i], expected) << "rank " << rank << " index " << i << " count " << count
+                                 << " (max, in place)";
     }
   }
 }
@@ -556,7 +566,9 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingFollowUpsMeetOtherCalls) {
     const std::size_t count = rank == 0 ? whole : whole / 2;
     std::vector<float> in(count, 1.0f), out(count, -7.0f);
     expect_raises<MismatchError>(
-        [&] { comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling()); },
+        [&] {
+          comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling());
+        },
         {label("all_reduce"), "rank 0 count=16384", "count=8192"}, rank);
     untouched(out, "follow-up against one message");
     expect_no_message_left(comm, rank, call);
@@ -567,7 +579,9 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingFollowUpsMeetOtherCalls) {
     const std::size_t count = rank == 0 ? whole : 12000;
     std::vector<float> in(count, 1.0f), out(count, -7.0f);
     expect_raises<MismatchError>(
-        [&] { comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling()); },
+        [&] {
+          comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, recursive_doubling());
+        },
         {label("all_reduce"), "rank 0 count=16384", "count=12000"}, rank);
     untouched(out, "follow-ups of different sizes");
     expect_no_message_left(comm, rank, call);
@@ -599,11 +613,15 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingFollowUpsMeetOtherCalls) {
     std::vector<float> in(whole, 1.0f), out(whole, -7.0f);
     if (rank == last) {
       expect_raises<InvalidArgumentError>(
-          [&] { comm.all_reduce(nullptr, out.data(), whole, DataType::kFloat32, recursive_doubling()); },
+          [&] {
+            comm.all_reduce(nullptr, out.data(), whole, DataType::kFloat32, recursive_doubling());
+          },
           {label("all_reduce"), "send buffer is null"}, rank);
     } else {
       expect_raises<InvalidArgumentError>(
-          [&] { comm.all_reduce(in.data(), out.data(), whole, DataType::kFloat32, recursive_doubling()); },
+          [&] {
+            comm.all_reduce(in.data(), out.data(), whole, DataType::kFloat32, recursive_doubling());
+          },
           {label("all_reduce"), "rank " + std::to_string(last) + " rejected its arguments",
            "send buffer is null"},
           rank);
@@ -615,7 +633,8 @@ TEST_P(CrossRankCheckTest, RecursiveDoublingFollowUpsMeetOtherCalls) {
   std::vector<float> in(whole, static_cast<float>(rank + 1)), out(whole, -7.0f);
   comm.all_reduce(in.data(), out.data(), whole, DataType::kFloat32, recursive_doubling());
   for (std::size_t i = 0; i < whole; ++i) {
-    ASSERT_EQ(out[i], static_cast<float>(size * (size + 1) / 2)) << "rank " << rank << " index " << i;
+    ASSERT_EQ(out[i], static_cast<float>(size * (size + 1) / 2))
+        << "rank " << rank << " index " << i;
   }
   expect_healthy();
 }
@@ -633,7 +652,9 @@ Options ring() {
 }
 
 float ring_input(int rank, std::size_t i) { return static_cast<float>((rank + 1) * (i % 5 + 1)); }
-float ring_sum(int size, std::size_t i) { return static_cast<float>(size * (size + 1) / 2 * (i % 5 + 1)); }
+float ring_sum(int size, std::size_t i) {
+  return static_cast<float>(size * (size + 1) / 2 * (i % 5 + 1));
+}
 
 TEST_P(CrossRankCheckTest, RingCarryingTheCheckIsExact) {
   for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{4099},
@@ -642,7 +663,8 @@ TEST_P(CrossRankCheckTest, RingCarryingTheCheckIsExact) {
     for (std::size_t i = 0; i < count; ++i) in[i] = ring_input(rank, i);
     comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, ring<AllReduceOptions>());
     for (std::size_t i = 0; i < count; ++i) {
-      ASSERT_EQ(out[i], ring_sum(size, i)) << "rank " << rank << " index " << i << " count " << count;
+      ASSERT_EQ(out[i], ring_sum(size, i))
+          << "rank " << rank << " index " << i << " count " << count;
     }
     EXPECT_EQ(comm.last_algorithm(), Algorithm::kRing);
     AllReduceOptions mean = ring<AllReduceOptions>();
@@ -650,7 +672,8 @@ TEST_P(CrossRankCheckTest, RingCarryingTheCheckIsExact) {
     comm.all_reduce(in.data(), in.data(), count, DataType::kFloat32, mean);
     for (std::size_t i = 0; i < count; ++i) {
       const float expected = static_cast<float>((size + 1) * (i % 5 + 1)) / 2.0f;
-      ASSERT_EQ(in[i], expected) << "rank " << rank << " index " << i << " count " << count << " (mean, in place)";
+      ASSERT_EQ(in[i], expected) << "rank " << rank << " index " << i << " count " << count
+                                 << " (mean, in place)";
     }
 
     // reduce_scatter: `count` elements per rank.
@@ -660,7 +683,8 @@ TEST_P(CrossRankCheckTest, RingCarryingTheCheckIsExact) {
                         ring<ReduceScatterOptions>());
     for (std::size_t i = 0; i < count; ++i) {
       const std::size_t at = static_cast<std::size_t>(rank) * count + i;
-      ASSERT_EQ(mine[i], ring_sum(size, at)) << "rank " << rank << " index " << i << " count " << count << " (reduce_scatter)";
+      ASSERT_EQ(mine[i], ring_sum(size, at))
+          << "rank " << rank << " index " << i << " count " << count << " (reduce_scatter)";
     }
 
     // reduce to the last rank.
@@ -670,7 +694,8 @@ TEST_P(CrossRankCheckTest, RingCarryingTheCheckIsExact) {
     for (std::size_t i = 0; i < count; ++i) in[i] = ring_input(rank, i);
     comm.reduce(in.data(), reduced.data(), count, DataType::kFloat32, to_last);
     for (std::size_t i = 0; rank == last && i < count; ++i) {
-      ASSERT_EQ(reduced[i], ring_sum(size, i)) << "rank " << rank << " index " << i << " count " << count << " (reduce)";
+      ASSERT_EQ(reduced[i], ring_sum(size, i))
+          << "rank " << rank << " index " << i << " count " << count << " (reduce)";
     }
   }
 }
@@ -683,7 +708,10 @@ TEST_P(CrossRankCheckTest, RingCarriedAndPlainChecksMeet) {
     const std::size_t count = rank == 0 ? 6 : 300001;
     std::vector<float> in(count, 1.0f), out(count, -7.0f);
     expect_raises<MismatchError>(
-        [&] { comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32, ring<AllReduceOptions>()); },
+        [&] {
+          comm.all_reduce(in.data(), out.data(), count, DataType::kFloat32,
+                          ring<AllReduceOptions>());
+        },
         {label("all_reduce"), "rank 0 count=6", "count=300001"}, rank);
     for (float v : out) ASSERT_EQ(v, -7.0f) << "rank " << rank << ": the output was touched";
     for (float v : in) ASSERT_EQ(v, 1.0f) << "rank " << rank << ": the input was touched";
@@ -698,7 +726,8 @@ TEST_P(CrossRankCheckTest, RingCarriedAndPlainChecksMeet) {
         gather.algorithm = Algorithm::kRing;
         comm.all_gather(in.data(), out.data(), in.size(), DataType::kFloat32, gather);
       } else {
-        comm.all_reduce(in.data(), out.data(), in.size(), DataType::kFloat32, ring<AllReduceOptions>());
+        comm.all_reduce(in.data(), out.data(), in.size(), DataType::kFloat32,
+                        ring<AllReduceOptions>());
       }
     };
     expect_raises<MismatchError>(call, {"all_reduce", "all_gather"}, rank);

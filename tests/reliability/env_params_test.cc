@@ -27,7 +27,8 @@ void expect_refused(const std::string& name, const std::string& value) {
     parse({{name, value}});
     ADD_FAILURE() << name << "=" << value << " was accepted";
   } catch (const InvalidArgumentError& error) {
-    EXPECT_NE(std::string(error.what()).find(name + "=" + value), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find(name + "=" + value), std::string::npos)
+        << error.what();
   }
 }
 
@@ -83,12 +84,13 @@ TEST(EnvParamsTest, RefusedValues) {
   for (const char* value : {"0", "-1", "abc", "inf", "nan", "1e300", "2e6", "5s"}) {
     expect_refused("COLLECTIVE_TIMEOUT", value);
   }
-  for (const char* value : {"1", "-0.1", "0.9999", "half"}) expect_refused("COLLECTIVE_STALL_WARNING", value);
+  for (const char* value : {"1", "-0.1", "0.9999", "half"})
+    expect_refused("COLLECTIVE_STALL_WARNING", value);
   for (const char* value : {"2", "maybe"}) expect_refused("COLLECTIVE_VALIDATE", value);
   // A sign wraps around in strtoull; a suffix can overflow size_t; above
   // 2^30 an MPI count could overflow.
-  for (const char* value : {"-1", "+5", "18446744073709551615G", "99999999999999999999",
-                            "2G", "32", "4X", "1 K"}) {
+  for (const char* value :
+       {"-1", "+5", "18446744073709551615G", "99999999999999999999", "2G", "32", "4X", "1 K"}) {
     expect_refused("COLLECTIVE_MAX_MESSAGE_BYTES", value);
   }
   for (const char* value : {"0", "65", "1.5", "3x", "08"}) {
@@ -98,10 +100,13 @@ TEST(EnvParamsTest, RefusedValues) {
   for (const char* value : {"-1", "1048577", "2.5", "lots", "08"}) {
     expect_refused("COLLECTIVE_FLIGHT_RECORDER", value);
   }
-  for (const char* value : {"Memory", "nt", "cache "}) expect_refused("COLLECTIVE_SHM_HANDOFF", value);
+  for (const char* value : {"Memory", "nt", "cache "})
+    expect_refused("COLLECTIVE_SHM_HANDOFF", value);
   // Issue 13: these were accepted silently (read outside the one parser).
-  for (const char* value : {"avx512", "Generic", "avx2"}) expect_refused("COLLECTIVE_KERNELS", value);
-  for (const char* value : {"maybe", "on", "1"}) expect_refused("COLLECTIVE_NCCL_HIERARCHICAL", value);
+  for (const char* value : {"avx512", "Generic", "avx2"})
+    expect_refused("COLLECTIVE_KERNELS", value);
+  for (const char* value : {"maybe", "on", "1"})
+    expect_refused("COLLECTIVE_NCCL_HIERARCHICAL", value);
   for (const char* value : {"abc", "0", "-2", "2.5", "1048577", "4 "}) {
     expect_refused("COLLECTIVE_NCCL_RANKS_PER_NODE", value);
   }
@@ -123,8 +128,8 @@ TEST(EnvParamsTest, EveryVariableThroughTheOneParser) {
   EXPECT_EQ(params.topology_file, "/tmp/t.json");
   EXPECT_EQ(params.topology_dump, "/tmp/d.json");
   EXPECT_EQ(params.rules_file, "/tmp/r.json");
-  const EnvParams defaults = parse({{"COLLECTIVE_KERNELS", "auto"},
-                                    {"COLLECTIVE_NCCL_HIERARCHICAL", "auto"}});
+  const EnvParams defaults =
+      parse({{"COLLECTIVE_KERNELS", "auto"}, {"COLLECTIVE_NCCL_HIERARCHICAL", "auto"}});
   EXPECT_FALSE(defaults.generic_kernels);
   EXPECT_FALSE(defaults.nccl_hierarchical_off);
   EXPECT_EQ(defaults.nccl_ranks_per_node, 0);
@@ -136,13 +141,15 @@ TEST(EnvParamsTest, EveryVariableThroughTheOneParser) {
 // spelling; the error names each one that differs and which ranks hold what.
 TEST(EnvParamsTest, AgreedParametersNameTheDifference) {
   const std::string a = agreed_parameters_text(parse({{"COLLECTIVE_RING_SEGMENT_BYTES", "512K"}}));
-  const std::string same = agreed_parameters_text(parse({{"COLLECTIVE_RING_SEGMENT_BYTES", "524288"}}));
+  const std::string same =
+      agreed_parameters_text(parse({{"COLLECTIVE_RING_SEGMENT_BYTES", "524288"}}));
   const std::string b = agreed_parameters_text(
       parse({{"COLLECTIVE_RING_SEGMENT_BYTES", "64K"}, {"COLLECTIVE_VALIDATE", "0"}}));
   // Local parameters do not take part.
-  const std::string local = agreed_parameters_text(
-      parse({{"COLLECTIVE_TIMEOUT", "5"}, {"COLLECTIVE_RING_PIPELINE_DEPTH", "2"},
-             {"COLLECTIVE_KERNELS", "generic"}, {"COLLECTIVE_DEBUG", "TRACE"}}));
+  const std::string local = agreed_parameters_text(parse({{"COLLECTIVE_TIMEOUT", "5"},
+                                                          {"COLLECTIVE_RING_PIPELINE_DEPTH", "2"},
+                                                          {"COLLECTIVE_KERNELS", "generic"},
+                                                          {"COLLECTIVE_DEBUG", "TRACE"}}));
   EXPECT_EQ(a, same);
   EXPECT_EQ(agreed_parameters_text(parse({})), local);
   EXPECT_NO_THROW(check_agreed_parameters({a, same, a}, "Communicator::world", 0));
@@ -153,7 +160,8 @@ TEST(EnvParamsTest, AgreedParametersNameTheDifference) {
     const std::string message = error.what();
     for (const char* needle :
          {"Communicator::world (rank 2)",
-          "COLLECTIVE_RING_SEGMENT_BYTES differs: 524288 on ranks 0 and 2, 65536 on ranks 1 and 3-4",
+          "COLLECTIVE_RING_SEGMENT_BYTES differs: 524288 on ranks 0 and 2, 65536 on ranks 1 and "
+          "3-4",
           "COLLECTIVE_VALIDATE differs: 1 on ranks 0 and 2, 0 on ranks 1 and 3-4"}) {
       EXPECT_NE(message.find(needle), std::string::npos) << needle << " missing from " << message;
     }
@@ -203,7 +211,8 @@ TEST(PublicParameters, ReadTheLiveEnvironmentStrictly) {
   for (const char* bad : {"64Q", "-1", " 1", "2M"}) {
     ::setenv(name, bad, 1);
     EXPECT_EQ(refusal([&] { bytes_parameter(name, 0, 1 << 20); }),
-              std::string(name) + "=" + bad + " is not a byte count in [0, 1048576] (suffix K, M or G allowed)");
+              std::string(name) + "=" + bad +
+                  " is not a byte count in [0, 1048576] (suffix K, M or G allowed)");
   }
 
   ::setenv(name, "yes", 1);
@@ -211,8 +220,9 @@ TEST(PublicParameters, ReadTheLiveEnvironmentStrictly) {
   ::setenv(name, "0", 1);
   EXPECT_EQ(switch_parameter(name), false);
   ::setenv(name, "maybe", 1);
-  EXPECT_NE(refusal([&] { switch_parameter(name); }).find(std::string(name) + "=maybe is not 0 or 1"),
-            std::string::npos);
+  EXPECT_NE(
+      refusal([&] { switch_parameter(name); }).find(std::string(name) + "=maybe is not 0 or 1"),
+      std::string::npos);
   ::unsetenv(name);
 }
 

@@ -39,8 +39,7 @@ Raised expect_raises(Call&& call, std::initializer_list<std::string> needles, in
   } catch (const std::exception& error) {
     ADD_FAILURE() << "rank " << rank << ": wrong error class: " << error.what();
   }
-  result.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return result;
 }
 

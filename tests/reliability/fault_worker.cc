@@ -76,7 +76,8 @@ int main(int argc, char** argv) {
   const int victim = std::atoi(argv[2]);
   const double seconds = argc > 3 ? std::atof(argv[3]) : 10.0;
   collective::AllReduceOptions options;
-  if (argc > 4) options.algorithm = collective::parse_algorithm(argv[4]).value_or(collective::Algorithm::kAuto);
+  if (argc > 4)
+    options.algorithm = collective::parse_algorithm(argv[4]).value_or(collective::Algorithm::kAuto);
 
   collective::Environment environment(argc, argv);
   int world_rank = 0;
@@ -125,7 +126,8 @@ int main(int argc, char** argv) {
     const auto start = std::chrono::steady_clock::now();
     for (;;) {
       for (int i = 0; i < 100; ++i) {
-        for (std::size_t k = 0; k < values.size(); ++k) values[k] = static_cast<float>(rank + k % 7);
+        for (std::size_t k = 0; k < values.size(); ++k)
+          values[k] = static_cast<float>(rank + k % 7);
         comm.all_reduce(values.data(), values.data(), values.size(), collective::DataType::kFloat32,
                         options);
         ++calls;
@@ -146,10 +148,15 @@ int main(int argc, char** argv) {
       }
       // Rank 0 decides when to stop, and everyone learns it together.
       std::int32_t more =
-          rank == 0 ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds
-                    : 0;
-      comm.all_reduce(&more, &more, 1, collective::DataType::kInt32,
-                      [] { collective::AllReduceOptions o; o.op = collective::ReduceOp::kMax; return o; }());
+          rank == 0
+              ? std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+                    seconds
+              : 0;
+      comm.all_reduce(&more, &more, 1, collective::DataType::kInt32, [] {
+        collective::AllReduceOptions o;
+        o.op = collective::ReduceOp::kMax;
+        return o;
+      }());
       if (!more) break;
     }
     say("DONE rank=" + std::to_string(rank) + " calls=" + std::to_string(calls));

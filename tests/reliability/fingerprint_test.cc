@@ -48,8 +48,9 @@ TEST(FingerprintTest, FieldsThatDoNotApplyAreIgnored) {
 }
 
 TEST(FingerprintTest, MismatchNamesOnlyTheFieldsThatDiffer) {
-  const auto verdict = judge(prints({call(CollectiveKind::kAllReduce, 4, DataType::kFloat32, ReduceOp::kSum),
-                                     call(CollectiveKind::kAllReduce, 8, DataType::kFloat32, ReduceOp::kMax)}));
+  const auto verdict =
+      judge(prints({call(CollectiveKind::kAllReduce, 4, DataType::kFloat32, ReduceOp::kSum),
+                    call(CollectiveKind::kAllReduce, 8, DataType::kFloat32, ReduceOp::kMax)}));
   ASSERT_EQ(verdict.kind, Verdict::kMismatch);
   EXPECT_NE(verdict.cause.find("rank 0 count=4 op=sum, rank 1 count=8 op=max"), std::string::npos)
       << verdict.cause;
@@ -102,13 +103,15 @@ TEST(FingerprintTest, RanksWithTheSameCallAreGroupedInRuns) {
   requests[6].count = 5;
   const auto verdict = judge(prints(requests));
   ASSERT_EQ(verdict.kind, Verdict::kMismatch);
-  EXPECT_NE(verdict.cause.find("ranks 0-2 and 4-5 count=4, ranks 3 and 6 count=5"), std::string::npos)
+  EXPECT_NE(verdict.cause.find("ranks 0-2 and 4-5 count=4, ranks 3 and 6 count=5"),
+            std::string::npos)
       << verdict.cause;
 }
 
 TEST(FingerprintTest, DifferentCollectivesAreSpelledOutInFull) {
-  const auto verdict = judge(prints({call(CollectiveKind::kAllReduce, 4),
-                                     call(CollectiveKind::kBroadcast, 4, DataType::kFloat32, ReduceOp::kSum, 1)}));
+  const auto verdict =
+      judge(prints({call(CollectiveKind::kAllReduce, 4),
+                    call(CollectiveKind::kBroadcast, 4, DataType::kFloat32, ReduceOp::kSum, 1)}));
   ASSERT_EQ(verdict.kind, Verdict::kMismatch);
   EXPECT_NE(verdict.cause.find("rank 0 all_reduce count=4 type=float32 op=sum, rank 1 broadcast "
                                "count=4 type=float32 root=1"),
@@ -134,7 +137,8 @@ TEST(FingerprintTest, RejectionsComeFirstAndCarryTheCause) {
   const auto verdict = judge(all);
   ASSERT_EQ(verdict.kind, Verdict::kRejected);
   EXPECT_FALSE(verdict.unsupported);
-  EXPECT_NE(verdict.cause.find("rank 2 rejected its arguments"), std::string::npos) << verdict.cause;
+  EXPECT_NE(verdict.cause.find("rank 2 rejected its arguments"), std::string::npos)
+      << verdict.cause;
   EXPECT_NE(verdict.cause.find("rank 2: send buffer is null with count 4"), std::string::npos)
       << verdict.cause;
 }
@@ -151,7 +155,8 @@ TEST(FingerprintTest, LongCausesAreTruncatedVisibly) {
 
 TEST(FingerprintTest, TooManyDistinctCallsAreSummarized) {
   std::vector<Request> requests;
-  for (int r = 0; r < 20; ++r) requests.push_back(call(CollectiveKind::kAllReduce, static_cast<std::size_t>(r)));
+  for (int r = 0; r < 20; ++r)
+    requests.push_back(call(CollectiveKind::kAllReduce, static_cast<std::size_t>(r)));
   const auto verdict = judge(prints(requests));
   EXPECT_NE(verdict.cause.find("and 12 more different calls"), std::string::npos) << verdict.cause;
 }

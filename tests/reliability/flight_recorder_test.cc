@@ -113,15 +113,13 @@ TEST_F(FlightRecorderTest, RecordsEveryCallWithItsArguments) {
     const char* collective;
     std::int64_t count;
     const char* dtype;
-    const char* op;  // nullptr: no op field
+    const char* op;     // nullptr: no op field
     std::int64_t root;  // -1: no root field
   };
-  const Expected expected[] = {{"all_reduce", 5, "float32", "sum", -1},
-                               {"broadcast", 3, "int32", nullptr, size - 1},
-                               {"reduce", 7, "float64", "max", 0},
-                               {"all_gather", 2, "uint8", nullptr, -1},
-                               {"reduce_scatter", 4, "int64", "min", -1},
-                               {"barrier", 0, "uint8", nullptr, -1}};
+  const Expected expected[] = {
+      {"all_reduce", 5, "float32", "sum", -1},   {"broadcast", 3, "int32", nullptr, size - 1},
+      {"reduce", 7, "float64", "max", 0},        {"all_gather", 2, "uint8", nullptr, -1},
+      {"reduce_scatter", 4, "int64", "min", -1}, {"barrier", 0, "uint8", nullptr, -1}};
   const std::vector<Value>& calls = mine.find("calls")->items();
   ASSERT_EQ(calls.size(), 6u) << "rank " << rank;
   for (std::size_t i = 0; i < calls.size(); ++i) {
@@ -166,8 +164,8 @@ TEST_F(FlightRecorderTest, AMismatchDumpsOnEveryRank) {
   std::vector<float> data(8, 1.0f);
   const std::size_t count = rank == 0 ? 4 : 8;
   testing::expect_raises<MismatchError>(
-      [&] { comm.all_reduce(data.data(), data.data(), count, DataType::kFloat32); },
-      {"disagree"}, rank);
+      [&] { comm.all_reduce(data.data(), data.data(), count, DataType::kFloat32); }, {"disagree"},
+      rank);
   const Value dump = read_dump(path);
   EXPECT_NE(text_of(dump, "reason").find("the ranks disagree"), std::string::npos)
       << text_of(dump, "reason");

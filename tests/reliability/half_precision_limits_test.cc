@@ -127,9 +127,8 @@ class HalfPrecisionLimitsTest : public ::testing::Test {
       }
       const double expected = rounded_once(type, op, exact, size);
       const double actual = output.get(i);
-      ASSERT_EQ(actual, expected) << describe(c, type, op, count) << ": rank " << rank
-                                  << " index " << i << " expected " << expected << " actual "
-                                  << actual;
+      ASSERT_EQ(actual, expected) << describe(c, type, op, count) << ": rank " << rank << " index "
+                                  << i << " expected " << expected << " actual " << actual;
     }
   }
 
@@ -138,8 +137,8 @@ class HalfPrecisionLimitsTest : public ::testing::Test {
     for (const Case& c : every_case(world.size())) {
       // One rank's whole input, carried, several ring segments (with
       // COLLECTIVE_RING_SEGMENT_BYTES small) and past the carried sizes.
-      for (std::size_t count : {std::size_t{1}, std::size_t{37}, std::size_t{4099},
-                                std::size_t{40000}}) {
+      for (std::size_t count :
+           {std::size_t{1}, std::size_t{37}, std::size_t{4099}, std::size_t{40000}}) {
         check(c, type, op, count, value);
         if (HasFatalFailure()) return;
       }
@@ -181,7 +180,7 @@ TEST_F(HalfPrecisionLimitsTest, Float16SumRoundsOnceNotPerPartial) {
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean}) {
     check_every_case(DataType::kFloat16, op, [this](int r, std::size_t i) {
       return static_cast<std::size_t>(r) == i % static_cast<std::size_t>(world.size()) ? 2048.0
-                                                                                        : 1.0;
+                                                                                       : 1.0;
     });
   }
 }

@@ -60,8 +60,9 @@ TEST(LoadTest, HundredThousandSmallAllReducesKeepMemoryAndFilesFlat) {
                 memory_before, memory_after, files_before, files_after);
   }
   // One leaked byte per call would be 100 KB; 64 bytes per call, 6 MB.
-  EXPECT_LT(memory_after - memory_before, 1024) << "rank " << rank << ": VmRSS grew from "
-                                                << memory_before << " to " << memory_after << " KiB";
+  EXPECT_LT(memory_after - memory_before, 1024)
+      << "rank " << rank << ": VmRSS grew from " << memory_before << " to " << memory_after
+      << " KiB";
   EXPECT_EQ(files_after, files_before) << "rank " << rank;
   EXPECT_EQ(comm.sequence_number(), 105000u);
 }

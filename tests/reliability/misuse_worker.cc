@@ -69,12 +69,14 @@ void expect_invalid(const std::string& what, Call&& call, std::vector<std::strin
 void expect_ring_sum(Communicator& world, const std::string& what) {
   const int size = world.size();
   std::vector<float> values(300000);
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(world.rank() + i % 7);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(world.rank() + i % 7);
   AllReduceOptions options;
   options.algorithm = Algorithm::kRing;
   world.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat32, options);
   for (std::size_t i = 0; i < values.size(); ++i) {
-    const float expected = static_cast<float>(size * (size - 1) / 2 + size * static_cast<int>(i % 7));
+    const float expected =
+        static_cast<float>(size * (size - 1) / 2 + size * static_cast<int>(i % 7));
     if (values[i] != expected) {
       fail(what + ": index " + std::to_string(i) + " expected " + std::to_string(expected) +
            " got " + std::to_string(values[i]));
@@ -124,17 +126,17 @@ int run(const std::string& scenario, const std::string& argument, int& argc, cha
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   if (scenario == "differs") {
-    expect_invalid("Communicator::world with " + argument + " different between ranks",
-                   [] { (void)Communicator::world(); },
-                   {"Communicator::world", argument + " differs", "must be the same on every rank"});
+    expect_invalid(
+        "Communicator::world with " + argument + " different between ranks",
+        [] { (void)Communicator::world(); },
+        {"Communicator::world", argument + " differs", "must be the same on every rank"});
   } else if (scenario == "local_differs") {
     Communicator world = Communicator::world();
     expect_ring_sum(world, "ring all_reduce with per-rank local parameters");
   } else if (scenario == "malformed") {
     const char* value = std::getenv(argument.c_str());
     expect_invalid("Communicator::world with a malformed " + argument,
-                   [] { (void)Communicator::world(); },
-                   {argument + "=" + (value ? value : "")});
+                   [] { (void)Communicator::world(); }, {argument + "=" + (value ? value : "")});
   } else if (scenario == "after_finalize") {
     const std::optional<Algorithm> algorithm = parse_algorithm(argument);
     if (!algorithm) {
@@ -149,9 +151,12 @@ int run(const std::string& scenario, const std::string& argument, int& argc, cha
     world.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat64, options);
     if (values[0] != world.size()) fail("the all_reduce before MPI_Finalize is wrong");
     MPI_Finalize();
-    expect_invalid(argument + " all_reduce after MPI_Finalize", [&] {
-      world.all_reduce(values.data(), values.data(), values.size(), DataType::kFloat64, options);
-    }, {"all_reduce", "MPI is already finalized"});
+    expect_invalid(argument + " all_reduce after MPI_Finalize",
+                   [&] {
+                     world.all_reduce(values.data(), values.data(), values.size(),
+                                      DataType::kFloat64, options);
+                   },
+                   {"all_reduce", "MPI is already finalized"});
     expect_invalid("barrier after MPI_Finalize", [&] { world.barrier(); },
                    {"barrier", "MPI is already finalized"});
     expect_invalid("split after MPI_Finalize", [&] { (void)world.split(0, 0); },
@@ -179,6 +184,7 @@ int main(int argc, char** argv) {
   const std::string scenario = argv[1];
   const std::string argument = argc > 2 ? argv[2] : "";
   const int failures = run(scenario, argument, argc, argv);
-  if (failures == 0) std::printf("PASS rank %d: %s %s\n", g_rank, scenario.c_str(), argument.c_str());
+  if (failures == 0)
+    std::printf("PASS rank %d: %s %s\n", g_rank, scenario.c_str(), argument.c_str());
   return failures == 0 ? 0 : 1;
 }

@@ -40,7 +40,8 @@ class MixedSequenceTest : public ::testing::Test {
 
   void large_all_gather(std::size_t per_rank, Algorithm algorithm) {
     std::vector<std::int32_t> mine(per_rank);
-    for (std::size_t i = 0; i < per_rank; ++i) mine[i] = static_cast<std::int32_t>(rank * 7 + i % 1009);
+    for (std::size_t i = 0; i < per_rank; ++i)
+      mine[i] = static_cast<std::int32_t>(rank * 7 + i % 1009);
     std::vector<std::int32_t> all(per_rank * size, -1);
     AllGatherOptions options;
     options.algorithm = algorithm;
@@ -59,7 +60,8 @@ class MixedSequenceTest : public ::testing::Test {
 
   void large_reduce_scatter(std::size_t per_rank, Algorithm algorithm) {
     std::vector<std::int32_t> input(per_rank * size);
-    for (std::size_t i = 0; i < input.size(); ++i) input[i] = static_cast<std::int32_t>(rank + i % 13);
+    for (std::size_t i = 0; i < input.size(); ++i)
+      input[i] = static_cast<std::int32_t>(rank + i % 13);
     std::vector<std::int32_t> output(per_rank, -1);
     ReduceScatterOptions options;
     options.algorithm = algorithm;
@@ -76,7 +78,8 @@ class MixedSequenceTest : public ::testing::Test {
 
   void large_all_reduce(std::size_t count, Algorithm algorithm) {
     std::vector<std::int32_t> values(count);
-    for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<std::int32_t>(rank * 3 + i % 17);
+    for (std::size_t i = 0; i < count; ++i)
+      values[i] = static_cast<std::int32_t>(rank * 3 + i % 17);
     AllReduceOptions options;
     options.algorithm = algorithm;
     world.all_reduce(values.data(), values.data(), count, DataType::kInt32, options);

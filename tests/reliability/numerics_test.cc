@@ -127,29 +127,23 @@ TEST_F(NumericsTest, NaNAndInfinitiesPerOp) {
           const double others = size > 1 ? 2.0 : special;
           double expected = special;
           switch (op) {
-            case ReduceOp::kSum:
-              expected = special + 2.0 * (size - 1);
-              break;
-            case ReduceOp::kMean:
-              expected = (special + 2.0 * (size - 1)) / size;
-              break;
+            case ReduceOp::kSum: expected = special + 2.0 * (size - 1); break;
+            case ReduceOp::kMean: expected = (special + 2.0 * (size - 1)) / size; break;
             case ReduceOp::kMin:
               expected = std::isnan(special) ? kNaN : std::min(special, others);
               break;
             case ReduceOp::kMax:
               expected = std::isnan(special) ? kNaN : std::max(special, others);
               break;
-            case ReduceOp::kProd:
-              expected = special * std::pow(2.0, size - 1);
-              break;
+            case ReduceOp::kProd: expected = special * std::pow(2.0, size - 1); break;
           }
           // Round the finite expectation like the type does (fp16/bf16).
           TypedBuffer rounded(type, 1);
           rounded.set(0, expected);
           expected = rounded.get(0);
           EXPECT_TRUE(same(expected, result[i]))
-              << "rank " << comm.rank() << " index " << i << " (input " << special
-              << "): expected " << expected << ", got " << result[i];
+              << "rank " << comm.rank() << " index " << i << " (input " << special << "): expected "
+              << expected << ", got " << result[i];
           ++checked;
         }
       }
@@ -186,8 +180,8 @@ TEST_F(NumericsTest, SignedZerosGiveTheSameBitsOnEveryRank) {
           const bool expect_negative = op == ReduceOp::kMin ? any_negative : !any_positive;
           EXPECT_TRUE(result[i] == 0.0 && std::signbit(result[i]) == expect_negative)
               << "rank " << comm.rank() << " index " << i << ": expected "
-              << (expect_negative ? "-0" : "+0") << ", got " << (std::signbit(result[i]) ? "-" : "+")
-              << result[i];
+              << (expect_negative ? "-0" : "+0") << ", got "
+              << (std::signbit(result[i]) ? "-" : "+") << result[i];
         }
       }
     }
@@ -223,19 +217,19 @@ TEST_F(NumericsTest, HalfPrecisionRoundsEachCombinationOnceToNearestEven) {
   };
   const Pair pairs[] = {
       // float16: 11-bit significand; at 2048 the spacing is 2.
-      {DataType::kFloat16, 2048, 1, 2048},        // tie, to even
-      {DataType::kFloat16, 2050, 1, 2052},        // tie, to even (up)
-      {DataType::kFloat16, 2048, 1.5, 2050},      // above the tie
-      {DataType::kFloat16, 65504, 65504, kInf},   // overflow
-      {DataType::kFloat16, 65504, 15, 65504},     // just below the overflow threshold
-      {DataType::kFloat16, 65504, 16, kInf},      // 65520 is the tie: rounds to infinity
+      {DataType::kFloat16, 2048, 1, 2048},       // tie, to even
+      {DataType::kFloat16, 2050, 1, 2052},       // tie, to even (up)
+      {DataType::kFloat16, 2048, 1.5, 2050},     // above the tie
+      {DataType::kFloat16, 65504, 65504, kInf},  // overflow
+      {DataType::kFloat16, 65504, 15, 65504},    // just below the overflow threshold
+      {DataType::kFloat16, 65504, 16, kInf},     // 65520 is the tie: rounds to infinity
       // Smallest normal minus largest subnormal: the smallest subnormal.
       {DataType::kFloat16, std::ldexp(1.0, -14), -(std::ldexp(1.0, -14) - std::ldexp(1.0, -24)),
        std::ldexp(1.0, -24)},
       // bfloat16: 8-bit significand; at 256 the spacing is 2.
       {DataType::kBFloat16, 256, 1, 256},
       {DataType::kBFloat16, 258, 1, 260},
-      {DataType::kBFloat16, 1, 0.00390625, 1},    // 1 + 2^-8: tie, to even
+      {DataType::kBFloat16, 1, 0.00390625, 1},  // 1 + 2^-8: tie, to even
   };
   for (const Case& c : reducing_cases()) {
     for (const Pair& pair : pairs) {
@@ -258,7 +252,9 @@ TEST_F(NumericsTest, HalfPrecisionExactWhenEveryPartialSumIsRepresentable) {
       SCOPED_TRACE(describe(c, type, ReduceOp::kSum));
       // Multiples of 1/8 up to 32: every partial sum up to 4 ranks is a
       // multiple of 1/8 below 128, exact in bfloat16 (8 bits) and float16.
-      auto value = [&](int r, std::size_t i) { return static_cast<double>((r * 7 + i) % 32) / 8.0; };
+      auto value = [&](int r, std::size_t i) {
+        return static_cast<double>((r * 7 + i) % 32) / 8.0;
+      };
       const std::size_t count = 97;
       const auto result = reduce(c, type, ReduceOp::kSum, count, value);
       for (std::size_t i = 0; i < result.size(); ++i) {
@@ -279,13 +275,11 @@ TEST_F(NumericsTest, IntegerMeanTruncatesTheWrappedSumTowardZero) {
     double rank0, others;
   };
   const IntCase cases[] = {
-      {DataType::kInt32, -1, 0},       // -1 / p -> 0, not -1
-      {DataType::kInt32, -7, -1},      // negative, inexact
-      {DataType::kInt32, 7, 1},
-      {DataType::kInt64, -9000000000.0, 3},
-      {DataType::kInt8, 100, 100},     // the SUM wraps first
-      {DataType::kInt8, -128, -1},
-      {DataType::kUInt8, 255, 200},    // unsigned wrap
+      {DataType::kInt32, -1, 0},   // -1 / p -> 0, not -1
+      {DataType::kInt32, -7, -1},  // negative, inexact
+      {DataType::kInt32, 7, 1},    {DataType::kInt64, -9000000000.0, 3},
+      {DataType::kInt8, 100, 100},                                // the SUM wraps first
+      {DataType::kInt8, -128, -1}, {DataType::kUInt8, 255, 200},  // unsigned wrap
   };
   for (const Case& c : reducing_cases()) {
     for (const IntCase& ic : cases) {
@@ -296,9 +290,13 @@ TEST_F(NumericsTest, IntegerMeanTruncatesTheWrappedSumTowardZero) {
       long double sum = ic.rank0 + ic.others * (size - 1);
       std::int64_t wrapped = static_cast<std::int64_t>(sum);
       switch (ic.type) {
-        case DataType::kInt8: wrapped = static_cast<std::int8_t>(static_cast<std::uint8_t>(wrapped)); break;
+        case DataType::kInt8:
+          wrapped = static_cast<std::int8_t>(static_cast<std::uint8_t>(wrapped));
+          break;
         case DataType::kUInt8: wrapped = static_cast<std::uint8_t>(wrapped); break;
-        case DataType::kInt32: wrapped = static_cast<std::int32_t>(static_cast<std::uint32_t>(wrapped)); break;
+        case DataType::kInt32:
+          wrapped = static_cast<std::int32_t>(static_cast<std::uint32_t>(wrapped));
+          break;
         case DataType::kFloat16:
         case DataType::kBFloat16:
         case DataType::kFloat32:

@@ -209,8 +209,9 @@ TEST_F(PoisonAbortTest, BarrierAloneTimesOut) {
   if (rank == size - 1) {
     BarrierOptions options;
     options.timeout = std::chrono::milliseconds(700);
-    const auto raised = expect_raises<TimeoutError>([&] { comm.barrier(options); },
-                                                    {"barrier #0", validating() ? "rank 0 (pid " : "(pid "}, rank);
+    const auto raised =
+        expect_raises<TimeoutError>([&] { comm.barrier(options); },
+                                    {"barrier #0", validating() ? "rank 0 (pid " : "(pid "}, rank);
     EXPECT_LT(raised.seconds, 5.0);
   }
 }
@@ -299,8 +300,8 @@ TEST_F(PoisonAbortTest, ASecondThreadIsRefusedWhileACallRuns) {
   if (rank == 0) {
     ASSERT_TRUE(saw_call) << "rank 0: the main thread's call never started";
     EXPECT_TRUE(refused) << "rank 0: the second thread's call was not refused";
-    for (const char* needle : {"all_gather", "all_reduce #", "another thread",
-                               "one thread at a time"}) {
+    for (const char* needle :
+         {"all_gather", "all_reduce #", "another thread", "one thread at a time"}) {
       EXPECT_NE(message.find(needle), std::string::npos)
           << "rank 0: '" << needle << "' missing from: " << message;
     }

@@ -26,7 +26,8 @@ TEST(RealBoundaryTest, AllGatherOfTwoToThe31Bytes) {
     SCOPED_TRACE(std::string(to_string(algorithm)));
     std::int8_t* own = buffer.get() + static_cast<std::size_t>(comm.rank()) * block;
     std::memset(buffer.get(), 0xFF, total);
-    for (std::size_t i = 0; i < block; ++i) own[i] = value(static_cast<std::size_t>(comm.rank()) * block + i);
+    for (std::size_t i = 0; i < block; ++i)
+      own[i] = value(static_cast<std::size_t>(comm.rank()) * block + i);
     AllGatherOptions options;
     options.algorithm = algorithm;
     comm.all_gather(own, buffer.get(), block, DataType::kInt8, options);
@@ -36,8 +37,8 @@ TEST(RealBoundaryTest, AllGatherOfTwoToThe31Bytes) {
       if (buffer[i] != value(i) && wrong++ == 0) first = i;
     }
     EXPECT_EQ(wrong, 0u) << "rank " << comm.rank() << ": first wrong index " << first << " of "
-                         << total << ": expected " << static_cast<int>(value(first))
-                         << ", actual " << static_cast<int>(buffer[first]);
+                         << total << ": expected " << static_cast<int>(value(first)) << ", actual "
+                         << static_cast<int>(buffer[first]);
   }
 }
 

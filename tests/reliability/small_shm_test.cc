@@ -28,14 +28,16 @@ std::string expectation() {
 
 void all_reduce_exact(Communicator& comm, std::size_t count, Algorithm algorithm) {
   std::vector<std::int32_t> values(count);
-  for (std::size_t i = 0; i < count; ++i) values[i] = static_cast<std::int32_t>(comm.rank() + i % 31);
+  for (std::size_t i = 0; i < count; ++i)
+    values[i] = static_cast<std::int32_t>(comm.rank() + i % 31);
   AllReduceOptions options;
   options.algorithm = algorithm;
   comm.all_reduce(values.data(), values.data(), count, DataType::kInt32, options);
   const int size = comm.size();
   for (std::size_t i = 0; i < count; ++i) {
     const auto expected = static_cast<std::int32_t>(size * (size - 1) / 2 + size * (i % 31));
-    ASSERT_EQ(values[i], expected) << "rank " << comm.rank() << " count " << count << " index " << i;
+    ASSERT_EQ(values[i], expected)
+        << "rank " << comm.rank() << " count " << count << " index " << i;
   }
 }
 

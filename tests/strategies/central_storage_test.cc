@@ -29,13 +29,16 @@ std::vector<cd::Tensor> train(cd::Strategy& strategy, int steps) {
       const cd::Tensor w = kernel.value();
       std::vector<float> gradient(33);
       for (std::size_t i = 0; i < 33; ++i) {
-        gradient[i] = w.values<float>()[i] * 0.3f + 0.1f * static_cast<float>(r + 1) / static_cast<float>(i + 3 + s);
+        gradient[i] = w.values<float>()[i] * 0.3f +
+                      0.1f * static_cast<float>(r + 1) / static_cast<float>(i + 3 + s);
       }
       optimizer.apply_gradients({{cd::Tensor(gradient, {33}), kernel}});
       counter.assign_add(cd::Tensor::scalar<std::int64_t>(r + 1));
     });
   }
-  EXPECT_EQ(kernel.num_copies(), strategy.name() == "CentralStorageStrategy" ? 1u : static_cast<std::size_t>(strategy.num_replicas_in_sync()));
+  EXPECT_EQ(kernel.num_copies(), strategy.name() == "CentralStorageStrategy"
+                                     ? 1u
+                                     : static_cast<std::size_t>(strategy.num_replicas_in_sync()));
   return {kernel.value(), counter.value()};
 }
 
@@ -77,9 +80,12 @@ TEST(CentralStorageStrategy, SyncOnReadVariablesHaveACopyPerReplica) {
                               {.name = "seen", .aggregation = cd::VariableAggregation::kSum});
   EXPECT_EQ(seen.num_copies(), 3u);
   strategy.run([&] {
-    seen.assign_add(cd::Tensor::scalar<std::int64_t>(cd::get_replica_context()->replica_id_in_sync_group() + 1));
+    seen.assign_add(cd::Tensor::scalar<std::int64_t>(
+        cd::get_replica_context()->replica_id_in_sync_group() + 1));
   });
   const std::vector<cd::Tensor> copies = seen.local_values();
-  for (std::size_t r = 0; r < 3; ++r) EXPECT_EQ(copies[r].values<std::int64_t>()[0], static_cast<std::int64_t>(r + 1)) << "replica " << r;
+  for (std::size_t r = 0; r < 3; ++r)
+    EXPECT_EQ(copies[r].values<std::int64_t>()[0], static_cast<std::int64_t>(r + 1))
+        << "replica " << r;
   EXPECT_EQ(seen.value().values<std::int64_t>()[0], 6);
 }

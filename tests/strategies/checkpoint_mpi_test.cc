@@ -21,7 +21,8 @@ namespace {
 
 cd::Tensor pattern(DataType dtype, const cd::Shape& shape, int seed) {
   std::vector<double> values(cd::num_elements(shape));
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 3 + seed) % 17);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<double>((i * 3 + seed) % 17);
   return cd::Tensor::from_doubles(dtype, values, shape);
 }
 
@@ -109,7 +110,8 @@ TEST(CheckpointMultiWorker, ChiefSavesEveryWorkerRestores) {
     } catch (const collective::InvalidArgumentError& error) {
       const std::string what = error.what();
       EXPECT_NE(what.find(dir + "/ckpt-12"), std::string::npos) << "rank " << rank << ": " << what;
-      EXPECT_NE(what.find("checksum mismatch"), std::string::npos) << "rank " << rank << ": " << what;
+      EXPECT_NE(what.find("checksum mismatch"), std::string::npos)
+          << "rank " << rank << ": " << what;
     }
     expect_all_copies(fresh, 60, "after a refused restore");
     // `latest` naming a directory on the chief: every worker raises the
@@ -124,7 +126,8 @@ TEST(CheckpointMultiWorker, ChiefSavesEveryWorkerRestores) {
       ADD_FAILURE() << "rank " << rank << ": a directory was restored as a checkpoint";
     } catch (const collective::InvalidArgumentError& error) {
       const std::string what = error.what();
-      EXPECT_NE(what.find(dir + "/ckpt-dir: is a directory, not a checkpoint file"), std::string::npos)
+      EXPECT_NE(what.find(dir + "/ckpt-dir: is a directory, not a checkpoint file"),
+                std::string::npos)
           << "rank " << rank << ": " << what;
     }
     expect_all_copies(fresh, 60, "after a refused restore of a directory");
@@ -158,8 +161,9 @@ TEST(CheckpointMultiWorker, WorkersTrackingDifferentVariablesRestoreNothing) {
     if (rank == odd && renamed) tracked[0].first = "weights";
     if (rank == odd && !renamed) tracked.pop_back();
     cd::Checkpoint checkpoint(strategy, tracked);
-    const std::string needle = renamed ? "has no variable 'weights'"
-                                       : "holds variable 'count', which this checkpoint does not track";
+    const std::string needle = renamed
+                                   ? "has no variable 'weights'"
+                                   : "holds variable 'count', which this checkpoint does not track";
     try {
       checkpoint.restore(dir);
       ADD_FAILURE() << "rank " << rank << ": restored although worker " << odd
@@ -174,8 +178,9 @@ TEST(CheckpointMultiWorker, WorkersTrackingDifferentVariablesRestoreNothing) {
     } catch (const std::exception& other) {
       ADD_FAILURE() << "rank " << rank << ": " << other.what();
     }
-    expect_all_copies(variables, 80, renamed ? "after a refused restore (renamed)"
-                                             : "after a refused restore (untracked)");
+    expect_all_copies(
+        variables, 80,
+        renamed ? "after a refused restore (renamed)" : "after a refused restore (untracked)");
   }
   remove_directory(dir);
 }
@@ -196,7 +201,8 @@ TEST(CheckpointMultiWorker, SyncOnReadVariablesSaveTheirReducedValue) {
     cd::SyncOnReadVariable count(cd::Tensor::scalar<std::int64_t>(0),
                                  {.name = "count", .aggregation = cd::VariableAggregation::kSum});
     strategy.run([&] {
-      count.assign_add(cd::Tensor::scalar<std::int64_t>(cd::get_replica_context()->replica_id_in_sync_group() + 1));
+      count.assign_add(cd::Tensor::scalar<std::int64_t>(
+          cd::get_replica_context()->replica_id_in_sync_group() + 1));
     });
     cd::Checkpoint checkpoint(strategy, {{"count", count}});
     checkpoint.set_step(1);
@@ -211,7 +217,8 @@ TEST(CheckpointMultiWorker, SyncOnReadVariablesSaveTheirReducedValue) {
     ASSERT_TRUE(checkpoint.restore(dir));
     // 1 + 2 + ... + replicas, spread over `size` copies of one replica each.
     const std::int64_t total = replicas * (replicas + 1) / 2;
-    EXPECT_EQ(count.local_values().front().values<std::int64_t>()[0], total / size) << "rank " << rank;
+    EXPECT_EQ(count.local_values().front().values<std::int64_t>()[0], total / size)
+        << "rank " << rank;
     EXPECT_EQ(count.value().values<std::int64_t>()[0], total) << "rank " << rank;
   }
   remove_directory(dir);
@@ -222,7 +229,8 @@ TEST(CheckpointParameterServer, RestoresUnderAnotherPsCountAndSharding) {
   if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
   const std::string dir = shared_directory();
   cd::RemoteFunctions functions;
-  const auto read = functions.add("read", [](cd::ClosureArguments& args) { return args.variable(0).value(); });
+  const auto read =
+      functions.add("read", [](cd::ClosureArguments& args) { return args.variable(0).value(); });
   const auto step = functions.add("step", [](cd::ClosureArguments& args) {
     cd::SGD optimizer(1.0);
     optimizer.apply_gradients({{args.tensor(1), args.variable(0)}});
@@ -237,8 +245,9 @@ TEST(CheckpointParameterServer, RestoresUnderAnotherPsCountAndSharding) {
       auto variables = variables_of(10);  // seed 10: kernel 10.., bias 11.., count 12..
       cd::ClusterCoordinator coordinator(strategy);
       for (int k = 0; k < 3; ++k) {
-        coordinator.schedule(step, {variables[0].second, cd::Tensor::from_doubles(
-                                                             DataType::kFloat32, std::vector<double>(36, 1), {9, 4})});
+        coordinator.schedule(step, {variables[0].second,
+                                    cd::Tensor::from_doubles(DataType::kFloat32,
+                                                             std::vector<double>(36, 1), {9, 4})});
       }
       coordinator.join();
       cd::Checkpoint checkpoint(strategy, variables);
@@ -256,7 +265,8 @@ TEST(CheckpointParameterServer, RestoresUnderAnotherPsCountAndSharding) {
     if (strategy.is_coordinator()) {
       std::vector<double> kernel = pattern(DataType::kFloat32, {9, 4}, 10).to_doubles();
       for (double& x : kernel) x -= 3;
-      const cd::Tensor expected_kernel = cd::Tensor::from_doubles(DataType::kFloat32, kernel, {9, 4});
+      const cd::Tensor expected_kernel =
+          cd::Tensor::from_doubles(DataType::kFloat32, kernel, {9, 4});
       {
         auto scope = strategy.scope();
         auto variables = variables_of(40);
@@ -265,7 +275,8 @@ TEST(CheckpointParameterServer, RestoresUnderAnotherPsCountAndSharding) {
         ASSERT_TRUE(checkpoint.restore(dir));
         EXPECT_EQ(checkpoint.step(), 3);
         cd::ClusterCoordinator coordinator(strategy);
-        EXPECT_TRUE(coordinator.schedule(read, {variables[0].second}).fetch().identical(expected_kernel))
+        EXPECT_TRUE(
+            coordinator.schedule(read, {variables[0].second}).fetch().identical(expected_kernel))
             << "a worker's read of the restored kernel";
         EXPECT_TRUE(variables[0].second.value().identical(expected_kernel));
         EXPECT_TRUE(variables[1].second.value().identical(pattern(DataType::kFloat64, {4}, 11)));
@@ -277,7 +288,8 @@ TEST(CheckpointParameterServer, RestoresUnderAnotherPsCountAndSharding) {
       auto local = variables_of(70);
       cd::Checkpoint local_checkpoint(mirrored, local);
       ASSERT_TRUE(local_checkpoint.restore(dir));
-      for (const cd::Tensor& copy : local[0].second.local_values()) EXPECT_TRUE(copy.identical(expected_kernel));
+      for (const cd::Tensor& copy : local[0].second.local_values())
+        EXPECT_TRUE(copy.identical(expected_kernel));
     }
   }
   remove_directory(dir);

@@ -28,13 +28,14 @@ using collective::DataType;
 
 namespace {
 
-const std::vector<DataType> kDtypes = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
-                                       DataType::kBFloat16, DataType::kInt8,   DataType::kUInt8,
-                                       DataType::kInt32,   DataType::kInt64};
+const std::vector<DataType> kDtypes = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
+                                       DataType::kBFloat16, DataType::kInt8,    DataType::kUInt8,
+                                       DataType::kInt32,    DataType::kInt64};
 
 cd::Tensor pattern(DataType dtype, const cd::Shape& shape, int seed) {
   std::vector<double> values(cd::num_elements(shape));
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 5 + seed) % 11);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<double>((i * 5 + seed) % 11);
   return cd::Tensor::from_doubles(dtype, values, shape);
 }
 
@@ -71,7 +72,8 @@ std::vector<std::pair<std::string, cd::Variable>> make_variables(int seed) {
   for (DataType dtype : kDtypes) {
     for (const cd::Shape& shape : std::vector<cd::Shape>{{}, {0}, {3, 5}}) {
       const std::string name = "v" + std::to_string(index);
-      variables.emplace_back(name, cd::Variable(pattern(dtype, shape, seed + index), {.name = name}));
+      variables.emplace_back(name,
+                             cd::Variable(pattern(dtype, shape, seed + index), {.name = name}));
       ++index;
     }
   }
@@ -92,8 +94,8 @@ void expect_values(const std::vector<std::pair<std::string, cd::Variable>>& vari
 
 // restore() must raise InvalidArgumentError naming the file and `needle`,
 // and leave every variable as it was.
-void expect_refused(cd::Checkpoint& checkpoint, const std::string& directory, const std::string& file,
-                    const std::string& needle,
+void expect_refused(cd::Checkpoint& checkpoint, const std::string& directory,
+                    const std::string& file, const std::string& needle,
                     const std::vector<std::pair<std::string, cd::Variable>>& variables, int seed) {
   try {
     checkpoint.restore(directory);
@@ -157,8 +159,10 @@ TEST(Checkpoint, BadFilesAreRefusedBeforeAnyVariableChanges) {
   fs::rename(file + ".moved", file);
   // Truncations: every length through the fixed header and the first
   // variable, then every 8th, and the last 8 bytes (inside the checksum).
-  for (std::size_t length = 0; length < good.size(); length += (length < 96 || length + 8 >= good.size()) ? 1 : 8) {
-    write_all(file, std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)));
+  for (std::size_t length = 0; length < good.size();
+       length += (length < 96 || length + 8 >= good.size()) ? 1 : 8) {
+    write_all(file,
+              std::vector<char>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)));
     expect_refused(reader, dir.path(), file, length < 40 ? "truncated" : "checksum mismatch",
                    current, 7);
   }
@@ -173,15 +177,18 @@ TEST(Checkpoint, BadFilesAreRefusedBeforeAnyVariableChanges) {
   {
     std::vector<char> other = good;
     other[8] = 2;
-    std::vector<std::byte> body(reinterpret_cast<const std::byte*>(other.data()),
-                                reinterpret_cast<const std::byte*>(other.data()) + other.size() - 4);
+    std::vector<std::byte> body(
+        reinterpret_cast<const std::byte*>(other.data()),
+        reinterpret_cast<const std::byte*>(other.data()) + other.size() - 4);
     const std::uint32_t crc = cd::detail::crc32(body);
     std::memcpy(other.data() + other.size() - 4, &crc, 4);
     write_all(file, other);
-    expect_refused(reader, dir.path(), file, "format version 2; this build reads version 1", current, 7);
+    expect_refused(reader, dir.path(), file, "format version 2; this build reads version 1",
+                   current, 7);
   }
-  write_all(file, {'n', 'o', 'p', 'e', '!', '!', '!', '!', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  write_all(file,
+            {'n', 'o', 'p', 'e', '!', '!', '!', '!', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+             0,   0,   0,   0,   0,   0,   0,   0,   0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0});
   expect_refused(reader, dir.path(), file, "not a checkpoint file", current, 7);
   write_all(file, good);
   ASSERT_TRUE(reader.restore(dir.path()));
@@ -216,7 +223,8 @@ TEST(Checkpoint, BadFilesAreRefusedBeforeAnyVariableChanges) {
   }
   // A `latest` that points outside the directory.
   write_all(dir.path() + "/latest", {'.', '.', '/', 'x', '\n'});
-  expect_refused(reader, dir.path(), dir.path() + "/latest", "does not hold a checkpoint file name", current, 3);
+  expect_refused(reader, dir.path(), dir.path() + "/latest", "does not hold a checkpoint file name",
+                 current, 3);
   // Misuse of the tracked list.
   EXPECT_THROW(cd::Checkpoint(strategy, {{"a", fresh[0].second}, {"a", fresh[1].second}}),
                collective::InvalidArgumentError);
@@ -236,8 +244,8 @@ TEST(Checkpoint, FilesystemErrorsOfReadingNameThePath) {
   // `latest` names a directory.
   fs::create_directory(dir.path() + "/ckpt-9");
   write_all(dir.path() + "/latest", {'c', 'k', 'p', 't', '-', '9', '\n'});
-  expect_refused(checkpoint, dir.path(), dir.path() + "/ckpt-9", "is a directory, not a checkpoint file",
-                 variables, 4);
+  expect_refused(checkpoint, dir.path(), dir.path() + "/ckpt-9",
+                 "is a directory, not a checkpoint file", variables, 4);
   try {
     (void)cd::Checkpoint::latest_checkpoint(dir.path());  // names it without reading it
   } catch (const std::exception& error) {
@@ -247,8 +255,10 @@ TEST(Checkpoint, FilesystemErrorsOfReadingNameThePath) {
   {
     TempDir other;
     fs::create_directory(other.path() + "/latest");
-    expect_refused(checkpoint, other.path(), other.path() + "/latest", "is a directory", variables, 4);
-    EXPECT_THROW((void)cd::Checkpoint::latest_checkpoint(other.path()), collective::InvalidArgumentError);
+    expect_refused(checkpoint, other.path(), other.path() + "/latest", "is a directory", variables,
+                   4);
+    EXPECT_THROW((void)cd::Checkpoint::latest_checkpoint(other.path()),
+                 collective::InvalidArgumentError);
   }
   // The checkpoint directory is a regular file: an error, not "nothing saved".
   {
@@ -284,7 +294,8 @@ TEST(Checkpoint, OutlivesItsStrategy) {
   }
   checkpoint->set_step(3);
   EXPECT_EQ(checkpoint->save(dir.path()), dir.path() + "/ckpt-3");
-  for (auto& [name, variable] : variables) variable.assign(cd::Tensor(variable.dtype(), variable.shape()));
+  for (auto& [name, variable] : variables)
+    variable.assign(cd::Tensor(variable.dtype(), variable.shape()));
   ASSERT_TRUE(checkpoint->restore(dir.path()));
   expect_values(variables, 5, "restored after the strategy was destroyed");
 }
@@ -304,7 +315,8 @@ TEST(Checkpoint, KilledDuringSaveLeavesThePreviousCheckpoint) {
       cd::Variable big(cd::Tensor(DataType::kFloat32, shape), {.name = "big"});
       cd::Checkpoint checkpoint(strategy, {{"big", big}});
       for (int version = 1;; ++version) {
-        big.assign(cd::Tensor(std::vector<float>(cd::num_elements(shape), static_cast<float>(version)), shape));
+        big.assign(cd::Tensor(
+            std::vector<float>(cd::num_elements(shape), static_cast<float>(version)), shape));
         checkpoint.set_step(version);
         checkpoint.save(dir.path());
       }
@@ -314,7 +326,8 @@ TEST(Checkpoint, KilledDuringSaveLeavesThePreviousCheckpoint) {
     while (!fs::exists(dir.path() + "/latest") && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 200)(random)));
+    std::this_thread::sleep_for(
+        std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 200)(random)));
     ::kill(child, SIGKILL);
     int status = 0;
     ::waitpid(child, &status, 0);
@@ -409,7 +422,8 @@ std::string kill_saver_mid_write(const std::string& directory) {
     const std::string mark = ".tmp." + std::to_string(child);
     for (const std::string& name : left) {
       const std::size_t at = name.find(mark);
-      if (at != std::string::npos && (at + mark.size() == name.size() || name[at + mark.size()] == '.')) {
+      if (at != std::string::npos &&
+          (at + mark.size() == name.size() || name[at + mark.size()] == '.')) {
         return name;
       }
     }
@@ -431,14 +445,16 @@ TEST(Checkpoint, TemporaryOfAKilledSaveIsRemovedByTheNextSaveOrRestore) {
     // Kept: a temporary of a running process (this one), and one of a
     // process on another host (a shared filesystem). Removed too: an older
     // name "<name>.tmp.<pid>" whose pid is not running (the killed child's).
-    const std::string pid_of_dead = abandoned.substr(abandoned.find(".tmp.") + 5,
-                                                     abandoned.find('.', abandoned.find(".tmp.") + 5) -
-                                                         abandoned.find(".tmp.") - 5);
-    const std::string live = "ckpt-77.tmp." + std::to_string(::getpid()) + "." + own_start_time() + "." + own_host();
+    const std::string pid_of_dead = abandoned.substr(
+        abandoned.find(".tmp.") + 5,
+        abandoned.find('.', abandoned.find(".tmp.") + 5) - abandoned.find(".tmp.") - 5);
+    const std::string live =
+        "ckpt-77.tmp." + std::to_string(::getpid()) + "." + own_start_time() + "." + own_host();
     const std::string elsewhere = "ckpt-78.tmp." + pid_of_dead + ".1.another-host.example";
     const std::string older = "latest.tmp." + pid_of_dead;
     const std::string unrelated = "notes.tmp." + pid_of_dead;
-    for (const std::string& name : {live, elsewhere, older, unrelated}) write_all(dir.path() + "/" + name, {'x'});
+    for (const std::string& name : {live, elsewhere, older, unrelated})
+      write_all(dir.path() + "/" + name, {'x'});
 
     cd::OneDeviceStrategy strategy("/cpu:0");
     auto scope = strategy.scope();
@@ -457,7 +473,8 @@ TEST(Checkpoint, TemporaryOfAKilledSaveIsRemovedByTheNextSaveOrRestore) {
       return kept;
     }();
     const std::vector<std::string> left = temp_files(dir.path());
-    EXPECT_EQ(left, expected) << (by_save ? "after save" : "after restore") << ": the killed save's "
-                              << abandoned << " and the older " << older << " must be gone, the rest kept";
+    EXPECT_EQ(left, expected) << (by_save ? "after save" : "after restore")
+                              << ": the killed save's " << abandoned << " and the older " << older
+                              << " must be gone, the rest kept";
   }
 }

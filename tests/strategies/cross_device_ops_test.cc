@@ -18,7 +18,8 @@ using testing::throws_with;
 
 std::unique_ptr<CrossDeviceOps> make_ops(const std::string& name, int num_packs = 1) {
   if (name == "ReductionToOneDevice") return std::make_unique<ReductionToOneDevice>();
-  if (name == "HierarchicalCopyAllReduce") return std::make_unique<HierarchicalCopyAllReduce>(num_packs);
+  if (name == "HierarchicalCopyAllReduce")
+    return std::make_unique<HierarchicalCopyAllReduce>(num_packs);
   return std::make_unique<NcclAllReduce>(num_packs);
 }
 
@@ -100,8 +101,8 @@ TEST(CrossDeviceOps, MinMaxPropagateNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   for (const char* name : kOps) {
     auto ops = make_ops(name);
-    const PerReplica<Tensor> values({testing::floats({1, nan, 3}), testing::floats({nan, 2, -1}),
-                                     testing::floats({0, 0, 0})});
+    const PerReplica<Tensor> values(
+        {testing::floats({1, nan, 3}), testing::floats({nan, 2, -1}), testing::floats({0, 0, 0})});
     EXPECT_TRUE(tensor_equals(ops->reduce(ReduceOp::kMin, values), DataType::kFloat32, {3},
                               {nan, nan, -1}, name));
     EXPECT_TRUE(tensor_equals(ops->reduce(ReduceOp::kMax, values), DataType::kFloat32, {3},
@@ -111,8 +112,8 @@ TEST(CrossDeviceOps, MinMaxPropagateNaN) {
 
 TEST(CrossDeviceOps, IntegerSumWrapsAround) {
   auto ops = make_ops("ReductionToOneDevice");
-  const PerReplica<Tensor> values({Tensor(std::vector<std::int8_t>{120}, {1}),
-                                   Tensor(std::vector<std::int8_t>{10}, {1})});
+  const PerReplica<Tensor> values(
+      {Tensor(std::vector<std::int8_t>{120}, {1}), Tensor(std::vector<std::int8_t>{10}, {1})});
   EXPECT_TRUE(tensor_equals(ops->reduce(ReduceOp::kSum, values), DataType::kInt8, {1}, {-126}));
 }
 
@@ -140,7 +141,8 @@ TEST(CrossDeviceOps, EachSumsInItsDocumentedOrder) {
   std::uniform_real_distribution<float> uniform(-1e6f, 1e6f);
   for (int replicas = 1; replicas <= 5; ++replicas) {
     const std::size_t count = 997;
-    std::vector<std::vector<float>> data(static_cast<std::size_t>(replicas), std::vector<float>(count));
+    std::vector<std::vector<float>> data(static_cast<std::size_t>(replicas),
+                                         std::vector<float>(count));
     std::vector<Tensor> tensors;
     for (auto& row : data) {
       for (float& x : row) x = uniform(random) * (uniform(random) > 0 ? 1e-6f : 1.0f);
@@ -169,8 +171,8 @@ TEST(CrossDeviceOps, Float16AccumulatesInFloat32AndRoundsOnce) {
   const PerReplica<Tensor> values({Tensor::from_doubles(DataType::kFloat16, {2048}, {1}),
                                    Tensor::from_doubles(DataType::kFloat16, {1}, {1}),
                                    Tensor::from_doubles(DataType::kFloat16, {1}, {1})});
-  EXPECT_TRUE(tensor_equals(ReductionToOneDevice().reduce(ReduceOp::kSum, values), DataType::kFloat16,
-                            {1}, {2050}));
+  EXPECT_TRUE(tensor_equals(ReductionToOneDevice().reduce(ReduceOp::kSum, values),
+                            DataType::kFloat16, {1}, {2050}));
 }
 
 TEST(CrossDeviceOps, BatchReducePacksAsDocumented) {
@@ -200,22 +202,24 @@ TEST(CrossDeviceOps, BatchReducePacksAsDocumented) {
     int num_packs;
     std::uint64_t packs;  // float32 group (45 elements) + int32 group (12)
   };
-  for (const Case& c : {Case{"ReductionToOneDevice", 1, 9 + 3}, Case{"HierarchicalCopyAllReduce", 1, 2},
-                        Case{"HierarchicalCopyAllReduce", 4, 8}, Case{"NcclAllReduce", 2, 4}}) {
+  for (const Case& c :
+       {Case{"ReductionToOneDevice", 1, 9 + 3}, Case{"HierarchicalCopyAllReduce", 1, 2},
+        Case{"HierarchicalCopyAllReduce", 4, 8}, Case{"NcclAllReduce", 2, 4}}) {
     auto ops = make_ops(c.name, c.num_packs);
     const std::vector<Tensor> results = ops->batch_reduce(ReduceOp::kSum, batch);
     ASSERT_EQ(results.size(), batch.size());
     for (std::size_t t = 0; t < results.size(); ++t) {
       const DataType dtype = t >= 10 ? DataType::kInt32 : DataType::kFloat32;
-      EXPECT_TRUE(tensor_equals(results[t], dtype, {static_cast<std::int64_t>(want[t].size())}, want[t],
-                                c.name + " tensor " + std::to_string(t)));
+      EXPECT_TRUE(tensor_equals(results[t], dtype, {static_cast<std::int64_t>(want[t].size())},
+                                want[t], c.name + " tensor " + std::to_string(t)));
     }
     EXPECT_EQ(ops->packs_reduced(), c.packs) << c.name << " num_packs " << c.num_packs;
   }
 }
 
 TEST(CrossDeviceOps, MeanDividesOnceByTheNumberOfValues) {
-  const PerReplica<Tensor> values({testing::floats({1, 2}), testing::floats({2, 2}), testing::floats({4, 2})});
+  const PerReplica<Tensor> values(
+      {testing::floats({1, 2}), testing::floats({2, 2}), testing::floats({4, 2})});
   EXPECT_TRUE(tensor_equals(HierarchicalCopyAllReduce().reduce(ReduceOp::kMean, values),
                             DataType::kFloat32, {2}, {7.0f / 3.0f, 2}));
 }
@@ -223,22 +227,26 @@ TEST(CrossDeviceOps, MeanDividesOnceByTheNumberOfValues) {
 TEST(CrossDeviceOps, BroadcastCopiesToEveryReplica) {
   const Mirrored<Tensor> copies = ReductionToOneDevice().broadcast(testing::floats({1, 2}), 3);
   ASSERT_EQ(copies.num_replicas(), 3u);
-  for (const Tensor& copy : copies.values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {2}, {1, 2}));
+  for (const Tensor& copy : copies.values())
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {2}, {1, 2}));
 }
 
 TEST(CrossDeviceOps, RejectsBadInputBeforeReducing) {
   ReductionToOneDevice ops;
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { ops.reduce(ReduceOp::kSum, PerReplica<Tensor>(std::vector<Tensor>{})); }, "at least one"));
+      [&] { ops.reduce(ReduceOp::kSum, PerReplica<Tensor>(std::vector<Tensor>{})); },
+      "at least one"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
       [&] {
-        ops.reduce(ReduceOp::kSum, PerReplica<Tensor>({testing::floats({1, 2}), testing::floats({1})}));
+        ops.reduce(ReduceOp::kSum,
+                   PerReplica<Tensor>({testing::floats({1, 2}), testing::floats({1})}));
       },
       "replica 1 holds Tensor(float32, [1])"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
       [&] {
-        ops.batch_reduce(ReduceOp::kSum, {PerReplica<Tensor>({testing::floats({1})}),
-                                          PerReplica<Tensor>({testing::floats({1}), testing::floats({1})})});
+        ops.batch_reduce(ReduceOp::kSum,
+                         {PerReplica<Tensor>({testing::floats({1})}),
+                          PerReplica<Tensor>({testing::floats({1}), testing::floats({1})})});
       },
       "value 1 has 2 per-replica values"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(

@@ -63,7 +63,8 @@ std::vector<double> expected(const Scenario& s, int n, std::size_t count) {
   std::vector<double> want(count);
   for (std::size_t i = 0; i < count; ++i) {
     double exact = s.op == ReduceOp::kProd ? 1.0 : 0.0;
-    for (int g = 0; g < n; ++g) exact = s.op == ReduceOp::kProd ? exact * s.value(g, i) : exact + s.value(g, i);
+    for (int g = 0; g < n; ++g)
+      exact = s.op == ReduceOp::kProd ? exact * s.value(g, i) : exact + s.value(g, i);
     float value = static_cast<float>(exact);
     if (s.op == ReduceOp::kMean) value /= static_cast<float>(n);
     want[i] = Tensor::from_doubles(s.type, {value}, {1}).to_doubles()[0];
@@ -91,7 +92,8 @@ void check_strategy(Strategy& strategy, int local_replicas, int first_replica, i
       const std::vector<double> want = expected(s, n, count);
       const Shape shape{static_cast<std::int64_t>(count)};
       std::vector<Tensor> locals;
-      for (int r = 0; r < local_replicas; ++r) locals.push_back(replica_tensor(s, first_replica + r, count));
+      for (int r = 0; r < local_replicas; ++r)
+        locals.push_back(replica_tensor(s, first_replica + r, count));
       const PerReplica<Tensor> value(locals);
 
       ASSERT_TRUE(tensor_equals(strategy.reduce(s.op, value), s.type, shape, want,
@@ -164,8 +166,11 @@ TEST(HalfPrecisionLimits, MultiWorkerMirroredStrategy) {
       if (form == 2) options.deterministic = true;
       MultiWorkerMirroredStrategy strategy(options, MirroredStrategy::cpu_devices(local));
       const std::string what = std::string("MultiWorkerMirroredStrategy ") +
-                               (form == 0 ? "auto" : form == 1 ? "ring" : "deterministic") + " x" +
-                               std::to_string(workers) + " workers x" + std::to_string(local);
+                               (form == 0   ? "auto"
+                                : form == 1 ? "ring"
+                                            : "deterministic") +
+                               " x" + std::to_string(workers) + " workers x" +
+                               std::to_string(local);
       check_strategy(strategy, local, world_rank() * local, workers * local, what);
       if (::testing::Test::HasFatalFailure()) return;
     }

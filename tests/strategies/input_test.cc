@@ -26,14 +26,18 @@ std::vector<std::int64_t> ids_of(const Element& batch) {
 }
 
 TEST(Dataset, FromTensorSlicesSlicesTheFirstDimension) {
-  const Dataset data = Dataset::from_tensor_slices(
-      {Tensor(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{3, 2}), Tensor(std::vector<std::int32_t>{7, 8, 9}, {3})});
+  const Dataset data =
+      Dataset::from_tensor_slices({Tensor(std::vector<float>{1, 2, 3, 4, 5, 6}, Shape{3, 2}),
+                                   Tensor(std::vector<std::int32_t>{7, 8, 9}, {3})});
   const std::vector<Element> elements = data.collect();
   ASSERT_EQ(elements.size(), 3u);
   EXPECT_TRUE(tensor_equals(elements[1][0], DataType::kFloat32, {2}, {3, 4}));
   EXPECT_TRUE(tensor_equals(elements[2][1], DataType::kInt32, {}, {9}));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [] { Dataset::from_tensor_slices({Tensor(DataType::kFloat32, {3}), Tensor(DataType::kFloat32, {2})}); },
+      [] {
+        Dataset::from_tensor_slices(
+            {Tensor(DataType::kFloat32, {3}), Tensor(DataType::kFloat32, {2})});
+      },
       "first dimension of the same size"));
 }
 
@@ -47,7 +51,8 @@ TEST(Dataset, TransformationsCompose) {
                            .repeat(2)
                            .take(5)
                            .batch(2);
-  EXPECT_EQ(data.describe(), "range(0, 10) -> map -> shard(3, 1) -> repeat(2) -> take(5) -> batch(2)");
+  EXPECT_EQ(data.describe(),
+            "range(0, 10) -> map -> shard(3, 1) -> repeat(2) -> take(5) -> batch(2)");
   const std::vector<Element> batches = data.collect();
   ASSERT_EQ(batches.size(), 3u);
   EXPECT_EQ(ids_of(batches[0]), (std::vector<std::int64_t>{2, 8}));
@@ -90,7 +95,8 @@ TEST(Dataset, RepeatZeroIsEmptyAndOpensNothing) {
   const std::vector<Element> forever = Dataset::range(4).repeat().take(10).collect();
   ASSERT_EQ(forever.size(), 10u);
   for (std::size_t i = 0; i < forever.size(); ++i) {
-    EXPECT_EQ(forever[i][0].values<std::int64_t>()[0], static_cast<std::int64_t>(i % 4)) << "element " << i;
+    EXPECT_EQ(forever[i][0].values<std::int64_t>()[0], static_cast<std::int64_t>(i % 4))
+        << "element " << i;
   }
   // A shuffle under repeat(0) takes no pass: the next pass is still the first.
   const Dataset shuffled = Dataset::range(16).shuffle(16, 5);
@@ -110,14 +116,13 @@ TEST(Dataset, IteratorOutlivesItsDataset) {
   {
     // The reported chain: from_tensor_slices -> map -> batch, iterator of a temporary.
     Tensor x(std::vector<float>{0, 1, 2, 3, 4, 5, 6}, Shape{7});
-    Dataset::Iterator iterator =
-        Dataset::from_tensor_slices({x})
-            .map([](Element e) {
-              e[0].values<float>()[0] *= 10;
-              return e;
-            })
-            .batch(3)
-            .make_iterator();
+    Dataset::Iterator iterator = Dataset::from_tensor_slices({x})
+                                     .map([](Element e) {
+                                       e[0].values<float>()[0] *= 10;
+                                       return e;
+                                     })
+                                     .batch(3)
+                                     .make_iterator();
     const std::vector<std::vector<float>> expected = {{0, 10, 20}, {30, 40, 50}, {60}};
     for (std::size_t b = 0; b < expected.size(); ++b) {
       std::optional<Element> batch = iterator.get_next();
@@ -194,7 +199,8 @@ TEST(DistributedDataset, IteratorOutlivesStrategyAndDatasets) {
       std::optional<PerReplica<Element>> batch = it->get_next_as_optional();
       ASSERT_TRUE(batch.has_value()) << "step " << step;
       for (std::size_t r = 0; r < 2; ++r) {
-        EXPECT_EQ(ids_of(batch->values()[r]), expected[step][r]) << "step " << step << " replica " << r;
+        EXPECT_EQ(ids_of(batch->values()[r]), expected[step][r])
+            << "step " << step << " replica " << r;
       }
     }
     EXPECT_FALSE(it->get_next_as_optional().has_value());
@@ -221,7 +227,8 @@ TEST(Dataset, BatchRejectsElementsOfDifferentShapes) {
       return Element{Tensor(DataType::kFloat32, {++*n})};
     });
   });
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { data.batch(2).collect(); }, "does not match element 0"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { data.batch(2).collect(); },
+                                                "does not match element 0"));
 }
 
 class TempFiles {
@@ -254,7 +261,8 @@ TEST(Dataset, FilesReadInOrderWithTheFloatLineReader) {
   EXPECT_TRUE(tensor_equals(elements[0][0], DataType::kFloat32, {3, 2}, {1, 2, 3, 4, 5, 6}));
   TempFiles bad({{"1 x"}});
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { Dataset::from_files(bad.paths(), Dataset::float_line_reader()).collect(); }, ":1: not a number"));
+      [&] { Dataset::from_files(bad.paths(), Dataset::float_line_reader()).collect(); },
+      ":1: not a number"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
       [&] { Dataset::from_files({"/nonexistent/file"}, Dataset::float_line_reader()).collect(); },
       "cannot open"));
@@ -265,7 +273,8 @@ TEST(Dataset, FilesReadInOrderWithTheFloatLineReader) {
 
 // Every element of range(n) batched by `global` reaches exactly one replica,
 // and replica r's batch sizes follow the documented split.
-void check_exactly_once(Strategy& strategy, std::int64_t n, std::int64_t global, bool drop_remainder) {
+void check_exactly_once(Strategy& strategy, std::int64_t n, std::int64_t global,
+                        bool drop_remainder) {
   const DistributedDataset data =
       strategy.experimental_distribute_dataset(Dataset::range(n).batch(global, drop_remainder));
   EXPECT_EQ(data.sharding(), InputSharding::kSingleWorker);
@@ -292,8 +301,10 @@ void check_exactly_once(Strategy& strategy, std::int64_t n, std::int64_t global,
       ++step;
     }
     const std::int64_t expected_count = drop_remainder ? n / global * global : n;
-    ASSERT_EQ(static_cast<std::int64_t>(seen.size()), expected_count) << "n " << n << " global " << global;
-    for (const auto& [id, count] : seen) ASSERT_EQ(count, 1) << "element " << id << " epoch " << epoch;
+    ASSERT_EQ(static_cast<std::int64_t>(seen.size()), expected_count)
+        << "n " << n << " global " << global;
+    for (const auto& [id, count] : seen)
+      ASSERT_EQ(count, 1) << "element " << id << " epoch " << epoch;
   }
 }
 
@@ -314,13 +325,16 @@ TEST(DistributeDataset, EveryElementExactlyOncePerEpoch) {
 
 TEST(DistributeDataset, FeedsTheReplicasOfRun) {
   MirroredStrategy strategy(MirroredStrategy::cpu_devices(3));
-  const Dataset data = Dataset::from_tensor_slices(
-      {Tensor(std::vector<float>(20, 1.0f), Shape{10, 2}), Tensor(std::vector<std::int64_t>(10, 1), {10})});
+  const Dataset data =
+      Dataset::from_tensor_slices({Tensor(std::vector<float>(20, 1.0f), Shape{10, 2}),
+                                   Tensor(std::vector<std::int64_t>(10, 1), {10})});
   double total = 0;
   for (const PerReplica<Element>& batch : strategy.experimental_distribute_dataset(data.batch(4))) {
-    const PerReplica<Tensor> rows = strategy.run([](const Element& slice) {
-      return Tensor::scalar<float>(static_cast<float>(slice[0].dim(0)));
-    }, batch);
+    const PerReplica<Tensor> rows = strategy.run(
+        [](const Element& slice) {
+          return Tensor::scalar<float>(static_cast<float>(slice[0].dim(0)));
+        },
+        batch);
     total += strategy.reduce(ReduceOp::kSum, rows).values<float>()[0];
   }
   EXPECT_EQ(total, 10);
@@ -331,7 +345,8 @@ TEST(DistributeDataset, NeedsABatchedDataset) {
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
       [&] { strategy.experimental_distribute_dataset(Dataset::range(4).prefetch(2)); },
       "add batch(global_batch_size)"));
-  const DistributedDataset data = strategy.experimental_distribute_dataset(Dataset::range(2).batch(2));
+  const DistributedDataset data =
+      strategy.experimental_distribute_dataset(Dataset::range(2).batch(2));
   DistributedIterator iterator = data.make_iterator();
   (void)iterator.get_next();
   EXPECT_TRUE(throws_with<Error>([&] { (void)iterator.get_next(); }, "end of sequence"));
@@ -342,15 +357,16 @@ TEST(DistributeDatasetsFromFunction, EachReplicaGetsItsOwnBatches) {
   for (int k = 1; k <= 4; ++k) {
     MirroredStrategy strategy(MirroredStrategy::cpu_devices(k));
     int calls = 0;
-    const DistributedDataset data = strategy.distribute_datasets_from_function([&](const InputContext& context) {
-      ++calls;
-      EXPECT_EQ(context.num_input_pipelines(), 1);
-      EXPECT_EQ(context.input_pipeline_id(), 0);
-      EXPECT_EQ(context.num_replicas_in_sync(), k);
-      const std::int64_t per_replica = context.get_per_replica_batch_size(2 * k);
-      EXPECT_EQ(per_replica, 2);
-      return Dataset::range(23).batch(per_replica);
-    });
+    const DistributedDataset data =
+        strategy.distribute_datasets_from_function([&](const InputContext& context) {
+          ++calls;
+          EXPECT_EQ(context.num_input_pipelines(), 1);
+          EXPECT_EQ(context.input_pipeline_id(), 0);
+          EXPECT_EQ(context.num_replicas_in_sync(), k);
+          const std::int64_t per_replica = context.get_per_replica_batch_size(2 * k);
+          EXPECT_EQ(per_replica, 2);
+          return Dataset::range(23).batch(per_replica);
+        });
     EXPECT_EQ(calls, 1);
     EXPECT_EQ(data.sharding(), InputSharding::kFromFunction);
     std::map<std::int64_t, int> seen;
@@ -360,7 +376,8 @@ TEST(DistributeDatasetsFromFunction, EachReplicaGetsItsOwnBatches) {
         const std::vector<std::int64_t> ids = ids_of(step[static_cast<std::size_t>(r)]);
         // Replica r gets batch step * k + r: ids 2b, 2b+1 (or fewer at the end).
         const std::int64_t b = batch_index + r;
-        for (std::size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], 2 * b + static_cast<std::int64_t>(i));
+        for (std::size_t i = 0; i < ids.size(); ++i)
+          EXPECT_EQ(ids[i], 2 * b + static_cast<std::int64_t>(i));
         for (std::int64_t id : ids) ++seen[id];
       }
       batch_index += k;
@@ -371,16 +388,20 @@ TEST(DistributeDatasetsFromFunction, EachReplicaGetsItsOwnBatches) {
   const InputContext context(2, 1, 4);
   EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { context.get_per_replica_batch_size(6); },
                                                 "not divisible by num_replicas_in_sync 4"));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { InputContext(2, 2, 1); }, "input_pipeline_id"));
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([] { InputContext(2, 2, 1); }, "input_pipeline_id"));
 }
-
 
 TEST(Dataset, FilterKeepsMatchingElements) {
   const std::vector<Element> kept =
-      Dataset::range(10).filter([](const Element& e) { return e[0].values<std::int64_t>()[0] % 3 == 0; }).collect();
+      Dataset::range(10)
+          .filter([](const Element& e) { return e[0].values<std::int64_t>()[0] % 3 == 0; })
+          .collect();
   ASSERT_EQ(kept.size(), 4u);
-  for (std::size_t i = 0; i < kept.size(); ++i) EXPECT_EQ(kept[i][0].values<std::int64_t>()[0], 3 * static_cast<std::int64_t>(i));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { Dataset::range(1).filter(nullptr); }, "predicate is empty"));
+  for (std::size_t i = 0; i < kept.size(); ++i)
+    EXPECT_EQ(kept[i][0].values<std::int64_t>()[0], 3 * static_cast<std::int64_t>(i));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { Dataset::range(1).filter(nullptr); },
+                                                "predicate is empty"));
 }
 
 std::vector<std::int64_t> all_ids(const Dataset& data) {
@@ -396,7 +417,8 @@ std::vector<std::int64_t> all_ids(const Dataset& data) {
 TEST(Dataset, ShuffleIsADeterministicPermutationPerSeed) {
   const Dataset a = Dataset::range(50).shuffle(8, 42);
   const Dataset b = Dataset::range(50).shuffle(8, 42);
-  const std::vector<std::int64_t> a1 = all_ids(a), a2 = all_ids(a), b1 = all_ids(b), b2 = all_ids(b);
+  const std::vector<std::int64_t> a1 = all_ids(a), a2 = all_ids(a), b1 = all_ids(b),
+                                  b2 = all_ids(b);
   EXPECT_EQ(a1, b1);
   EXPECT_EQ(a2, b2);
   EXPECT_NE(a1, a2);
@@ -418,8 +440,10 @@ TEST(Dataset, ShuffleIsADeterministicPermutationPerSeed) {
   EXPECT_EQ(all_ids(Dataset::range(20).shuffle(20, 7)), first);
   // The elements stay within the buffer's reach: element i comes out
   // at position >= i - buffer + 1.
-  for (std::size_t pos = 0; pos < a1.size(); ++pos) EXPECT_LE(a1[pos], static_cast<std::int64_t>(pos) + 7);
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { Dataset::range(1).shuffle(0, 1); }, "buffer_size"));
+  for (std::size_t pos = 0; pos < a1.size(); ++pos)
+    EXPECT_LE(a1[pos], static_cast<std::int64_t>(pos) + 7);
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([] { Dataset::range(1).shuffle(0, 1); }, "buffer_size"));
 }
 
 TEST(Dataset, PrefetchKeepsElementsOrderAndErrors) {
@@ -434,14 +458,20 @@ TEST(Dataset, PrefetchKeepsElementsOrderAndErrors) {
     EXPECT_EQ(partial.get_next()->at(0).values<std::int64_t>()[0], 0);
   }
   // An input error reaches the consumer at the element it replaced.
-  const Dataset failing = Dataset::range(5).map([](Element e) {
-    if (e[0].values<std::int64_t>()[0] == 3) throw InvalidArgumentError("map", -1, "element 3 is bad");
-    return e;
-  }).prefetch(2);
+  const Dataset failing = Dataset::range(5)
+                              .map([](Element e) {
+                                if (e[0].values<std::int64_t>()[0] == 3)
+                                  throw InvalidArgumentError("map", -1, "element 3 is bad");
+                                return e;
+                              })
+                              .prefetch(2);
   Dataset::Iterator iterator = failing.make_iterator();
-  for (std::int64_t i = 0; i < 3; ++i) EXPECT_EQ(iterator.get_next()->at(0).values<std::int64_t>()[0], i);
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)iterator.get_next(); }, "element 3 is bad"));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { Dataset::range(1).prefetch(0); }, "buffer_size"));
+  for (std::int64_t i = 0; i < 3; ++i)
+    EXPECT_EQ(iterator.get_next()->at(0).values<std::int64_t>()[0], i);
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([&] { (void)iterator.get_next(); }, "element 3 is bad"));
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([] { Dataset::range(1).prefetch(0); }, "buffer_size"));
 }
 
 // A pipeline with transformations after batch is rebatched as tf.distribute
@@ -460,7 +490,8 @@ TEST(DistributeDataset, PipelinesNotEndingInBatchAreRebatched) {
   for (const PerReplica<Element>& step : data) {
     const std::int64_t rows = (steps % 3 == 2) ? 6 : 7;  // 7, 7, 6 per pass
     for (int r = 0; r < 3; ++r) {
-      EXPECT_EQ(step[static_cast<std::size_t>(r)][0].dim(0), rows / 3 + (r < rows % 3 ? 1 : 0)) << "step " << steps;
+      EXPECT_EQ(step[static_cast<std::size_t>(r)][0].dim(0), rows / 3 + (r < rows % 3 ? 1 : 0))
+          << "step " << steps;
       for (std::int64_t id : ids_of(step[static_cast<std::size_t>(r)])) ++seen[id];
     }
     ++steps;
@@ -470,13 +501,17 @@ TEST(DistributeDataset, PipelinesNotEndingInBatchAreRebatched) {
   for (const auto& [id, count] : seen) EXPECT_EQ(count, 2) << "element " << id;
   // element_spec: one replica's batch, its leading dimension unknown.
   const std::optional<ElementSpec> spec =
-      strategy.experimental_distribute_dataset(Dataset::from_tensor_slices({Tensor(DataType::kFloat32, {6, 2})}).batch(4))
+      strategy
+          .experimental_distribute_dataset(
+              Dataset::from_tensor_slices({Tensor(DataType::kFloat32, {6, 2})}).batch(4))
           .element_spec();
   ASSERT_TRUE(spec.has_value());
   ASSERT_EQ(spec->size(), 1u);
   EXPECT_EQ((*spec)[0].dtype, DataType::kFloat32);
   EXPECT_EQ((*spec)[0].shape, (Shape{-1, 2}));
-  EXPECT_FALSE(strategy.experimental_distribute_dataset(Dataset::range(0).batch(2)).element_spec().has_value());
+  EXPECT_FALSE(strategy.experimental_distribute_dataset(Dataset::range(0).batch(2))
+                   .element_spec()
+                   .has_value());
   InputOptions per_replica;
   per_replica.experimental_replication_mode = InputReplicationMode::kPerReplica;
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
@@ -487,14 +522,20 @@ TEST(DistributeDataset, PipelinesNotEndingInBatchAreRebatched) {
 TEST(DistributeValuesFromFunction, EachReplicaGetsItsValueContext) {
   for (int k = 1; k <= 4; ++k) {
     MirroredStrategy strategy(MirroredStrategy::cpu_devices(k));
-    const PerReplica<Tensor> values = strategy.experimental_distribute_values_from_function([](const ValueContext& context) {
-      return Tensor(std::vector<std::int32_t>{context.replica_id_in_sync_group(), context.num_replicas_in_sync()}, {2});
-    });
+    const PerReplica<Tensor> values =
+        strategy.experimental_distribute_values_from_function([](const ValueContext& context) {
+          return Tensor(std::vector<std::int32_t>{context.replica_id_in_sync_group(),
+                                                  context.num_replicas_in_sync()},
+                        {2});
+        });
     ASSERT_EQ(values.num_replicas(), static_cast<std::size_t>(k));
     const PerReplica<Tensor> seen = strategy.run([](const Tensor& value) { return value; }, values);
-    for (int r = 0; r < k; ++r) EXPECT_TRUE(tensor_equals(seen[static_cast<std::size_t>(r)], DataType::kInt32, {2}, {double(r), double(k)}));
+    for (int r = 0; r < k; ++r)
+      EXPECT_TRUE(tensor_equals(seen[static_cast<std::size_t>(r)], DataType::kInt32, {2},
+                                {double(r), double(k)}));
   }
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { ValueContext(2, 2); }, "replica_id_in_sync_group"));
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([] { ValueContext(2, 2); }, "replica_id_in_sync_group"));
 }
 
 TEST(DistributeDatasetsFromFunction, PerReplicaModeBuildsOnePipelinePerReplica) {
@@ -520,7 +561,8 @@ TEST(DistributeDatasetsFromFunction, PerReplicaModeBuildsOnePipelinePerReplica) 
     int steps = 0;
     for (const PerReplica<Element>& step : data) {
       for (int r = 0; r < k; ++r) {
-        for (std::int64_t id : ids_of(step[static_cast<std::size_t>(r)])) per_replica[static_cast<std::size_t>(r)].push_back(id);
+        for (std::int64_t id : ids_of(step[static_cast<std::size_t>(r)]))
+          per_replica[static_cast<std::size_t>(r)].push_back(id);
       }
       ++steps;
     }

@@ -20,14 +20,15 @@ Tensor of(DataType dtype, std::vector<double> values, Shape shape) {
 }
 
 TEST(ComputeAverageLoss, DividesTheSumByTheGlobalBatchSize) {
-  EXPECT_TRUE(tensor_equals(compute_average_loss(floats({1, 2, 3, 4}), 8), DataType::kFloat32, {},
-                            {1.25}));
+  EXPECT_TRUE(
+      tensor_equals(compute_average_loss(floats({1, 2, 3, 4}), 8), DataType::kFloat32, {}, {1.25}));
   // No strategy: the global batch is this batch.
-  EXPECT_TRUE(tensor_equals(compute_average_loss(floats({1, 2, 3, 4})), DataType::kFloat32, {},
-                            {2.5}));
+  EXPECT_TRUE(
+      tensor_equals(compute_average_loss(floats({1, 2, 3, 4})), DataType::kFloat32, {}, {2.5}));
   // Rank 2: every element counts, dimension 0 is the batch.
-  EXPECT_TRUE(tensor_equals(compute_average_loss(of(DataType::kFloat32, {1, 2, 3, 4, 5, 6}, {2, 3})),
-                            DataType::kFloat32, {}, {10.5}));
+  EXPECT_TRUE(
+      tensor_equals(compute_average_loss(of(DataType::kFloat32, {1, 2, 3, 4, 5, 6}, {2, 3})),
+                    DataType::kFloat32, {}, {10.5}));
   // An empty slice contributes nothing (TF's 0/0 would be NaN).
   EXPECT_TRUE(tensor_equals(compute_average_loss(Tensor(DataType::kFloat32, {0})),
                             DataType::kFloat32, {}, {0}));
@@ -36,8 +37,8 @@ TEST(ComputeAverageLoss, DividesTheSumByTheGlobalBatchSize) {
 }
 
 TEST(ComputeAverageLoss, KeepsTheDtypeAndRoundsOnce) {
-  for (DataType dtype : {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                         DataType::kFloat64}) {
+  for (DataType dtype :
+       {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
     const Tensor average = compute_average_loss(of(dtype, {1.5, 2.5, 4, 0}, {4}), 2);
     EXPECT_TRUE(tensor_equals(average, dtype, {}, {4}, std::string(to_string(dtype))));
   }
@@ -55,8 +56,8 @@ TEST(ComputeAverageLoss, WeightsEachExample) {
                             DataType::kFloat32, {}, {5}));
   // One weight per example, of another dtype.
   const Tensor per_example = Tensor(std::vector<std::int32_t>{1, 0, 2, 1}, Shape{4});
-  EXPECT_TRUE(tensor_equals(compute_average_loss(loss, 4, per_example), DataType::kFloat32, {},
-                            {2.75}));
+  EXPECT_TRUE(
+      tensor_equals(compute_average_loss(loss, 4, per_example), DataType::kFloat32, {}, {2.75}));
   // Weights [4, 1] for losses [4]: the trailing 1 is squeezed.
   EXPECT_TRUE(tensor_equals(compute_average_loss(loss, 4, floats({1, 0, 2, 1}).reshape({4, 1})),
                             DataType::kFloat32, {}, {2.75}));
@@ -70,8 +71,9 @@ TEST(ComputeAverageLoss, WeightsEachExample) {
   EXPECT_TRUE(tensor_equals(compute_average_loss(grid, 2, floats({0, 1}).reshape({2, 1})),
                             DataType::kFloat32, {}, {15 / 2.0}));
   // The same shape.
-  EXPECT_TRUE(tensor_equals(compute_average_loss(grid, 1, of(DataType::kFloat64, {1, 1, 1, 0, 0, 2}, {2, 3})),
-                            DataType::kFloat32, {}, {18}));
+  EXPECT_TRUE(tensor_equals(
+      compute_average_loss(grid, 1, of(DataType::kFloat64, {1, 1, 1, 0, 0, 2}, {2, 3})),
+      DataType::kFloat32, {}, {18}));
 }
 
 TEST(ComputeAverageLoss, RejectsBadInputNamingIt) {
@@ -81,17 +83,20 @@ TEST(ComputeAverageLoss, RejectsBadInputNamingIt) {
       [] { compute_average_loss(Tensor(std::vector<std::int32_t>{1}, Shape{1})); }, "floating"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>([] { compute_average_loss(floats({1}), 0); },
                                                 "global_batch_size must be positive, got 0"));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { compute_average_loss(floats({1}), -3); },
-                                                "got -3"));
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([] { compute_average_loss(floats({1}), -3); }, "got -3"));
   // [3] cannot be broadcast to [2, 3] (only a trailing 1 is expanded), nor
   // [3] to [4].
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
       [] {
-        compute_average_loss(of(DataType::kFloat32, {1, 2, 3, 4, 5, 6}, {2, 3}), 2, floats({1, 1, 1}));
+        compute_average_loss(of(DataType::kFloat32, {1, 2, 3, 4, 5, 6}, {2, 3}), 2,
+                             floats({1, 1, 1}));
       },
       "sample_weight of shape [3] cannot be broadcast to per_example_loss of shape [2, 3]"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [] { compute_average_loss(floats({1, 2, 3, 4}), 2, floats({1, 1, 1})); },
+      [] {
+        compute_average_loss(floats({1, 2, 3, 4}), 2, floats({1, 1, 1}));
+      },
       "cannot be broadcast"));
 }
 
@@ -105,24 +110,30 @@ TEST(ComputeAverageLoss, DefaultGlobalBatchCountsEveryReplica) {
   });
   for (std::size_t r = 0; r < 3; ++r) {
     EXPECT_TRUE(tensor_equals(losses[r], DataType::kFloat32, {},
-                              {static_cast<float>(2.0 * (r + 1) / 6.0)}, "replica " + std::to_string(r)));
+                              {static_cast<float>(2.0 * (r + 1) / 6.0)},
+                              "replica " + std::to_string(r)));
   }
   EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kSum, losses), DataType::kFloat32, {},
                             {static_cast<float>(2.0 / 6) + static_cast<float>(4.0 / 6) + 1.0f}));
   // In the cross-replica context only an explicit batch size makes sense.
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { compute_average_loss(floats({1, 2})); },
-                                                "cross-replica context"));
-  EXPECT_TRUE(tensor_equals(compute_average_loss(floats({1, 2}), 6), DataType::kFloat32, {},
-                            {0.5}));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] {
+        compute_average_loss(floats({1, 2}));
+      },
+      "cross-replica context"));
+  EXPECT_TRUE(
+      tensor_equals(compute_average_loss(floats({1, 2}), 6), DataType::kFloat32, {}, {0.5}));
 }
 
 TEST(ScaleRegularizationLoss, DividesByTheReplicasInSync) {
   // No strategy: one replica.
-  EXPECT_TRUE(tensor_equals(scale_regularization_loss(floats({1, 2})), DataType::kFloat32, {}, {3}));
+  EXPECT_TRUE(
+      tensor_equals(scale_regularization_loss(floats({1, 2})), DataType::kFloat32, {}, {3}));
   EXPECT_TRUE(tensor_equals(scale_regularization_loss(of(DataType::kFloat64, {7}, {})),
                             DataType::kFloat64, {}, {7}));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [] { scale_regularization_loss(Tensor(std::vector<std::int64_t>{1}, Shape{1})); }, "floating"));
+      [] { scale_regularization_loss(Tensor(std::vector<std::int64_t>{1}, Shape{1})); },
+      "floating"));
 
   MirroredStrategy strategy(MirroredStrategy::cpu_devices(4));
   auto scope = strategy.scope();
@@ -130,7 +141,8 @@ TEST(ScaleRegularizationLoss, DividesByTheReplicasInSync) {
     return scale_regularization_loss(of(DataType::kBFloat16, {2, 4}, {2, 1}));
   });
   for (std::size_t r = 0; r < 4; ++r) {
-    EXPECT_TRUE(tensor_equals(scaled[r], DataType::kBFloat16, {}, {1.5}, "replica " + std::to_string(r)));
+    EXPECT_TRUE(
+        tensor_equals(scaled[r], DataType::kBFloat16, {}, {1.5}, "replica " + std::to_string(r)));
   }
   EXPECT_TRUE(throws_with<InvalidArgumentError>([] { scale_regularization_loss(floats({1})); },
                                                 "cross-replica context"));

@@ -26,7 +26,8 @@ TEST(Misuse, MixingScopesOfDifferentStrategies) {
   }
   EXPECT_EQ(&get_strategy(), &first);
   // run() of another strategy inside this scope.
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { second.run([] {}); }, "mixing different strategies"));
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([&] { second.run([] {}); }, "mixing different strategies"));
 }
 
 TEST(Misuse, ScopeOfAnotherStrategyInsideRun) {
@@ -89,7 +90,8 @@ TEST(Misuse, MergeCallResultOfTheWrongSize) {
           [&] {
             strategy.run([&] {
               get_replica_context()->merge_call([&](Strategy&) {
-                return PerReplica<Tensor>(std::vector<Tensor>(static_cast<std::size_t>(returned), floats({1})));
+                return PerReplica<Tensor>(
+                    std::vector<Tensor>(static_cast<std::size_t>(returned), floats({1})));
               });
             });
           },
@@ -147,11 +149,15 @@ TEST(Misuse, VariableOfAnotherStrategyInsideRun) {
   EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { runner.run([&] { (void)v->value(); }); },
                                                 "but is used inside run() of MirroredStrategy"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { runner.run([&] { SGD(0.1).apply_gradients({{floats({1}), *v}}); }); }, "is used inside run()"));
+      [&] { runner.run([&] {
+              SGD(0.1).apply_gradients({{floats({1}), *v}});
+            }); },
+      "is used inside run()"));
   // A variable made without any strategy belongs to the default strategy.
   Variable plain(floats({1}), {.name = "plain"});
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { runner.run([&] { plain.assign(floats({2})); }); },
-                                                "created under DefaultDistributionStrategy"));
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([&] { runner.run([&] { plain.assign(floats({2})); }); },
+                                        "created under DefaultDistributionStrategy"));
   // The owner may use it, of course.
   owner.run([&] { (void)v->value(); });
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
@@ -162,17 +168,21 @@ TEST(Misuse, UpdatingAVariableWithoutAggregationInAReplicaContext) {
   MirroredStrategy strategy(MirroredStrategy::cpu_devices(2));
   auto scope = strategy.scope();
   Variable v(floats({1}), {.name = "counter"});
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { strategy.run([&] { v.assign_add(floats({1})); }); },
-                                                "aggregation is NONE"));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { v.assign(floats({1, 2})); },
-                                                "the value is Tensor(float32, [2])"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] { strategy.run([&] { v.assign_add(floats({1})); }); }, "aggregation is NONE"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] {
+        v.assign(floats({1, 2}));
+      },
+      "the value is Tensor(float32, [2])"));
 }
 
 TEST(Misuse, CrossReplicaCallsInsideRun) {
   MirroredStrategy strategy(MirroredStrategy::cpu_devices(2));
   const PerReplica<Tensor> values({floats({1}), floats({2})});
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { strategy.run([&] { strategy.reduce(ReduceOp::kSum, values); }); }, "cross-replica context"));
+      [&] { strategy.run([&] { strategy.reduce(ReduceOp::kSum, values); }); },
+      "cross-replica context"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
       [&] { strategy.run([&] { strategy.gather(values, 0); }); }, "cross-replica context"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
@@ -192,25 +202,39 @@ TEST(Misuse, BadRunArguments) {
   EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { strategy.run([](int) {}, three); },
                                                 "3 per-replica values, but the strategy has 2"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { strategy.reduce(ReduceOp::kSum, PerReplica<Tensor>({floats({1})})); }, "has 2 local replicas"));
+      [&] { strategy.reduce(ReduceOp::kSum, PerReplica<Tensor>({floats({1})})); },
+      "has 2 local replicas"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { strategy.reduce(ReduceOp::kSum, PerReplica<Tensor>({floats({1}), floats({1, 2})})); },
+      [&] {
+        strategy.reduce(ReduceOp::kSum, PerReplica<Tensor>({floats({1}), floats({1, 2})}));
+      },
       "local replica 1 holds Tensor(float32, [2])"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { strategy.reduce(ReduceOp::kSum, PerReplica<Tensor>({floats({1}), floats({1})}), 1); },
+      [&] {
+        strategy.reduce(ReduceOp::kSum, PerReplica<Tensor>({floats({1}), floats({1})}), 1);
+      },
       "axis 1 is out of range"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { strategy.gather(PerReplica<Tensor>({floats({1}), Tensor(DataType::kFloat32, {1, 1})}), 0); },
+      [&] {
+        strategy.gather(PerReplica<Tensor>({floats({1}), Tensor(DataType::kFloat32, {1, 1})}), 0);
+      },
       "cannot be concatenated"));
 }
 
 TEST(Misuse, BadDevices) {
   EXPECT_TRUE(throws_with<UnsupportedError>([] { MirroredStrategy({"/gpu:0"}); }, "is a GPU"));
-  EXPECT_TRUE(throws_with<UnsupportedError>([] { OneDeviceStrategy("/device:GPU:1"); }, "is a GPU"));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { MirroredStrategy({"/cpu:0", "/CPU:0"}); }, "listed twice"));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { MirroredStrategy({"/tpu:0"}); }, "not a device name"));
+  EXPECT_TRUE(
+      throws_with<UnsupportedError>([] { OneDeviceStrategy("/device:GPU:1"); }, "is a GPU"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] {
+        MirroredStrategy({"/cpu:0", "/CPU:0"});
+      },
+      "listed twice"));
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([] { MirroredStrategy({"/tpu:0"}); }, "not a device name"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>([] { MirroredStrategy({"/cpu:x"}); }, "no valid"));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { MirroredStrategy::cpu_devices(0); }, "at least one"));
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([] { MirroredStrategy::cpu_devices(0); }, "at least one"));
 }
 
 TEST(Misuse, BadOptimizerInput) {
@@ -218,12 +242,17 @@ TEST(Misuse, BadOptimizerInput) {
   Variable v(floats({1, 2}), {.name = "w"});
   Variable n(Tensor(std::vector<std::int32_t>{1}, {1}), {.name = "n"});
   SGD sgd(0.1);
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { sgd.apply_gradients({{floats({1}), v}}); },
-                                                "gradient 0 is Tensor(float32, [1])"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { sgd.apply_gradients({{Tensor(std::vector<std::int32_t>{1}, {1}), n}}); }, "floating type"));
+      [&] {
+        sgd.apply_gradients({{floats({1}), v}});
+      },
+      "gradient 0 is Tensor(float32, [1])"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] {
+        sgd.apply_gradients({{Tensor(std::vector<std::int32_t>{1}, {1}), n}});
+      },
+      "floating type"));
 }
-
 
 // Keras raises for apply_gradients in the cross-replica context; the
 // variable is left as it was. Outside every scope (the default strategy's
@@ -235,18 +264,24 @@ TEST(Misuse, ApplyGradientsInTheCrossReplicaContext) {
     SGD sgd(0.5);
     auto scope = strategy->scope();
     Variable v(floats({1, 2}), {.name = "v"});
-    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { sgd.apply_gradients({{floats({2, 2}), v}}); },
-                                                  "apply_gradients() cannot be called in the cross-replica context"));
+    EXPECT_TRUE(throws_with<InvalidArgumentError>(
+        [&] {
+          sgd.apply_gradients({{floats({2, 2}), v}});
+        },
+        "apply_gradients() cannot be called in the cross-replica context"));
     // Inside merge_call is the cross-replica context too.
     EXPECT_TRUE(throws_with<InvalidArgumentError>(
         [&] {
           strategy->run([&] {
-            get_replica_context()->merge_call([&](Strategy&) { sgd.apply_gradients({{floats({2, 2}), v}}); });
+            get_replica_context()->merge_call([&](Strategy&) {
+              sgd.apply_gradients({{floats({2, 2}), v}});
+            });
           });
         },
         "SGD.apply_gradients"));
     for (const Tensor& copy : v.local_values()) {
-      EXPECT_TRUE(testing::tensor_equals(copy, DataType::kFloat32, {2}, {1, 2}, strategy->extended().worker_devices()[0]));
+      EXPECT_TRUE(testing::tensor_equals(copy, DataType::kFloat32, {2}, {1, 2},
+                                         strategy->extended().worker_devices()[0]));
     }
     EXPECT_EQ(sgd.iterations(), 0);
     strategy->run([&] { sgd.apply_gradients({{floats({2, 2}), v}}); });
@@ -263,9 +298,14 @@ TEST(Misuse, ApplyGradientsInTheCrossReplicaContext) {
 TEST(Misuse, PlainValueOfAMultiReplicaResult) {
   MirroredStrategy strategy(MirroredStrategy::cpu_devices(2));
   const PerReplica<Tensor> results = strategy.run([] { return floats({1}); });
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { const Tensor& t = results; (void)t; },
-                                                "has 2 per-replica values, not one"));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)results->num_elements(); }, "Strategy::reduce"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] {
+        const Tensor& t = results;
+        (void)t;
+      },
+      "has 2 per-replica values, not one"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)results->num_elements(); },
+                                                "Strategy::reduce"));
 }
 
 }  // namespace

@@ -46,7 +46,8 @@ class MultiWorker : public ::testing::TestWithParam<int> {
   int k() const { return GetParam(); }
   int w() const { return world_size(); }
   int n() const { return k() * w(); }
-  MultiWorkerMirroredStrategy strategy{CommunicationOptions{}, MirroredStrategy::cpu_devices(GetParam())};
+  MultiWorkerMirroredStrategy strategy{CommunicationOptions{},
+                                       MirroredStrategy::cpu_devices(GetParam())};
 };
 
 TEST_P(MultiWorker, DescribesTheCluster) {
@@ -80,7 +81,8 @@ TEST_P(MultiWorker, DescribesTheCluster) {
 
 TEST_P(MultiWorker, ReplicaIdsCoverEveryReplicaOnce) {
   const PerReplica<Tensor> ids = strategy.run([] {
-    return Tensor(std::vector<std::int32_t>{get_replica_context()->replica_id_in_sync_group()}, {1});
+    return Tensor(std::vector<std::int32_t>{get_replica_context()->replica_id_in_sync_group()},
+                  {1});
   });
   std::vector<double> want;
   for (int i = 0; i < n(); ++i) want.push_back(i);
@@ -103,7 +105,8 @@ TEST_P(MultiWorker, ReduceEveryOpAndDtypeAcrossWorkers) {
       std::vector<Tensor> locals;
       for (int r = 0; r < k(); ++r) {
         std::vector<double> v(count);
-        for (int i = 0; i < count; ++i) v[static_cast<std::size_t>(i)] = value(op, world_rank() * k() + r, i);
+        for (int i = 0; i < count; ++i)
+          v[static_cast<std::size_t>(i)] = value(op, world_rank() * k() + r, i);
         locals.push_back(Tensor::from_doubles(dtype, v, {count}));
       }
       std::vector<double> want(count);
@@ -117,10 +120,12 @@ TEST_P(MultiWorker, ReduceEveryOpAndDtypeAcrossWorkers) {
           if (op == ReduceOp::kMax) acc = std::max(acc, x);
         }
         if (op == ReduceOp::kMean) {
-          const bool integer = dtype == DataType::kInt8 || dtype == DataType::kInt32 || dtype == DataType::kInt64;
+          const bool integer =
+              dtype == DataType::kInt8 || dtype == DataType::kInt32 || dtype == DataType::kInt64;
           acc = integer ? std::trunc(acc / n()) : acc / n();
-          acc = Tensor::from_doubles(dtype == DataType::kFloat64 || integer ? DataType::kFloat64 : dtype,
-                                     {acc}, {1}).to_doubles()[0];
+          acc = Tensor::from_doubles(
+                    dtype == DataType::kFloat64 || integer ? DataType::kFloat64 : dtype, {acc}, {1})
+                    .to_doubles()[0];
         }
         want[static_cast<std::size_t>(i)] = acc;
       }
@@ -137,18 +142,21 @@ TEST_P(MultiWorker, ReplicaAllReduceAndMeanAlongAxis) {
     return get_replica_context()->all_reduce(ReduceOp::kSum, floats({id, 1}));
   });
   const double ids = n() * (n() - 1) / 2.0;
-  for (const Tensor& t : sums.values()) EXPECT_TRUE(tensor_equals(t, DataType::kFloat32, {2}, {ids, double(n())}));
+  for (const Tensor& t : sums.values())
+    EXPECT_TRUE(tensor_equals(t, DataType::kFloat32, {2}, {ids, double(n())}));
   // Replica g holds g + 1 rows of value g: the mean along axis 0 weighs rows.
   const PerReplica<Tensor> rows = strategy.run([] {
     const int id = get_replica_context()->replica_id_in_sync_group();
-    return Tensor::from_doubles(DataType::kFloat64, std::vector<double>(static_cast<std::size_t>(id + 1), id), {id + 1});
+    return Tensor::from_doubles(
+        DataType::kFloat64, std::vector<double>(static_cast<std::size_t>(id + 1), id), {id + 1});
   });
   double total = 0, weighted = 0;
   for (int g = 0; g < n(); ++g) {
     total += g + 1;
     weighted += g * (g + 1.0);
   }
-  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kMean, rows, 0), DataType::kFloat64, {}, {weighted / total}));
+  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kMean, rows, 0), DataType::kFloat64, {},
+                            {weighted / total}));
 }
 
 TEST_P(MultiWorker, GatherWithUnevenSizesAcrossWorkers) {
@@ -156,14 +164,17 @@ TEST_P(MultiWorker, GatherWithUnevenSizesAcrossWorkers) {
   const PerReplica<Tensor> blocks = strategy.run([] {
     const int id = get_replica_context()->replica_id_in_sync_group();
     const int width = id % 3;
-    return Tensor::from_doubles(DataType::kInt64, std::vector<double>(static_cast<std::size_t>(2 * width), id), {2, width});
+    return Tensor::from_doubles(
+        DataType::kInt64, std::vector<double>(static_cast<std::size_t>(2 * width), id), {2, width});
   });
   std::vector<double> want;
   for (int row = 0; row < 2; ++row) {
-    for (int g = 0; g < n(); ++g) for (int c = 0; c < g % 3; ++c) want.push_back(g);
+    for (int g = 0; g < n(); ++g)
+      for (int c = 0; c < g % 3; ++c) want.push_back(g);
   }
   const Tensor gathered = strategy.gather(blocks, 1);
-  EXPECT_TRUE(tensor_equals(gathered, DataType::kInt64, {2, static_cast<std::int64_t>(want.size() / 2)}, want));
+  EXPECT_TRUE(tensor_equals(gathered, DataType::kInt64,
+                            {2, static_cast<std::int64_t>(want.size() / 2)}, want));
 }
 
 TEST_P(MultiWorker, MirroredVariablesAndSgdAcrossWorkers) {
@@ -207,7 +218,8 @@ TEST_P(MultiWorker, BatchReducePacksByBytesPerPack) {
   const double ids = n() * (n() - 1) / 2.0;
   for (int t = 0; t < 12; ++t) {
     EXPECT_TRUE(tensor_equals(results[static_cast<std::size_t>(t)], DataType::kFloat32, {4},
-                              {double(t) * n(), ids, double(n()), -double(n())}, "tensor " + std::to_string(t)));
+                              {double(t) * n(), ids, double(n()), -double(n())},
+                              "tensor " + std::to_string(t)));
   }
   // bytes_per_pack 0 (64 KiB packs): one pack for all 192 bytes.
   const std::uint64_t before_all = strategy.extended().cross_device_ops().packs_reduced();
@@ -283,23 +295,20 @@ TEST_P(MultiWorker, DeterministicReductionIsTheSameForEveryLayout) {
         const Tensor& got = results[t];
         std::size_t wrong = 0;
         for (std::size_t i = 0; i < sizes[t]; ++i) {
-          auto rounded = [&](float value) {
-            return Tensor::from_doubles(type, {value}, {1});
-          };
+          auto rounded = [&](float value) { return Tensor::from_doubles(type, {value}, {1}); };
           auto as_float = [&](const Tensor& one, std::size_t at) {
             return static_cast<float>(one.to_doubles()[at]);
           };
           float sum = as_float(rounded(replica_value(0, i)), 0);
           for (int g = 1; g < n(); ++g) sum += as_float(rounded(replica_value(g, i)), 0);
-          const Tensor want =
-              rounded(op == ReduceOp::kMean ? sum / static_cast<float>(n()) : sum);
+          const Tensor want = rounded(op == ReduceOp::kMean ? sum / static_cast<float>(n()) : sum);
           const std::size_t element = element_size(type);
           if (std::memcmp(static_cast<const std::byte*>(got.raw_data()) + i * element,
                           want.raw_data(), element) != 0 &&
               ++wrong <= 3) {
-            ADD_FAILURE() << to_string(type) << " " << to_string(op) << " tensor " << t
-                          << ": rank " << world_rank() << " index " << i << " expected "
-                          << as_float(want, 0) << " actual " << got.to_doubles()[i];
+            ADD_FAILURE() << to_string(type) << " " << to_string(op) << " tensor " << t << ": rank "
+                          << world_rank() << " index " << i << " expected " << as_float(want, 0)
+                          << " actual " << got.to_doubles()[i];
           }
         }
       }
@@ -313,17 +322,23 @@ static_assert(std::is_same_v<CommunicationImplementation, collective::Collective
 static_assert(std::is_same_v<CollectiveCommunication, collective::CollectiveCommunication>);
 
 TEST_P(MultiWorker, CollectiveCommunicationFormsAndNcclOnHostTensorsRaises) {
-  MultiWorkerMirroredStrategy ring(CollectiveCommunication::kRing, MirroredStrategy::cpu_devices(k()));
+  MultiWorkerMirroredStrategy ring(CollectiveCommunication::kRing,
+                                   MirroredStrategy::cpu_devices(k()));
   EXPECT_EQ(ring.extended().communication_options().implementation, CollectiveCommunication::kRing);
   const PerReplica<Tensor> ones = ring.run([] { return floats({1, 2}); });
-  EXPECT_TRUE(tensor_equals(ring.reduce(ReduceOp::kSum, ones), DataType::kFloat32, {2}, {double(n()), 2.0 * n()}));
+  EXPECT_TRUE(tensor_equals(ring.reduce(ReduceOp::kSum, ones), DataType::kFloat32, {2},
+                            {double(n()), 2.0 * n()}));
   EXPECT_TRUE(throws_with<UnsupportedError>(
-      [&] { MultiWorkerMirroredStrategy(CollectiveCommunication::kNccl, MirroredStrategy::cpu_devices(k())); },
+      [&] {
+        MultiWorkerMirroredStrategy(CollectiveCommunication::kNccl,
+                                    MirroredStrategy::cpu_devices(k()));
+      },
       "NCCL serves device buffers only"));
   CommunicationOptions options;
   options.implementation = CommunicationImplementation::kNccl;
   EXPECT_TRUE(throws_with<UnsupportedError>(
-      [&] { MultiWorkerMirroredStrategy(options, MirroredStrategy::cpu_devices(k())); }, "MultiWorkerMirroredStrategy"));
+      [&] { MultiWorkerMirroredStrategy(options, MirroredStrategy::cpu_devices(k())); },
+      "MultiWorkerMirroredStrategy"));
 }
 
 // tf.distribute broadcasts the chief's initial value: a rank-dependent
@@ -335,7 +350,8 @@ TEST_P(MultiWorker, VariablesStartFromTheChiefsInitialValue) {
   Variable v(floats({rank + 1, 10 * rank, -rank}), {.name = "v"});
   Variable empty(Tensor(DataType::kInt64, {0, 3}), {.name = "empty"});
   EXPECT_EQ(v.num_copies(), static_cast<std::size_t>(k()));
-  for (const Tensor& copy : v.local_values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {3}, {1, 0, 0}));
+  for (const Tensor& copy : v.local_values())
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {3}, {1, 0, 0}));
   EXPECT_TRUE(tensor_equals(empty.value(), DataType::kInt64, {0, 3}, {}));
   const PerReplica<Tensor> made = strategy.run([&] {
     const int id = get_replica_context()->replica_id_in_sync_group();
@@ -343,11 +359,14 @@ TEST_P(MultiWorker, VariablesStartFromTheChiefsInitialValue) {
     return inside.value();
   });
   // Local replica 0's initial value of worker 0: replica id 0.
-  for (const Tensor& value : made.values()) EXPECT_TRUE(tensor_equals(value, DataType::kInt32, {2}, {0, 7}));
+  for (const Tensor& value : made.values())
+    EXPECT_TRUE(tensor_equals(value, DataType::kInt32, {2}, {0, 7}));
   if (w() > 1) {
     // Workers that disagree on the shape all raise, none waits.
     EXPECT_TRUE(throws_with<MismatchError>(
-        [&] { Variable bad(Tensor(DataType::kFloat32, {world_rank() == 0 ? 2 : 3}), {.name = "bad"}); },
+        [&] {
+          Variable bad(Tensor(DataType::kFloat32, {world_rank() == 0 ? 2 : 3}), {.name = "bad"});
+        },
         "variable 'bad'"));
   }
 }
@@ -356,7 +375,8 @@ TEST_P(MultiWorker, VariablesStartFromTheChiefsInitialValue) {
 // cross-replica read (collective) reduces over every worker's replicas.
 TEST_P(MultiWorker, SyncOnReadVariablesReduceAcrossWorkersWhenRead) {
   auto scope = strategy.scope();
-  SyncOnReadVariable count(Tensor::scalar<std::int64_t>(0), {.name = "count", .aggregation = VariableAggregation::kSum});
+  SyncOnReadVariable count(Tensor::scalar<std::int64_t>(0),
+                           {.name = "count", .aggregation = VariableAggregation::kSum});
   SyncOnReadVariable mean(floats({0}), {.name = "mean", .aggregation = VariableAggregation::kMean});
   for (int step = 0; step < 3; ++step) {
     strategy.run([&] {
@@ -371,7 +391,8 @@ TEST_P(MultiWorker, SyncOnReadVariablesReduceAcrossWorkersWhenRead) {
   const std::vector<Tensor> own = count.local_values();
   for (int r = 0; r < k(); ++r) {
     EXPECT_TRUE(tensor_equals(own[static_cast<std::size_t>(r)], DataType::kInt64, {},
-                              {3.0 * (world_rank() * k() + r + 1)}, "local replica " + std::to_string(r)));
+                              {3.0 * (world_rank() * k() + r + 1)},
+                              "local replica " + std::to_string(r)));
   }
 }
 
@@ -379,7 +400,8 @@ TEST_P(MultiWorker, SyncOnReadVariablesReduceAcrossWorkersWhenRead) {
 // experimental_local_results(value)[0]), with no cross-worker step.
 TEST_P(MultiWorker, OnlyFirstReplicaIsEachWorkersFirstLocalReplica) {
   auto scope = strategy.scope();
-  Variable first(floats({0}), {.name = "first", .aggregation = VariableAggregation::kOnlyFirstReplica});
+  Variable first(floats({0}),
+                 {.name = "first", .aggregation = VariableAggregation::kOnlyFirstReplica});
   strategy.run([&] {
     const float id = static_cast<float>(get_replica_context()->replica_id_in_sync_group());
     first.assign_add(floats({id + 1}));
@@ -396,23 +418,30 @@ void expect_each_once(Strategy& strategy, const DistributedDataset& data, std::i
   for (int epoch = 0; epoch < 2; ++epoch) {
     std::vector<std::int64_t> counts(static_cast<std::size_t>(elements), 0);
     for (const PerReplica<Element>& batch : data) {
-      const PerReplica<Tensor> seen = strategy.run([&](const Element& slice) {
-        Tensor histogram(DataType::kInt64, {elements});
-        for (std::int64_t id : slice[0].values<std::int64_t>()) histogram.values<std::int64_t>()[static_cast<std::size_t>(id)]++;
-        return histogram;
-      }, batch);
+      const PerReplica<Tensor> seen = strategy.run(
+          [&](const Element& slice) {
+            Tensor histogram(DataType::kInt64, {elements});
+            for (std::int64_t id : slice[0].values<std::int64_t>())
+              histogram.values<std::int64_t>()[static_cast<std::size_t>(id)]++;
+            return histogram;
+          },
+          batch);
       const Tensor total = strategy.reduce(ReduceOp::kSum, seen);
-      for (std::int64_t i = 0; i < elements; ++i) counts[static_cast<std::size_t>(i)] += total.values<std::int64_t>()[static_cast<std::size_t>(i)];
+      for (std::int64_t i = 0; i < elements; ++i)
+        counts[static_cast<std::size_t>(i)] +=
+            total.values<std::int64_t>()[static_cast<std::size_t>(i)];
     }
     for (std::int64_t i = 0; i < elements; ++i) {
-      ASSERT_EQ(counts[static_cast<std::size_t>(i)], 1) << what << ": element " << i << " epoch " << epoch;
+      ASSERT_EQ(counts[static_cast<std::size_t>(i)], 1)
+          << what << ": element " << i << " epoch " << epoch;
     }
   }
 }
 
 TEST_P(MultiWorker, InputShardedByElement) {
   for (std::int64_t global : {1, 5, 8}) {
-    const DistributedDataset data = strategy.experimental_distribute_dataset(Dataset::range(29).batch(global));
+    const DistributedDataset data =
+        strategy.experimental_distribute_dataset(Dataset::range(29).batch(global));
     EXPECT_EQ(data.sharding(), w() == 1 ? InputSharding::kSingleWorker : InputSharding::kByElement);
     // Per-replica sizes: the global split of each global batch.
     DistributedIterator iterator = data.make_iterator();
@@ -420,7 +449,8 @@ TEST_P(MultiWorker, InputShardedByElement) {
     for (int r = 0; r < k(); ++r) {
       const std::int64_t g = world_rank() * k() + r;
       const std::int64_t size = global / n() + (g < global % n() ? 1 : 0);
-      EXPECT_EQ(first[static_cast<std::size_t>(r)][0].dim(0), size) << "global " << global << " replica " << g;
+      EXPECT_EQ(first[static_cast<std::size_t>(r)][0].dim(0), size)
+          << "global " << global << " replica " << g;
     }
     expect_each_once(strategy, data, 29, "by element, global " + std::to_string(global));
   }
@@ -432,7 +462,8 @@ class SharedFiles {
   explicit SharedFiles(const std::vector<std::int64_t>& lines_per_file) {
     std::int64_t next = 0;
     for (std::size_t f = 0; f < lines_per_file.size(); ++f) {
-      const std::string path = "/tmp/strategies_mw_test_" + std::to_string(getppid()) + "_" + std::to_string(f);
+      const std::string path =
+          "/tmp/strategies_mw_test_" + std::to_string(getppid()) + "_" + std::to_string(f);
       if (world_rank() == 0) {
         std::ofstream out(path);
         for (std::int64_t i = 0; i < lines_per_file[f]; ++i) out << next++ << "\n";
@@ -443,7 +474,8 @@ class SharedFiles {
   }
   ~SharedFiles() {
     MPI_Barrier(MPI_COMM_WORLD);
-    if (world_rank() == 0) for (const std::string& path : paths_) std::remove(path.c_str());
+    if (world_rank() == 0)
+      for (const std::string& path : paths_) std::remove(path.c_str());
   }
   const std::vector<std::string>& paths() const { return paths_; }
 
@@ -453,7 +485,8 @@ class SharedFiles {
 
 Dataset ids_from_files(const std::vector<std::string>& paths) {
   return Dataset::from_files(paths, Dataset::float_line_reader()).map([](Element e) {
-    return Element{Tensor::scalar<std::int64_t>(static_cast<std::int64_t>(e[0].values<float>()[0]))};
+    return Element{
+        Tensor::scalar<std::int64_t>(static_cast<std::int64_t>(e[0].values<float>()[0]))};
   });
 }
 
@@ -473,14 +506,16 @@ TEST_P(MultiWorker, InputShardedByFileWithUnevenFiles) {
 }
 
 TEST_P(MultiWorker, InputFromFunctionPerWorker) {
-  const DistributedDataset data = strategy.distribute_datasets_from_function([&](const InputContext& context) {
-    EXPECT_EQ(context.num_input_pipelines(), w());
-    EXPECT_EQ(context.input_pipeline_id(), world_rank());
-    EXPECT_EQ(context.num_replicas_in_sync(), n());
-    // Worker i keeps elements i, i + w, ...: uneven when w does not divide 31.
-    return Dataset::range(31).shard(context.num_input_pipelines(), context.input_pipeline_id())
-        .batch(context.get_per_replica_batch_size(2 * n()));
-  });
+  const DistributedDataset data =
+      strategy.distribute_datasets_from_function([&](const InputContext& context) {
+        EXPECT_EQ(context.num_input_pipelines(), w());
+        EXPECT_EQ(context.input_pipeline_id(), world_rank());
+        EXPECT_EQ(context.num_replicas_in_sync(), n());
+        // Worker i keeps elements i, i + w, ...: uneven when w does not divide 31.
+        return Dataset::range(31)
+            .shard(context.num_input_pipelines(), context.input_pipeline_id())
+            .batch(context.get_per_replica_batch_size(2 * n()));
+      });
   expect_each_once(strategy, data, 31, "from function");
 }
 
@@ -490,8 +525,10 @@ TEST_P(MultiWorker, InputFromFunctionPerWorker) {
 TEST_P(MultiWorker, AutoShardPolicies) {
   InputOptions data_policy;
   data_policy.auto_shard_policy = AutoShardPolicy::kData;
-  const DistributedDataset by_element = strategy.experimental_distribute_dataset(Dataset::range(13).batch(5), data_policy);
-  EXPECT_EQ(by_element.sharding(), w() == 1 ? InputSharding::kSingleWorker : InputSharding::kByElement);
+  const DistributedDataset by_element =
+      strategy.experimental_distribute_dataset(Dataset::range(13).batch(5), data_policy);
+  EXPECT_EQ(by_element.sharding(),
+            w() == 1 ? InputSharding::kSingleWorker : InputSharding::kByElement);
   expect_each_once(strategy, by_element, 13, "kData");
   InputOptions file_policy;
   file_policy.auto_shard_policy = AutoShardPolicy::kFile;
@@ -502,7 +539,8 @@ TEST_P(MultiWorker, AutoShardPolicies) {
   }
   InputOptions off;
   off.auto_shard_policy = AutoShardPolicy::kOff;
-  const DistributedDataset everything = strategy.experimental_distribute_dataset(Dataset::range(13).batch(5).prefetch(1), off);
+  const DistributedDataset everything =
+      strategy.experimental_distribute_dataset(Dataset::range(13).batch(5).prefetch(1), off);
   EXPECT_EQ(everything.sharding(), w() == 1 ? InputSharding::kSingleWorker : InputSharding::kOff);
   std::vector<int> seen(13, 0);
   int steps = 0;
@@ -515,13 +553,16 @@ TEST_P(MultiWorker, AutoShardPolicies) {
       const std::int64_t p = w() == 1 ? r : (part++ % n());
       const std::int64_t batch = w() == 1 ? steps : (part - 1) / n();
       const std::int64_t rows = batch == 2 ? 3 : 5;
-      EXPECT_EQ(ids.dim(0), rows / n() + (p < rows % n() ? 1 : 0)) << "step " << steps << " replica " << r;
+      EXPECT_EQ(ids.dim(0), rows / n() + (p < rows % n() ? 1 : 0))
+          << "step " << steps << " replica " << r;
       for (std::int64_t id : ids.values<std::int64_t>()) ++seen[static_cast<std::size_t>(id)];
     }
     ++steps;
   }
   EXPECT_EQ(steps, 3 * w());
-  for (int i = 0; i < 13; ++i) EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1) << "element " << i << " on worker " << world_rank();
+  for (int i = 0; i < 13; ++i)
+    EXPECT_EQ(seen[static_cast<std::size_t>(i)], 1)
+        << "element " << i << " on worker " << world_rank();
 }
 
 // kPerReplica: one pipeline per replica of the sync group; replicas whose
@@ -554,16 +595,19 @@ TEST_P(MultiWorker, InputFromFunctionPerReplica) {
 }
 
 TEST_P(MultiWorker, ValuesFromFunctionKnowTheirReplicaIds) {
-  const PerReplica<std::int32_t> ids = strategy.experimental_distribute_values_from_function(
-      [&](const ValueContext& context) {
+  const PerReplica<std::int32_t> ids =
+      strategy.experimental_distribute_values_from_function([&](const ValueContext& context) {
         EXPECT_EQ(context.num_replicas_in_sync(), n());
         return context.replica_id_in_sync_group();
       });
-  const PerReplica<std::int32_t> in_run = strategy.run([](std::int32_t id) {
-    EXPECT_EQ(id, get_replica_context()->replica_id_in_sync_group());
-    return id;
-  }, ids);
-  for (int r = 0; r < k(); ++r) EXPECT_EQ(in_run[static_cast<std::size_t>(r)], world_rank() * k() + r);
+  const PerReplica<std::int32_t> in_run = strategy.run(
+      [](std::int32_t id) {
+        EXPECT_EQ(id, get_replica_context()->replica_id_in_sync_group());
+        return id;
+      },
+      ids);
+  for (int r = 0; r < k(); ++r)
+    EXPECT_EQ(in_run[static_cast<std::size_t>(r)], world_rank() * k() + r);
 }
 
 // A strategy destroyed while another thread is inside its run(): the run's
@@ -629,7 +673,8 @@ TEST(MultiWorkerErrors, AReplicaThatNeverArrivesTimesOut) {
       [&] {
         strategy.run([] {
           ReplicaContext& context = *get_replica_context();
-          if (context.local_replica_id() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+          if (context.local_replica_id() == 1)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1500));
           context.all_reduce(ReduceOp::kSum, floats({1}));
         });
       },

@@ -94,12 +94,14 @@ TEST_P(Pairing, AWorkerThatSkipsAFailedStepIsAnErrorOnEveryWorker) {
   for (int step = 1; step < first_mismatch; ++step) {
     if (rank == skipper && step == 2) continue;
     EXPECT_FALSE(mismatches[static_cast<std::size_t>(step)].has_value())
-        << "rank " << rank << " step " << step << ": " << *mismatches[static_cast<std::size_t>(step)];
+        << "rank " << rank << " step " << step << ": "
+        << *mismatches[static_cast<std::size_t>(step)];
   }
   const std::optional<std::string>& first = mismatches[static_cast<std::size_t>(first_mismatch)];
   ASSERT_TRUE(first.has_value()) << "rank " << rank << ": no MismatchError in step "
                                  << first_mismatch
-                                 << (errors[first_mismatch] ? ", but: " + *errors[first_mismatch] : "");
+                                 << (errors[first_mismatch] ? ", but: " + *errors[first_mismatch]
+                                                            : "");
   // Both sides named: the skipper's step 3 and the others' step 2.
   for (const std::string& needle :
        std::vector<std::string>{"worker " + std::to_string(skipper) + ": step 3", "step 2",
@@ -126,7 +128,8 @@ TEST_P(Pairing, ASyncOnReadReadOnOneWorkerIsAnErrorOnEveryWorker) {
   if (world_size() == 1) GTEST_SKIP() << "needs two workers";
   const int rank = world_rank();
   auto scope = strategy.scope();
-  SyncOnReadVariable total(floats({0}), {.name = "total", .aggregation = VariableAggregation::kSum});
+  SyncOnReadVariable total(floats({0}),
+                           {.name = "total", .aggregation = VariableAggregation::kSum});
   const auto step = [&](int s) {
     return strategy.run([&] {
       total.assign_add(floats({10}));
@@ -170,16 +173,19 @@ TEST_P(Pairing, ASyncOnReadReadOnOneWorkerIsAnErrorOnEveryWorker) {
 // still work (the pairing check is no obstacle to a correct program).
 TEST_P(Pairing, ReadsOnEveryWorkerBetweenStepsStillReduce) {
   auto scope = strategy.scope();
-  SyncOnReadVariable total(floats({0}), {.name = "total", .aggregation = VariableAggregation::kSum});
+  SyncOnReadVariable total(floats({0}),
+                           {.name = "total", .aggregation = VariableAggregation::kSum});
   for (int s = 1; s <= 3; ++s) {
     const PerReplica<Tensor> sums = strategy.run([&] {
       total.assign_add(floats({10}));
-      return get_replica_context()->all_reduce(ReduceOp::kSum, floats({step_value(s, world_rank())}));
+      return get_replica_context()->all_reduce(ReduceOp::kSum,
+                                               floats({step_value(s, world_rank())}));
     });
     EXPECT_TRUE(tensor_equals(sums[0], DataType::kFloat32, {1}, {step_sum(s, world_size(), k())},
                               "step " + std::to_string(s)));
     EXPECT_TRUE(tensor_equals(total.value(), DataType::kFloat32, {1},
-                              {10.0 * s * k() * world_size()}, "total after step " + std::to_string(s)));
+                              {10.0 * s * k() * world_size()},
+                              "total after step " + std::to_string(s)));
   }
 }
 

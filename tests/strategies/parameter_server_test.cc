@@ -26,12 +26,14 @@ int ps_for(int size) { return size >= 5 ? 2 : 1; }
 // Values that are exact in every dtype (small integers).
 cd::Tensor pattern(DataType dtype, const cd::Shape& shape, int seed) {
   std::vector<double> values(cd::num_elements(shape));
-  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<double>((i * 7 + seed) % 13);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<double>((i * 7 + seed) % 13);
   return cd::Tensor::from_doubles(dtype, values, shape);
 }
 
 cd::Tensor filled(DataType dtype, const cd::Shape& shape, double value) {
-  return cd::Tensor::from_doubles(dtype, std::vector<double>(cd::num_elements(shape), value), shape);
+  return cd::Tensor::from_doubles(dtype, std::vector<double>(cd::num_elements(shape), value),
+                                  shape);
 }
 
 // Every element, naming the first that differs.
@@ -56,9 +58,9 @@ std::vector<std::string> all_hosts(const Communicator& world) {
   return hosts;
 }
 
-const std::vector<DataType> kDtypes = {DataType::kFloat32, DataType::kFloat64, DataType::kFloat16,
-                                       DataType::kBFloat16, DataType::kInt8,   DataType::kUInt8,
-                                       DataType::kInt32,   DataType::kInt64};
+const std::vector<DataType> kDtypes = {DataType::kFloat32,  DataType::kFloat64, DataType::kFloat16,
+                                       DataType::kBFloat16, DataType::kInt8,    DataType::kUInt8,
+                                       DataType::kInt32,    DataType::kInt64};
 
 }  // namespace
 
@@ -81,7 +83,9 @@ TEST(ParameterServerLayout, RolesFromRanks) {
     cd::MPIClusterResolver bad(world, std::nullopt);
     ADD_FAILURE() << "COLLECTIVE_NUM_PS=1x was accepted";
   } catch (const collective::InvalidArgumentError& error) {
-    EXPECT_NE(std::string(error.what()).find("COLLECTIVE_NUM_PS=1x is not a decimal integer"), std::string::npos) << error.what();
+    EXPECT_NE(std::string(error.what()).find("COLLECTIVE_NUM_PS=1x is not a decimal integer"),
+              std::string::npos)
+        << error.what();
   }
   ::setenv("COLLECTIVE_NUM_PS", " 1", 1);
   EXPECT_THROW(cd::MPIClusterResolver(world, std::nullopt), collective::InvalidArgumentError);
@@ -125,7 +129,8 @@ TEST(ParameterServerLayout, RolesFromRanks) {
   EXPECT_EQ(spec.num_tasks("ps"), num_ps);
   EXPECT_EQ(spec.num_tasks("worker"), size - 1 - num_ps);
   EXPECT_EQ(spec.task_address("chief", 0), hosts[0]);
-  for (int p = 0; p < num_ps; ++p) EXPECT_EQ(spec.task_address("ps", p), hosts[static_cast<std::size_t>(1 + p)]);
+  for (int p = 0; p < num_ps; ++p)
+    EXPECT_EQ(spec.task_address("ps", p), hosts[static_cast<std::size_t>(1 + p)]);
   for (int w = 0; w < size - 1 - num_ps; ++w) {
     EXPECT_EQ(spec.task_address("worker", w), hosts[static_cast<std::size_t>(1 + num_ps + w)]);
   }
@@ -159,7 +164,8 @@ void check_every_dtype_and_size(const Communicator& world, bool same_node_shared
     v.assign_add(args.tensor(1));
     return cd::Tensor();
   });
-  const auto read = functions.add("read", [](cd::ClosureArguments& args) { return args.variable(0).value(); });
+  const auto read =
+      functions.add("read", [](cd::ClosureArguments& args) { return args.variable(0).value(); });
   cd::MPIClusterResolver resolver(world, ps_for(world.size()));
   cd::ParameterServerOptions options;
   options.same_node_shared_memory = same_node_shared_memory;
@@ -205,7 +211,8 @@ void check_every_dtype_and_size(const Communicator& world, bool same_node_shared
   for (std::size_t i = 0; i < cases.size(); ++i) {
     std::vector<double> sums = cases[i].initial.to_doubles();
     for (double& x : sums) x += adds;  // small integers: exact in every dtype
-    const cd::Tensor expected = cd::Tensor::from_doubles(cases[i].initial.dtype(), sums, cases[i].initial.shape());
+    const cd::Tensor expected =
+        cd::Tensor::from_doubles(cases[i].initial.dtype(), sums, cases[i].initial.shape());
     expect_equal(fetched[i], expected, "worker read of " + cases[i].variable.name());
     expect_equal(cases[i].variable.value(), expected, "chief read of " + cases[i].variable.name());
     // Coordinator-side updates.
@@ -214,18 +221,22 @@ void check_every_dtype_and_size(const Communicator& world, bool same_node_shared
     cases[i].variable.assign_add(filled(expected.dtype(), expected.shape(), 2));
     std::vector<double> e = cases[i].initial.to_doubles();
     for (double& x : e) x += 1;
-    expect_equal(cases[i].variable.value(), cd::Tensor::from_doubles(expected.dtype(), e, expected.shape()),
+    expect_equal(cases[i].variable.value(),
+                 cd::Tensor::from_doubles(expected.dtype(), e, expected.shape()),
                  "after assign/assign_sub/assign_add of " + cases[i].variable.name());
   }
   // The chief's own reads and updates above 64 KiB took the path asked for
   // (every rank of these tests shares one node).
   const std::uint64_t staged = strategy.cluster().client->staged_requests();
   if (same_node_shared_memory) {
-    EXPECT_GT(staged, 0u) << "rank " << world.rank() << ": no request went through same-node shared memory";
+    EXPECT_GT(staged, 0u) << "rank " << world.rank()
+                          << ": no request went through same-node shared memory";
   } else {
-    EXPECT_EQ(staged, 0u) << "rank " << world.rank() << ": shared memory was used although turned off";
+    EXPECT_EQ(staged, 0u) << "rank " << world.rank()
+                          << ": shared memory was used although turned off";
   }
-  EXPECT_THROW(cases[0].variable.assign(cd::Tensor(DataType::kInt32, {3})), collective::InvalidArgumentError);
+  EXPECT_THROW(cases[0].variable.assign(cd::Tensor(DataType::kInt32, {3})),
+               collective::InvalidArgumentError);
 }
 
 TEST(ParameterServer, VariablesOfEveryDtypeAndSizeSharedMemory) {
@@ -309,7 +320,8 @@ TEST(ParameterServer, ClosureErrorsAndMisuse) {
   if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
   cd::RemoteFunctions functions;
   const auto fails = functions.add("fails", [](cd::ClosureArguments& args) -> cd::Tensor {
-    throw std::runtime_error("bad step " + std::to_string(args.tensor(0).values<std::int32_t>()[0]));
+    throw std::runtime_error("bad step " +
+                             std::to_string(args.tensor(0).values<std::int32_t>()[0]));
   });
   const auto twice = functions.add("twice", [](cd::ClosureArguments& args) {
     std::vector<std::int32_t> v(args.tensor(0).values<std::int32_t>().begin(),
@@ -320,7 +332,8 @@ TEST(ParameterServer, ClosureErrorsAndMisuse) {
   const auto misread = functions.add("misread", [](cd::ClosureArguments& args) {
     return args.variable(0).value();  // argument 0 is a tensor
   });
-  const auto dataset = functions.add_dataset("data", [](const cd::InputContext&) { return cd::Dataset::range(3); });
+  const auto dataset =
+      functions.add_dataset("data", [](const cd::InputContext&) { return cd::Dataset::range(3); });
   cd::MPIClusterResolver resolver(world, ps_for(world.size()));
   cd::ParameterServerStrategy strategy(resolver, functions);
   if (!strategy.is_coordinator()) return;
@@ -338,14 +351,16 @@ TEST(ParameterServer, ClosureErrorsAndMisuse) {
   EXPECT_EQ(failed.status(), cd::RemoteValue::Status::kFailed);
   EXPECT_THROW(coordinator.join(), cd::ClosureError);
   coordinator.join();  // the error was raised once and cleared
-  cd::RemoteValue ok = coordinator.schedule(twice, {cd::Tensor(std::vector<std::int32_t>{1, 2, 3}, {3})});
+  cd::RemoteValue ok =
+      coordinator.schedule(twice, {cd::Tensor(std::vector<std::int32_t>{1, 2, 3}, {3})});
   expect_equal(ok.fetch(), cd::Tensor(std::vector<std::int32_t>{2, 4, 6}, {3}), "twice");
   EXPECT_TRUE(coordinator.done());
   try {
     coordinator.schedule(misread, {cd::Tensor::scalar(1.0f)}).fetch();
     ADD_FAILURE() << "reading a tensor argument as a variable worked";
   } catch (const cd::ClosureError& error) {
-    EXPECT_NE(std::string(error.what()).find("argument 0 is a tensor, read as a variable"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("argument 0 is a tensor, read as a variable"),
+              std::string::npos)
         << error.what();
   }
   EXPECT_THROW(coordinator.join(), cd::ClosureError);
@@ -390,7 +405,8 @@ TEST(ParameterServer, PerWorkerDatasets) {
   for (int pass = 0; pass < 2; ++pass) {
     const cd::PerWorkerIterator iterator = per_worker.make_iterator();
     std::vector<cd::RemoteValue> values;
-    for (int k = 0; k < 10 * strategy.num_workers(); ++k) values.push_back(coordinator.schedule(next, {iterator}));
+    for (int k = 0; k < 10 * strategy.num_workers(); ++k)
+      values.push_back(coordinator.schedule(next, {iterator}));
     std::map<std::int64_t, std::vector<std::int64_t>> seen;
     for (const cd::Tensor& t : coordinator.fetch(values)) {
       seen[t.values<std::int64_t>()[0]].push_back(t.values<std::int64_t>()[1]);
@@ -412,7 +428,8 @@ TEST(ParameterServer, RegistriesMustAgree) {
   if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
   cd::RemoteFunctions functions;
   functions.add("a", [](cd::ClosureArguments&) { return cd::Tensor(); });
-  functions.add(world.rank() == world.size() - 1 ? "c" : "b", [](cd::ClosureArguments&) { return cd::Tensor(); });
+  functions.add(world.rank() == world.size() - 1 ? "c" : "b",
+                [](cd::ClosureArguments&) { return cd::Tensor(); });
   cd::MPIClusterResolver resolver(world, ps_for(world.size()));
   try {
     cd::ParameterServerStrategy strategy(resolver, functions);
@@ -420,10 +437,12 @@ TEST(ParameterServer, RegistriesMustAgree) {
   } catch (const collective::MismatchError& error) {
     const std::string what = error.what();
     EXPECT_NE(what.find("function 1 is 'b' on the chief"), std::string::npos) << what;
-    EXPECT_NE(what.find("'c' on rank " + std::to_string(world.size() - 1)), std::string::npos) << what;
+    EXPECT_NE(what.find("'c' on rank " + std::to_string(world.size() - 1)), std::string::npos)
+        << what;
   }
   cd::MPIClusterResolver all_workers(world);
-  EXPECT_THROW(cd::ParameterServerStrategy(all_workers, functions), collective::InvalidArgumentError);
+  EXPECT_THROW(cd::ParameterServerStrategy(all_workers, functions),
+               collective::InvalidArgumentError);
 }
 
 // Two local replicas on every worker: each closure runs a step on both, the
@@ -439,7 +458,8 @@ TEST(ParameterServer, LocalReplicasReduceBeforeOnePush) {
   cd::RemoteFunctions functions;
   const auto step = functions.add("step_on_local_replicas", [](cd::ClosureArguments& args) {
     cd::Strategy& strategy = args.strategy();
-    cd::Variable sum = args.variable(0), mean = args.variable(1), first = args.variable(2), weights = args.variable(3);
+    cd::Variable sum = args.variable(0), mean = args.variable(1), first = args.variable(2),
+                 weights = args.variable(3);
     cd::SGD sgd(0.5);
     const cd::PerReplica<cd::Tensor> ids = strategy.run([&] {
       const int r = cd::get_replica_context()->local_replica_id();
@@ -452,9 +472,10 @@ TEST(ParameterServer, LocalReplicasReduceBeforeOnePush) {
       return cd::Tensor(std::vector<float>{static_cast<float>(r)}, {1});
     });
     // How many replicas ran, and the sum of their ids.
-    return cd::Tensor(std::vector<float>{static_cast<float>(ids.num_replicas()),
-                                         strategy.reduce(collective::ReduceOp::kSum, ids).values<float>()[0]},
-                      {2});
+    return cd::Tensor(
+        std::vector<float>{static_cast<float>(ids.num_replicas()),
+                           strategy.reduce(collective::ReduceOp::kSum, ids).values<float>()[0]},
+        {2});
   });
   cd::MPIClusterResolver resolver(world, ps_for(world.size()));
   cd::ParameterServerOptions options;
@@ -469,23 +490,28 @@ TEST(ParameterServer, LocalReplicasReduceBeforeOnePush) {
     const cd::Tensor zeros = filled(DataType::kFloat32, shape, 0);
     cd::Variable sum(zeros, {.name = "sum", .aggregation = cd::VariableAggregation::kSum});
     cd::Variable mean(zeros, {.name = "mean", .aggregation = cd::VariableAggregation::kMean});
-    cd::Variable first(zeros, {.name = "first", .aggregation = cd::VariableAggregation::kOnlyFirstReplica});
+    cd::Variable first(
+        zeros, {.name = "first", .aggregation = cd::VariableAggregation::kOnlyFirstReplica});
     cd::Variable weights(zeros, {.name = "weights"});
     std::vector<cd::RemoteValue> results;
-    for (int s = 0; s < steps; ++s) results.push_back(coordinator.schedule(step, {sum, mean, first, weights}));
+    for (int s = 0; s < steps; ++s)
+      results.push_back(coordinator.schedule(step, {sum, mean, first, weights}));
     coordinator.join();
     for (const cd::Tensor& result : coordinator.fetch(results)) {
       EXPECT_EQ(result.values<float>()[0], kReplicas) << "replicas per closure";
-      EXPECT_EQ(result.values<float>()[1], kReplicas * (kReplicas - 1) / 2) << "sum of local replica ids";
+      EXPECT_EQ(result.values<float>()[1], kReplicas * (kReplicas - 1) / 2)
+          << "sum of local replica ids";
     }
     // Per step: replicas add 1..K. SUM: K(K+1)/2, MEAN: (K+1)/2, first: 1;
     // SGD sums the gradients: -0.5 K(K+1)/2.
     const double sum_per_step = kReplicas * (kReplicas + 1) / 2.0;
     const std::string size = " (" + std::to_string(cd::num_elements(shape)) + " elements)";
-    expect_equal(sum.value(), filled(DataType::kFloat32, shape, steps * sum_per_step), "SUM variable" + size);
+    expect_equal(sum.value(), filled(DataType::kFloat32, shape, steps * sum_per_step),
+                 "SUM variable" + size);
     expect_equal(mean.value(), filled(DataType::kFloat32, shape, steps * (kReplicas + 1) / 2.0),
                  "MEAN variable (pushed once per step)" + size);
-    expect_equal(first.value(), filled(DataType::kFloat32, shape, steps), "ONLY_FIRST_REPLICA variable" + size);
+    expect_equal(first.value(), filled(DataType::kFloat32, shape, steps),
+                 "ONLY_FIRST_REPLICA variable" + size);
     expect_equal(weights.value(), filled(DataType::kFloat32, shape, -0.5 * steps * sum_per_step),
                  "SGD weights" + size);
   }
@@ -502,7 +528,8 @@ TEST(ParameterServerLayout, LocalReplicasMustBePositive) {
     cd::ParameterServerStrategy strategy(resolver, functions, options);
     ADD_FAILURE() << "rank " << world.rank() << ": num_local_replicas = 0 was accepted";
   } catch (const collective::InvalidArgumentError& error) {
-    EXPECT_NE(std::string(error.what()).find("num_local_replicas must be at least 1, got 0"), std::string::npos)
+    EXPECT_NE(std::string(error.what()).find("num_local_replicas must be at least 1, got 0"),
+              std::string::npos)
         << error.what();
   }
 }

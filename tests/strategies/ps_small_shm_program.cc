@@ -34,8 +34,9 @@ void check(bool ok, int rank, const std::string& what) {
 
 // The segment's error: its name, its size, /dev/shm's free space, the way out.
 void check_staging_error(const std::string& message, int rank, const std::string& where) {
-  for (const std::string& needle : {std::string("/collective-ps-"), std::string("2097152 bytes"),
-                                   std::string("bytes free in /dev/shm"), std::string("COLLECTIVE_PS_SHARED_MEMORY=0")}) {
+  for (const std::string& needle :
+       {std::string("/collective-ps-"), std::string("2097152 bytes"),
+        std::string("bytes free in /dev/shm"), std::string("COLLECTIVE_PS_SHARED_MEMORY=0")}) {
     check(message.find(needle) != std::string::npos, rank,
           where + ": the error does not mention \"" + needle + "\": " + message);
   }
@@ -54,8 +55,9 @@ int main(int argc, char** argv) {
       check(false, rank, "the worker's staged update of 2 MiB worked in a 1 MiB /dev/shm");
     } catch (const collective::CommunicationError& error) {
       check_staging_error(error.what(), rank, "the worker's update");
-      check(std::string(error.what()).find("(rank " + std::to_string(rank) + ")") != std::string::npos, rank,
-            std::string("the worker's error does not name its rank: ") + error.what());
+      check(std::string(error.what()).find("(rank " + std::to_string(rank) + ")") !=
+                std::string::npos,
+            rank, std::string("the worker's error does not name its rank: ") + error.what());
       throw;
     }
     return cd::Tensor();
@@ -66,14 +68,16 @@ int main(int argc, char** argv) {
   });
   cd::MPIClusterResolver resolver(world, 1);
   if (world.size() < 3) {
-    std::printf("FAIL ps_small_shm: needs at least 3 ranks (chief, ps, worker), got %d\n", world.size());
+    std::printf("FAIL ps_small_shm: needs at least 3 ranks (chief, ps, worker), got %d\n",
+                world.size());
     return 1;
   }
   cd::ParameterServerStrategy strategy(resolver, functions);
   if (!strategy.is_coordinator()) return failures == 0 ? 0 : 1;  // served until the chief shut down
   try {
     auto scope = strategy.scope();
-    cd::Variable large(cd::Tensor(collective::DataType::kFloat32, {kLargeElements}), {.name = "large"});
+    cd::Variable large(cd::Tensor(collective::DataType::kFloat32, {kLargeElements}),
+                       {.name = "large"});
     cd::Variable small(cd::Tensor(std::vector<float>{10, 20, 30}, {3}), {.name = "small"});
     try {
       (void)large.value();
@@ -104,8 +108,8 @@ int main(int argc, char** argv) {
     const std::vector<float> expected = {11, 22, 33};
     for (std::size_t i = 0; i < expected.size(); ++i) {
       check(value.values<float>()[i] == expected[i], rank,
-            "small[" + std::to_string(i) + "] is " + std::to_string(value.values<float>()[i]) + ", expected " +
-                std::to_string(expected[i]));
+            "small[" + std::to_string(i) + "] is " + std::to_string(value.values<float>()[i]) +
+                ", expected " + std::to_string(expected[i]));
     }
   } catch (const std::exception& error) {
     check(false, rank, std::string("unexpected error: ") + error.what());

@@ -36,7 +36,8 @@ struct Arguments {
 };
 
 // Rows [begin, end) of step s's batch: x uniform in [-1, 1), y = x . w* + noise.
-void batch_rows(std::uint64_t seed, int step, int begin, int end, std::vector<float>& x, std::vector<float>& y) {
+void batch_rows(std::uint64_t seed, int step, int begin, int end, std::vector<float>& x,
+                std::vector<float>& y) {
   std::mt19937_64 random(seed * 1000003ULL + static_cast<std::uint64_t>(step));
   x.clear();
   y.clear();
@@ -44,7 +45,8 @@ void batch_rows(std::uint64_t seed, int step, int begin, int end, std::vector<fl
     float target = 0;
     std::vector<float> features(kFeatures);
     for (int j = 0; j < kFeatures; ++j) {
-      features[static_cast<std::size_t>(j)] = static_cast<float>(static_cast<double>(random() >> 11) / 4503599627370496.0) - 0.5f;
+      features[static_cast<std::size_t>(j)] =
+          static_cast<float>(static_cast<double>(random() >> 11) / 4503599627370496.0) - 0.5f;
       target += features[static_cast<std::size_t>(j)] * static_cast<float>(j + 1) * 0.25f;
     }
     target += static_cast<float>(static_cast<double>(random() >> 11) / 9007199254740992.0) * 0.01f;
@@ -56,14 +58,18 @@ void batch_rows(std::uint64_t seed, int step, int begin, int end, std::vector<fl
 }
 
 // Gradient of sum over the rows of (x.w - y)^2 / kBatch.
-cd::Tensor gradient(const cd::Tensor& weights, const std::vector<float>& x, const std::vector<float>& y) {
+cd::Tensor gradient(const cd::Tensor& weights, const std::vector<float>& x,
+                    const std::vector<float>& y) {
   const auto w = weights.values<float>();
   std::vector<float> g(kFeatures, 0.0f);
   for (std::size_t row = 0; row < y.size(); ++row) {
     float prediction = 0;
-    for (int j = 0; j < kFeatures; ++j) prediction += w[static_cast<std::size_t>(j)] * x[row * kFeatures + static_cast<std::size_t>(j)];
+    for (int j = 0; j < kFeatures; ++j)
+      prediction +=
+          w[static_cast<std::size_t>(j)] * x[row * kFeatures + static_cast<std::size_t>(j)];
     const float error = 2.0f * (prediction - y[row]) / kBatch;
-    for (int j = 0; j < kFeatures; ++j) g[static_cast<std::size_t>(j)] += error * x[row * kFeatures + static_cast<std::size_t>(j)];
+    for (int j = 0; j < kFeatures; ++j)
+      g[static_cast<std::size_t>(j)] += error * x[row * kFeatures + static_cast<std::size_t>(j)];
   }
   return cd::Tensor(g, {kFeatures});
 }
@@ -92,7 +98,8 @@ int train_multi_worker(const Arguments& args) {
   const int workers = strategy.extended().num_workers();
   const int worker = strategy.extended().worker_index();
   auto scope = strategy.scope();
-  cd::Variable weights(cd::Tensor(collective::DataType::kFloat32, {kFeatures}), {.name = "weights"});
+  cd::Variable weights(cd::Tensor(collective::DataType::kFloat32, {kFeatures}),
+                       {.name = "weights"});
   cd::SGD optimizer(kLearningRate);
   cd::Checkpoint checkpoint(strategy, {{"weights", weights}}, &optimizer);
   checkpoint.restore(args.directory);
@@ -129,7 +136,8 @@ int train_parameter_server(const Arguments& args) {
   cd::ParameterServerStrategy strategy(resolver, functions);
   if (!strategy.is_coordinator()) return 0;
   auto scope = strategy.scope();
-  cd::Variable weights(cd::Tensor(collective::DataType::kFloat32, {kFeatures}), {.name = "weights"});
+  cd::Variable weights(cd::Tensor(collective::DataType::kFloat32, {kFeatures}),
+                       {.name = "weights"});
   cd::Checkpoint checkpoint(strategy, {{"weights", weights}});
   checkpoint.restore(args.directory);
   cd::ClusterCoordinator coordinator(strategy);

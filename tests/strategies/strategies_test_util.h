@@ -24,16 +24,15 @@ inline ::testing::AssertionResult tensor_equals(const Tensor& actual, DataType d
                                                 const std::vector<double>& expected,
                                                 const std::string& what = "") {
   if (actual.dtype() != dtype || actual.shape() != shape) {
-    return ::testing::AssertionFailure()
-           << what << ": got " << actual.debug_string() << ", expected "
-           << Tensor(dtype, shape).debug_string();
+    return ::testing::AssertionFailure() << what << ": got " << actual.debug_string()
+                                         << ", expected " << Tensor(dtype, shape).debug_string();
   }
   const std::vector<double> values = actual.to_doubles();
   for (std::size_t i = 0; i < values.size(); ++i) {
     const bool both_nan = std::isnan(values[i]) && std::isnan(expected[i]);
     if (!both_nan && values[i] != expected[i]) {
-      return ::testing::AssertionFailure() << what << ": index " << i << " expected "
-                                           << expected[i] << " actual " << values[i];
+      return ::testing::AssertionFailure()
+             << what << ": index " << i << " expected " << expected[i] << " actual " << values[i];
     }
   }
   return ::testing::AssertionSuccess();

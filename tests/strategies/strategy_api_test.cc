@@ -38,16 +38,19 @@ TEST(DefaultStrategy, IsCurrentWhenNoneIsInScope) {
 TEST(DefaultStrategy, RunCallsTheFunctionOnTheCallersThread) {
   Strategy& strategy = get_strategy();
   const std::thread::id caller = std::this_thread::get_id();
-  const PerReplica<int> result = strategy.run([&](int x) {
-    EXPECT_EQ(std::this_thread::get_id(), caller);
-    EXPECT_NE(get_replica_context(), nullptr);
-    EXPECT_FALSE(in_cross_replica_context());
-    return x + 1;
-  }, 41);
+  const PerReplica<int> result = strategy.run(
+      [&](int x) {
+        EXPECT_EQ(std::this_thread::get_id(), caller);
+        EXPECT_NE(get_replica_context(), nullptr);
+        EXPECT_FALSE(in_cross_replica_context());
+        return x + 1;
+      },
+      41);
   ASSERT_EQ(result.num_replicas(), 1u);
   EXPECT_EQ(result[0], 42);
   // Reductions of one replica are the value itself.
-  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kSum, floats({1, 2})), DataType::kFloat32, {2}, {1, 2}));
+  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kSum, floats({1, 2})), DataType::kFloat32,
+                            {2}, {1, 2}));
   EXPECT_TRUE(tensor_equals(get_replica_context()->all_reduce(ReduceOp::kMean, floats({3})),
                             DataType::kFloat32, {1}, {3}));
 }
@@ -57,9 +60,11 @@ TEST(DefaultStrategy, RunCallsTheFunctionOnTheCallersThread) {
 TEST(DefaultStrategy, RunResultIsThePlainValueUnderOneReplicaStrategies) {
   OneDeviceStrategy one("/cpu:0");
   MirroredStrategy single(MirroredStrategy::cpu_devices(1));
-  for (Strategy* strategy : {&get_strategy(), static_cast<Strategy*>(&one), static_cast<Strategy*>(&single)}) {
+  for (Strategy* strategy :
+       {&get_strategy(), static_cast<Strategy*>(&one), static_cast<Strategy*>(&single)}) {
     const Tensor loss = strategy->run([](float x) { return floats({x, 2 * x}); }, 1.5f);
-    EXPECT_TRUE(tensor_equals(loss, DataType::kFloat32, {2}, {1.5, 3}, std::string(strategy->name())));
+    EXPECT_TRUE(
+        tensor_equals(loss, DataType::kFloat32, {2}, {1.5, 3}, std::string(strategy->name())));
     const PerReplica<Tensor> kept = strategy->run([] { return floats({4}); });
     EXPECT_EQ(kept->num_elements(), 1u);
     const Tensor& view = kept;
@@ -179,7 +184,8 @@ TEST_P(Mirrored, RunGivesEachReplicaItsValueOnItsOwnThread) {
   EXPECT_EQ(threads.size(), static_cast<std::size_t>(k()));
   const std::vector<int> local = strategy.experimental_local_results(result);
   ASSERT_EQ(local.size(), static_cast<std::size_t>(k()));
-  for (int r = 0; r < k(); ++r) EXPECT_EQ(local[static_cast<std::size_t>(r)], 101 * r + 7) << "replica " << r;
+  for (int r = 0; r < k(); ++r)
+    EXPECT_EQ(local[static_cast<std::size_t>(r)], 101 * r + 7) << "replica " << r;
 }
 
 TEST_P(Mirrored, ReduceEveryOp) {
@@ -193,10 +199,12 @@ TEST_P(Mirrored, ReduceEveryOp) {
     sum1 += -2 * r;
     prod0 *= r + 1;
   }
-  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kSum, values), DataType::kFloat32, {2}, {sum0, sum1}));
+  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kSum, values), DataType::kFloat32, {2},
+                            {sum0, sum1}));
   EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kMean, values), DataType::kFloat32, {2},
                             {static_cast<float>(sum0 / k()), static_cast<float>(sum1 / k())}));
-  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kMax, values), DataType::kFloat32, {2}, {double(k()), 0}));
+  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kMax, values), DataType::kFloat32, {2},
+                            {double(k()), 0}));
   EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kMin, values), DataType::kFloat32, {2},
                             {1, -2.0 * (k() - 1)}));
   EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kProd, values), DataType::kFloat32, {2},
@@ -229,12 +237,14 @@ TEST_P(Mirrored, ReduceAlongAnAxisWeighsEveryElement) {
 }
 
 TEST_P(Mirrored, ReduceOfANonDistributedValue) {
-  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kMean, floats({3, 4})), DataType::kFloat32, {2}, {3, 4}));
+  EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kMean, floats({3, 4})), DataType::kFloat32,
+                            {2}, {3, 4}));
   if (k() > 1) {
     EXPECT_TRUE(throws_with<InvalidArgumentError>(
         [&] { strategy.reduce(ReduceOp::kSum, floats({3})); }, "not distributed"));
   } else {
-    EXPECT_TRUE(tensor_equals(strategy.reduce(ReduceOp::kSum, floats({3})), DataType::kFloat32, {1}, {3}));
+    EXPECT_TRUE(
+        tensor_equals(strategy.reduce(ReduceOp::kSum, floats({3})), DataType::kFloat32, {1}, {3}));
   }
 }
 
@@ -246,19 +256,22 @@ TEST_P(Mirrored, GatherConcatenatesInReplicaOrder) {
     return Tensor(std::vector<std::int32_t>(static_cast<std::size_t>(id + 1), id), Shape{id + 1});
   });
   std::vector<double> want;
-  for (int r = 0; r < k(); ++r) for (int i = 0; i <= r; ++i) want.push_back(r);
+  for (int r = 0; r < k(); ++r)
+    for (int i = 0; i <= r; ++i) want.push_back(r);
   EXPECT_TRUE(tensor_equals(strategy.gather(rows, 0), DataType::kInt32,
                             {static_cast<std::int64_t>(want.size())}, want));
 
   const PerReplica<Tensor> columns = strategy.run([] {
     const int id = get_replica_context()->replica_id_in_sync_group();
     std::vector<double> v;
-    for (int row = 0; row < 2; ++row) for (int c = 0; c <= id; ++c) v.push_back(row * 10 + id);
+    for (int row = 0; row < 2; ++row)
+      for (int c = 0; c <= id; ++c) v.push_back(row * 10 + id);
     return Tensor::from_doubles(DataType::kFloat64, v, {2, id + 1});
   });
   std::vector<double> want2;
   for (int row = 0; row < 2; ++row) {
-    for (int r = 0; r < k(); ++r) for (int c = 0; c <= r; ++c) want2.push_back(row * 10 + r);
+    for (int r = 0; r < k(); ++r)
+      for (int c = 0; c <= r; ++c) want2.push_back(row * 10 + r);
   }
   const auto width = static_cast<std::int64_t>(want2.size() / 2);
   EXPECT_TRUE(tensor_equals(strategy.gather(columns, 1), DataType::kFloat64, {2, width}, want2));
@@ -279,8 +292,9 @@ TEST_P(Mirrored, ReplicaContextAllReduceOneAndMany) {
     const float id = static_cast<float>(context.replica_id_in_sync_group());
     const Tensor single = context.all_reduce(ReduceOp::kSum, floats({id, 1}));
     std::vector<Tensor> many = context.all_reduce(
-        ReduceOp::kMax, {floats({id}), Tensor(std::vector<std::int64_t>{static_cast<std::int64_t>(-id)}, {1}),
-                         Tensor(DataType::kFloat16, {0})});
+        ReduceOp::kMax,
+        {floats({id}), Tensor(std::vector<std::int64_t>{static_cast<std::int64_t>(-id)}, {1}),
+         Tensor(DataType::kFloat16, {0})});
     many.insert(many.begin(), single);
     return many;
   });
@@ -324,7 +338,8 @@ TEST_P(Mirrored, MergeCallRunsOnceInTheCrossReplicaContext) {
   });
   EXPECT_EQ(calls.load(), 2);
   const int ids = k() * (k() - 1) / 2;
-  for (int r = 0; r < k(); ++r) EXPECT_EQ(results[static_cast<std::size_t>(r)], ids * 10000 + 1000 + r);
+  for (int r = 0; r < k(); ++r)
+    EXPECT_EQ(results[static_cast<std::size_t>(r)], ids * 10000 + 1000 + r);
 }
 
 TEST_P(Mirrored, VariablesAreMirroredAndUpdatedIdentically) {
@@ -353,7 +368,8 @@ TEST_P(Mirrored, VariablesAreMirroredAndUpdatedIdentically) {
   for (const Tensor& read : reads.values()) EXPECT_TRUE(read.identical(v.value()));
 
   Variable mean(floats({0}), {.name = "mean", .aggregation = VariableAggregation::kMean});
-  Variable first(floats({0}), {.name = "first", .aggregation = VariableAggregation::kOnlyFirstReplica});
+  Variable first(floats({0}),
+                 {.name = "first", .aggregation = VariableAggregation::kOnlyFirstReplica});
   strategy.run([&] {
     const float id = static_cast<float>(get_replica_context()->replica_id_in_sync_group());
     mean.assign(floats({2 * id}));
@@ -362,7 +378,8 @@ TEST_P(Mirrored, VariablesAreMirroredAndUpdatedIdentically) {
   for (const Tensor& copy : mean.local_values()) {
     EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {static_cast<float>(2 * ids / k())}));
   }
-  for (const Tensor& copy : first.local_values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {5}));
+  for (const Tensor& copy : first.local_values())
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {5}));
 }
 
 TEST_P(Mirrored, VariableCreatedInsideRunIsOneVariable) {
@@ -387,8 +404,8 @@ TEST_P(Mirrored, SgdSumsGradientsOverReplicas) {
   for (int step = 1; step <= 3; ++step) {
     strategy.run([&] {
       const float id = static_cast<float>(get_replica_context()->replica_id_in_sync_group());
-      sgd.apply_gradients({{floats({id + 1, 2, -4}), w},
-                           {Tensor::from_doubles(DataType::kFloat64, {1}, {1}), b}});
+      sgd.apply_gradients(
+          {{floats({id + 1, 2, -4}), w}, {Tensor::from_doubles(DataType::kFloat64, {1}, {1}), b}});
     });
   }
   const double sum = k() * (k() + 1) / 2.0;
@@ -402,7 +419,8 @@ TEST_P(Mirrored, SgdSumsGradientsOverReplicas) {
   // Without aggregation the gradients are taken as already summed.
   strategy.run([&] { sgd.apply_gradients({{floats({2, 2, 2}), w}}, false); });
   for (const Tensor& copy : w.local_values()) {
-    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {3}, {-1.5 * sum - 1, -3.0 * k() - 1, 6.0 * k() - 1}));
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {3},
+                              {-1.5 * sum - 1, -3.0 * k() - 1, 6.0 * k() - 1}));
   }
 }
 
@@ -410,11 +428,13 @@ TEST_P(Mirrored, ExtendedUpdateAndReduceTo) {
   auto scope = strategy.scope();
   Variable v(floats({1}));
   strategy.extended().update(v, [](Tensor& copy) { copy.values<float>()[0] *= 3; });
-  for (const Tensor& copy : v.local_values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {3}));
+  for (const Tensor& copy : v.local_values())
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {3}));
   const PerReplica<Tensor> ones = strategy.run([] { return floats({1}); });
-  EXPECT_TRUE(tensor_equals(strategy.extended().reduce_to(ReduceOp::kSum, ones), DataType::kFloat32, {1},
-                            {double(k())}));
-  const std::vector<Tensor> both = strategy.extended().batch_reduce_to(ReduceOp::kSum, {ones, ones});
+  EXPECT_TRUE(tensor_equals(strategy.extended().reduce_to(ReduceOp::kSum, ones), DataType::kFloat32,
+                            {1}, {double(k())}));
+  const std::vector<Tensor> both =
+      strategy.extended().batch_reduce_to(ReduceOp::kSum, {ones, ones});
   EXPECT_TRUE(tensor_equals(both[1], DataType::kFloat32, {1}, {double(k())}));
 }
 
@@ -425,13 +445,15 @@ TEST_P(Mirrored, AReplicasErrorReachesTheCallerAndReleasesTheOthers) {
       [&] {
         strategy.run([] {
           ReplicaContext& context = *get_replica_context();
-          if (context.replica_id_in_sync_group() == 0) throw std::runtime_error("replica zero broke");
+          if (context.replica_id_in_sync_group() == 0)
+            throw std::runtime_error("replica zero broke");
           context.all_reduce(ReduceOp::kSum, floats({1}));
         });
       },
       "replica zero broke"));
   // The strategy is usable afterwards.
-  const PerReplica<Tensor> ok = strategy.run([] { return get_replica_context()->all_reduce(ReduceOp::kSum, floats({1})); });
+  const PerReplica<Tensor> ok =
+      strategy.run([] { return get_replica_context()->all_reduce(ReduceOp::kSum, floats({1})); });
   EXPECT_TRUE(tensor_equals(ok[0], DataType::kFloat32, {1}, {double(k())}));
 }
 
@@ -442,7 +464,9 @@ TEST_P(Mirrored, ReplicasMakingDifferentCallsGetAMismatchError) {
         strategy.run([] {
           ReplicaContext& context = *get_replica_context();
           const float n = static_cast<float>(context.replica_id_in_sync_group() + 1);
-          context.all_reduce(ReduceOp::kSum, Tensor(std::vector<float>(static_cast<std::size_t>(n), 1), {static_cast<std::int64_t>(n)}));
+          context.all_reduce(ReduceOp::kSum,
+                             Tensor(std::vector<float>(static_cast<std::size_t>(n), 1),
+                                    {static_cast<std::int64_t>(n)}));
         });
       },
       "different collective calls"));
@@ -450,7 +474,8 @@ TEST_P(Mirrored, ReplicasMakingDifferentCallsGetAMismatchError) {
       [&] {
         strategy.run([] {
           ReplicaContext& context = *get_replica_context();
-          if (context.replica_id_in_sync_group() != 0) context.all_reduce(ReduceOp::kSum, floats({1}));
+          if (context.replica_id_in_sync_group() != 0)
+            context.all_reduce(ReduceOp::kSum, floats({1}));
         });
       },
       "every replica must make the same collective calls"));
@@ -463,11 +488,14 @@ TEST_P(Mirrored, OtherCrossDeviceOps) {
     EXPECT_EQ(other.extended().cross_device_ops().name(), ops->name());
     const PerReplica<Tensor> values = other.run([] {
       const float id = static_cast<float>(get_replica_context()->replica_id_in_sync_group());
-      return get_replica_context()->all_reduce(ReduceOp::kSum, {floats({id, 1}), floats({2})}).front();
+      return get_replica_context()
+          ->all_reduce(ReduceOp::kSum, {floats({id, 1}), floats({2})})
+          .front();
     });
     double ids = 0;
     for (int r = 0; r < k(); ++r) ids += r;
-    for (const Tensor& t : values.values()) EXPECT_TRUE(tensor_equals(t, DataType::kFloat32, {2}, {ids, double(k())}));
+    for (const Tensor& t : values.values())
+      EXPECT_TRUE(tensor_equals(t, DataType::kFloat32, {2}, {ids, double(k())}));
   }
 }
 
@@ -479,7 +507,8 @@ TEST(VariableOwnership, SyncOnReadVariableOutlivesItsStrategy) {
   {
     MirroredStrategy strategy(MirroredStrategy::cpu_devices(3));
     auto scope = strategy.scope();
-    total.emplace(floats({0, 0}), VariableOptions{.name = "total", .aggregation = VariableAggregation::kSum});
+    total.emplace(floats({0, 0}),
+                  VariableOptions{.name = "total", .aggregation = VariableAggregation::kSum});
     strategy.run([&] {
       const float id = static_cast<float>(get_replica_context()->replica_id_in_sync_group());
       total->assign_add(floats({id + 1, 1}));
@@ -491,7 +520,8 @@ TEST(VariableOwnership, SyncOnReadVariableOutlivesItsStrategy) {
   const std::vector<Tensor> copies = total->local_values();
   ASSERT_EQ(copies.size(), 3u);
   for (std::size_t r = 0; r < copies.size(); ++r) {
-    EXPECT_TRUE(tensor_equals(copies[r], DataType::kFloat32, {2}, {3, 1}, "copy " + std::to_string(r)));
+    EXPECT_TRUE(
+        tensor_equals(copies[r], DataType::kFloat32, {2}, {3, 1}, "copy " + std::to_string(r)));
   }
   EXPECT_TRUE(tensor_equals(total->value(), DataType::kFloat32, {2}, {9, 3}, "after assign"));
 }
@@ -500,10 +530,13 @@ TEST(VariableOwnership, SyncOnReadVariableOutlivesItsStrategy) {
 // communication; a cross-replica read reduces by the aggregation.
 TEST_P(Mirrored, SyncOnReadVariablesAccumulatePerReplicaAndReduceOnRead) {
   auto scope = strategy.scope();
-  SyncOnReadVariable total(floats({0, 0}), {.name = "total", .aggregation = VariableAggregation::kSum});
-  Variable mean(floats({0}), {.name = "mean", .aggregation = VariableAggregation::kMean,
+  SyncOnReadVariable total(floats({0, 0}),
+                           {.name = "total", .aggregation = VariableAggregation::kSum});
+  Variable mean(floats({0}), {.name = "mean",
+                              .aggregation = VariableAggregation::kMean,
                               .synchronization = VariableSynchronization::kOnRead});
-  SyncOnReadVariable first(floats({0}), {.name = "first", .aggregation = VariableAggregation::kOnlyFirstReplica});
+  SyncOnReadVariable first(
+      floats({0}), {.name = "first", .aggregation = VariableAggregation::kOnlyFirstReplica});
   SyncOnReadVariable none(floats({0}), {.name = "none"});
   EXPECT_TRUE(total.is_sync_on_read());
   EXPECT_EQ(mean.synchronization(), VariableSynchronization::kOnRead);
@@ -520,12 +553,14 @@ TEST_P(Mirrored, SyncOnReadVariablesAccumulatePerReplicaAndReduceOnRead) {
     });
     for (int r = 0; r < k(); ++r) {
       EXPECT_TRUE(tensor_equals(own[static_cast<std::size_t>(r)], DataType::kFloat32, {2},
-                                {double((step + 1) * (r + 1)), double(step + 1)}, "replica " + std::to_string(r)));
+                                {double((step + 1) * (r + 1)), double(step + 1)},
+                                "replica " + std::to_string(r)));
     }
   }
   const std::vector<Tensor> copies = total.local_values();
   for (int r = 0; r < k(); ++r) {
-    EXPECT_TRUE(tensor_equals(copies[static_cast<std::size_t>(r)], DataType::kFloat32, {2}, {2.0 * (r + 1), 2}));
+    EXPECT_TRUE(tensor_equals(copies[static_cast<std::size_t>(r)], DataType::kFloat32, {2},
+                              {2.0 * (r + 1), 2}));
   }
   const double ids = k() * (k() - 1) / 2.0;
   EXPECT_TRUE(tensor_equals(total.value(), DataType::kFloat32, {2}, {2 * (ids + k()), 2.0 * k()}));
@@ -533,20 +568,26 @@ TEST_P(Mirrored, SyncOnReadVariablesAccumulatePerReplicaAndReduceOnRead) {
   EXPECT_TRUE(tensor_equals(first.value(), DataType::kFloat32, {1}, {20}));
   if (k() > 1) {
     EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)none.value(); }, "aggregation NONE"));
-    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { total.assign_add(floats({1, 1})); },
-                                                  "cannot be updated by assign_add in the cross-replica"));
+    EXPECT_TRUE(throws_with<InvalidArgumentError>(
+        [&] {
+          total.assign_add(floats({1, 1}));
+        },
+        "cannot be updated by assign_add in the cross-replica"));
   } else {
     EXPECT_TRUE(tensor_equals(none.value(), DataType::kFloat32, {1}, {2}));
   }
   // A cross-replica assign of a SUM variable spreads the value so the read
   // gives it back (a metric's reset): each copy holds value / replicas.
   total.assign(floats({0, 4.0f * static_cast<float>(k())}));
-  for (const Tensor& copy : total.local_values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {2}, {0, 4}));
+  for (const Tensor& copy : total.local_values())
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {2}, {0, 4}));
   EXPECT_TRUE(tensor_equals(total.value(), DataType::kFloat32, {2}, {0, 4.0 * k()}));
   mean.assign(floats({3}));
   EXPECT_TRUE(tensor_equals(mean.value(), DataType::kFloat32, {1}, {3}));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [] { SyncOnReadVariable bad(floats({0}), {.synchronization = VariableSynchronization::kOnWrite}); },
+      [] {
+        SyncOnReadVariable bad(floats({0}), {.synchronization = VariableSynchronization::kOnWrite});
+      },
       "a SyncOnReadVariable is ON_READ"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
       [] { Variable bad(floats({0}), {.synchronization = VariableSynchronization::kNone}); },
@@ -568,33 +609,43 @@ TEST_P(Mirrored, ExtendedUpdateBroadcastColocationAndContainers) {
   EXPECT_TRUE(extended.value_container(w).same_variable(w));
   const distribute::Mirrored<Tensor> copies = extended.broadcast_to(floats({7}));
   ASSERT_EQ(copies.num_replicas(), static_cast<std::size_t>(k()));
-  for (const Tensor& copy : copies.values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {7}));
+  for (const Tensor& copy : copies.values())
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {1}, {7}));
   EXPECT_EQ(extended.broadcast_to(floats({7}), w).num_replicas(), w.num_copies());
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)extended.broadcast_to(floats({7}), foreign); }, "destinations"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] { (void)extended.broadcast_to(floats({7}), foreign); }, "destinations"));
   // update with arguments: a Mirrored argument gives each copy its
   // component, a plain one is passed as is; results come one per copy.
   const distribute::Mirrored<Tensor> deltas = extended.broadcast_to(floats({10, 20}), w);
   const distribute::Mirrored<double> sums = extended.update(
       w,
       [](Tensor& copy, const Tensor& delta, double scale) {
-        for (std::size_t i = 0; i < 2; ++i) copy.values<float>()[i] += static_cast<float>(scale) * delta.values<float>()[i];
+        for (std::size_t i = 0; i < 2; ++i)
+          copy.values<float>()[i] += static_cast<float>(scale) * delta.values<float>()[i];
         return double(copy.values<float>()[0] + copy.values<float>()[1]);
       },
       deltas, 0.5);
   ASSERT_EQ(sums.num_replicas(), static_cast<std::size_t>(k()));
   for (double sum : sums.values()) EXPECT_EQ(sum, 18.0);
-  for (const Tensor& copy : w.local_values()) EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {2}, {6, 12}));
-  extended.update(w, [](Tensor& copy, const Tensor& value) { copy = value; }, floats({0, 1}));
+  for (const Tensor& copy : w.local_values())
+    EXPECT_TRUE(tensor_equals(copy, DataType::kFloat32, {2}, {6, 12}));
+  extended.update(
+      w, [](Tensor& copy, const Tensor& value) { copy = value; }, floats({0, 1}));
   EXPECT_TRUE(tensor_equals(w.value(), DataType::kFloat32, {2}, {0, 1}));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [&] { extended.update(w, [](Tensor&, const Tensor&) {}, PerReplica<Tensor>(std::vector<Tensor>(static_cast<std::size_t>(k()) + 1))); },
+      [&] {
+        extended.update(
+            w, [](Tensor&, const Tensor&) {},
+            PerReplica<Tensor>(std::vector<Tensor>(static_cast<std::size_t>(k()) + 1)));
+      },
       "one value per copy"));
   {
     auto colocated = extended.colocate_vars_with(w);
     Variable v(floats({3}), {.name = "v"});
     EXPECT_EQ(v.num_copies(), w.num_copies());
   }
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { auto bad = extended.colocate_vars_with(foreign); }, "colocate_vars_with"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] { auto bad = extended.colocate_vars_with(foreign); }, "colocate_vars_with"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Replicas, Mirrored, ::testing::Values(1, 2, 3, 4),

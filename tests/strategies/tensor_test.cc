@@ -30,7 +30,8 @@ TEST(Tensor, ZeroFilledOfEveryType) {
     const Tensor t(dtype, {2, 3});
     EXPECT_EQ(t.num_elements(), 6u);
     EXPECT_EQ(t.num_bytes(), 6 * element_size(dtype));
-    EXPECT_TRUE(tensor_equals(t, dtype, {2, 3}, std::vector<double>(6, 0.0), std::string(to_string(dtype))));
+    EXPECT_TRUE(tensor_equals(t, dtype, {2, 3}, std::vector<double>(6, 0.0),
+                              std::string(to_string(dtype))));
   }
 }
 
@@ -44,9 +45,15 @@ TEST(Tensor, ImpossibleSizesAreRefusedNamingTheShape) {
     std::string needle;
   };
   const std::vector<Case> cases = {
-      {DataType::kFloat32, {std::int64_t{1} << 62}, "float32 shape [4611686018427387904] has 4611686018427387904 elements"},
-      {DataType::kFloat32, {std::int64_t{1} << 40, std::int64_t{1} << 40}, "shape [1099511627776, 1099511627776] has more elements than an int64"},
-      {DataType::kInt8, {std::int64_t{1} << 62, 4}, "shape [4611686018427387904, 4] has more elements"},
+      {DataType::kFloat32,
+       {std::int64_t{1} << 62},
+       "float32 shape [4611686018427387904] has 4611686018427387904 elements"},
+      {DataType::kFloat32,
+       {std::int64_t{1} << 40, std::int64_t{1} << 40},
+       "shape [1099511627776, 1099511627776] has more elements than an int64"},
+      {DataType::kInt8,
+       {std::int64_t{1} << 62, 4},
+       "shape [4611686018427387904, 4] has more elements"},
       {DataType::kFloat64, {std::int64_t{1} << 60}, "float64 shape [1152921504606846976]"},
       {DataType::kFloat16, {3, std::int64_t{1} << 61, 7}, "shape [3, 2305843009213693952, 7]"},
   };
@@ -60,15 +67,22 @@ TEST(Tensor, ImpossibleSizesAreRefusedNamingTheShape) {
   EXPECT_EQ(empty.num_bytes(), 0u);
   // A reshape whose element count wraps to the tensor's own is refused.
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [] { (void)Tensor(DataType::kFloat32, {0}).reshape({std::int64_t{1} << 62, 4}); },
+      [] {
+        (void)Tensor(DataType::kFloat32, {0}).reshape({std::int64_t{1} << 62, 4});
+      },
       "shape [4611686018427387904, 4] has more elements"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [] { (void)Tensor(std::vector<float>{1, 2, 3, 4}, {4}).reshape({std::int64_t{1} << 62, 4, 1}); },
+      [] {
+        (void)Tensor(std::vector<float>{1, 2, 3, 4}, {4}).reshape({std::int64_t{1} << 62, 4, 1});
+      },
       "has more elements"));
   // Concatenating empty parts whose lengths add past 2^63 - 1.
   const Tensor part(DataType::kFloat32, {std::int64_t{1} << 62, 0});
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)detail::concat({part, part}, 0); },
-                                                "add up to more than 2^63 - 1"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [&] {
+        (void)detail::concat({part, part}, 0);
+      },
+      "add up to more than 2^63 - 1"));
   // Batching elements of an impossible batched shape cannot happen: the
   // elements would have to exist. Stacking empty ones keeps every dimension.
   const Element stacked = stack_elements({Element{part}, Element{part}});
@@ -88,12 +102,14 @@ TEST(Tensor, WireTensorsOfImpossibleOrMissingSizeAreRefused) {
   };
   const std::vector<std::pair<detail::Bytes, std::string>> cases = {
       {message({std::int64_t{1} << 62}, 0), "float32 shape [4611686018427387904] has"},
-      {message({std::int64_t{1} << 40, std::int64_t{1} << 40}, 0), "has more elements than an int64"},
-      {message({std::int64_t{1} << 40}, std::uint64_t{4} << 40), "carries 4398046511104 bytes, 0 in the message"},
+      {message({std::int64_t{1} << 40, std::int64_t{1} << 40}, 0),
+       "has more elements than an int64"},
+      {message({std::int64_t{1} << 40}, std::uint64_t{4} << 40),
+       "carries 4398046511104 bytes, 0 in the message"},
   };
   for (const auto& [bytes, needle] : cases) {
-    EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)detail::Reader(bytes, "test message").tensor(); },
-                                                  needle));
+    EXPECT_TRUE(throws_with<InvalidArgumentError>(
+        [&] { (void)detail::Reader(bytes, "test message").tensor(); }, needle));
   }
   detail::Writer good;
   good.tensor(Tensor(std::vector<float>{1, 2, 3}, {3}));
@@ -113,26 +129,33 @@ TEST(Tensor, FromValuesAndViews) {
   EXPECT_EQ(t.dtype(), DataType::kInt64);
   t.values<std::int64_t>()[1] = 7;
   EXPECT_TRUE(tensor_equals(t, DataType::kInt64, {3}, {1, 7, 3}));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([&] { (void)t.values<float>(); }, "viewed as float32"));
+  EXPECT_TRUE(
+      throws_with<InvalidArgumentError>([&] { (void)t.values<float>(); }, "viewed as float32"));
   EXPECT_TRUE(throws_with<InvalidArgumentError>(
-      [] { Tensor(std::vector<float>{1, 2, 3}, Shape{2, 2}); }, "3 values given for shape [2, 2]"));
-  EXPECT_TRUE(throws_with<InvalidArgumentError>([] { Tensor(DataType::kFloat32, {2, -1}); },
-                                                "negative dimension"));
+      [] {
+        Tensor(std::vector<float>{1, 2, 3}, Shape{2, 2});
+      },
+      "3 values given for shape [2, 2]"));
+  EXPECT_TRUE(throws_with<InvalidArgumentError>(
+      [] {
+        Tensor(DataType::kFloat32, {2, -1});
+      },
+      "negative dimension"));
 }
 
 TEST(Tensor, FromDoublesEveryType) {
   const std::vector<double> values{-3, -1.5, 0, 2.25, 100};
-  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kFloat16, values, {5}), DataType::kFloat16,
-                            {5}, values));
+  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kFloat16, values, {5}),
+                            DataType::kFloat16, {5}, values));
   EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kBFloat16, values, {5}),
                             DataType::kBFloat16, {5}, values));
-  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kFloat64, values, {5}), DataType::kFloat64,
-                            {5}, values));
+  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kFloat64, values, {5}),
+                            DataType::kFloat64, {5}, values));
   // Integer types truncate toward zero.
-  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kInt8, values, {5}), DataType::kInt8, {5},
-                            {-3, -1, 0, 2, 100}));
-  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kInt32, values, {5}), DataType::kInt32, {5},
-                            {-3, -1, 0, 2, 100}));
+  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kInt8, values, {5}), DataType::kInt8,
+                            {5}, {-3, -1, 0, 2, 100}));
+  EXPECT_TRUE(tensor_equals(Tensor::from_doubles(DataType::kInt32, values, {5}), DataType::kInt32,
+                            {5}, {-3, -1, 0, 2, 100}));
 }
 
 TEST(Tensor, ReshapeKeepsBytes) {
@@ -171,11 +194,13 @@ TEST(HalfConversion, RoundsToNearestEven) {
     const float high = ::collective::float16_to_float(static_cast<std::uint16_t>(bits + 1));
     const double mid = (static_cast<double>(low) + high) / 2;
     const auto mid_f = static_cast<float>(mid);  // exact: halves have 11 bits
-    const std::uint16_t even = (bits % 2 == 0) ? static_cast<std::uint16_t>(bits)
-                                               : static_cast<std::uint16_t>(bits + 1);
+    const std::uint16_t even =
+        (bits % 2 == 0) ? static_cast<std::uint16_t>(bits) : static_cast<std::uint16_t>(bits + 1);
     ASSERT_EQ(::collective::float_to_float16(mid_f), even) << "midpoint after pattern " << bits;
-    ASSERT_EQ(::collective::float_to_float16(std::nextafter(mid_f, 0.0f)), bits) << "below midpoint " << bits;
-    ASSERT_EQ(::collective::float_to_float16(std::nextafter(mid_f, 1e9f)), bits + 1) << "above midpoint " << bits;
+    ASSERT_EQ(::collective::float_to_float16(std::nextafter(mid_f, 0.0f)), bits)
+        << "below midpoint " << bits;
+    ASSERT_EQ(::collective::float_to_float16(std::nextafter(mid_f, 1e9f)), bits + 1)
+        << "above midpoint " << bits;
   }
   EXPECT_EQ(::collective::float_to_float16(65519.0f), 0x7BFF);  // largest finite
   EXPECT_EQ(::collective::float_to_float16(65520.0f), 0x7C00);  // rounds to infinity

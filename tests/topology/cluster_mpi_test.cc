@@ -35,7 +35,8 @@ std::set<std::string> host_names() {
   MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
                 MPI_CHAR, MPI_COMM_WORLD);
   std::set<std::string> names;
-  for (int r = 0; r < size; ++r) names.insert(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
+  for (int r = 0; r < size; ++r)
+    names.insert(&all[static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME]);
   return names;
 }
 
@@ -51,7 +52,8 @@ TEST(Cluster, TopologySeesEveryHost) {
   char name[MPI_MAX_PROCESSOR_NAME] = {0};
   int length = 0;
   MPI_Get_processor_name(name, &length);
-  EXPECT_EQ(topology.node(topology.node_of(world.rank())).host, std::string(name, static_cast<std::size_t>(length)));
+  EXPECT_EQ(topology.node(topology.node_of(world.rank())).host,
+            std::string(name, static_cast<std::size_t>(length)));
   ASSERT_TRUE(all_ranks_agree(!HasFailure()));
 }
 
@@ -85,8 +87,8 @@ TEST(Cluster, AutoTakesHierarchicalForLargeMessagesAndIsExact) {
   fill_inputs(buffer.data(), count, DataType::kFloat32, ReduceOp::kSum, world.rank());
   world.all_reduce(std::span<float>(buffer));
   EXPECT_EQ(world.last_algorithm(), Algorithm::kHierarchical);
-  check_result(buffer.data(), count, DataType::kFloat32, ReduceOp::kSum, world.size(),
-               world.rank(), "AUTO 16 MiB across hosts");
+  check_result(buffer.data(), count, DataType::kFloat32, ReduceOp::kSum, world.size(), world.rank(),
+               "AUTO 16 MiB across hosts");
   // Shared memory alone cannot span hosts.
   AllReduceOptions options;
   options.algorithm = Algorithm::kSharedMemory;

@@ -25,8 +25,7 @@ inline double input_value(ReduceOp op, DataType type, int rank, std::size_t i) {
     case ReduceOp::kSum:
       return is_unsigned(type) ? static_cast<double>((k * 7 + r * 3) % 5)
                                : static_cast<double>((k * 7 + r * 3) % 5 - 2);
-    case ReduceOp::kMean:
-      return static_cast<double>(k % 7 + 2 * r);
+    case ReduceOp::kMean: return static_cast<double>(k % 7 + 2 * r);
     case ReduceOp::kMin:
     case ReduceOp::kMax:
       return is_unsigned(type) ? static_cast<double>((k * 13 + r * 7) % 11)
@@ -59,21 +58,37 @@ inline double expected_value(ReduceOp op, DataType type, int ranks, std::size_t 
 
 inline void store(DataType type, void* base, std::size_t i, double value) {
   switch (type) {
-    case DataType::kFloat16: static_cast<std::uint16_t*>(base)[i] = ::collective::float_to_float16(static_cast<float>(value)); break;
-    case DataType::kBFloat16: static_cast<std::uint16_t*>(base)[i] = ::collective::float_to_bfloat16(static_cast<float>(value)); break;
+    case DataType::kFloat16:
+      static_cast<std::uint16_t*>(base)[i] =
+          ::collective::float_to_float16(static_cast<float>(value));
+      break;
+    case DataType::kBFloat16:
+      static_cast<std::uint16_t*>(base)[i] =
+          ::collective::float_to_bfloat16(static_cast<float>(value));
+      break;
     case DataType::kFloat32: static_cast<float*>(base)[i] = static_cast<float>(value); break;
     case DataType::kFloat64: static_cast<double*>(base)[i] = value; break;
-    case DataType::kInt8: static_cast<std::int8_t*>(base)[i] = static_cast<std::int8_t>(value); break;
-    case DataType::kUInt8: static_cast<std::uint8_t*>(base)[i] = static_cast<std::uint8_t>(value); break;
-    case DataType::kInt32: static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(value); break;
-    case DataType::kInt64: static_cast<std::int64_t*>(base)[i] = static_cast<std::int64_t>(value); break;
+    case DataType::kInt8:
+      static_cast<std::int8_t*>(base)[i] = static_cast<std::int8_t>(value);
+      break;
+    case DataType::kUInt8:
+      static_cast<std::uint8_t*>(base)[i] = static_cast<std::uint8_t>(value);
+      break;
+    case DataType::kInt32:
+      static_cast<std::int32_t*>(base)[i] = static_cast<std::int32_t>(value);
+      break;
+    case DataType::kInt64:
+      static_cast<std::int64_t*>(base)[i] = static_cast<std::int64_t>(value);
+      break;
   }
 }
 
 inline double load(DataType type, const void* base, std::size_t i) {
   switch (type) {
-    case DataType::kFloat16: return ::collective::float16_to_float(static_cast<const std::uint16_t*>(base)[i]);
-    case DataType::kBFloat16: return ::collective::bfloat16_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DataType::kFloat16:
+      return ::collective::float16_to_float(static_cast<const std::uint16_t*>(base)[i]);
+    case DataType::kBFloat16:
+      return ::collective::bfloat16_to_float(static_cast<const std::uint16_t*>(base)[i]);
     case DataType::kFloat32: return static_cast<const float*>(base)[i];
     case DataType::kFloat64: return static_cast<const double*>(base)[i];
     case DataType::kInt8: return static_cast<const std::int8_t*>(base)[i];
@@ -88,32 +103,33 @@ inline double load(DataType type, const void* base, std::size_t i) {
 // (stale data from an earlier call then shows as wrong values).
 inline void fill_inputs(void* base, std::size_t count, DataType type, ReduceOp op, int rank,
                         std::size_t salt = 0) {
-  for (std::size_t i = 0; i < count; ++i) store(type, base, i, input_value(op, type, rank, i + salt));
+  for (std::size_t i = 0; i < count; ++i)
+    store(type, base, i, input_value(op, type, rank, i + salt));
 }
 
 // Every element; reports the first few mismatches. True when all match.
-inline bool check_result(const void* base, std::size_t count, DataType type, ReduceOp op,
-                         int ranks, int rank, const std::string& what, std::size_t salt = 0) {
+inline bool check_result(const void* base, std::size_t count, DataType type, ReduceOp op, int ranks,
+                         int rank, const std::string& what, std::size_t salt = 0) {
   std::size_t wrong = 0;
   for (std::size_t i = 0; i < count; ++i) {
     const double expected = expected_value(op, type, ranks, i + salt);
     const double actual = load(type, base, i);
     if (actual != expected) {
       if (++wrong <= 3) {
-        ADD_FAILURE() << what << ": rank " << rank << " index " << i << " of " << count
-                      << " (" << to_string(type) << " " << to_string(op) << ") expected "
-                      << expected << " got " << actual;
+        ADD_FAILURE() << what << ": rank " << rank << " index " << i << " of " << count << " ("
+                      << to_string(type) << " " << to_string(op) << ") expected " << expected
+                      << " got " << actual;
       }
     }
   }
-  if (wrong > 3) ADD_FAILURE() << what << ": rank " << rank << ": " << wrong << " wrong elements in all";
+  if (wrong > 3)
+    ADD_FAILURE() << what << ": rank " << rank << ": " << wrong << " wrong elements in all";
   return wrong == 0;
 }
 
-inline constexpr DataType kAllTypes[] = {DataType::kFloat16, DataType::kBFloat16,
-                                         DataType::kFloat32, DataType::kFloat64,
-                                         DataType::kInt8,    DataType::kUInt8,
-                                         DataType::kInt32,   DataType::kInt64};
+inline constexpr DataType kAllTypes[] = {
+    DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64,
+    DataType::kInt8,    DataType::kUInt8,    DataType::kInt32,   DataType::kInt64};
 inline constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin,
                                        ReduceOp::kMax, ReduceOp::kProd};
 

@@ -30,7 +30,9 @@ AllReduceOptions hierarchical(ReduceOp op = ReduceOp::kSum) {
 }
 
 float input(int rank, std::size_t i) { return static_cast<float>((rank + 1) * (i % 9 + 1)); }
-float sum(int size, std::size_t i) { return static_cast<float>(size * (size + 1) / 2 * (i % 9 + 1)); }
+float sum(int size, std::size_t i) {
+  return static_cast<float>(size * (size + 1) / 2 * (i % 9 + 1));
+}
 
 // One hierarchical all_reduce of `count`, every element checked.
 void expect_exact(Communicator& comm, std::size_t count, bool in_place) {
@@ -68,8 +70,8 @@ class HierarchicalCheck : public ::testing::Test {
       body(comm, layout);
       expect_exact(comm, 4099, true);  // still usable, every segment in step
       if (HasFailure()) {
-        ADD_FAILURE() << "layout of " << layout.size() << " nodes, first node "
-                      << layout.front() << " ranks";
+        ADD_FAILURE() << "layout of " << layout.size() << " nodes, first node " << layout.front()
+                      << " ranks";
         return;
       }
     }
@@ -109,7 +111,10 @@ TEST_F(HierarchicalCheck, NodesThatDifferAllRaise) {
     std::vector<float> data(300001, 2.0f);
     const ReduceOp op = first_node ? ReduceOp::kSum : ReduceOp::kMax;
     expect_raises<MismatchError>(
-        [&] { comm.all_reduce(data.data(), data.data(), data.size(), DataType::kFloat32, hierarchical(op)); },
+        [&] {
+          comm.all_reduce(data.data(), data.data(), data.size(), DataType::kFloat32,
+                          hierarchical(op));
+        },
         {"op=sum", "op=max"}, rank);
     expect_untouched(data, 2.0f, rank, "buffer");
   });

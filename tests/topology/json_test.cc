@@ -26,7 +26,8 @@ std::string error_of(const std::string& text) {
 }
 
 TEST(Json, ParsesEveryKind) {
-  const Value value = parse(R"( {"a": [1, -2.5e3, true, false, null], "b": {"c": "d\n\u00e9\ud83d\ude00"},
+  const Value value =
+      parse(R"( {"a": [1, -2.5e3, true, false, null], "b": {"c": "d\n\u00e9\ud83d\ude00"},
                                  "e": 0, "f": -0.25, "g": 9007199254740993} )");
   ASSERT_TRUE(value.is_object());
   const Value* a = value.find("a");
@@ -47,11 +48,35 @@ TEST(Json, ParsesEveryKind) {
 
 TEST(Json, RejectsMalformedDocumentsWithPosition) {
   const char* bad[] = {
-      "",         "   ",         "{",          "}",          "[1,]",        "{\"a\":1,}",
-      "{\"a\" 1}", "{a: 1}",      "[1 2]",      "01",         "1.",          "1e",
-      "-",        "+1",          "NaN",        "Infinity",   "tru",         "nul",
-      "\"abc",    "\"\\x\"",     "\"\\u12\"",  "\"\\ud800\"", "\"\\udc00\"", "\"a\x01\"",
-      "[1] 2",    "{\"a\":1,\"a\":2}", "1e999", "// comment\n1", "[\"\\ud800\\u0041\"]",
+      "",
+      "   ",
+      "{",
+      "}",
+      "[1,]",
+      "{\"a\":1,}",
+      "{\"a\" 1}",
+      "{a: 1}",
+      "[1 2]",
+      "01",
+      "1.",
+      "1e",
+      "-",
+      "+1",
+      "NaN",
+      "Infinity",
+      "tru",
+      "nul",
+      "\"abc",
+      "\"\\x\"",
+      "\"\\u12\"",
+      "\"\\ud800\"",
+      "\"\\udc00\"",
+      "\"a\x01\"",
+      "[1] 2",
+      "{\"a\":1,\"a\":2}",
+      "1e999",
+      "// comment\n1",
+      "[\"\\ud800\\u0041\"]",
   };
   for (const char* text : bad) {
     const std::string error = error_of(text);
@@ -119,15 +144,11 @@ TEST(Json, SurvivesRandomMutations) {
         case 0:
           if (!text.empty() && at < text.size()) text.erase(at, 1 + random() % 3);
           break;
-        case 1:
-          text.insert(at, 1, alphabet[random() % (sizeof(alphabet) - 1)]);
-          break;
+        case 1: text.insert(at, 1, alphabet[random() % (sizeof(alphabet) - 1)]); break;
         case 2:
           if (at < text.size()) text[at] = alphabet[random() % (sizeof(alphabet) - 1)];
           break;
-        default:
-          text = text.substr(0, at);
-          break;
+        default: text = text.substr(0, at); break;
       }
     }
     try {

@@ -74,8 +74,8 @@ TEST(LauncherVariables, TopologyComesFromTheCommunicator) {
     EXPECT_EQ(topology.local_rank(rank), truth.local_rank[r])
         << "rank " << world.rank() << " sees rank " << rank << " with the wrong local rank";
   }
-  for (int node = 0; node < topology.node_count() &&
-                     node < static_cast<int>(truth.ranks_of_node.size());
+  for (int node = 0;
+       node < topology.node_count() && node < static_cast<int>(truth.ranks_of_node.size());
        ++node) {
     EXPECT_EQ(topology.node(node).ranks, truth.ranks_of_node[static_cast<std::size_t>(node)])
         << "rank " << world.rank() << ", ranks of node " << node;
@@ -99,8 +99,9 @@ TEST(LauncherVariables, TheVariablesReallyMislead) {
     EXPECT_NE(value, truth.local_rank[me]) << "rank " << world.rank() << ": " << name;
   }
   EXPECT_NE(integer_variable("SLURM_NODEID"), truth.node_of[me]) << "rank " << world.rank();
-  EXPECT_NE(integer_variable("OMPI_COMM_WORLD_LOCAL_SIZE"),
-            static_cast<int>(truth.ranks_of_node[static_cast<std::size_t>(truth.node_of[me])].size()))
+  EXPECT_NE(
+      integer_variable("OMPI_COMM_WORLD_LOCAL_SIZE"),
+      static_cast<int>(truth.ranks_of_node[static_cast<std::size_t>(truth.node_of[me])].size()))
       << "rank " << world.rank();
   ASSERT_TRUE(all_ranks_agree(!HasFailure()));
 }

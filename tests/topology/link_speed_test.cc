@@ -45,10 +45,10 @@ TEST(LinkSpeed, InfinibandRateIsGigabitsPerSecond) {
 }
 
 TEST(LinkSpeed, InfinibandRateMalformedIsZero) {
-  for (const char* text : {"", "\n", "Gb/sec (4X EDR)", "100", "100 Mb/sec", "100 Gb/s",
-                           "100Gb/sec", "100 Gb/secs", "1.2.5 Gb/sec", ". Gb/sec", "1. Gb/sec",
-                           "-100 Gb/sec", "0 Gb/sec (4X EDR)", "12345678 Gb/sec",
-                           "1.0000000001 Gb/sec", "invalid"}) {
+  for (const char* text :
+       {"", "\n", "Gb/sec (4X EDR)", "100", "100 Mb/sec", "100 Gb/s", "100Gb/sec", "100 Gb/secs",
+        "1.2.5 Gb/sec", ". Gb/sec", "1. Gb/sec", "-100 Gb/sec", "0 Gb/sec (4X EDR)",
+        "12345678 Gb/sec", "1.0000000001 Gb/sec", "invalid"}) {
     EXPECT_EQ(parse_infiniband_rate(text), 0u) << "\"" << text << "\"";
   }
 }
@@ -134,7 +134,7 @@ TEST_F(FakeSysfs, OpenFabricsTakesTheFastestActivePort) {
   port("mlx5_1", 1, "4: ACTIVE\n", "25 Gb/sec (1X EDR)\n");
   port("mlx5_1", 2, "5: ACTIVE_DEFER\n", "50 Gb/sec (2X EDR)\n");
   port("mlx5_2", 1, "1: DOWN\n", "100 Gb/sec (4X EDR)\n");
-  port("mlx5_3", 1, "4: ACTIVE\n", "");  // rate unreadable
+  port("mlx5_3", 1, "4: ACTIVE\n", "");                                    // rate unreadable
   write("class/infiniband/mlx5_4/ports/1/rate", "100 Gb/sec (4X EDR)\n");  // no state
   EXPECT_EQ(speed("mlx5_0", "openfabrics"), 100 * kGbit);
   EXPECT_EQ(speed("mlx5_1", "openfabrics"), 50 * kGbit);
@@ -152,7 +152,8 @@ TEST_F(FakeSysfs, ReadLinkSpeedsFillsEveryNic) {
   write("class/net/eth0/speed", "1000\n");
   port("mlx5_0", 1, "4: ACTIVE\n", "56 Gb/sec (4X FDR)\n");
   Node node;
-  node.nics = {NetworkDevice{"eth0", "ethernet", "", 0, 7}, NetworkDevice{"mlx5_0", "openfabrics", "", 0, 7},
+  node.nics = {NetworkDevice{"eth0", "ethernet", "", 0, 7},
+               NetworkDevice{"mlx5_0", "openfabrics", "", 0, 7},
                NetworkDevice{"eth1", "ethernet", "", 0, 7}};
   read_link_speeds(root_.string(), node);
   EXPECT_EQ(node.nics[0].link_bits_per_second, 1 * kGbit);

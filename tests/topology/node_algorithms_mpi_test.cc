@@ -226,7 +226,8 @@ TEST(SharedMemory, TimeoutNamesTheMissingRank) {
   if (comm.rank() != missing) {
     try {
       comm.all_reduce(&value, &value, 1, DataType::kFloat32, options);
-      ADD_FAILURE() << "rank " << comm.rank() << ": no timeout while rank " << missing << " was away";
+      ADD_FAILURE() << "rank " << comm.rank() << ": no timeout while rank " << missing
+                    << " was away";
     } catch (const TimeoutError& error) {
       const std::string what = error.what();
       EXPECT_NE(what.find("rank " + std::to_string(missing)), std::string::npos) << what;
@@ -291,8 +292,8 @@ TEST(Hierarchical, EveryLayoutTypeAndOp) {
     ASSERT_EQ(comm.topology().node_count(), static_cast<int>(layout.size()));
     for (const DataType type : kAllTypes) {
       for (const ReduceOp op : kAllOps) {
-        for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3},
-                                        std::size_t{65}, std::size_t{4099}}) {
+        for (const std::size_t count :
+             {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{65}, std::size_t{4099}}) {
           run_exact(comm, Algorithm::kHierarchical, type, op, count, count % 2 == 1);
         }
       }

@@ -58,12 +58,14 @@ TEST(ReduceSources, SumsInOrderForEveryCountAndAliasing) {
         auto copies = inputs;
         std::vector<const void*> aliased_sources;
         for (auto& copy : copies) aliased_sources.push_back(copy.data());
-        void* destination = alias < 0 ? separate.data() : copies[static_cast<std::size_t>(alias)].data();
+        void* destination =
+            alias < 0 ? separate.data() : copies[static_cast<std::size_t>(alias)].data();
         reduce_sources(destination, aliased_sources.data(), n, count, DataType::kInt32,
                        ReduceOp::kSum, 1);
         const auto* result = static_cast<const std::int32_t*>(destination);
         for (std::size_t i = 0; i < count; ++i) {
-          const std::int32_t expected = static_cast<std::int32_t>(n * i * 3 + 1000 * n * (n - 1) / 2);
+          const std::int32_t expected =
+              static_cast<std::int32_t>(n * i * 3 + 1000 * n * (n - 1) / 2);
           ASSERT_EQ(result[i], expected)
               << "n " << n << " count " << count << " alias " << alias << " index " << i;
         }
@@ -98,7 +100,8 @@ TEST(ReduceSources, HalfPrecisionAccumulatesInFloat32AndRoundsOnce) {
   const int n = 9;
   std::vector<std::uint16_t> values(static_cast<std::size_t>(n));
   values[0] = float_to_float16(1.0f);
-  for (int q = 1; q < n; ++q) values[static_cast<std::size_t>(q)] = float_to_float16(1.0f / 2048.0f);
+  for (int q = 1; q < n; ++q)
+    values[static_cast<std::size_t>(q)] = float_to_float16(1.0f / 2048.0f);
   std::vector<const void*> sources;
   for (int q = 0; q < n; ++q) sources.push_back(&values[static_cast<std::size_t>(q)]);
   std::uint16_t out = 0;
@@ -107,15 +110,15 @@ TEST(ReduceSources, HalfPrecisionAccumulatesInFloat32AndRoundsOnce) {
 
   std::vector<std::uint16_t> bvalues(static_cast<std::size_t>(n));
   bvalues[0] = float_to_bfloat16(1.0f);
-  for (int q = 1; q < n; ++q) bvalues[static_cast<std::size_t>(q)] = float_to_bfloat16(1.0f / 256.0f);
+  for (int q = 1; q < n; ++q)
+    bvalues[static_cast<std::size_t>(q)] = float_to_bfloat16(1.0f / 256.0f);
   std::vector<const void*> bsources;
   for (int q = 0; q < n; ++q) bsources.push_back(&bvalues[static_cast<std::size_t>(q)]);
   reduce_sources(&out, bsources.data(), n, 1, DataType::kBFloat16, ReduceOp::kSum, 1);
   EXPECT_EQ(bfloat16_to_float(out), 1.0f + 8.0f / 256.0f);
 
   // MEAN divides the float32 sum before the one rounding.
-  std::uint16_t three[] = {float_to_float16(1.0f), float_to_float16(2.0f),
-                           float_to_float16(4.0f)};
+  std::uint16_t three[] = {float_to_float16(1.0f), float_to_float16(2.0f), float_to_float16(4.0f)};
   const void* mean_sources[] = {&three[0], &three[1], &three[2]};
   reduce_sources(&out, mean_sources, 3, 1, DataType::kFloat16, ReduceOp::kMean, 3);
   EXPECT_EQ(out, float_to_float16(7.0f / 3.0f));

@@ -104,7 +104,8 @@ TEST(Selection, TwoHostsOverEthernetPickHierarchicalFrom16MiB) {
   for (std::size_t bytes = 16 * MiB; bytes <= GiB; bytes *= 2) {
     EXPECT_EQ(chosen(all_reduce(bytes), *state), Algorithm::kHierarchical) << bytes;
   }
-  const auto ring = model_seconds(Algorithm::kRing, all_reduce(16 * MiB), state->topology.operator*());
+  const auto ring =
+      model_seconds(Algorithm::kRing, all_reduce(16 * MiB), state->topology.operator*());
   const auto hierarchical =
       model_seconds(Algorithm::kHierarchical, all_reduce(16 * MiB), *state->topology);
   ASSERT_TRUE(ring && hierarchical);
@@ -200,9 +201,9 @@ std::string eth0(const char* bits_per_second) {
 }
 
 TEST(CostModel, NetworkBandwidthComesFromTheLinkSpeed) {
-  const Topology slow = four_alike(eth0("1000000000"));      // 1 Gb/s
-  const Topology ten = four_alike(eth0("10000000000"));      // 10 Gb/s, the assumed speed
-  const Topology fast = four_alike(eth0("100000000000"));    // 100 Gb/s
+  const Topology slow = four_alike(eth0("1000000000"));    // 1 Gb/s
+  const Topology ten = four_alike(eth0("10000000000"));    // 10 Gb/s, the assumed speed
+  const Topology fast = four_alike(eth0("100000000000"));  // 100 Gb/s
   const Topology unknown = four_alike(R"([{"name": "eth0", "kind": "ethernet"}])");
 
   EXPECT_EQ(link_cost(LinkKind::kNetwork, slow).bytes_per_second, 125e6);
@@ -254,14 +255,14 @@ TEST(CostModel, NetworkBandwidthComesFromTheLinkSpeed) {
 TEST(CostModel, SlowestNodesBestUsableNicDecides) {
   // Per node the fastest Ethernet/IPoIB link (25, 40, 100, 50 Gb/s); the
   // OpenFabrics device on two nodes only is not used, whatever its rate.
-  const Topology mixed = four_nodes(
-      {R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 1000000000},
+  const Topology mixed =
+      four_nodes({R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 1000000000},
            {"name": "eth1", "kind": "ethernet", "link_bits_per_second": 25000000000}])",
-       eth0("40000000000"),
-       R"([{"name": "eth0", "kind": "ethernet"},
+                  eth0("40000000000"),
+                  R"([{"name": "eth0", "kind": "ethernet"},
            {"name": "ib0", "kind": "ipoib", "link_bits_per_second": 100000000000},
            {"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": 400000000000}])",
-       R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 50000000000},
+                  R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 50000000000},
            {"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": 400000000000}])"});
   const NetworkModel model = network_model(mixed);
   EXPECT_STREQ(model.kind, "ethernet");
@@ -271,11 +272,12 @@ TEST(CostModel, SlowestNodesBestUsableNicDecides) {
 
   // One node without a usable speed (its only NIC unknown, or an
   // OpenFabrics device TCP does not use, or none): the assumption.
-  for (const char* without : {R"([{"name": "eth0", "kind": "ethernet"}])",
-                              R"([{"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": 100000000000}])",
-                              "[]"}) {
-    const Topology partial = four_nodes({eth0("25000000000"), eth0("25000000000"), without,
-                                         eth0("25000000000")});
+  for (const char* without :
+       {R"([{"name": "eth0", "kind": "ethernet"}])",
+        R"([{"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": 100000000000}])",
+        "[]"}) {
+    const Topology partial =
+        four_nodes({eth0("25000000000"), eth0("25000000000"), without, eth0("25000000000")});
     const NetworkModel fallback = network_model(partial);
     EXPECT_EQ(fallback.link_bits_per_second, 0u) << without;
     EXPECT_EQ(fallback.node_without_speed, 2) << without;
@@ -285,14 +287,14 @@ TEST(CostModel, SlowestNodesBestUsableNicDecides) {
 
 TEST(CostModel, FabricBandwidthComesFromPortRates) {
   auto hca = [](const char* bits_per_second) {
-    return std::string(R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 400000000000},)") +
-           R"({"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": )" + bits_per_second +
-           "}]";
+    return std::string(
+               R"([{"name": "eth0", "kind": "ethernet", "link_bits_per_second": 400000000000},)") +
+           R"({"name": "mlx5_0", "kind": "openfabrics", "link_bits_per_second": )" +
+           bits_per_second + "}]";
   };
   // The slowest node's port (100 Gb/s), not the faster Ethernet.
-  const NetworkModel hundred =
-      network_model(four_nodes({hca("200000000000"), hca("200000000000"), hca("100000000000"),
-                                hca("200000000000")}));
+  const NetworkModel hundred = network_model(four_nodes(
+      {hca("200000000000"), hca("200000000000"), hca("100000000000"), hca("200000000000")}));
   EXPECT_STREQ(hundred.kind, "openfabrics");
   EXPECT_EQ(hundred.link_bits_per_second, 100'000'000'000u);
   EXPECT_EQ(hundred.cost.bytes_per_second, 12.5e9);
@@ -301,9 +303,8 @@ TEST(CostModel, FabricBandwidthComesFromPortRates) {
   EXPECT_EQ(hdr.cost.bytes_per_second, 25e9);
   // A port rate unknown on one node: the assumed fabric bandwidth (the
   // Ethernet speed does not stand in for it).
-  const NetworkModel assumed =
-      network_model(four_nodes({hca("200000000000"), hca("0"), hca("200000000000"),
-                                hca("200000000000")}));
+  const NetworkModel assumed = network_model(
+      four_nodes({hca("200000000000"), hca("0"), hca("200000000000"), hca("200000000000")}));
   EXPECT_STREQ(assumed.kind, "openfabrics");
   EXPECT_EQ(assumed.link_bits_per_second, 0u);
   EXPECT_EQ(assumed.node_without_speed, 1);
@@ -402,7 +403,7 @@ TEST(Rules, RejectsMalformedFilesNamingRuleAndField) {
   const char* bad[] = {
       "",
       "[]",
-      R"({"rules": []})",                                   // version missing
+      R"({"rules": []})",  // version missing
       R"({"version": 2, "rules": []})",
       R"({"version": 1})",
       R"({"version": 1, "rules": {}})",

@@ -28,7 +28,8 @@ TEST(SharedMemory, MoreThanTwoToThe31Elements) {
   std::vector<std::uint8_t> buffer(count, 1);
   // Markers: 2 + rank at every stride and in the last element.
   auto marked = [&](std::size_t i) { return i % kMarkerStride == 0 || i == count - 1; };
-  for (std::size_t i = 0; i < count; i += kMarkerStride) buffer[i] = static_cast<std::uint8_t>(2 + world.rank());
+  for (std::size_t i = 0; i < count; i += kMarkerStride)
+    buffer[i] = static_cast<std::uint8_t>(2 + world.rank());
   buffer[count - 1] = static_cast<std::uint8_t>(2 + world.rank());
   AllReduceOptions options;
   options.algorithm = Algorithm::kSharedMemory;

@@ -94,7 +94,7 @@ TEST(TopologyFile, FourNodeClusterDump) {
   }
   EXPECT_EQ(topology.node(3).host, "node4");
   ASSERT_EQ(topology.node(2).nics.size(), 3u);
-  EXPECT_EQ(topology.node(2).nics[0].link_bits_per_second, 25'000'000'000u);   // eth0
+  EXPECT_EQ(topology.node(2).nics[0].link_bits_per_second, 25'000'000'000u);  // eth0
   EXPECT_EQ(topology.node(2).nics[1].kind, "openfabrics");
   EXPECT_EQ(topology.node(2).nics[1].link_bits_per_second, 100'000'000'000u);  // mlx5_0
   EXPECT_EQ(topology.node(2).nics[2].link_bits_per_second, 100'000'000'000u);  // ib0
@@ -129,11 +129,15 @@ TEST(TopologyFile, DumpRoundTripKeepsLinkSpeeds) {
   EXPECT_EQ(original.node(1).nics[0].link_bits_per_second, 1'000'000'000'000'000u);  // the bound
 
   const std::string json = original.to_json();
-  EXPECT_NE(json.find(R"("name": "mlx5_0", "kind": "openfabrics", "pci_bus_id": "", "numa_node": -1, "link_bits_per_second": 200000000000})"),
-            std::string::npos)
+  EXPECT_NE(
+      json.find(
+          R"("name": "mlx5_0", "kind": "openfabrics", "pci_bus_id": "", "numa_node": -1, "link_bits_per_second": 200000000000})"),
+      std::string::npos)
       << json;
-  EXPECT_NE(json.find(R"("name": "eth1", "kind": "ethernet", "pci_bus_id": "", "numa_node": -1, "link_bits_per_second": 0})"),
-            std::string::npos)
+  EXPECT_NE(
+      json.find(
+          R"("name": "eth1", "kind": "ethernet", "pci_bus_id": "", "numa_node": -1, "link_bits_per_second": 0})"),
+      std::string::npos)
       << json;
   const Topology again = Topology::parse(json, "round trip");
   EXPECT_EQ(again.to_json(), json);
@@ -147,8 +151,10 @@ TEST(TopologyFile, DumpRoundTripKeepsLinkSpeeds) {
   }
   // People see the speeds too (collective_info prints describe()).
   const std::string text = again.describe();
-  EXPECT_NE(text.find("eth0 (ethernet, 25 Gb/s) mlx5_0 (openfabrics, 200 Gb/s) eth1 (ethernet, speed unknown)"),
-            std::string::npos)
+  EXPECT_NE(
+      text.find(
+          "eth0 (ethernet, 25 Gb/s) mlx5_0 (openfabrics, 200 Gb/s) eth1 (ethernet, speed unknown)"),
+      std::string::npos)
       << text;
 }
 
@@ -190,7 +196,8 @@ TEST(TopologyFile, OversizedSyntheticMachinesAreRefusedBeforeHwloc) {
     EXPECT_NE(error.find("more than 4096 processing units"), std::string::npos)
         << "\"" << text << "\": " << error;
   }
-  const Topology fits = Topology::parse("package:2 l3:1(size=33554432) core:16 pu:2", "inline", 1, 1);
+  const Topology fits =
+      Topology::parse("package:2 l3:1(size=33554432) core:16 pu:2", "inline", 1, 1);
   EXPECT_EQ(fits.node(0).processing_units, 64);
   const Topology bare = Topology::parse("2 4 2", "inline", 1, 1);
   EXPECT_EQ(bare.node(0).processing_units, 16);

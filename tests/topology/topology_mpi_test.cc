@@ -95,7 +95,8 @@ TEST(Topology, VirtualNodesFromAFile) {
       float value = 1.0f;
       AllReduceOptions options;
       options.algorithm = Algorithm::kSharedMemory;
-      EXPECT_THROW(comm.all_reduce(&value, &value, 1, DataType::kFloat32, options), UnsupportedError);
+      EXPECT_THROW(comm.all_reduce(&value, &value, 1, DataType::kFloat32, options),
+                   UnsupportedError);
     }
   }
   ASSERT_TRUE(all_ranks_agree(!HasFailure()));
@@ -158,8 +159,8 @@ TEST(Topology, BadFileFailsOnEveryRank) {
   wrong << "]}]}";
   expect_creation_fails_everywhere(wrong.str(), wrong.str(), "rank lists", "rank lists");
   // Only rank 0's file is bad: the others fail too, naming rank 0.
-  expect_creation_fails_everywhere("package:nonsense", "package:1 core:2 pu:1",
-                                   "synthetic", "rank 0 could not build the topology");
+  expect_creation_fails_everywhere("package:nonsense", "package:1 core:2 pu:1", "synthetic",
+                                   "rank 0 could not build the topology");
   ASSERT_TRUE(all_ranks_agree(!HasFailure()));
 }
 

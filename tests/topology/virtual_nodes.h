@@ -22,9 +22,9 @@ inline std::string virtual_topology_json(const std::vector<int>& node_sizes, con
   int rank = 0;
   for (std::size_t n = 0; n < node_sizes.size(); ++n) {
     json += (n == 0 ? "" : ", ");
-    json += "{\"host\": \"virtual" + std::to_string(n) + "\", \"processing_units\": " +
-            std::to_string(machine.processing_units) + ", \"cores\": " +
-            std::to_string(machine.cores) + ", \"ranks\": [";
+    json += "{\"host\": \"virtual" + std::to_string(n) +
+            "\", \"processing_units\": " + std::to_string(machine.processing_units) +
+            ", \"cores\": " + std::to_string(machine.cores) + ", \"ranks\": [";
     for (int i = 0; i < node_sizes[n]; ++i, ++rank) {
       json += (i == 0 ? "" : ", ") + std::to_string(rank);
     }

@@ -11,7 +11,8 @@ TEST(ChunkLayoutTest, BalancedCoversEveryElementOnce) {
       const auto layout = ChunkLayout::balanced(count, parts);
       std::size_t next = 0;
       for (int c = 0; c < parts; ++c) {
-        ASSERT_EQ(layout.offset(c), next) << "count " << count << " parts " << parts << " chunk " << c;
+        ASSERT_EQ(layout.offset(c), next)
+            << "count " << count << " parts " << parts << " chunk " << c;
         ASSERT_LE(layout.length(c), layout.max_length());
         next += layout.length(c);
       }

@@ -21,9 +21,9 @@ TEST(HalfPrecisionTest, KnownFloat16Values) {
   EXPECT_EQ(float_to_float16(1.0f), 0x3C00);
   EXPECT_EQ(float_to_float16(-2.0f), 0xC000);
   EXPECT_EQ(float_to_float16(65504.0f), 0x7BFF);
-  EXPECT_EQ(float_to_float16(65520.0f), 0x7C00);  // rounds to infinity
+  EXPECT_EQ(float_to_float16(65520.0f), 0x7C00);                // rounds to infinity
   EXPECT_EQ(float_to_float16(5.9604644775390625e-8f), 0x0001);  // smallest subnormal
-  EXPECT_EQ(float_to_float16(2.98e-8f), 0x0000);  // below half of it: zero
+  EXPECT_EQ(float_to_float16(2.98e-8f), 0x0000);                // below half of it: zero
   EXPECT_EQ(float_to_float16(std::numeric_limits<float>::infinity()), 0x7C00);
   EXPECT_EQ(float_to_float16(std::nanf("")) & 0x7C00, 0x7C00);
   EXPECT_NE(float_to_float16(std::nanf("")) & 0x03FF, 0);
@@ -83,8 +83,9 @@ void check_native_type(KernelIsa isa, DataType type) {
         for (std::size_t i = 0; i < count; ++i) {
           double want = reference(op, static_cast<double>(a[i]), static_cast<double>(b[i]));
           if (op == ReduceOp::kMean && divisor > 1) {
-            want = std::is_floating_point_v<T> ? static_cast<double>(static_cast<T>(want) / static_cast<T>(divisor))
-                                               : std::trunc(want / divisor);
+            want = std::is_floating_point_v<T>
+                       ? static_cast<double>(static_cast<T>(want) / static_cast<T>(divisor))
+                       : std::trunc(want / divisor);
           }
           ASSERT_EQ(static_cast<double>(out[i]), want)
               << to_string(isa) << " " << to_string(type) << " " << to_string(op) << " count "
@@ -154,7 +155,8 @@ TEST_P(KernelIsaTest, SixteenBitTypesAccumulateInFloat32) {
           // One float32 operation on the decoded inputs, one rounding.
           float want = static_cast<float>(reference(op, to_float(a[i]), to_float(b[i])));
           if (op == ReduceOp::kMean) want = (to_float(a[i]) + to_float(b[i])) / 3.0f;
-          ASSERT_EQ(out[i], to_bits(want)) << to_string(type) << " " << to_string(op) << " index " << i;
+          ASSERT_EQ(out[i], to_bits(want))
+              << to_string(type) << " " << to_string(op) << " index " << i;
         }
       }
     }
@@ -186,16 +188,17 @@ TEST_P(KernelIsaTest, Float32PartialsRoundOnlyTheResult) {
           auto operand = [&](std::size_t i) { return b_wide ? b32[i] : to_float(b16[i]); };
           const void* b = b_wide ? static_cast<const void*>(b32.data()) : b16.data();
           auto exact = [&](std::size_t i) {
-            return op == ReduceOp::kProd ? to_float(a[i]) * operand(i) : to_float(a[i]) + operand(i);
+            return op == ReduceOp::kProd ? to_float(a[i]) * operand(i)
+                                         : to_float(a[i]) + operand(i);
           };
-          reduce_into_partial_with(GetParam(), out32.data(), true, a.data(), b, b_wide, count,
-                                   type, op, 3);
+          reduce_into_partial_with(GetParam(), out32.data(), true, a.data(), b, b_wide, count, type,
+                                   op, 3);
           reduce_into_partial_with(GetParam(), out16.data(), false, a.data(), b, b_wide, count,
                                    type, op, 3);
           for (std::size_t i = 0; i < count; ++i) {
-            const std::string what = std::string(to_string(type)) + " " + std::string(to_string(op)) +
-                                     (b_wide ? " float32 b" : " 16-bit b") + " index " +
-                                     std::to_string(i);
+            const std::string what =
+                std::string(to_string(type)) + " " + std::string(to_string(op)) +
+                (b_wide ? " float32 b" : " 16-bit b") + " index " + std::to_string(i);
             ASSERT_EQ(out32[i], exact(i)) << what << " (partial: neither divided nor rounded)";
             const float result = op == ReduceOp::kMean ? exact(i) / 3.0f : exact(i);
             ASSERT_EQ(out16[i], to_bits(result)) << what;
@@ -216,7 +219,8 @@ TEST_P(KernelIsaTest, NanPropagatesThroughMinAndMax) {
     EXPECT_EQ(out[2], op == ReduceOp::kMin ? 1.0f : 2.0f);
     // Order of operands does not change the bits.
     std::vector<float> swapped(3);
-    reduce_buffers_with(GetParam(), swapped.data(), b.data(), a.data(), 3, DataType::kFloat32, op, 1);
+    reduce_buffers_with(GetParam(), swapped.data(), b.data(), a.data(), 3, DataType::kFloat32, op,
+                        1);
     EXPECT_EQ(std::memcmp(out.data(), swapped.data(), sizeof(float) * 3), 0);
   }
 }
@@ -229,11 +233,14 @@ TEST(KernelsTest, IsasAgreeBitwiseOnRandomFloats) {
   for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
     std::vector<std::uint16_t> a(count), b(count), generic(count), avx2(count);
     for (std::size_t i = 0; i < count; ++i) {
-      a[i] = type == DataType::kFloat16 ? float_to_float16(values(generator)) : float_to_bfloat16(values(generator));
-      b[i] = type == DataType::kFloat16 ? float_to_float16(values(generator)) : float_to_bfloat16(values(generator));
+      a[i] = type == DataType::kFloat16 ? float_to_float16(values(generator))
+                                        : float_to_bfloat16(values(generator));
+      b[i] = type == DataType::kFloat16 ? float_to_float16(values(generator))
+                                        : float_to_bfloat16(values(generator));
     }
     for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kProd, ReduceOp::kMax}) {
-      reduce_buffers_with(KernelIsa::kGeneric, generic.data(), a.data(), b.data(), count, type, op, 4);
+      reduce_buffers_with(KernelIsa::kGeneric, generic.data(), a.data(), b.data(), count, type, op,
+                          4);
       reduce_buffers_with(KernelIsa::kAvx2, avx2.data(), a.data(), b.data(), count, type, op, 4);
       ASSERT_EQ(generic, avx2) << to_string(type) << " " << to_string(op);
     }

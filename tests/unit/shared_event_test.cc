@@ -35,8 +35,8 @@ void wait_for(SharedEvent& event, const std::atomic<std::uint64_t>& value, std::
 }
 
 TEST(SharedEvent, PingPongBetweenProcessesLosesNoWakeUp) {
-  void* memory = mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                      -1, 0);
+  void* memory =
+      mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(memory, MAP_FAILED);
   auto* shared = new (memory) Shared{};
   const pid_t child = fork();

@@ -30,10 +30,11 @@ typedef enum collective_status {
   COLLECTIVE_SUCCESS = 0,
   COLLECTIVE_ERR_INVALID_ARGUMENT = 1, /* this or another rank's arguments; communicator usable */
   COLLECTIVE_ERR_MISMATCH = 2,         /* the ranks made different calls; usable */
-  COLLECTIVE_ERR_UNSUPPORTED = 3,      /* valid, but the forced algorithm/build cannot serve it; usable */
-  COLLECTIVE_ERR_COMMUNICATION = 4,    /* transport failure or abort; communicator poisoned */
-  COLLECTIVE_ERR_TIMEOUT = 5,          /* waited longer than the timeout; poisoned */
-  COLLECTIVE_ERR_INTERNAL = 6          /* out of memory or another unexpected failure */
+  COLLECTIVE_ERR_UNSUPPORTED =
+      3, /* valid, but the forced algorithm/build cannot serve it; usable */
+  COLLECTIVE_ERR_COMMUNICATION = 4, /* transport failure or abort; communicator poisoned */
+  COLLECTIVE_ERR_TIMEOUT = 5,       /* waited longer than the timeout; poisoned */
+  COLLECTIVE_ERR_INTERNAL = 6       /* out of memory or another unexpected failure */
 } collective_status_t;
 
 /* Element types (the C++ DataType, same numbers). */
@@ -95,7 +96,8 @@ typedef struct collective_options {
   int64_t timeout_ms; /* 0 (default): COLLECTIVE_TIMEOUT, 300 s unless set */
 } collective_options_t;
 
-#define COLLECTIVE_OPTIONS_INIT {COLLECTIVE_ALGORITHM_AUTO, COLLECTIVE_MEMORY_AUTO, 0}
+#define COLLECTIVE_OPTIONS_INIT \
+  { COLLECTIVE_ALGORITHM_AUTO, COLLECTIVE_MEMORY_AUTO, 0 }
 void collective_options_init(collective_options_t* options);
 
 /* An opaque communicator. NULL is never a valid one. A handle may be used
@@ -176,13 +178,13 @@ int collective_reduce_scatter(collective_comm_t comm, const void* send, void* re
                               const collective_options_t* options);
 /* recv (size*send_count) gets every rank's block in rank order.
  * In place: send == recv + rank*send_count elements. */
-int collective_all_gather(collective_comm_t comm, const void* send, void* recv,
-                          size_t send_count, int dtype, const collective_options_t* options);
+int collective_all_gather(collective_comm_t comm, const void* send, void* recv, size_t send_count,
+                          int dtype, const collective_options_t* options);
 int collective_broadcast(collective_comm_t comm, void* buffer, size_t count, int dtype, int root,
                          const collective_options_t* options);
 /* recv is used on root only (may be NULL elsewhere). In place: send == recv. */
-int collective_reduce(collective_comm_t comm, const void* send, void* recv, size_t count,
-                      int dtype, int op, int root, const collective_options_t* options);
+int collective_reduce(collective_comm_t comm, const void* send, void* recv, size_t count, int dtype,
+                      int op, int root, const collective_options_t* options);
 int collective_barrier(collective_comm_t comm, const collective_options_t* options);
 
 /* --- Introspection and control ----------------------------------------- */

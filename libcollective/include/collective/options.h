@@ -14,7 +14,7 @@ namespace collective {
 enum class MemoryKind : int {
   kAuto = 0,  // detect: device pointers when CUDA says so, else host
   kHost,
-  kDevice,    // CUDA device memory (served by the NCCL algorithm)
+  kDevice,  // CUDA device memory (served by the NCCL algorithm)
 };
 
 // The longest timeout a call keeps (100 years): a longer one, such as

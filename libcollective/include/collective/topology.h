@@ -40,12 +40,12 @@ struct NetworkDevice {
 // MPI_COMM_TYPE_SHARED puts together).
 struct Node {
   std::string host;
-  int packages = 0;          // processor sockets
+  int packages = 0;  // processor sockets
   int numa_nodes = 0;
   int cores = 0;
-  int processing_units = 0;  // hardware threads
-  std::uint64_t memory_bytes = 0;     // 0: unknown
-  std::uint64_t l3_cache_bytes = 0;   // largest last-level cache; 0: unknown
+  int processing_units = 0;          // hardware threads
+  std::uint64_t memory_bytes = 0;    // 0: unknown
+  std::uint64_t l3_cache_bytes = 0;  // largest last-level cache; 0: unknown
   std::vector<GpuDevice> gpus;
   std::vector<NetworkDevice> nics;
   std::vector<int> ranks;  // communicator ranks on this node, ascending

@@ -55,11 +55,29 @@ COLLECTIVE_API std::optional<ReduceOp> parse_reduce_op(std::string_view name);
 // Maps a C++ element type to its DataType (for the typed convenience calls).
 template <typename T>
 struct DataTypeOf;
-template <> struct DataTypeOf<float> { static constexpr DataType value = DataType::kFloat32; };
-template <> struct DataTypeOf<double> { static constexpr DataType value = DataType::kFloat64; };
-template <> struct DataTypeOf<std::int8_t> { static constexpr DataType value = DataType::kInt8; };
-template <> struct DataTypeOf<std::uint8_t> { static constexpr DataType value = DataType::kUInt8; };
-template <> struct DataTypeOf<std::int32_t> { static constexpr DataType value = DataType::kInt32; };
-template <> struct DataTypeOf<std::int64_t> { static constexpr DataType value = DataType::kInt64; };
+template <>
+struct DataTypeOf<float> {
+  static constexpr DataType value = DataType::kFloat32;
+};
+template <>
+struct DataTypeOf<double> {
+  static constexpr DataType value = DataType::kFloat64;
+};
+template <>
+struct DataTypeOf<std::int8_t> {
+  static constexpr DataType value = DataType::kInt8;
+};
+template <>
+struct DataTypeOf<std::uint8_t> {
+  static constexpr DataType value = DataType::kUInt8;
+};
+template <>
+struct DataTypeOf<std::int32_t> {
+  static constexpr DataType value = DataType::kInt32;
+};
+template <>
+struct DataTypeOf<std::int64_t> {
+  static constexpr DataType value = DataType::kInt64;
+};
 
 }  // namespace collective

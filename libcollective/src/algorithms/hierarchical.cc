@@ -26,15 +26,18 @@ Support HierarchicalAlgorithm::supports(const Request& request,
   }
   if (!state.topology) return Support::no("hierarchical needs the communicator's topology");
   if (const std::string* unavailable = node_segment_unavailable(state)) {
-    return Support::no("hierarchical needs the node's shared-memory segment, which this communicator "
-                       "could not set up: " + *unavailable);
+    return Support::no(
+        "hierarchical needs the node's shared-memory segment, which this communicator "
+        "could not set up: " +
+        *unavailable);
   }
   if (request.deterministic && state.topology->node_count() > 1) {
     // Each node's ranks are reduced first and the nodes' sums then
     // combined: the order over ranks follows the node layout.
-    return Support::no("hierarchical cannot be deterministic across nodes: it sums each node's "
-                       "ranks first, so the order over ranks depends on the node layout (use "
-                       "ring or recursive_doubling)");
+    return Support::no(
+        "hierarchical cannot be deterministic across nodes: it sums each node's "
+        "ranks first, so the order over ranks depends on the node layout (use "
+        "ring or recursive_doubling)");
   }
   return Support::yes();
 }
@@ -53,7 +56,8 @@ constexpr std::size_t kStagedRegionBytes = std::size_t{16} << 20;
 std::vector<int> ring_across_nodes(const Topology& topology, int local) {
   std::vector<int> ranks(static_cast<std::size_t>(topology.node_count()));
   for (int node = 0; node < topology.node_count(); ++node) {
-    ranks[static_cast<std::size_t>(node)] = topology.node(node).ranks[static_cast<std::size_t>(local)];
+    ranks[static_cast<std::size_t>(node)] =
+        topology.node(node).ranks[static_cast<std::size_t>(local)];
   }
   return ranks;
 }
@@ -68,8 +72,7 @@ bool HierarchicalAlgorithm::carries_check(const Request& request, CommunicatorSt
   if (!state.topology || state.topology->node_count() < 2 || request.count == 0) return false;
   const auto owners = static_cast<std::size_t>(state.topology->min_ranks_per_node());
   return request.bytes() / owners < kStagedRegionBytes &&
-         node_segment_serves_without_setup(request, state) &&
-         check_is_direct_exchange(state);
+         node_segment_serves_without_setup(request, state) && check_is_direct_exchange(state);
 }
 
 void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state) const {
@@ -115,8 +118,8 @@ void HierarchicalAlgorithm::run(const Request& request, CommunicatorState& state
   const bool float32_partials = !one_node && keeps_float32_partials(request.type, request.op);
   NodeWork work{request, segment, request.type, partial_op, one_node ? state.size : 1};
   work.float32_regions = float32_partials;
-  std::byte* region = owner ? static_cast<std::byte*>(request.recv) + layout.offset(local) * element
-                            : nullptr;
+  std::byte* region =
+      owner ? static_cast<std::byte*>(request.recv) + layout.offset(local) * element : nullptr;
   const std::size_t length = owner ? layout.length(local) : 0;
   // With the check open, nothing of the caller's is written: the node's
   // sum of this owner's region goes to scratch, and the ring reads it from

@@ -32,8 +32,9 @@ bool mpi_reduce_in_place_at_nonzero_root_crashes() {
     const std::string_view text(version, static_cast<std::size_t>(std::max(length, 0)));
     const bool affected = text.starts_with("MPICH Version:\t4.0");
     if (affected) {
-      COLLECTIVE_LOG(kInfo, "mpi algorithm: MPICH 4.0's MPI_Reduce crashes with MPI_IN_PLACE at "
-                            "a root other than 0; such a root passes a copy of its buffer instead");
+      COLLECTIVE_LOG(kInfo,
+                     "mpi algorithm: MPICH 4.0's MPI_Reduce crashes with MPI_IN_PLACE at "
+                     "a root other than 0; such a root passes a copy of its buffer instead");
     }
     return affected;
   }();
@@ -48,8 +49,8 @@ class MpiCall {
         element_(request.element_bytes()),
         datatype_(mpi_datatype(request.type)),
         op_(mpi_op(request.type, request.op)),
-        piece_(std::max<std::size_t>(1, std::min<std::size_t>(env_params().max_message_bytes / element_,
-                                                              INT_MAX))) {}
+        piece_(std::max<std::size_t>(
+            1, std::min<std::size_t>(env_params().max_message_bytes / element_, INT_MAX))) {}
 
   void all_reduce() {
     const auto* send = static_cast<const std::byte*>(request_.send);
@@ -58,9 +59,12 @@ class MpiCall {
       const void* source = request_.in_place() ? MPI_IN_PLACE : send + first * element_;
       collective_call(
           "MPI_Allreduce",
-          [&] { return MPI_Allreduce(source, recv + first * element_, n, datatype_, op_, state_.comm); },
+          [&] {
+            return MPI_Allreduce(source, recv + first * element_, n, datatype_, op_, state_.comm);
+          },
           [&](MPI_Request* r) {
-            return MPI_Iallreduce(source, recv + first * element_, n, datatype_, op_, state_.comm, r);
+            return MPI_Iallreduce(source, recv + first * element_, n, datatype_, op_, state_.comm,
+                                  r);
           });
     });
     finish_mean(recv, request_.count);
@@ -128,12 +132,15 @@ class MpiCall {
         const std::size_t piece_bytes = static_cast<std::size_t>(n) * element_;
         std::byte* staging = state_.scratch_work.get(p * piece_bytes + piece_bytes);
         for (std::size_t b = 0; b < p; ++b) {
-          std::memcpy(staging + b * piece_bytes, send + (b * block + first) * element_, piece_bytes);
+          std::memcpy(staging + b * piece_bytes, send + (b * block + first) * element_,
+                      piece_bytes);
         }
         std::byte* result = staging + p * piece_bytes;
         collective_call(
             "MPI_Reduce_scatter_block",
-            [&] { return MPI_Reduce_scatter_block(staging, result, n, datatype_, op_, state_.comm); },
+            [&] {
+              return MPI_Reduce_scatter_block(staging, result, n, datatype_, op_, state_.comm);
+            },
             [&](MPI_Request* r) {
               return MPI_Ireduce_scatter_block(staging, result, n, datatype_, op_, state_.comm, r);
             });
@@ -277,14 +284,16 @@ Support MpiPassthroughAlgorithm::supports(const Request& request,
                                           const CommunicatorState& state) const {
   (void)state;
   if (request.memory == MemoryKind::kDevice) {
-    return Support::no("mpi passthrough serves host buffers only (this Open MPI is not CUDA-aware)");
+    return Support::no(
+        "mpi passthrough serves host buffers only (this Open MPI is not CUDA-aware)");
   }
   if (request.deterministic) {
     // MPI's reductions combine ranks' contributions in whatever order its
     // own algorithm (chosen by message size) takes.
-    return Support::no("mpi passthrough cannot be deterministic: MPI does not fix the order in "
-                       "which it combines the ranks' contributions (use ring, "
-                       "recursive_doubling or shared_memory)");
+    return Support::no(
+        "mpi passthrough cannot be deterministic: MPI does not fix the order in "
+        "which it combines the ranks' contributions (use ring, "
+        "recursive_doubling or shared_memory)");
   }
   return Support::yes();
 }

@@ -275,8 +275,7 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
     bool progressed = false;
     // Copy in: this rank's staging slot of round g was last read by the
     // other owners' reductions of round g - depth.
-    if (next_copy < end &&
-        (next_copy <= depth || all_reached(Flag::kReduced, next_copy - depth))) {
+    if (next_copy < end && (next_copy <= depth || all_reached(Flag::kReduced, next_copy - depth))) {
       const std::size_t k = next_copy - first;
       if (shared) {
         segment.publish_input(next_copy, &*shared);
@@ -338,8 +337,8 @@ void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const
   NodeSegment& segment = work.segment;
   const int r = segment.local_rank();
   const std::size_t element = element_size(work.type);
-  const Pieces pieces{layout,
-                      piece_elements(segment.slot_bytes(), layout.owners(), element, layout.unit())};
+  const Pieces pieces{
+      layout, piece_elements(segment.slot_bytes(), layout.owners(), element, layout.unit())};
   std::size_t count = 0;
   for (int j = 0; j < layout.owners(); ++j) count += layout.length(j);
   const std::optional<SharedRange> shared = shared_input(input, count * element);
@@ -369,8 +368,8 @@ void node_all_gather(const NodeWork& work, const RegionLayout& layout, void* buf
   NodeSegment& segment = work.segment;
   const int r = segment.local_rank();
   const std::size_t element = element_size(work.type);
-  const Pieces pieces{layout,
-                      piece_elements(segment.slot_bytes(), layout.owners(), element, layout.unit())};
+  const Pieces pieces{
+      layout, piece_elements(segment.slot_bytes(), layout.owners(), element, layout.unit())};
   const std::size_t rounds = pieces.rounds();
   for (std::size_t k = 0; k < rounds; ++k) {
     const std::uint64_t round = segment.begin_round();

@@ -48,8 +48,8 @@ struct NodeWork {
   const Request& request;
   NodeSegment& segment;
   DataType type;
-  ReduceOp op;       // for the reducing phases
-  int divisor = 1;   // MEAN: divide by this at the end of the reduction
+  ReduceOp op;      // for the reducing phases
+  int divisor = 1;  // MEAN: divide by this at the end of the reduction
   // node_reduce_scatter of float16/bfloat16: the owners' regions receive
   // the float32 accumulator (4 bytes an element), neither divided nor
   // rounded, for the steps across nodes (kernels/float32_partials.h).

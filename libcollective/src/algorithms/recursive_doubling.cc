@@ -74,15 +74,15 @@ void all_reduce(const Request& request, CommunicatorState& state) {
   if (request.carried_check != nullptr) {
     const TraceScope checking("cross-rank check");
     landed = exchange_check_carrying(*request.carried_check,
-                                     CarriedData{current, head, shape.first_message_to(r)},
-                                     request, state);
+                                     CarriedData{current, head, shape.first_message_to(r)}, request,
+                                     state);
   }
   // What this rank sends `to` first skips the head that rode with its
   // fingerprint; what it receives first from `from` starts with the head
   // that rode with that rank's. A message whose whole content rode with the
   // check is not sent; an empty one still is (it marks the step).
-  const int carried_to = request.carried_check != nullptr ? shape.first_message_to(r)
-                                                          : CarriedData::kNoPeer;
+  const int carried_to =
+      request.carried_check != nullptr ? shape.first_message_to(r) : CarriedData::kNoPeer;
   auto skip_to = [&](int to) { return to == carried_to ? head : std::size_t{0}; };
   auto all_carried = [&](std::size_t skip) { return skip > 0 && skip == bytes; };
   auto receive_first = [&](void* into, std::size_t size, int from, const char* purpose) {
@@ -134,14 +134,14 @@ void all_reduce(const Request& request, CommunicatorState& state) {
     const std::size_t received_bytes = partner_wide ? wide_bytes : bytes;
     std::optional<PeerExchange::Handle> sent;
     if (!all_carried(skip)) {
-      sent = exchange.send(current + skip, sent_bytes - skip, partner,
-                           "recursive doubling exchange");
+      sent =
+          exchange.send(current + skip, sent_bytes - skip, partner, "recursive doubling exchange");
     }
     const auto received =
         first_round
             ? receive_first(incoming, received_bytes, partner, "recursive doubling exchange")
-            : std::optional<PeerExchange::Handle>{exchange.recv(
-                  incoming, received_bytes, partner, "recursive doubling exchange")};
+            : std::optional<PeerExchange::Handle>{
+                  exchange.recv(incoming, received_bytes, partner, "recursive doubling exchange")};
     wait_for(received);
     wait_for(sent);
     // Both partners compute the same commutative combination, so every rank
@@ -160,8 +160,8 @@ void all_reduce(const Request& request, CommunicatorState& state) {
     } else if (!current_wide || !partner_wide) {
       const std::byte* narrow_side = current_wide ? incoming : current;
       const std::byte* wide_side = current_wide ? current : incoming;
-      reduce_into_partial(partial, true, narrow_side, wide_side, true, request.count,
-                          request.type, request.op);
+      reduce_into_partial(partial, true, narrow_side, wide_side, true, request.count, request.type,
+                          request.op);
     } else {
       reduce_buffers(partial, current, incoming, request.count, DataType::kFloat32,
                      request.op == ReduceOp::kMean ? ReduceOp::kSum : request.op);
@@ -229,7 +229,8 @@ Support RecursiveDoublingAlgorithm::supports(const Request& request,
                                              const CommunicatorState& state) const {
   (void)state;
   if (request.kind != CollectiveKind::kAllReduce && request.kind != CollectiveKind::kBarrier) {
-    return Support::no("recursive_doubling implements all_reduce and barrier only (use ring or mpi)");
+    return Support::no(
+        "recursive_doubling implements all_reduce and barrier only (use ring or mpi)");
   }
   if (request.memory == MemoryKind::kDevice) {
     return Support::no("recursive_doubling serves host buffers only; device buffers need nccl");
@@ -273,8 +274,8 @@ void RecursiveDoublingAlgorithm::run(const Request& request, CommunicatorState& 
         *request.carried_check, CarriedData{request.send, request.bytes(), CarriedData::kEveryPeer},
         request, state);
     if (request.count == 0) return;
-    reduce_sources(request.recv, inputs.data(), state.size, request.count, request.type,
-                   request.op, request.op == ReduceOp::kMean ? state.size : 1);
+    reduce_sources(request.recv, inputs.data(), state.size, request.count, request.type, request.op,
+                   request.op == ReduceOp::kMean ? state.size : 1);
     return;
   }
   if (request.deterministic) return ordered_all_reduce(request, state);
@@ -284,8 +285,8 @@ void RecursiveDoublingAlgorithm::run(const Request& request, CommunicatorState& 
 // log2 p2 whole-buffer exchanges, two more (fold and unfold) when p is
 // not a power of two; every exchange crosses between nodes for some pair,
 // all of a node's ranks at once.
-std::optional<double> RecursiveDoublingAlgorithm::estimate_seconds(
-    const Request& request, const Topology& topology) const {
+std::optional<double> RecursiveDoublingAlgorithm::estimate_seconds(const Request& request,
+                                                                   const Topology& topology) const {
   if (topology.size() < 1 || request.kind != CollectiveKind::kAllReduce) return std::nullopt;
   const Shape shape = shape_of(request, topology);
   const int flows = shape.nodes > 1 ? shape.per_node : 1;

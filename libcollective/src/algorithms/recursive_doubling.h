@@ -2,10 +2,10 @@
 // buffer, latency-optimal for small all_reduce. Non-powers of two fold the
 // first 2*(p - p2) ranks pairwise into p2 before and unfold after. Also
 // serves barrier as a dissemination barrier (the same doubling distances,
-// for any p). A small all_reduce (its p-1 copies within 64 KiB) whose cross-rank check is the direct
-// exchange over MPI carries its input in the check's messages instead: once
-// the check agrees, every rank holds every input and reduces them in rank
-// order, so the call costs one round in all (no separate check round).
+// for any p). A small all_reduce (its p-1 copies within 64 KiB) whose cross-rank check is the
+// direct exchange over MPI carries its input in the check's messages instead: once the check
+// agrees, every rank holds every input and reduces them in rank order, so the call costs one round
+// in all (no separate check round).
 #pragma once
 
 #include "algorithms/collective_algorithm.h"

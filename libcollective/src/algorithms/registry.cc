@@ -29,7 +29,11 @@ const NcclAlgorithm kNccl;  // last: AUTO reaches it for device buffers, which t
 
 // Order of preference: on equal cost estimates AUTO takes the earlier one.
 const auto kAlgorithms = std::to_array<const CollectiveAlgorithm*>({
-    &kSharedMemory, &kHierarchical, &kRingAlgorithm, &kRecursiveDoubling, &kMpi,
+    &kSharedMemory,
+    &kHierarchical,
+    &kRingAlgorithm,
+    &kRecursiveDoubling,
+    &kMpi,
 #ifdef COLLECTIVE_HAVE_NCCL
     &kNccl,
 #endif

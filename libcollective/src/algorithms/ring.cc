@@ -136,9 +136,9 @@ class RingRun {
     const int root = request_.root;
     const std::size_t stride = layout.max_length() * partial_element_;
     std::byte* work = state_.scratch_work.get(3 * stride);
-    std::byte* final_chunk = r_ == root
-                                 ? static_cast<std::byte*>(request_.recv) + layout.offset(r_) * element_
-                                 : work + 2 * stride;
+    std::byte* final_chunk =
+        r_ == root ? static_cast<std::byte*>(request_.recv) + layout.offset(r_) * element_
+                   : work + 2 * stride;
     // Each owner streams its final segments straight to the root.
     auto to_root = [&](std::byte* segment, std::size_t bytes) {
       if (r_ != root) exchange_.send(segment, bytes, root, "ring reduce: result to root");
@@ -254,8 +254,8 @@ class RingRun {
         const std::size_t bytes = segmentation_.length(length, j) * element_ - skip;
         if (bytes == 0) continue;
         phase_sends.push_back(exchange_.send(
-            input + (layout.offset(chunk) + segmentation_.begin(j)) * element_ + skip, bytes,
-            next_, "ring reduce-scatter", 0));
+            input + (layout.offset(chunk) + segmentation_.begin(j)) * element_ + skip, bytes, next_,
+            "ring reduce-scatter", 0));
       }
     }
 
@@ -280,11 +280,11 @@ class RingRun {
           segmentation_.length(layout.length(chunk), segment) * incoming_element(step);
       // The head of the first segment came with the check.
       const std::size_t skip = step == 0 && segment == 0 ? head_received : 0;
-      in_flight[slot] = Posted{bytes == skip ? kNone
-                                             : exchange_.recv(slots + slot * slot_bytes + skip,
-                                                              bytes - skip, prev_,
-                                                              "ring reduce-scatter", step),
-                               step, segment};
+      in_flight[slot] =
+          Posted{bytes == skip ? kNone
+                               : exchange_.recv(slots + slot * slot_bytes + skip, bytes - skip,
+                                                prev_, "ring reduce-scatter", step),
+                 step, segment};
       ++posted;
     };
     for (int k = 0; k < depth_; ++k) post_next(static_cast<std::size_t>(k));
@@ -379,8 +379,7 @@ class RingRun {
     // Contributions land in `depth_` rotating slots of one segment per peer
     // (as the ring's receives do), so they stay in cache and the scratch
     // does not grow with the buffer.
-    const std::size_t slot_bytes =
-        std::min(segmentation_.segment_elements, own_length) * element_;
+    const std::size_t slot_bytes = std::min(segmentation_.segment_elements, own_length) * element_;
     const std::size_t depth = static_cast<std::size_t>(depth_);
     std::byte* slots = state_.scratch_in.get(depth * peers * slot_bytes);
     auto slot_of = [&](int peer) { return static_cast<std::size_t>(peer < r_ ? peer : peer - 1); };
@@ -414,10 +413,10 @@ class RingRun {
         const int owner = ring_index(r_ + d, p_);
         const std::size_t length = layout.length(owner);
         if (j >= segmentation_.segments(length)) continue;
-        input_sends.push_back(exchange_.send(
-            input + (layout.offset(owner) + segmentation_.begin(j)) * element_,
-            segmentation_.length(length, j) * element_, owner,
-            "ordered reduce-scatter: contribution to the owner's chunk"));
+        input_sends.push_back(
+            exchange_.send(input + (layout.offset(owner) + segmentation_.begin(j)) * element_,
+                           segmentation_.length(length, j) * element_, owner,
+                           "ordered reduce-scatter: contribution to the owner's chunk"));
       }
     }
     // In place (all_reduce, reduce_scatter's recv == send + r * count, a
@@ -495,7 +494,7 @@ class RingRun {
   const std::size_t element_;
   const Segmentation segmentation_;
   const int depth_;
-  const bool wide_;                     // 16-bit partials kept in float32
+  const bool wide_;                    // 16-bit partials kept in float32
   const std::size_t partial_element_;  // bytes per element of a partial
 };
 
@@ -534,7 +533,6 @@ void RingAlgorithm::run(const Request& request, CommunicatorState& state) const 
     case CollectiveKind::kBarrier: break;
   }
 }
-
 
 // 2(p-1) steps of a 1/p piece each (reduce-scatter, then all-gather), the
 // NIC shared by the ring edges that leave the busiest node, and (p-1)/p of

@@ -63,19 +63,19 @@ Support SharedMemoryAlgorithm::supports(const Request& request,
   }
   if (!state.topology) return Support::no("shared_memory needs the communicator's topology");
   if (const std::string* unavailable = node_segment_unavailable(state)) {
-    return Support::no("shared_memory needs the node's shared-memory segment, which this communicator "
-                       "could not set up: " + *unavailable);
+    return Support::no(
+        "shared_memory needs the node's shared-memory segment, which this communicator "
+        "could not set up: " +
+        *unavailable);
   }
   if (state.topology->node_count() != 1) {
     return Support::no("shared_memory needs every rank on one node; these ranks span " +
-                       std::to_string(state.topology->node_count()) +
-                       " nodes (use hierarchical)");
+                       std::to_string(state.topology->node_count()) + " nodes (use hierarchical)");
   }
   return Support::yes();
 }
 
-bool SharedMemoryAlgorithm::carries_check(const Request& request,
-                                          CommunicatorState& state) const {
+bool SharedMemoryAlgorithm::carries_check(const Request& request, CommunicatorState& state) const {
   return request.count > 0 && request.bytes() <= kInlineBytes && node_board(state) != nullptr &&
          shared_memory_redundant(request.bytes(), *state.topology,
                                  state.topology->node_of(state.rank));

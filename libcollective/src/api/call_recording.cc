@@ -22,8 +22,8 @@ void CallRecording::failed(const std::exception& error) {
   if (trace_start_ns_ != 0) trace(" failed");
   if (record_ == nullptr) return;
   state_.flight_recorder->fail(*record_, error.what());
-  const bool newly_poisoned = !poisoned_before_ &&
-                              dynamic_cast<const CommunicationError*>(&error) != nullptr;
+  const bool newly_poisoned =
+      !poisoned_before_ && dynamic_cast<const CommunicationError*>(&error) != nullptr;
   const bool mismatch = dynamic_cast<const MismatchError*>(&error) != nullptr;
   if (newly_poisoned || mismatch) dump_flight_records_noexcept(error.what());
 }

@@ -35,8 +35,7 @@ constexpr const char* kNullCommunicator =
 // Waits for a non-blocking MPI operation that needs every rank of the
 // parent communicator, within COLLECTIVE_TIMEOUT: a rank that never calls
 // fails the others with a TimeoutError instead of blocking them forever.
-void wait_for_all_ranks(MPI_Request& request, const char* operation, int rank,
-                        const char* what) {
+void wait_for_all_ranks(MPI_Request& request, const char* operation, int rank, const char* what) {
   internal::WaitGuard guard(operation, rank, internal::env_params().timeout, nullptr, what);
   int done = 0;
   while (true) {
@@ -47,8 +46,8 @@ void wait_for_all_ranks(MPI_Request& request, const char* operation, int rank,
     }
     if (done) return;
     guard.idle([&] {
-      return internal::WaitTarget{{}, std::string("every rank of the parent communicator to call ") +
-                                          operation};
+      return internal::WaitTarget{
+          {}, std::string("every rank of the parent communicator to call ") + operation};
     });
   }
 }
@@ -245,13 +244,15 @@ const Topology& Communicator::topology() const {
   CommunicatorState& self = state();
   if (self.size == 0) throw InvalidArgumentError("Communicator::topology", -1, kNullCommunicator);
   if (!self.topology) {
-    throw InvalidArgumentError("Communicator::topology", self.rank, "the communicator has no topology");
+    throw InvalidArgumentError("Communicator::topology", self.rank,
+                               "the communicator has no topology");
   }
   return *self.topology;
 }
 
 void* Communicator::allocate(std::size_t bytes) {
-  if (state().size == 0) throw InvalidArgumentError("Communicator::allocate", -1, kNullCommunicator);
+  if (state().size == 0)
+    throw InvalidArgumentError("Communicator::allocate", -1, kNullCommunicator);
   return internal::shared_allocations().allocate(bytes, state().rank);
 }
 
@@ -268,9 +269,9 @@ Algorithm to_algorithm(CollectiveCommunication communication) {
     case CollectiveCommunication::kRing: return Algorithm::kRing;
     case CollectiveCommunication::kNccl: return Algorithm::kNccl;
   }
-  throw InvalidArgumentError("to_algorithm", -1,
-                             "unknown CollectiveCommunication value " +
-                                 std::to_string(static_cast<int>(communication)));
+  throw InvalidArgumentError(
+      "to_algorithm", -1,
+      "unknown CollectiveCommunication value " + std::to_string(static_cast<int>(communication)));
 }
 
 void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DataType type,

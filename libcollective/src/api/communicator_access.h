@@ -9,9 +9,7 @@
 namespace collective::internal {
 
 struct CommunicatorAccess {
-  static CommunicatorState& state(const Communicator& communicator) {
-    return communicator.state();
-  }
+  static CommunicatorState& state(const Communicator& communicator) { return communicator.state(); }
 };
 
 }  // namespace collective::internal

@@ -95,17 +95,17 @@ void agree_on_failure(const std::string& local_error, bool local_invalid_argumen
   int first_failed = local_error.empty() ? INT_MAX : rank;
   {
     const MpiLock lock;
-    COLLECTIVE_MPI_CHECK(
-        MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm), operation, rank);
+    COLLECTIVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &first_failed, 1, MPI_INT, MPI_MIN, comm),
+                         operation, rank);
   }
   if (first_failed == INT_MAX) return;
   if (!local_error.empty()) {
     if (local_invalid_argument) throw InvalidArgumentError(operation, rank, local_error);
     throw CommunicationError(operation, rank, local_error);
   }
-  throw InvalidArgumentError(operation, rank,
-                             "rank " + std::to_string(first_failed) +
-                                 " could not build the topology (see its error)");
+  throw InvalidArgumentError(
+      operation, rank,
+      "rank " + std::to_string(first_failed) + " could not build the topology (see its error)");
 }
 
 // The topology as the hardware and MPI describe it.
@@ -160,13 +160,13 @@ Topology apply_file(const Topology& real, TopologyFile file, const std::string& 
       const auto& ranks = nodes[n].ranks;
       for (const int rank : ranks) {
         if (real.node_of(rank) != real.node_of(ranks.front())) {
-          throw InvalidArgumentError(
-              path, -1,
-              "node " + std::to_string(n) + " of the file holds ranks " +
-                  std::to_string(ranks.front()) + " and " + std::to_string(rank) +
-                  ", which do not share memory (hosts " +
-                  real.node(real.node_of(ranks.front())).host + " and " +
-                  real.node(real.node_of(rank)).host + ")");
+          throw InvalidArgumentError(path, -1,
+                                     "node " + std::to_string(n) + " of the file holds ranks " +
+                                         std::to_string(ranks.front()) + " and " +
+                                         std::to_string(rank) +
+                                         ", which do not share memory (hosts " +
+                                         real.node(real.node_of(ranks.front())).host + " and " +
+                                         real.node(real.node_of(rank)).host + ")");
         }
       }
     }
@@ -181,9 +181,9 @@ Topology apply_file(const Topology& real, TopologyFile file, const std::string& 
     return Topology::from_parts(std::move(nodes), std::move(placements));
   }
   if (!file.placements.empty()) {
-    COLLECTIVE_LOG(kInfo, "COLLECTIVE_TOPOLOGY_FILE " << path << " places "
-                              << file.placements.size() << " ranks, this communicator has "
-                              << real.size()
+    COLLECTIVE_LOG(kInfo, "COLLECTIVE_TOPOLOGY_FILE "
+                              << path << " places " << file.placements.size()
+                              << " ranks, this communicator has " << real.size()
                               << "; using only its machine descriptions, MPI places the ranks");
   }
   std::vector<Node> nodes = real.nodes();
@@ -203,8 +203,8 @@ void check_same_everywhere(const Topology& topology, MPI_Comm comm, int rank,
   std::uint64_t low = hash;
   std::uint64_t high = hash;
   const MpiLock lock;
-  COLLECTIVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, comm),
-                       operation, rank);
+  COLLECTIVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, comm), operation,
+                       rank);
   COLLECTIVE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, comm),
                        operation, rank);
   if (low != high) {
@@ -314,8 +314,9 @@ void attach_topology(CommunicatorState& state, const char* operation) {
       node.processing_units > 0 && static_cast<int>(node.ranks.size()) > node.processing_units;
   dump_once(*state.topology, rank);
   split_node_groups(state, operation);
-  if (rank == 0) COLLECTIVE_LOG(kDebug, "topology of a new communicator of " << state.size << " ranks:\n"
-                                                              << state.topology->describe());
+  if (rank == 0)
+    COLLECTIVE_LOG(kDebug, "topology of a new communicator of " << state.size << " ranks:\n"
+                                                                << state.topology->describe());
 }
 
 }  // namespace collective::internal

@@ -60,8 +60,7 @@ void run_single_rank(const Request& request, int rank) {
       }
       return;
     case CollectiveKind::kBroadcast:
-    case CollectiveKind::kBarrier:
-      return;
+    case CollectiveKind::kBarrier: return;
   }
 }
 
@@ -135,10 +134,9 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
     if (rejection) std::rethrow_exception(rejection);
 
     state.last_algorithm = selection->algorithm->id();
-    COLLECTIVE_LOG(kDebug, request.label() << " " << request.count << " x "
-                                           << to_string(request.type) << " -> "
-                                           << selection->algorithm->name() << " ("
-                                           << selection->reason << ")");
+    COLLECTIVE_LOG(kDebug, request.label()
+                               << " " << request.count << " x " << to_string(request.type) << " -> "
+                               << selection->algorithm->name() << " (" << selection->reason << ")");
     if (state.size == 1) return run_single_rank(request, state.rank);
     try {
       const TraceScope traced(trace_enabled() ? selection->algorithm->name() : "");

@@ -123,7 +123,8 @@ Environment::~Environment() {
                               << std::chrono::duration<double>(bound).count()
                               << " s after a communication failure (a peer may be unreachable): "
                                  "ending this process with exit status "
-                              << kExitAfterCommunicationFailure << "; the failure was: " << *failure);
+                              << kExitAfterCommunicationFailure
+                              << "; the failure was: " << *failure);
     std::_Exit(kExitAfterCommunicationFailure);
   });
   MPI_Finalize();

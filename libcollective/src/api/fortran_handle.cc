@@ -70,8 +70,9 @@ MPI_Comm intracommunicator_from_fortran_handle(int handle, const char* operation
   const int rc = MPI_Comm_test_inter(comm, &inter);
   if (rc != MPI_SUCCESS) refuse(std::string(kNotACommunicator) + ": " + mpi_error_text(rc));
   if (inter) {
-    refuse("is an intercommunicator: a Communicator wraps an intracommunicator (merge it with "
-           "MPI_Intercomm_merge first)");
+    refuse(
+        "is an intercommunicator: a Communicator wraps an intracommunicator (merge it with "
+        "MPI_Intercomm_merge first)");
   }
   return comm;
 }

@@ -44,7 +44,7 @@ std::string agreed_parameters_text(const EnvParams& params) {
   out << "COLLECTIVE_SHM_SLOT_BYTES=" << params.shm_slot_bytes << "\n";
   // The ranks of a node share one handoff decision per size class.
   out << "COLLECTIVE_SHM_HANDOFF="
-      << (!params.shm_handoff                                ? "auto"
+      << (!params.shm_handoff                             ? "auto"
           : *params.shm_handoff == Handoff::kThroughCache ? "cache"
                                                           : "memory")
       << "\n";
@@ -85,10 +85,11 @@ void check_agreed_parameters(const std::vector<std::string>& per_rank, const cha
     }
   }
   if (differences.empty()) return;
-  throw InvalidArgumentError(operation, rank,
-                             differences +
-                                 ". These parameters must be the same on every rank "
-                                 "(docs/parameters.md); set them alike in every rank's environment");
+  throw InvalidArgumentError(
+      operation, rank,
+      differences +
+          ". These parameters must be the same on every rank "
+          "(docs/parameters.md); set them alike in every rank's environment");
 }
 
 }  // namespace collective::internal

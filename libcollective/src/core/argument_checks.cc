@@ -65,8 +65,8 @@ void validate_request(const Request& request, int rank, int size) {
   // Byte counts must fit in size_t, including the whole-group buffers.
   const std::size_t element = element_size(request.type);
   const std::size_t limit = std::numeric_limits<std::size_t>::max();
-  const bool blocked = request.kind == CollectiveKind::kReduceScatter ||
-                       request.kind == CollectiveKind::kAllGather;
+  const bool blocked =
+      request.kind == CollectiveKind::kReduceScatter || request.kind == CollectiveKind::kAllGather;
   const std::size_t multiplier = blocked ? static_cast<std::size_t>(size) : 1;
   if (request.count > limit / element / multiplier) {
     std::ostringstream cause;
@@ -83,14 +83,14 @@ void validate_request(const Request& request, int rank, int size) {
   std::size_t recv_bytes = block_bytes;
   if (request.kind == CollectiveKind::kReduceScatter) send_bytes = group_bytes;
   if (request.kind == CollectiveKind::kAllGather) recv_bytes = group_bytes;
-  const bool recv_needed =
-      request.kind != CollectiveKind::kReduce || request.root == rank;
+  const bool recv_needed = request.kind != CollectiveKind::kReduce || request.root == rank;
 
   if (request.kind == CollectiveKind::kBroadcast) {
     if (request.recv == nullptr) fail("buffer is null with count " + std::to_string(request.count));
     return;
   }
-  if (request.send == nullptr) fail("send buffer is null with count " + std::to_string(request.count));
+  if (request.send == nullptr)
+    fail("send buffer is null with count " + std::to_string(request.count));
   if (recv_needed && request.recv == nullptr) {
     fail("recv buffer is null with count " + std::to_string(request.count));
   }
@@ -115,15 +115,13 @@ void validate_request(const Request& request, int rank, int size) {
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
     case CollectiveKind::kBarrier:
-    default:
-      in_place = send == recv;
-      break;
+    default: in_place = send == recv; break;
   }
   if (!in_place && range_of(send, send_bytes).overlaps(range_of(recv, recv_bytes))) {
     std::ostringstream cause;
     cause << "send buffer [" << request.send << ", +" << send_bytes << " B) and recv buffer ["
-          << request.recv << ", +" << recv_bytes
-          << " B) overlap but are not the in-place form (" << in_place_form << ")";
+          << request.recv << ", +" << recv_bytes << " B) overlap but are not the in-place form ("
+          << in_place_form << ")";
     fail(cause.str());
   }
 }

@@ -22,8 +22,8 @@ inline std::int64_t coarse_now_ns() {
 }
 
 inline Clock::time_point coarse_now() {
-  return Clock::time_point(std::chrono::duration_cast<Clock::duration>(
-      std::chrono::nanoseconds(coarse_now_ns())));
+  return Clock::time_point(
+      std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(coarse_now_ns())));
 }
 
 }  // namespace collective::internal

@@ -85,12 +85,13 @@ void agree_on_creation_turn(const CreationTurn& turn, MPI_Comm comm, const char*
     });
   }
   if (first_without == size) return;
-  const std::string who = first_without == rank ? std::string("this rank")
-                                                : "rank " + std::to_string(first_without);
+  const std::string who =
+      first_without == rank ? std::string("this rank") : "rank " + std::to_string(first_without);
   throw InvalidArgumentError(
       operation, rank,
-      who + " was making another communicator in another thread at the same time; MPI was "
-            "initialised at " +
+      who +
+          " was making another communicator in another thread at the same time; MPI was "
+          "initialised at " +
           std::string(mpi_thread_level_name(mpi_thread_level())) +
           ", below which a process makes one communicator at a time (MPI_Comm_split blocks, and "
           "two blocking splits in two threads can deadlock two ranks): nothing was made and "

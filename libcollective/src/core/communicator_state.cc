@@ -118,7 +118,8 @@ void CommunicatorState::release() {
   if (node_comm != MPI_COMM_NULL) {
     const int node_rc = MPI_Comm_free(&node_comm);
     if (node_rc != MPI_SUCCESS) {
-      COLLECTIVE_LOG(kWarn, "MPI_Comm_free (node communicator) failed: " << mpi_error_text(node_rc));
+      COLLECTIVE_LOG(kWarn,
+                     "MPI_Comm_free (node communicator) failed: " << mpi_error_text(node_rc));
     }
     node_comm = MPI_COMM_NULL;
   }

@@ -44,9 +44,21 @@ std::size_t read_size(const EnvLookup& lookup, const char* name, std::size_t fal
   if (errno != 0) bad_value(name, value, expected);
   unsigned long long multiplier = 1;
   switch (*end) {
-    case 'K': case 'k': multiplier = 1ull << 10; ++end; break;
-    case 'M': case 'm': multiplier = 1ull << 20; ++end; break;
-    case 'G': case 'g': multiplier = 1ull << 30; ++end; break;
+    case 'K':
+    case 'k':
+      multiplier = 1ull << 10;
+      ++end;
+      break;
+    case 'M':
+    case 'm':
+      multiplier = 1ull << 20;
+      ++end;
+      break;
+    case 'G':
+    case 'g':
+      multiplier = 1ull << 30;
+      ++end;
+      break;
     default: break;
   }
   if (*end != '\0' || parsed > std::numeric_limits<std::size_t>::max() / multiplier) {
@@ -75,7 +87,8 @@ bool read_switch(const EnvLookup& lookup, const char* name, bool fallback) {
   if (value == nullptr) return fallback;
   const std::string_view text(value);
   if (text == "1" || text == "on" || text == "ON" || text == "true" || text == "yes") return true;
-  if (text == "0" || text == "off" || text == "OFF" || text == "false" || text == "no") return false;
+  if (text == "0" || text == "off" || text == "OFF" || text == "false" || text == "no")
+    return false;
   bad_value(name, value, "0 or 1 (also off/on, false/true, no/yes)");
 }
 
@@ -96,8 +109,7 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
                     "a fraction of the timeout in [0, 1) (0 turns the warning off)");
   }
   params.validate = read_switch(lookup, "COLLECTIVE_VALIDATE", params.validate);
-  params.deterministic =
-      read_switch(lookup, "COLLECTIVE_DETERMINISTIC", params.deterministic);
+  params.deterministic = read_switch(lookup, "COLLECTIVE_DETERMINISTIC", params.deterministic);
   if (const char* value = lookup_set(lookup, "COLLECTIVE_ALGORITHM")) {
     params.forced_algorithm = parse_algorithm(value);
     if (!params.forced_algorithm) {
@@ -117,10 +129,10 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
                 std::numeric_limits<std::size_t>::max());
   // Above 2^30 B a message's int count could overflow for any element size
   // the splitting uses, so larger values are refused rather than clamped.
-  params.max_message_bytes = read_size(lookup, "COLLECTIVE_MAX_MESSAGE_BYTES",
-                                       params.max_message_bytes, 64, kMaxMessage);
-  params.shm_slot_bytes = read_size(lookup, "COLLECTIVE_SHM_SLOT_BYTES", params.shm_slot_bytes,
-                                    4096, kMaxMessage);
+  params.max_message_bytes =
+      read_size(lookup, "COLLECTIVE_MAX_MESSAGE_BYTES", params.max_message_bytes, 64, kMaxMessage);
+  params.shm_slot_bytes =
+      read_size(lookup, "COLLECTIVE_SHM_SLOT_BYTES", params.shm_slot_bytes, 4096, kMaxMessage);
   params.shm_small_bytes = read_size(lookup, "COLLECTIVE_SHM_SMALL_BYTES", params.shm_small_bytes,
                                      0, std::numeric_limits<std::size_t>::max());
   if (const char* value = lookup_set(lookup, "COLLECTIVE_SHM_HANDOFF")) {
@@ -136,8 +148,8 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
     }
   }
   if (const char* value = lookup_set(lookup, "COLLECTIVE_RING_PIPELINE_DEPTH")) {
-    params.ring_pipeline_depth = static_cast<int>(read_number(
-        "COLLECTIVE_RING_PIPELINE_DEPTH", value, 1, 64, "an integer in 1..64"));
+    params.ring_pipeline_depth = static_cast<int>(
+        read_number("COLLECTIVE_RING_PIPELINE_DEPTH", value, 1, 64, "an integer in 1..64"));
     if (std::to_string(params.ring_pipeline_depth) != value) {
       bad_value("COLLECTIVE_RING_PIPELINE_DEPTH", value, "an integer in 1..64");
     }
@@ -183,8 +195,10 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
     }
   }
   // Paths: any text names a file; it is read (and refused) where used.
-  if (const char* value = lookup_set(lookup, "COLLECTIVE_TOPOLOGY_FILE")) params.topology_file = value;
-  if (const char* value = lookup_set(lookup, "COLLECTIVE_TOPOLOGY_DUMP")) params.topology_dump = value;
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_TOPOLOGY_FILE"))
+    params.topology_file = value;
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_TOPOLOGY_DUMP"))
+    params.topology_dump = value;
   if (const char* value = lookup_set(lookup, "COLLECTIVE_RULES_FILE")) params.rules_file = value;
   if (const char* value = lookup_set(lookup, "COLLECTIVE_FLIGHT_RECORDER")) {
     const std::string expected = "a number of calls in 0..1048576 (0 turns the recorder off)";

@@ -67,8 +67,7 @@ void ExclusiveUse::started(std::uint64_t sequence) {
   owner_.store(collective_mark(kind_, sequence + 1), std::memory_order_relaxed);
 }
 
-ExclusiveUse::ExclusiveUse(CommunicatorState& state, Operation operation)
-    : owner_(state.in_use) {
+ExclusiveUse::ExclusiveUse(CommunicatorState& state, Operation operation) : owner_(state.in_use) {
   std::uint64_t expected = 0;
   if (owner_.compare_exchange_strong(expected, operation_mark(operation),
                                      std::memory_order_acquire)) {

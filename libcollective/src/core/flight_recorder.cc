@@ -99,17 +99,18 @@ void start_watcher_locked(Registry& self) {
   if (self.watcher_started) return;
   self.watcher_started = true;
   if (!env_params().flight_recorder_signal.value_or(g_signal_by_default.load())) return;
-  struct sigaction current{};
+  struct sigaction current {};
   if (sigaction(SIGUSR1, nullptr, &current) != 0) return;
   const bool default_action = !(current.sa_flags & SA_SIGINFO) && current.sa_handler == SIG_DFL;
   if (!default_action) {
-    COLLECTIVE_LOG(kInfo, "SIGUSR1 already has a handler: the flight recorder does not take it "
-                          "(collective::dump_flight_record() still dumps on demand)");
+    COLLECTIVE_LOG(kInfo,
+                   "SIGUSR1 already has a handler: the flight recorder does not take it "
+                   "(collective::dump_flight_record() still dumps on demand)");
     return;
   }
   if (pipe2(g_wake_pipe, O_CLOEXEC) != 0) return;
   std::thread(watch_for_sigusr1).detach();
-  struct sigaction action{};
+  struct sigaction action {};
   action.sa_handler = on_sigusr1;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
@@ -273,8 +274,9 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
   append_string(out, identity_.origin);
   out += ",\"members\":";
   append_ranks(out, identity_.members);
-  out += ",\"rank\":" + std::to_string(identity_.rank) + ",\"size\":" +
-         std::to_string(identity_.size) + ",\"capacity\":" + std::to_string(records_.size()) +
+  out += ",\"rank\":" + std::to_string(identity_.rank) +
+         ",\"size\":" + std::to_string(identity_.size) +
+         ",\"capacity\":" + std::to_string(records_.size()) +
          ",\"calls_started\":" + std::to_string(started_.load(std::memory_order_relaxed));
   out += ",\"waiting\":";
   {
@@ -373,8 +375,9 @@ std::string dump_flight_records(const std::string& directory, const std::string&
   const std::int64_t steady_to_unix_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(unix_now.time_since_epoch()).count() -
       steady_ns(steady_now);
-  std::string out = "{\"format\":\"collective-flight-record\",\"version\":" +
-                    std::to_string(kFormatVersion) + ",\n\"reason\":";
+  std::string out =
+      "{\"format\":\"collective-flight-record\",\"version\":" + std::to_string(kFormatVersion) +
+      ",\n\"reason\":";
   append_string(out, reason);
   out += ",\n\"world_rank\":" + std::to_string(self.world_rank) +
          ",\"world_size\":" + std::to_string(self.world_size) +

@@ -45,7 +45,8 @@ struct alignas(64) FlightRecord {
   std::atomic<std::int32_t> root{0};
   std::atomic<std::uint64_t> sequence{0};
   std::atomic<std::uint64_t> count{0};
-  std::atomic<std::int64_t> start_ns{0};  // steady clock at its tick (coarse_clock.h); 0: not started yet
+  std::atomic<std::int64_t> start_ns{
+      0};  // steady clock at its tick (coarse_clock.h); 0: not started yet
   // CLOCK_MONOTONIC_COARSE (the steady clock to the kernel's tick, 1-4 ms):
   // a precise clock read would cost a small call 40 ns (docs/performance.md).
   std::atomic<std::int64_t> end_ns{0};  // 0: still running
@@ -63,7 +64,7 @@ struct FailureNote {
 struct CommunicatorIdentity {
   std::vector<int> members;  // world rank of each rank of the communicator
   int ordinal = 0;
-  std::string origin;        // "Communicator::world", "Communicator::split", ...
+  std::string origin;  // "Communicator::world", "Communicator::split", ...
   int rank = 0;
   int size = 1;
 };

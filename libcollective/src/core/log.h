@@ -9,8 +9,8 @@
 
 namespace collective::internal {
 
-using ::collective::LogLevel;
 using ::collective::log_level;
+using ::collective::LogLevel;
 
 void log_line(LogLevel level, const std::string& message);
 
@@ -19,12 +19,12 @@ void set_log_rank(int rank);
 
 }  // namespace collective::internal
 
-#define COLLECTIVE_LOG(level, expr)                                                  \
-  do {                                                                               \
-    if (::collective::log_level() >= ::collective::LogLevel::level) {                \
-      std::ostringstream collective_log_stream_;                                     \
-      collective_log_stream_ << expr;                                                \
-      ::collective::internal::log_line(::collective::LogLevel::level,                \
-                                       collective_log_stream_.str());                \
-    }                                                                                \
+#define COLLECTIVE_LOG(level, expr)                                   \
+  do {                                                                \
+    if (::collective::log_level() >= ::collective::LogLevel::level) { \
+      std::ostringstream collective_log_stream_;                      \
+      collective_log_stream_ << expr;                                 \
+      ::collective::internal::log_line(::collective::LogLevel::level, \
+                                       collective_log_stream_.str()); \
+    }                                                                 \
   } while (0)

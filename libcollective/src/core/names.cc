@@ -32,8 +32,8 @@ std::optional<Enum> find_name(const std::array<std::pair<std::string_view, Enum>
 constexpr std::array<std::string_view, kNumDataTypes> kDataTypeNames = {
     "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"};
 constexpr std::array<std::size_t, kNumDataTypes> kDataTypeSizes = {2, 2, 4, 8, 1, 1, 4, 8};
-constexpr std::array<std::string_view, kNumReduceOps> kReduceOpNames = {"sum", "mean", "min",
-                                                                        "max", "prod"};
+constexpr std::array<std::string_view, kNumReduceOps> kReduceOpNames = {"sum", "mean", "min", "max",
+                                                                        "prod"};
 constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmNames = {
     "auto", "ring", "recursive_doubling", "mpi", "shared_memory", "hierarchical", "nccl"};
 constexpr std::array<std::string_view, 6> kCollectiveNames = {

@@ -48,8 +48,8 @@ std::uint64_t kernel_key() {
   char namespace_link[128] = {0};
   const ssize_t length = readlink("/proc/self/ns/pid", namespace_link, sizeof(namespace_link) - 1);
   if (length <= 0) return 0;
-  const std::uint64_t key = fnv1a(std::string(namespace_link, static_cast<std::size_t>(length)),
-                                  fnv1a(boot_id));
+  const std::uint64_t key =
+      fnv1a(std::string(namespace_link, static_cast<std::size_t>(length)), fnv1a(boot_id));
   return key == 0 ? 1 : key;
 }
 

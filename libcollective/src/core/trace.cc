@@ -135,8 +135,7 @@ void finish_at_exit() { finish_trace(); }
 }  // namespace
 
 std::int64_t trace_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             Clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
 }
 
@@ -187,8 +186,8 @@ void start_trace_if_requested() {
   trace_detail::enabled.store(true, std::memory_order_release);
 }
 
-void trace_slice(const char* name, const char* category, std::int64_t start_ns,
-                 std::int64_t end_ns, const char* detail) {
+void trace_slice(const char* name, const char* category, std::int64_t start_ns, std::int64_t end_ns,
+                 const char* detail) {
   TraceWriter& self = writer();
   const int tid = thread_id();
   std::unique_lock<std::mutex> lock(self.mutex);

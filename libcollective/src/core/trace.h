@@ -27,8 +27,8 @@ std::int64_t trace_now_ns();
 
 // Appends one complete slice. `name` and `category` must be static
 // strings; `detail` (may be null) is copied into the event's args.
-void trace_slice(const char* name, const char* category, std::int64_t start_ns,
-                 std::int64_t end_ns, const char* detail);
+void trace_slice(const char* name, const char* category, std::int64_t start_ns, std::int64_t end_ns,
+                 const char* detail);
 
 // A slice for the scope it lives in, when the trace is on.
 class TraceScope {

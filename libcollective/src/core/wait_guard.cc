@@ -52,11 +52,11 @@ void WaitGuard::arm() {
     dump_generation_seen_ = &state_->flight_recorder->dump_generation_seen;
   }
   const double fraction = env_params().stall_warning_fraction;
-  warn_at_ = fraction > 0 ? start_ + std::chrono::duration_cast<Clock::duration>(timeout_ * fraction)
-                          : Clock::time_point::max();
-  next_liveness_check_ = state_ != nullptr && !state_->liveness.empty()
-                             ? start_ + kLivenessInterval
-                             : Clock::time_point::max();
+  warn_at_ = fraction > 0
+                 ? start_ + std::chrono::duration_cast<Clock::duration>(timeout_ * fraction)
+                 : Clock::time_point::max();
+  next_liveness_check_ = state_ != nullptr && !state_->liveness.empty() ? start_ + kLivenessInterval
+                                                                        : Clock::time_point::max();
   next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
   // Counted from the start: the first idle turn past the tight polls lets
   // MPI progress at once when the wait began late in a long call.
@@ -109,16 +109,16 @@ void WaitGuard::checkpoint(const Describer& describe) {
     warned_ = true;
     warn_stall(describe(), now);
   }
-  next_check_ = std::min({deadline_, warned_ ? Clock::time_point::max() : warn_at_,
-                          next_liveness_check_});
+  next_check_ =
+      std::min({deadline_, warned_ ? Clock::time_point::max() : warn_at_, next_liveness_check_});
 }
 
 void WaitGuard::end_traced_wait() {
   // Named after the loop ("wait: ring"); the name must be static, so the
   // phrase goes in the detail.
-  const std::int64_t last = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               trace_wait_last_.time_since_epoch())
-                               .count();
+  const std::int64_t last =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(trace_wait_last_.time_since_epoch())
+          .count();
   trace_slice("wait", "wait", trace_wait_start_ns_, std::max(last, trace_wait_start_ns_), who_);
   trace_wait_start_ns_ = 0;
 }
@@ -135,8 +135,9 @@ void WaitGuard::answer_dump_request(const Describer& describe) {
 
 void WaitGuard::fail_abort() const {
   const std::string reason = state_->abort_reason();
-  const CommunicationError error(label(), rank_, "aborted by Communicator::abort while " +
-                                                     std::string(who_) + " waited: " + reason);
+  const CommunicationError error(
+      label(), rank_,
+      "aborted by Communicator::abort while " + std::string(who_) + " waited: " + reason);
   record_communication_failure(error.what());
   throw error;
 }
@@ -146,8 +147,7 @@ void WaitGuard::fail_timeout(const WaitTarget& target) const {
   std::ostringstream cause;
   cause << "timed out after " << seconds(timeout_) << " s (" << who_ << ") waiting for ";
   if (!target.ranks.empty()) cause << ranks_text(target.ranks) << ": ";
-  cause << target.what
-        << "; a rank that has not reached this call, is stalled or died"
+  cause << target.what << "; a rank that has not reached this call, is stalled or died"
         << " (COLLECTIVE_TIMEOUT or the timeout option sets the limit)";
   const TimeoutError error(label(), rank_, cause.str());
   record_communication_failure(error.what());
@@ -163,7 +163,8 @@ void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget&
     if (i > 0) cause << (i + 1 == ranks.size() ? " and " : ", ");
     cause << state_->liveness.describe(ranks[i]);
   }
-  cause << (ranks.size() == 1 ? " died: its process is gone (" : " died: their processes are gone (")
+  cause << (ranks.size() == 1 ? " died: its process is gone ("
+                              : " died: their processes are gone (")
         << who_ << " was waiting for ";
   for (std::size_t i = 0; i < target.ranks.size(); ++i) {
     cause << (i == 0 ? "rank " : ", ") << target.ranks[i];
@@ -178,8 +179,7 @@ void WaitGuard::warn_stall(const WaitTarget& target, Clock::time_point now) cons
   note_wait(target);
   const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - start_);
   COLLECTIVE_LOG(kWarn, label() << ": stalled for " << seconds(waited) << " s of the "
-                                << seconds(timeout_) << " s timeout (" << who_
-                                << ") waiting for "
+                                << seconds(timeout_) << " s timeout (" << who_ << ") waiting for "
                                 << (target.ranks.empty() ? "" : ranks_text(target.ranks) + ": ")
                                 << target.what);
 }

@@ -10,7 +10,6 @@
 
 namespace collective::internal {
 
-
 Shape shape_of(const Request& request, const Topology& topology) {
   Shape shape{};
   shape.bytes = static_cast<double>(request.bytes());
@@ -27,7 +26,8 @@ Shape shape_of(const Request& request, const Topology& topology) {
                                                static_cast<double>(node.processing_units));
     }
     const double cache = static_cast<double>(node.l3_cache_bytes);
-    if (cache > 0 && (shape.cache_bytes == 0 || cache < shape.cache_bytes)) shape.cache_bytes = cache;
+    if (cache > 0 && (shape.cache_bytes == 0 || cache < shape.cache_bytes))
+      shape.cache_bytes = cache;
   }
   if (shape.cache_bytes == 0) shape.cache_bytes = kUnknownCacheBytes;
   return shape;
@@ -93,15 +93,13 @@ double node_work_seconds(const Shape& shape, double streamed, double cached, dou
 // ranks of a node.
 double flat_step_seconds(const Topology& topology, const Shape& shape, double bytes, int flows) {
   const LinkCost local = link_cost(LinkKind::kLocalMpi, topology);
-  double seconds =
-      local.latency_seconds + bytes / local.bytes_per_second * shape.oversubscription;
+  double seconds = local.latency_seconds + bytes / local.bytes_per_second * shape.oversubscription;
   if (shape.nodes > 1) {
     const LinkCost net = link_cost(LinkKind::kNetwork, topology);
     seconds = std::max(seconds, net.latency_seconds + bytes * flows / net.bytes_per_second);
   }
   return seconds;
 }
-
 
 Shape node_shape(std::size_t bytes, const Topology& topology, int node) {
   Shape shape{};
@@ -169,7 +167,8 @@ std::string describe_network(const Topology& topology) {
   } else {
     text += "assumed";
   }
-  std::snprintf(number, sizeof(number), ", latency %.3g us assumed", model.cost.latency_seconds * 1e6);
+  std::snprintf(number, sizeof(number), ", latency %.3g us assumed",
+                model.cost.latency_seconds * 1e6);
   return text + number;
 }
 
@@ -186,11 +185,10 @@ LinkCost link_cost(LinkKind kind, const Topology& topology) {
       return {oversubscribed ? kShmHandoffOversubscribedSeconds * factor : kShmHandoffSeconds,
               kMemoryCopyBytesPerSecond};
     case LinkKind::kLocalMpi:
-      return {oversubscribed ? kLocalMpiOversubscribedLatencySeconds * factor
-                             : kLocalMpiLatencySeconds,
-              kLocalMpiBytesPerSecond};
-    case LinkKind::kNetwork:
-      return network_model(topology).cost;
+      return {
+          oversubscribed ? kLocalMpiOversubscribedLatencySeconds * factor : kLocalMpiLatencySeconds,
+          kLocalMpiBytesPerSecond};
+    case LinkKind::kNetwork: return network_model(topology).cost;
   }
   return {kLocalMpiLatencySeconds, kLocalMpiBytesPerSecond};
 }

@@ -85,8 +85,8 @@ enum class LinkKind {
 };
 
 struct LinkCost {
-  double latency_seconds;    // per message or flag hand-off
-  double bytes_per_second;   // per flow
+  double latency_seconds;   // per message or flag hand-off
+  double bytes_per_second;  // per flow
 };
 
 // The link costs this model assumes for a topology (oversubscription, NIC
@@ -97,7 +97,7 @@ LinkCost link_cost(LinkKind kind, const Topology& topology);
 // taken to use, its cost, and whether the bandwidth is measured (every
 // node's NICs of that kind report a link speed) or the assumed constant.
 struct NetworkModel {
-  const char* kind;                    // "openfabrics", or "ethernet" (TCP over Ethernet/IPoIB)
+  const char* kind;  // "openfabrics", or "ethernet" (TCP over Ethernet/IPoIB)
   LinkCost cost;
   std::uint64_t link_bits_per_second;  // the speed the bandwidth comes from; 0: assumed
   int node_without_speed;              // when assumed, the first node lacking a speed; else -1
@@ -120,7 +120,6 @@ struct Shape {
   double oversubscription;  // ranks per processing unit on the busiest node, at least 1
   double cache_bytes;       // smallest last-level cache of any node (0: unknown)
 };
-
 
 Shape shape_of(const Request& request, const Topology& topology);
 // One node of `topology` alone, for a call of `bytes` per rank.

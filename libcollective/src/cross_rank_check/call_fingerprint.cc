@@ -65,15 +65,9 @@ bool same_call(const CallFingerprint& a, const CallFingerprint& b) {
 
 void print_field(std::ostream& out, const CallFingerprint& print, Field field) {
   switch (field) {
-    case kKind:
-      out << to_string(static_cast<CollectiveKind>(print.kind));
-      return;
-    case kCount:
-      out << "count=" << print.count;
-      return;
-    case kType:
-      out << "type=" << to_string(static_cast<DataType>(print.type));
-      return;
+    case kKind: out << to_string(static_cast<CollectiveKind>(print.kind)); return;
+    case kCount: out << "count=" << print.count; return;
+    case kType: out << "type=" << to_string(static_cast<DataType>(print.type)); return;
     case kOp:
       if (print.op < 0) out << "op=none";
       else out << "op=" << to_string(static_cast<ReduceOp>(print.op));
@@ -98,8 +92,7 @@ void print_field(std::ostream& out, const CallFingerprint& print, Field field) {
       return;
     }
     case kNumFields:
-    default:
-      return;
+    default: return;
   }
 }
 
@@ -165,8 +158,8 @@ CallFingerprint fingerprint_of(const Request& request, Algorithm selected, int r
 CallFingerprint rejected_fingerprint(const Request& request, int rank, bool unsupported,
                                      const std::string& cause) {
   CallFingerprint print = describe_call(request, rank);
-  print.status = unsupported ? CallFingerprint::kRejectedUnsupported
-                             : CallFingerprint::kRejectedInvalid;
+  print.status =
+      unsupported ? CallFingerprint::kRejectedUnsupported : CallFingerprint::kRejectedInvalid;
   const std::size_t room = sizeof(print.rejection) - 1;
   if (cause.size() <= room) {
     std::memcpy(print.rejection, cause.data(), cause.size());

@@ -30,7 +30,7 @@ struct CallFingerprint {
   std::uint64_t count = 0;     // 0 for barrier
   std::uint64_t call_tag = 0;  // CommonOptions::call_tag (0: none)
   std::int32_t rank = -1;
-  std::int32_t root = -1;     // -1: the collective has no root
+  std::int32_t root = -1;  // -1: the collective has no root
   std::int8_t kind = 0;
   std::int8_t type = -1;      // -1 for barrier
   std::int8_t op = -1;        // -1: the collective has no op

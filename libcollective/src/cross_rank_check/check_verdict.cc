@@ -21,14 +21,12 @@ void raise_unless_agreed(std::span<const CallFingerprint> all, const CallFingerp
   }
   const Verdict verdict = judge(all);
   switch (verdict.kind) {
-    case Verdict::kAgree:
-      return;
+    case Verdict::kAgree: return;
     case Verdict::kRejected:
       if (mine.rejected()) return;  // the caller raises this rank's own error
       if (verdict.unsupported) throw UnsupportedError(request.label(), state.rank, verdict.cause);
       throw InvalidArgumentError(request.label(), state.rank, verdict.cause);
-    case Verdict::kMismatch:
-      throw MismatchError(request.label(), state.rank, verdict.cause);
+    case Verdict::kMismatch: throw MismatchError(request.label(), state.rank, verdict.cause);
   }
 }
 

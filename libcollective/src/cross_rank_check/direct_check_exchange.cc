@@ -25,7 +25,8 @@ constexpr std::size_t kFollowUpCapacity = kCarriedInputBytes - kCarriedInOneMess
 constexpr std::size_t kFirstMessageCapacity = kFingerprintHeaderBytes + kCarriedInOneMessageBytes;
 static_assert(kFirstMessageCapacity >= sizeof(CallFingerprint));
 static_assert(kFollowUpCapacity <= UINT16_MAX, "CallFingerprint::follow_up_bytes is 16 bits");
-static_assert(kFirstMessageCapacity + kFollowUpCapacity <= sizeof(CallFingerprint) + kCarriedInputBytes);
+static_assert(kFirstMessageCapacity + kFollowUpCapacity <=
+              sizeof(CallFingerprint) + kCarriedInputBytes);
 
 // The receives are posted together, in rank order, skipping this rank.
 std::size_t receive_index(int peer, int rank) {
@@ -46,8 +47,8 @@ DirectCheckExchange::DirectCheckExchange(const CallFingerprint& mine, const Requ
   // carried data landed.
   const auto size = static_cast<std::size_t>(state.size);
   const std::size_t fingerprints = size * sizeof(CallFingerprint);
-  auto* base = state.scratch_check.get(fingerprints + (size + 1) * kSlotBytes +
-                                       size * sizeof(const void*));
+  auto* base =
+      state.scratch_check.get(fingerprints + (size + 1) * kSlotBytes + size * sizeof(const void*));
   all_ = reinterpret_cast<CallFingerprint*>(base);
   slots_ = base + fingerprints;
   carrying_ = slots_ + size * kSlotBytes;

@@ -100,8 +100,8 @@ class DirectCheckExchange {
   const void** landed_;
   bool carrying_built_ = false;
   bool receives_posted_ = false;
-  std::uint16_t follow_up_bytes_ = 0;  // what this rank sends each peer after its fingerprint
-  PeerExchange::Handle first_receive_ = 0;    // the slots' receives follow it in rank order
+  std::uint16_t follow_up_bytes_ = 0;       // what this rank sends each peer after its fingerprint
+  PeerExchange::Handle first_receive_ = 0;  // the slots' receives follow it in rank order
   PeerExchange::Handle first_follow_up_ = 0;  // then, with follow_up_bytes_, the follow-ups
 };
 

@@ -44,13 +44,14 @@ void wait_for_boxes(NodeSegment& segment, std::uint64_t round, const Request& re
   };
   if (advance()) return;
   std::optional<WaitGuard> guard;
-  segment.wait_until(advance,
-                     [&]() -> WaitGuard& {
-                       guard.emplace(request, state, "cross-rank check");
-                       guard->set_sleep_after(segment.sleep_after());
-                       return *guard;
-                     },
-                     [&] { return missing_boxes(segment, round); });
+  segment.wait_until(
+      advance,
+      [&]() -> WaitGuard& {
+        guard.emplace(request, state, "cross-rank check");
+        guard->set_sleep_after(segment.sleep_after());
+        return *guard;
+      },
+      [&] { return missing_boxes(segment, round); });
 }
 
 // The usual case, decided without copying: every box holds this call's
@@ -98,7 +99,8 @@ std::uint64_t check_on_node(NodeSegment& segment, const CallFingerprint& mine,
       CallFingerprint& print = all[static_cast<std::size_t>(q)];
       const std::byte* header = segment.call_header(q, round);
       std::memcpy(static_cast<void*>(&print), header, kCallHeaderBytes);
-      if (print.rejected()) std::memcpy(static_cast<void*>(&print), header, sizeof(CallFingerprint));
+      if (print.rejected())
+        std::memcpy(static_cast<void*>(&print), header, sizeof(CallFingerprint));
     }
     raise_unless_agreed(all, mine, request, state);
   } catch (...) {

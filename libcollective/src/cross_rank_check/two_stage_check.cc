@@ -7,9 +7,9 @@
 
 namespace collective::internal {
 
-TwoStageCheck::TwoStageCheck(const CallFingerprint& mine, std::span<const int> group,
-                             int held_back, std::vector<int> outer_of_inner,
-                             const Request& request, CommunicatorState& state)
+TwoStageCheck::TwoStageCheck(const CallFingerprint& mine, std::span<const int> group, int held_back,
+                             std::vector<int> outer_of_inner, const Request& request,
+                             CommunicatorState& state)
     : mine_(mine),
       group_(group),
       held_back_(held_back),
@@ -41,9 +41,9 @@ void TwoStageCheck::finish() {
 }
 
 std::span<const void* const> TwoStageCheck::carry(const CarriedData& carried) {
-  const bool to_held_back =
-      carried.to >= 0 && static_cast<std::size_t>(carried.to) < outer_of_inner_.size() &&
-      outer_of_inner_[static_cast<std::size_t>(carried.to)] == held_back_;
+  const bool to_held_back = carried.to >= 0 &&
+                            static_cast<std::size_t>(carried.to) < outer_of_inner_.size() &&
+                            outer_of_inner_[static_cast<std::size_t>(carried.to)] == held_back_;
   if (!to_held_back || held_back_sent_) {
     // Its peer expects the data in the held-back message and nowhere else.
     throw CommunicationError(request_.label(), state_.rank,

@@ -32,8 +32,7 @@ class TwoStageCheck final : public CheckRelay {
   // the inner communicator that carry() is called for. `mine` must outlive
   // the check.
   TwoStageCheck(const CallFingerprint& mine, std::span<const int> group, int held_back,
-                std::vector<int> outer_of_inner, const Request& request,
-                CommunicatorState& state);
+                std::vector<int> outer_of_inner, const Request& request, CommunicatorState& state);
 
   // Waits for the group's fingerprints: whether every rank of the group
   // makes this call. When not, only finish() may follow (it raises).

@@ -20,8 +20,8 @@ DeviceGuard::~DeviceGuard() {
   const cudaError_t error = cudaSetDevice(previous_);
   if (error != cudaSuccess) {
     (void)cudaGetLastError();
-    COLLECTIVE_LOG(kWarn, "could not make CUDA device " << previous_
-                                                        << " current again: " << cuda_error_text(error));
+    COLLECTIVE_LOG(kWarn, "could not make CUDA device "
+                              << previous_ << " current again: " << cuda_error_text(error));
   }
 }
 

@@ -25,8 +25,8 @@ DeviceCount probe_devices() {
     result.count = count;
   }
   if (result.count == 0) {
-    COLLECTIVE_LOG(kInfo, "CUDA finds no device (" << result.reason
-                                                   << "); every buffer is host memory");
+    COLLECTIVE_LOG(kInfo,
+                   "CUDA finds no device (" << result.reason << "); every buffer is host memory");
   } else {
     COLLECTIVE_LOG(kDebug, "CUDA finds " << result.count << " device(s)");
   }
@@ -54,12 +54,10 @@ PointerLocation locate(const void* pointer) {
   }
   switch (attributes.type) {
     case cudaMemoryTypeDevice:
-    case cudaMemoryTypeManaged:
-      return PointerLocation{true, attributes.device};
+    case cudaMemoryTypeManaged: return PointerLocation{true, attributes.device};
     case cudaMemoryTypeHost:
     case cudaMemoryTypeUnregistered:
-    default:
-      return {};
+    default: return {};
   }
 }
 

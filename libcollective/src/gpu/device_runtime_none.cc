@@ -7,8 +7,9 @@ namespace collective::internal::gpu {
 bool cuda_built_in() { return false; }
 
 const DeviceCount& device_count() {
-  static const DeviceCount none{0, "this library was built without CUDA (COLLECTIVE_WITH_NCCL=OFF, "
-                                   "or CUDA and NCCL were not found when it was configured)"};
+  static const DeviceCount none{0,
+                                "this library was built without CUDA (COLLECTIVE_WITH_NCCL=OFF, "
+                                "or CUDA and NCCL were not found when it was configured)"};
   return none;
 }
 

@@ -40,7 +40,8 @@ MemoryKind resolve_memory_kind(const Request& request, int rank) {
     if (declared == MemoryKind::kDevice) {
       throw InvalidArgumentError(request.label(), rank,
                                  "the buffers are declared MemoryKind::kDevice, but CUDA finds no "
-                                 "device (" + device_count().reason + ")");
+                                 "device (" +
+                                     device_count().reason + ")");
     }
     return MemoryKind::kHost;
   }
@@ -76,8 +77,7 @@ MemoryKind resolve_memory_kind(const Request& request, int rank) {
                                      ": both must be on the same device");
     }
   }
-  const MemoryKind found =
-      buffers[0].location.on_device ? MemoryKind::kDevice : MemoryKind::kHost;
+  const MemoryKind found = buffers[0].location.on_device ? MemoryKind::kDevice : MemoryKind::kHost;
   if (declared != MemoryKind::kAuto && declared != found) {
     throw InvalidArgumentError(request.label(), rank,
                                std::string("the buffers are declared ") + declared_name(declared) +

@@ -17,9 +17,9 @@ void widen_entry(float* dst, const void* src, std::size_t count, DataType type);
 void narrow_entry(void* dst, const float* src, std::size_t count, DataType type, int divisor);
 }  // namespace avx2_kernels
 
-void reduce_into_partial_with(KernelIsa isa, void* dst, bool dst_wide, const void* a,
-                              const void* b, bool b_wide, std::size_t count, DataType type,
-                              ReduceOp op, int divisor) {
+void reduce_into_partial_with(KernelIsa isa, void* dst, bool dst_wide, const void* a, const void* b,
+                              bool b_wide, std::size_t count, DataType type, ReduceOp op,
+                              int divisor) {
   if (count == 0) return;
   if (op != ReduceOp::kMean || dst_wide) divisor = 1;
   if (isa == KernelIsa::kAvx2) {

@@ -27,9 +27,9 @@ void reduce_into_partial(void* dst, bool dst_wide, const void* a, const void* b,
                          std::size_t count, DataType type, ReduceOp op, int divisor = 1);
 
 // The same with a chosen instruction set, for tests.
-void reduce_into_partial_with(KernelIsa isa, void* dst, bool dst_wide, const void* a,
-                              const void* b, bool b_wide, std::size_t count, DataType type,
-                              ReduceOp op, int divisor);
+void reduce_into_partial_with(KernelIsa isa, void* dst, bool dst_wide, const void* a, const void* b,
+                              bool b_wide, std::size_t count, DataType type, ReduceOp op,
+                              int divisor);
 
 // dst[i] = src[i] as float32 (exact).
 void widen_to_float32(float* dst, const void* src, std::size_t count, DataType type);

@@ -89,24 +89,22 @@ void reduce_sources_to_float32(float* dst, const void* const* sources, int n, st
   accumulate_16<bfloat16_to_float>(sources, n, count, op, keep);
 }
 
-void reduce_sources(void* dst, const void* const* sources, int n, std::size_t count,
-                    DataType type, ReduceOp op, int divisor) {
+void reduce_sources(void* dst, const void* const* sources, int n, std::size_t count, DataType type,
+                    ReduceOp op, int divisor) {
   if (count == 0) return;
   if (op != ReduceOp::kMean) divisor = 1;
   switch (type) {
     case DataType::kFloat16:
       return reduce_16<float16_to_float, float_to_float16>(dst, sources, n, count, op, divisor);
     case DataType::kBFloat16:
-      return reduce_16<bfloat16_to_float, float_to_bfloat16>(dst, sources, n, count, op,
-                                                                      divisor);
+      return reduce_16<bfloat16_to_float, float_to_bfloat16>(dst, sources, n, count, op, divisor);
     case DataType::kFloat32:
     case DataType::kFloat64:
     case DataType::kInt8:
     case DataType::kUInt8:
     case DataType::kInt32:
     case DataType::kInt64:
-    default:
-      break;
+    default: break;
   }
   if (n == 1) {
     if (dst != sources[0]) std::memmove(dst, sources[0], count * element_size(type));

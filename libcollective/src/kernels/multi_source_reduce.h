@@ -13,8 +13,8 @@ namespace collective::internal {
 // float16 and bfloat16 accumulate in float32 and are rounded once, at the
 // end. kMean combines as kSum, then divides by `divisor` (> 1) once. dst may
 // be one of the sources exactly (not a partial overlap). n >= 1.
-void reduce_sources(void* dst, const void* const* sources, int n, std::size_t count,
-                    DataType type, ReduceOp op, int divisor);
+void reduce_sources(void* dst, const void* const* sources, int n, std::size_t count, DataType type,
+                    ReduceOp op, int divisor);
 
 // The same order for float16 or bfloat16 sources, left as the float32
 // accumulator (not rounded, not divided): a partial that another step

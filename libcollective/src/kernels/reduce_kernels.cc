@@ -58,9 +58,7 @@ void divide_16(void* buffer, std::size_t count, int divisor) {
 
 }  // namespace
 
-bool kernel_isa_available(KernelIsa isa) {
-  return isa == KernelIsa::kGeneric || cpu_has_avx2();
-}
+bool kernel_isa_available(KernelIsa isa) { return isa == KernelIsa::kGeneric || cpu_has_avx2(); }
 
 KernelIsa active_kernel_isa() {
   static const KernelIsa isa = pick_isa();
@@ -69,8 +67,8 @@ KernelIsa active_kernel_isa() {
 
 const char* to_string(KernelIsa isa) { return isa == KernelIsa::kAvx2 ? "avx2" : "generic"; }
 
-void reduce_buffers_with(KernelIsa isa, void* dst, const void* a, const void* b,
-                         std::size_t count, DataType type, ReduceOp op, int divisor) {
+void reduce_buffers_with(KernelIsa isa, void* dst, const void* a, const void* b, std::size_t count,
+                         DataType type, ReduceOp op, int divisor) {
   if (count == 0) return;
   if (isa == KernelIsa::kAvx2) {
     if (!kernel_isa_available(KernelIsa::kAvx2)) {

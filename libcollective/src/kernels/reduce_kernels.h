@@ -23,8 +23,8 @@ void reduce_buffers(void* dst, const void* a, const void* b, std::size_t count, 
 void divide_buffer(void* buffer, std::size_t count, DataType type, int divisor);
 
 // The same with a chosen instruction set, for tests and the benchmark.
-void reduce_buffers_with(KernelIsa isa, void* dst, const void* a, const void* b,
-                         std::size_t count, DataType type, ReduceOp op, int divisor);
+void reduce_buffers_with(KernelIsa isa, void* dst, const void* a, const void* b, std::size_t count,
+                         DataType type, ReduceOp op, int divisor);
 
 KernelIsa active_kernel_isa();
 bool kernel_isa_available(KernelIsa isa);

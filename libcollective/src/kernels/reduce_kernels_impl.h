@@ -185,16 +185,11 @@ void dispatch_op(void* dst, const void* a, const void* b, std::size_t count, Red
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
   switch (op) {
-    case ReduceOp::kSum:
-      return combine<Sum, T>(d, x, y, count, 1);
-    case ReduceOp::kMean:
-      return combine<Sum, T>(d, x, y, count, divisor);
-    case ReduceOp::kMin:
-      return combine<Min, T>(d, x, y, count, 1);
-    case ReduceOp::kMax:
-      return combine<Max, T>(d, x, y, count, 1);
-    case ReduceOp::kProd:
-      return combine<Prod, T>(d, x, y, count, 1);
+    case ReduceOp::kSum: return combine<Sum, T>(d, x, y, count, 1);
+    case ReduceOp::kMean: return combine<Sum, T>(d, x, y, count, divisor);
+    case ReduceOp::kMin: return combine<Min, T>(d, x, y, count, 1);
+    case ReduceOp::kMax: return combine<Max, T>(d, x, y, count, 1);
+    case ReduceOp::kProd: return combine<Prod, T>(d, x, y, count, 1);
   }
 }
 
@@ -205,16 +200,11 @@ void dispatch_op16(void* dst, const void* a, const void* b, std::size_t count, R
   const auto* x = static_cast<const std::uint16_t*>(a);
   const auto* y = static_cast<const std::uint16_t*>(b);
   switch (op) {
-    case ReduceOp::kSum:
-      return combine16<Sum, Codec>(d, x, y, count, 1);
-    case ReduceOp::kMean:
-      return combine16<Sum, Codec>(d, x, y, count, divisor);
-    case ReduceOp::kMin:
-      return combine16<Min, Codec>(d, x, y, count, 1);
-    case ReduceOp::kMax:
-      return combine16<Max, Codec>(d, x, y, count, 1);
-    case ReduceOp::kProd:
-      return combine16<Prod, Codec>(d, x, y, count, 1);
+    case ReduceOp::kSum: return combine16<Sum, Codec>(d, x, y, count, 1);
+    case ReduceOp::kMean: return combine16<Sum, Codec>(d, x, y, count, divisor);
+    case ReduceOp::kMin: return combine16<Min, Codec>(d, x, y, count, 1);
+    case ReduceOp::kMax: return combine16<Max, Codec>(d, x, y, count, 1);
+    case ReduceOp::kProd: return combine16<Prod, Codec>(d, x, y, count, 1);
   }
 }
 
@@ -382,7 +372,6 @@ inline void reduce(void* dst, const void* a, const void* b, std::size_t count, D
     case DataType::kInt64: return dispatch_op<std::int64_t>(dst, a, b, count, op, divisor);
   }
 }
-
 
 // The entry points reduce_kernels.cc and float32_partials.cc call, one set
 // per build of this file (reduce_kernels_generic.cc, reduce_kernels_avx2.cc).

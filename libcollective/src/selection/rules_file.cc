@@ -116,7 +116,8 @@ std::string format_selection_rules(const std::vector<SelectionRule>& rules) {
   out << "{\n  \"version\": 1,\n  \"rules\": [";
   for (std::size_t i = 0; i < rules.size(); ++i) {
     const SelectionRule& rule = rules[i];
-    out << (i == 0 ? "\n" : ",\n") << "    {\"collective\": " << json_quote(to_string(rule.collective));
+    out << (i == 0 ? "\n" : ",\n")
+        << "    {\"collective\": " << json_quote(to_string(rule.collective));
     if (rule.nodes) out << ", \"nodes\": " << *rule.nodes;
     if (rule.ranks_per_node) out << ", \"ranks_per_node\": " << *rule.ranks_per_node;
     out << ", \"min_bytes\": " << rule.min_bytes << ", \"max_bytes\": " << rule.max_bytes

@@ -23,14 +23,12 @@ Algorithm preferred(const Request& request) {
     case CollectiveKind::kAllReduce:
       return request.bytes() <= env_params().small_message_bytes ? Algorithm::kRecursiveDoubling
                                                                  : Algorithm::kRing;
-    case CollectiveKind::kBarrier:
-      return Algorithm::kRecursiveDoubling;
+    case CollectiveKind::kBarrier: return Algorithm::kRecursiveDoubling;
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
-    default:
-      return Algorithm::kRing;
+    default: return Algorithm::kRing;
   }
 }
 
@@ -63,8 +61,9 @@ void warn_skipped_rule(const RuleSet& rules, std::size_t index, const Rule& rule
     if (!warned.emplace(rules.origin, index).second) return;
   }
   COLLECTIVE_LOG(kWarn, rules.origin << " rule " << index << " (" << describe_rule(rule)
-                                     << ") skipped: " << why << "; the next rule or the cost "
-                                                                "model decides (logged once)");
+                                     << ") skipped: " << why
+                                     << "; the next rule or the cost "
+                                        "model decides (logged once)");
 }
 
 std::optional<Selection> from_rules(const Request& request, const CommunicatorState& state,
@@ -105,8 +104,9 @@ std::optional<Selection> from_cost_model(const Request& request, const Communica
     if (!algorithm->supports(request, state).ok) continue;
     const std::optional<double> seconds = algorithm->estimate_seconds(request, *state.topology);
     if (!seconds) continue;
-    if (explain) candidates << (best == nullptr ? "" : ", ") << algorithm->name() << " "
-                            << microseconds(*seconds);
+    if (explain)
+      candidates << (best == nullptr ? "" : ", ") << algorithm->name() << " "
+                 << microseconds(*seconds);
     // Strictly cheaper: ties go to the earlier algorithm in the registry.
     if (best == nullptr || *seconds < best_seconds) {
       best = algorithm;
@@ -154,7 +154,8 @@ Selection select_algorithm_with_rules(const Request& request, const Communicator
   const Algorithm first_choice = preferred(request);
   if (const CollectiveAlgorithm* algorithm = find_algorithm(first_choice)) {
     if (algorithm->supports(request, state).ok) {
-      return Selection{algorithm, explain ? "size rule (COLLECTIVE_SMALL_MESSAGE_BYTES), " + std::to_string(request.bytes()) + " B"
+      return Selection{algorithm, explain ? "size rule (COLLECTIVE_SMALL_MESSAGE_BYTES), " +
+                                                std::to_string(request.bytes()) + " B"
                                           : std::string()};
     }
   }
@@ -166,7 +167,8 @@ Selection select_algorithm_with_rules(const Request& request, const Communicator
     }
     refusals += "; " + support.reason;
   }
-  throw UnsupportedError(request.label(), state.rank, "no algorithm can serve this call" + refusals);
+  throw UnsupportedError(request.label(), state.rank,
+                         "no algorithm can serve this call" + refusals);
 }
 
 Selection select_algorithm(const Request& request, const CommunicatorState& state) {
@@ -180,10 +182,11 @@ Selection select_algorithm(const Request& request, const CommunicatorState& stat
     if (same_shape(memo)) return Selection{memo.algorithm, {}};
   }
   Selection selection = select_algorithm(request, state, false);
-  SelectionMemo& slot = state.selection_memo[state.selection_memo_next++ % state.selection_memo.size()];
-  slot = SelectionMemo{selection.algorithm, request.kind,   request.count,    request.type,
-                       request.op,          request.memory, request.requested,
-                       request.deterministic};
+  SelectionMemo& slot =
+      state.selection_memo[state.selection_memo_next++ % state.selection_memo.size()];
+  slot =
+      SelectionMemo{selection.algorithm, request.kind,   request.count,     request.type,
+                    request.op,          request.memory, request.requested, request.deterministic};
   return selection;
 }
 

@@ -21,8 +21,10 @@ std::string decimal(std::uint64_t value, std::uint64_t unit) {
 
 std::string link_speed_text(std::uint64_t bits_per_second) {
   if (bits_per_second == 0) return "speed unknown";
-  if (bits_per_second >= kBitsPerGigabit) return decimal(bits_per_second, kBitsPerGigabit) + " Gb/s";
-  if (bits_per_second >= kBitsPerMegabit) return decimal(bits_per_second, kBitsPerMegabit) + " Mb/s";
+  if (bits_per_second >= kBitsPerGigabit)
+    return decimal(bits_per_second, kBitsPerGigabit) + " Gb/s";
+  if (bits_per_second >= kBitsPerMegabit)
+    return decimal(bits_per_second, kBitsPerMegabit) + " Mb/s";
   return std::to_string(bits_per_second) + " b/s";
 }
 

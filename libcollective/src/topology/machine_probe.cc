@@ -93,8 +93,10 @@ void name_gpu(hwloc_obj_t pci, GpuDevice& gpu) {
     else if (other.empty()) other = name;
     if (gpu.model.empty()) gpu.model = info_or_empty(child, "GPUModel");
   }
-  gpu.name = !cuda.empty() ? cuda : !nvml.empty() ? nvml : !other.empty() ? other
-                                                                         : "pci " + gpu.pci_bus_id;
+  gpu.name = !cuda.empty()    ? cuda
+             : !nvml.empty()  ? nvml
+             : !other.empty() ? other
+                              : "pci " + gpu.pci_bus_id;
   if (gpu.model.empty()) gpu.model = info_or_empty(pci, "PCIDevice");
 }
 
@@ -139,9 +141,9 @@ Node describe(hwloc_topology_t topology, std::string host, std::string source) {
     NetworkDevice nic;
     nic.name = os->name == nullptr ? "" : os->name;
     // IP over InfiniBand shows up as a network interface named ib*.
-    nic.kind = type == HWLOC_OBJ_OSDEV_OPENFABRICS  ? "openfabrics"
-               : nic.name.rfind("ib", 0) == 0       ? "ipoib"
-                                                    : "ethernet";
+    nic.kind = type == HWLOC_OBJ_OSDEV_OPENFABRICS ? "openfabrics"
+               : nic.name.rfind("ib", 0) == 0      ? "ipoib"
+                                                   : "ethernet";
     if (os->parent != nullptr && os->parent->type == HWLOC_OBJ_PCI_DEVICE) {
       nic.pci_bus_id = pci_bus_id(os->parent);
     }
@@ -159,7 +161,8 @@ std::string local_host_name() {
 
 // When hwloc cannot describe this machine: what sysconf knows, said loudly.
 Node fallback_machine(const std::string& why) {
-  COLLECTIVE_LOG(kWarn, "hwloc could not describe this machine (" << why
+  COLLECTIVE_LOG(kWarn, "hwloc could not describe this machine ("
+                            << why
                             << "); using sysconf's processor count, one package, one NUMA node");
   Node node;
   node.host = local_host_name();
@@ -246,9 +249,9 @@ Node machine_from_hwloc_xml(const std::string& xml, const std::string& origin) {
       hwloc_topology_set_xmlbuffer(topology.handle, xml.c_str(),
                                    static_cast<int>(xml.size()) + 1) != 0 ||
       hwloc_topology_load(topology.handle) != 0) {
-    throw InvalidArgumentError(origin, -1,
-                               "hwloc could not load this XML topology (hwloc " +
-                                   std::string(HWLOC_VERSION) + ")");
+    throw InvalidArgumentError(
+        origin, -1,
+        "hwloc could not load this XML topology (hwloc " + std::string(HWLOC_VERSION) + ")");
   }
   return describe(topology.handle, "", "hwloc-xml " + origin);
 }
@@ -266,7 +269,8 @@ void check_synthetic_size(const std::string& description, const std::string& ori
   std::size_t at = 0;
   while (at < description.size()) {
     // One whitespace-separated level, its attributes left out.
-    while (at < description.size() && std::isspace(static_cast<unsigned char>(description[at]))) ++at;
+    while (at < description.size() && std::isspace(static_cast<unsigned char>(description[at])))
+      ++at;
     std::size_t end = at;
     int depth = 0;
     std::string level;

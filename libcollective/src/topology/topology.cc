@@ -50,9 +50,9 @@ bool same_machine(const Node& a, const Node& b) {
 
 const Node& Topology::node(int index) const {
   if (index < 0 || index >= node_count()) {
-    throw InvalidArgumentError("Topology::node", -1,
-                               "node " + std::to_string(index) + " of " +
-                                   std::to_string(node_count()));
+    throw InvalidArgumentError(
+        "Topology::node", -1,
+        "node " + std::to_string(index) + " of " + std::to_string(node_count()));
   }
   return nodes_[static_cast<std::size_t>(index)];
 }
@@ -89,7 +89,8 @@ bool Topology::nodes_alike() const {
 
 bool Topology::oversubscribed() const {
   for (const Node& n : nodes_) {
-    if (n.processing_units > 0 && static_cast<int>(n.ranks.size()) > n.processing_units) return true;
+    if (n.processing_units > 0 && static_cast<int>(n.ranks.size()) > n.processing_units)
+      return true;
   }
   return false;
 }
@@ -158,8 +159,8 @@ std::string Topology::describe() const {
       << (oversubscribed() ? ", oversubscribed (more ranks than processing units)" : "") << "\n";
   for (int i = 0; i < node_count(); ++i) {
     const Node& n = nodes_[static_cast<std::size_t>(i)];
-    out << "node " << i << " " << n.host << ": ranks " << rank_ranges(n.ranks) << "; "
-        << n.packages << (n.packages == 1 ? " package, " : " packages, ") << n.numa_nodes
+    out << "node " << i << " " << n.host << ": ranks " << rank_ranges(n.ranks) << "; " << n.packages
+        << (n.packages == 1 ? " package, " : " packages, ") << n.numa_nodes
         << (n.numa_nodes == 1 ? " NUMA node, " : " NUMA nodes, ") << n.cores << " cores, "
         << n.processing_units << " PUs";
     if (n.memory_bytes != 0) out << ", " << human_bytes(n.memory_bytes);

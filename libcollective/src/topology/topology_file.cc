@@ -20,16 +20,18 @@ constexpr std::int64_t kMaxLinkBitsPerSecond = 1'000'000'000'000'000;  // 1 Pb/s
 
 std::string device_json(const GpuDevice& gpu) {
   std::ostringstream out;
-  out << "{\"name\": " << json::json_quote(gpu.name) << ", \"model\": " << json::json_quote(gpu.model)
-      << ", \"pci_bus_id\": " << json::json_quote(gpu.pci_bus_id) << ", \"numa_node\": " << gpu.numa_node
-      << "}";
+  out << "{\"name\": " << json::json_quote(gpu.name)
+      << ", \"model\": " << json::json_quote(gpu.model)
+      << ", \"pci_bus_id\": " << json::json_quote(gpu.pci_bus_id)
+      << ", \"numa_node\": " << gpu.numa_node << "}";
   return out.str();
 }
 
 std::string device_json(const NetworkDevice& nic) {
   std::ostringstream out;
   out << "{\"name\": " << json::json_quote(nic.name) << ", \"kind\": " << json::json_quote(nic.kind)
-      << ", \"pci_bus_id\": " << json::json_quote(nic.pci_bus_id) << ", \"numa_node\": " << nic.numa_node
+      << ", \"pci_bus_id\": " << json::json_quote(nic.pci_bus_id)
+      << ", \"numa_node\": " << nic.numa_node
       << ", \"link_bits_per_second\": " << nic.link_bits_per_second << "}";
   return out.str();
 }
@@ -185,7 +187,8 @@ std::string node_to_json(const Node& node) {
       << ", \"processing_units\": " << node.processing_units
       << ", \"memory_bytes\": " << node.memory_bytes
       << ", \"l3_cache_bytes\": " << node.l3_cache_bytes
-      << ", \"source\": " << json::json_quote(node.source) << ",\n     \"gpus\": " << devices_json(node.gpus)
+      << ", \"source\": " << json::json_quote(node.source)
+      << ",\n     \"gpus\": " << devices_json(node.gpus)
       << ",\n     \"nics\": " << devices_json(node.nics) << ",\n     \"ranks\": [";
   for (std::size_t i = 0; i < node.ranks.size(); ++i) out << (i == 0 ? "" : ", ") << node.ranks[i];
   out << "]}";
@@ -198,21 +201,23 @@ Node node_from_json(const json::Value& value, const std::string& where) {
   node.host = reader.string("host", "");
   node.packages = static_cast<int>(reader.integer("packages", 1, 0, kMaxCount));
   node.numa_nodes = static_cast<int>(reader.integer("numa_nodes", 1, 0, kMaxCount));
-  node.processing_units = static_cast<int>(reader.required_integer("processing_units", 1, kMaxCount));
+  node.processing_units =
+      static_cast<int>(reader.required_integer("processing_units", 1, kMaxCount));
   node.cores = static_cast<int>(reader.integer("cores", node.processing_units, 1, kMaxCount));
-  node.memory_bytes =
-      static_cast<std::uint64_t>(reader.integer("memory_bytes", 0, 0, INT64_MAX));
+  node.memory_bytes = static_cast<std::uint64_t>(reader.integer("memory_bytes", 0, 0, INT64_MAX));
   node.l3_cache_bytes =
       static_cast<std::uint64_t>(reader.integer("l3_cache_bytes", 0, 0, INT64_MAX));
   node.source = reader.string("source", "");
   if (const json::Value* gpus = reader.array("gpus")) {
     for (std::size_t i = 0; i < gpus->items().size(); ++i) {
-      node.gpus.push_back(gpu_from_json(gpus->items()[i], where + ".gpus[" + std::to_string(i) + "]"));
+      node.gpus.push_back(
+          gpu_from_json(gpus->items()[i], where + ".gpus[" + std::to_string(i) + "]"));
     }
   }
   if (const json::Value* nics = reader.array("nics")) {
     for (std::size_t i = 0; i < nics->items().size(); ++i) {
-      node.nics.push_back(nic_from_json(nics->items()[i], where + ".nics[" + std::to_string(i) + "]"));
+      node.nics.push_back(
+          nic_from_json(nics->items()[i], where + ".nics[" + std::to_string(i) + "]"));
     }
   }
   if (const json::Value* ranks = reader.array("ranks")) {
@@ -236,9 +241,8 @@ std::string read_text_file(const std::string& path, const char* what) {
   while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
     text.append(buffer, static_cast<std::size_t>(in.gcount()));
     if (text.size() > json::kMaxDocumentBytes) {
-      throw InvalidArgumentError(what, -1,
-                                 path + " is larger than " +
-                                     std::to_string(json::kMaxDocumentBytes) + " bytes");
+      throw InvalidArgumentError(
+          what, -1, path + " is larger than " + std::to_string(json::kMaxDocumentBytes) + " bytes");
     }
   }
   if (in.bad()) throw InvalidArgumentError(what, -1, "cannot read " + path);
@@ -279,8 +283,8 @@ std::string Topology::to_json() const {
   for (std::size_t rank = 0; rank < placements_.size(); ++rank) {
     const RankPlacement& place = placements_[rank];
     out << "    {\"rank\": " << rank << ", \"node\": " << place.node
-        << ", \"local_rank\": " << place.local_rank << ", \"cpuset\": "
-        << internal::json::json_quote(place.cpuset)
+        << ", \"local_rank\": " << place.local_rank
+        << ", \"cpuset\": " << internal::json::json_quote(place.cpuset)
         << ", \"bound_processing_units\": " << place.bound_processing_units << "}"
         << (rank + 1 < placements_.size() ? ",\n" : "\n");
   }
@@ -298,14 +302,15 @@ Topology Topology::parse(std::string_view text, const std::string& origin, int n
   }
   if (nodes == 0) {
     if (file.placements.empty()) {
-      throw InvalidArgumentError(origin, -1,
-                                 "this " + file.format +
-                                     " description places no ranks: give nodes and ranks per node");
+      throw InvalidArgumentError(
+          origin, -1,
+          "this " + file.format + " description places no ranks: give nodes and ranks per node");
     }
     return from_parts(std::move(file.nodes), std::move(file.placements));
   }
   if (static_cast<long long>(nodes) * ranks_per_node > internal::kMaxRanks) {
-    throw InvalidArgumentError(origin, -1, "more than " + std::to_string(internal::kMaxRanks) + " ranks");
+    throw InvalidArgumentError(origin, -1,
+                               "more than " + std::to_string(internal::kMaxRanks) + " ranks");
   }
   // The file's machines, one per node when it has as many, else its first
   // machine everywhere; block placement of ranks.

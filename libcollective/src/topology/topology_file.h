@@ -15,9 +15,9 @@ namespace collective::internal {
 
 // What a file describes: machines, and where ranks run when it says so.
 struct TopologyFile {
-  std::vector<Node> nodes;                 // at least one
-  std::vector<RankPlacement> placements;   // empty when the file places no ranks
-  std::string format;                      // "dump", "hwloc-xml" or "synthetic"
+  std::vector<Node> nodes;                // at least one
+  std::vector<RankPlacement> placements;  // empty when the file places no ranks
+  std::string format;                     // "dump", "hwloc-xml" or "synthetic"
 };
 
 // Detects the format from the content: '{' a dump, '<' hwloc XML, anything

@@ -67,9 +67,9 @@ class Parser {
         ++column;
       }
     }
-    throw InvalidArgumentError(origin_, -1,
-                               "JSON line " + std::to_string(line) + " column " +
-                                   std::to_string(column) + ": " + what);
+    throw InvalidArgumentError(
+        origin_, -1,
+        "JSON line " + std::to_string(line) + " column " + std::to_string(column) + ": " + what);
   }
 
   bool done() const { return at_ >= text_.size(); }
@@ -114,9 +114,7 @@ class Parser {
         expect_word("false");
         value.kind_ = Value::Kind::kBool;
         return value;
-      case 'n':
-        expect_word("null");
-        return value;
+      case 'n': expect_word("null"); return value;
       default:
         if (peek() == '-' || (peek() >= '0' && peek() <= '9')) {
           value.kind_ = Value::Kind::kNumber;
@@ -257,8 +255,7 @@ class Parser {
           append_utf8(out, code);
           break;
         }
-        default:
-          fail(std::string("invalid escape '\\") + printable(e) + "'");
+        default: fail(std::string("invalid escape '\\") + printable(e) + "'");
       }
     }
   }
@@ -364,8 +361,8 @@ std::int64_t ObjectReader::integer(std::string_view key, std::int64_t fallback,
     fail(json_quote(key) + " must be a whole number that fits in 64 bits, not " + value->text());
   }
   if (*parsed < minimum || *parsed > maximum) {
-    fail(json_quote(key) + " = " + std::to_string(*parsed) + " is outside [" + std::to_string(minimum) +
-         ", " + std::to_string(maximum) + "]");
+    fail(json_quote(key) + " = " + std::to_string(*parsed) + " is outside [" +
+         std::to_string(minimum) + ", " + std::to_string(maximum) + "]");
   }
   return *parsed;
 }

@@ -15,7 +15,9 @@ CallPurpose::CallPurpose(std::string_view what, std::string_view subject, std::u
 
 CallPurpose::~CallPurpose() { t_innermost = parent_; }
 
-std::uint64_t CallPurpose::current_hash() { return t_innermost != nullptr ? t_innermost->hash_ : 0; }
+std::uint64_t CallPurpose::current_hash() {
+  return t_innermost != nullptr ? t_innermost->hash_ : 0;
+}
 
 std::string CallPurpose::current_description() {
   if (t_innermost == nullptr) return "an unnamed call";

@@ -65,8 +65,9 @@ std::vector<DeviceSpec> parse_replica_devices(const std::vector<std::string>& na
 }
 
 std::string full_device_name(const DeviceSpec& device, const std::string& job, int task) {
-  return "/job:" + job + "/replica:0/task:" + std::to_string(task) + "/device:" +
-         (device.kind == DeviceSpec::Kind::kCpu ? "CPU:" : "GPU:") + std::to_string(device.index);
+  return "/job:" + job + "/replica:0/task:" + std::to_string(task) +
+         "/device:" + (device.kind == DeviceSpec::Kind::kCpu ? "CPU:" : "GPU:") +
+         std::to_string(device.index);
 }
 
 }  // namespace collective::distribute::detail

@@ -7,12 +7,12 @@
 
 #include "collective/in_tree/log.h"
 
-#define DISTRIBUTE_LOG(level, expr)                                                   \
-  do {                                                                                \
-    if (::collective::log_level() >= ::collective::LogLevel::level) {                 \
-      std::ostringstream distribute_log_stream_;                                      \
-      distribute_log_stream_ << expr;                                                 \
-      ::collective::log_line(::collective::LogLevel::level, "collective.distribute",  \
-                             distribute_log_stream_.str());                           \
-    }                                                                                 \
+#define DISTRIBUTE_LOG(level, expr)                                                  \
+  do {                                                                               \
+    if (::collective::log_level() >= ::collective::LogLevel::level) {                \
+      std::ostringstream distribute_log_stream_;                                     \
+      distribute_log_stream_ << expr;                                                \
+      ::collective::log_line(::collective::LogLevel::level, "collective.distribute", \
+                             distribute_log_stream_.str());                          \
+    }                                                                                \
   } while (0)

@@ -58,8 +58,10 @@ void ReplicaRendezvous::sync(int replica, const std::string& signature, void* pa
         failed_[static_cast<std::size_t>(r)]
             ? "local replica " + std::to_string(r) + " failed (see its error) before reaching " +
                   signature
-            : "local replica " + std::to_string(r) + " returned from the replica function "
-                  "without calling " + signature +
+            : "local replica " + std::to_string(r) +
+                  " returned from the replica function "
+                  "without calling " +
+                  signature +
                   ": every replica must make the same collective calls in the same order";
     if (failed_[static_cast<std::size_t>(r)]) {
       break_locked(std::make_exception_ptr(ReplicaAbortedError(label(generation), worker_, cause)));
@@ -92,7 +94,8 @@ void ReplicaRendezvous::sync(int replica, const std::string& signature, void* pa
         cause << "local replica " << replica << " waited "
               << std::chrono::duration<double>(timeout_).count() << " s in " << signature
               << " for local replicas " << missing_replicas() << " to make the same call";
-        break_locked(std::make_exception_ptr(TimeoutError(label(generation), worker_, cause.str())));
+        break_locked(
+            std::make_exception_ptr(TimeoutError(label(generation), worker_, cause.str())));
       }
     }
     if (generation_ != generation) {
@@ -109,7 +112,8 @@ void ReplicaRendezvous::sync(int replica, const std::string& signature, void* pa
       std::ostringstream cause;
       cause << "local replicas made different collective calls: ";
       for (int q = 0; q < num_replicas_; ++q) {
-        cause << (q ? "; " : "") << "replica " << q << ": " << signatures_[static_cast<std::size_t>(q)];
+        cause << (q ? "; " : "") << "replica " << q << ": "
+              << signatures_[static_cast<std::size_t>(q)];
       }
       error = std::make_exception_ptr(MismatchError(label(generation), worker_, cause.str()));
       break;
@@ -149,8 +153,8 @@ void ReplicaRendezvous::replica_finished(int replica, bool failed) {
   if (failed) {
     break_locked(std::make_exception_ptr(ReplicaAbortedError(
         label(generation_), worker_,
-        "local replica " + std::to_string(replica) + " failed (see its error) while local replicas " +
-            waiting + " wait in " + what)));
+        "local replica " + std::to_string(replica) +
+            " failed (see its error) while local replicas " + waiting + " wait in " + what)));
   } else {
     break_locked(std::make_exception_ptr(MismatchError(
         label(generation_), worker_,

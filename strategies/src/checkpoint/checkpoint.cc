@@ -128,9 +128,10 @@ std::optional<std::filesystem::path> resolve_latest(const std::filesystem::path&
   if (::stat(pointer.c_str(), &info) != 0) {
     const int error = errno;
     if (error == ENOENT) return std::nullopt;
-    throw InvalidArgumentError(operation, -1,
-                               pointer.string() + ": cannot look for it: " + errno_text(error) +
-                                   (error == ENOTDIR ? " (" + directory.string() + " is not a directory)" : ""));
+    throw InvalidArgumentError(
+        operation, -1,
+        pointer.string() + ": cannot look for it: " + errno_text(error) +
+            (error == ENOTDIR ? " (" + directory.string() + " is not a directory)" : ""));
   }
   const std::vector<std::byte> bytes = read_file(pointer, operation);
   std::string name(reinterpret_cast<const char*>(bytes.data()), bytes.size());
@@ -139,8 +140,9 @@ std::optional<std::filesystem::path> resolve_latest(const std::filesystem::path&
                      name.find_first_of(std::string("/\n\0", 3)) == std::string::npos;
   if (!plain) {
     throw InvalidArgumentError(operation, -1,
-                               pointer.string() + ": does not hold a checkpoint file name (one line, "
-                               "a plain name in the same directory)");
+                               pointer.string() +
+                                   ": does not hold a checkpoint file name (one line, "
+                                   "a plain name in the same directory)");
   }
   return directory / name;
 }
@@ -221,29 +223,33 @@ std::optional<std::pair<int, std::string>> first_problem(const Collective& group
 
 Checkpoint::Checkpoint(Strategy& strategy, std::vector<std::pair<std::string, Variable>> variables,
                        SGD* optimizer)
-    : strategy_(strategy.extended().shared_impl()), variables_(std::move(variables)), optimizer_(optimizer) {
+    : strategy_(strategy.extended().shared_impl()),
+      variables_(std::move(variables)),
+      optimizer_(optimizer) {
   std::set<std::string> names;
   const std::uint64_t serial = strategy.extended().impl().serial;
   for (const auto& [name, variable] : variables_) {
     if (name.empty() || name.size() > detail::kCheckpointMaxNameBytes) {
       throw InvalidArgumentError("Checkpoint", -1,
                                  "variable names must have 1.." +
-                                     std::to_string(detail::kCheckpointMaxNameBytes) + " bytes, got " +
-                                     std::to_string(name.size()));
+                                     std::to_string(detail::kCheckpointMaxNameBytes) +
+                                     " bytes, got " + std::to_string(name.size()));
     }
     if (!names.insert(name).second) {
       throw InvalidArgumentError("Checkpoint", -1, "the name '" + name + "' is given twice");
     }
     if (variable.state().strategy_serial != serial) {
-      throw InvalidArgumentError("Checkpoint", -1,
-                                 "variable '" + name + "' belongs to " + variable.state().strategy_label +
-                                     ", not to the checkpoint's " + strategy.extended().impl().label());
+      throw InvalidArgumentError(
+          "Checkpoint", -1,
+          "variable '" + name + "' belongs to " + variable.state().strategy_label +
+              ", not to the checkpoint's " + strategy.extended().impl().label());
     }
   }
 }
 
 std::optional<std::string> Checkpoint::latest_checkpoint(const std::string& directory) {
-  std::optional<std::filesystem::path> path = resolve_latest(directory, "Checkpoint::latest_checkpoint");
+  std::optional<std::filesystem::path> path =
+      resolve_latest(directory, "Checkpoint::latest_checkpoint");
   if (!path) return std::nullopt;
   return path->string();
 }
@@ -275,7 +281,8 @@ std::string Checkpoint::save(const std::string& directory) {
       const std::vector<std::byte> bytes = detail::encode_checkpoint(data);
       std::error_code code;
       std::filesystem::create_directories(directory, code);
-      if (code) throw Error(operation, -1, directory + ": cannot create the directory: " + code.message());
+      if (code)
+        throw Error(operation, -1, directory + ": cannot create the directory: " + code.message());
       // A save killed mid-write left its temporary behind: remove those of
       // processes that are gone before writing another.
       detail::remove_abandoned_checkpoint_temps(directory);
@@ -331,8 +338,9 @@ bool Checkpoint::restore(const std::string& directory) {
     }
     broadcast_bytes(group, payload);
     if (status == 2) {
-      throw InvalidArgumentError(operation, group.rank(),
-                                 std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
+      throw InvalidArgumentError(
+          operation, group.rank(),
+          std::string(reinterpret_cast<const char*>(payload.data()), payload.size()));
     }
   }
   if (status == 0) return false;

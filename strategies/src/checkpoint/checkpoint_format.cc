@@ -30,7 +30,9 @@ constexpr std::array<std::uint32_t, 256> kCrcTable = make_crc_table();
 class Out {
  public:
   template <typename T>
-  void put(T value) { raw(&value, sizeof value); }
+  void put(T value) {
+    raw(&value, sizeof value);
+  }
   void raw(const void* data, std::size_t n) {
     const auto* p = static_cast<const std::byte*>(data);
     bytes.insert(bytes.end(), p, p + n);
@@ -51,7 +53,8 @@ class In {
   void raw(void* out, std::size_t n, const std::string& what) {
     if (n > bytes_.size() - offset_) {
       fail("truncated: " + what + " needs " + std::to_string(n) + " bytes at offset " +
-           std::to_string(offset_) + " but only " + std::to_string(bytes_.size() - offset_) + " remain");
+           std::to_string(offset_) + " but only " + std::to_string(bytes_.size() - offset_) +
+           " remain");
     }
     if (n > 0) std::memcpy(out, bytes_.data() + offset_, n);
     offset_ += n;
@@ -123,7 +126,8 @@ CheckpointData decode_checkpoint(std::span<const std::byte> bytes, const std::st
   const std::uint32_t computed = crc32(bytes.first(bytes.size() - 4));
   if (stored != computed) {
     char text[96];
-    std::snprintf(text, sizeof text, "checksum mismatch (stored %08x, computed %08x)", stored, computed);
+    std::snprintf(text, sizeof text, "checksum mismatch (stored %08x, computed %08x)", stored,
+                  computed);
     in.fail(std::string(text) + ": the file is truncated or corrupted");
   }
   const std::span<const std::byte> body = bytes.first(bytes.size() - 4);
@@ -170,7 +174,8 @@ CheckpointData decode_checkpoint(std::span<const std::byte> bytes, const std::st
     if (!empty) {
       for (std::int64_t d : shape) {
         if (static_cast<std::uint64_t>(d) > fields.remaining() / size / elements) {
-          fields.fail("variable '" + name + "' of shape " + shape_string(shape) + " is larger than the file");
+          fields.fail("variable '" + name + "' of shape " + shape_string(shape) +
+                      " is larger than the file");
         }
         elements *= static_cast<std::uint64_t>(d);
       }
@@ -184,7 +189,8 @@ CheckpointData decode_checkpoint(std::span<const std::byte> bytes, const std::st
                   std::to_string(data_bytes) + " bytes, not " + std::to_string(elements * size));
     }
     if (data_bytes > fields.remaining()) {
-      fields.fail("truncated: variable '" + name + "' needs " + std::to_string(data_bytes) + " bytes");
+      fields.fail("truncated: variable '" + name + "' needs " + std::to_string(data_bytes) +
+                  " bytes");
     }
     Tensor tensor(static_cast<DataType>(dtype), shape);
     fields.raw(tensor.raw_data(), data_bytes, "variable '" + name + "'s data");

@@ -100,7 +100,8 @@ std::filesystem::path checkpoint_temp_path(const std::filesystem::path& director
   const long pid = static_cast<long>(::getpid());
   std::string start = start_time_of(pid);
   if (start.empty()) start = "0";
-  return directory / (final_name + kTempMark + std::to_string(pid) + "." + start + "." + host_name());
+  return directory /
+         (final_name + kTempMark + std::to_string(pid) + "." + start + "." + host_name());
 }
 
 int remove_abandoned_checkpoint_temps(const std::filesystem::path& directory) {
@@ -113,14 +114,16 @@ int remove_abandoned_checkpoint_temps(const std::filesystem::path& directory) {
     const std::optional<Owner> owner = owner_of(entry);
     if (!owner || !is_gone(*owner, this_host)) continue;
     struct stat info {};
-    if (::fstatat(::dirfd(listing), item->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(info.st_mode)) {
+    if (::fstatat(::dirfd(listing), item->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(info.st_mode)) {
       continue;
     }
     if (::unlinkat(::dirfd(listing), item->d_name, 0) == 0) {
       ++removed;
-      DISTRIBUTE_LOG(kInfo, "removed " << (directory / entry).string() << " (" << info.st_size
-                                       << " bytes), the temporary of a checkpoint save whose process "
-                                       << owner->pid << " is gone");
+      DISTRIBUTE_LOG(kInfo, "removed "
+                                << (directory / entry).string() << " (" << info.st_size
+                                << " bytes), the temporary of a checkpoint save whose process "
+                                << owner->pid << " is gone");
     }
   }
   ::closedir(listing);

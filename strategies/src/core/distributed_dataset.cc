@@ -56,7 +56,8 @@ std::pair<std::int64_t, std::int64_t> split_range(std::int64_t rows, std::int64_
 
 ElementSpec spec_of(const Element& batch) {
   ElementSpec spec;
-  for (const Tensor& component : batch) spec.push_back(ComponentSpec{component.dtype(), component.shape()});
+  for (const Tensor& component : batch)
+    spec.push_back(ComponentSpec{component.dtype(), component.shape()});
   return spec;
 }
 
@@ -141,7 +142,8 @@ class DistributedIteratorState {
           std::vector<std::optional<Element>> batches;
           bool any = false;
           for (std::int64_t r = 0; r < local; ++r) {
-            Dataset::Iterator& source = r == 0 ? iterator_ : replica_iterators_[static_cast<std::size_t>(r - 1)];
+            Dataset::Iterator& source =
+                r == 0 ? iterator_ : replica_iterators_[static_cast<std::size_t>(r - 1)];
             batches.push_back(source.get_next());
             if (batches.back()) {
               any = true;
@@ -163,7 +165,8 @@ class DistributedIteratorState {
           replicas.push_back(std::move(*batch));
         }
         if (!impl.any_worker(!replicas.empty(), operation)) return finish();
-        while (static_cast<std::int64_t>(replicas.size()) < local) replicas.push_back(empty(operation));
+        while (static_cast<std::int64_t>(replicas.size()) < local)
+          replicas.push_back(empty(operation));
         return PerReplica<Element>(std::move(replicas));
       }
     }
@@ -241,9 +244,9 @@ std::optional<ElementSpec> DistributedDataset::element_spec() const {
   if (!spec) return std::nullopt;
   for (ComponentSpec& component : *spec) {
     if (component.shape.empty()) {
-      throw InvalidArgumentError(state_->impl->label() + " DistributedDataset.element_spec",
-                                 state_->impl->error_rank(),
-                                 "the input yields unbatched elements; a replica's element is a batch");
+      throw InvalidArgumentError(
+          state_->impl->label() + " DistributedDataset.element_spec", state_->impl->error_rank(),
+          "the input yields unbatched elements; a replica's element is a batch");
     }
     component.shape.front() = -1;
   }
@@ -276,15 +279,18 @@ DistributedDataset distribute_dataset(const std::shared_ptr<StrategyImpl>& share
                                "distribute_datasets_from_function (as in tf.distribute)");
   }
   const AutoShardPolicy policy = options.auto_shard_policy;
-  if (static_cast<int>(policy) < 0 || static_cast<int>(policy) > static_cast<int>(AutoShardPolicy::kOff)) {
-    throw InvalidArgumentError(operation, impl.error_rank(),
-                               "unknown AutoShardPolicy " + std::to_string(static_cast<int>(policy)));
+  if (static_cast<int>(policy) < 0 ||
+      static_cast<int>(policy) > static_cast<int>(AutoShardPolicy::kOff)) {
+    throw InvalidArgumentError(
+        operation, impl.error_rank(),
+        "unknown AutoShardPolicy " + std::to_string(static_cast<int>(policy)));
   }
   const std::optional<std::pair<std::int64_t, bool>> last_batch = dataset.last_batch();
   if (!last_batch) {
     throw InvalidArgumentError(operation, impl.error_rank(),
                                "the dataset yields unbatched elements (its pipeline is " +
-                                   dataset.describe() + "): add batch(global_batch_size), whose "
+                                   dataset.describe() +
+                                   "): add batch(global_batch_size), whose "
                                    "batches are split across the replicas; transformations after "
                                    "batch (prefetch, repeat, take, filter, ...) are kept");
   }
@@ -296,16 +302,19 @@ DistributedDataset distribute_dataset(const std::shared_ptr<StrategyImpl>& share
   const std::vector<std::string>& files = dataset.files();
   const bool enough_files = static_cast<std::int64_t>(files.size()) >= workers;
   if (policy == AutoShardPolicy::kFile && !enough_files) {
-    throw InvalidArgumentError(operation, impl.error_rank(),
-                               "AutoShardPolicy::kFile needs a pipeline that reads at least one file "
-                               "per worker; " + dataset.describe() + " reads " +
-                                   std::to_string(files.size()) + " files for " +
-                                   std::to_string(workers) + " workers (use kData or kAuto to shard "
-                                   "by element)");
+    throw InvalidArgumentError(
+        operation, impl.error_rank(),
+        "AutoShardPolicy::kFile needs a pipeline that reads at least one file "
+        "per worker; " +
+            dataset.describe() + " reads " + std::to_string(files.size()) + " files for " +
+            std::to_string(workers) +
+            " workers (use kData or kAuto to shard "
+            "by element)");
   }
   if (policy == AutoShardPolicy::kOff) {
     state->sharding = InputSharding::kOff;
-  } else if (policy == AutoShardPolicy::kFile || (policy == AutoShardPolicy::kAuto && enough_files)) {
+  } else if (policy == AutoShardPolicy::kFile ||
+             (policy == AutoShardPolicy::kAuto && enough_files)) {
     if (global_batch < workers) {
       throw InvalidArgumentError(operation, impl.error_rank(),
                                  "the global batch size " + std::to_string(global_batch) +
@@ -325,10 +334,12 @@ DistributedDataset distribute_dataset(const std::shared_ptr<StrategyImpl>& share
     state->sharding = InputSharding::kByElement;
     if (policy == AutoShardPolicy::kAuto) {
       DISTRIBUTE_LOG(kWarn, operation << ": the dataset reads " << files.size() << " files for "
-                                      << workers << " workers, so it is sharded by element: every "
-                                      "worker runs the whole input pipeline (" << dataset.describe()
+                                      << workers
+                                      << " workers, so it is sharded by element: every "
+                                         "worker runs the whole input pipeline ("
+                                      << dataset.describe()
                                       << ") and keeps its replicas' rows of each global batch. "
-                                      "Give it at least one file per worker to shard by file.");
+                                         "Give it at least one file per worker to shard by file.");
     }
   }
   return DistributedDataset(state);
@@ -343,16 +354,19 @@ DistributedDataset distribute_datasets_from_function(
     std::vector<Dataset> datasets;
     for (int r = 0; r < impl.num_local_replicas; ++r) {
       const int id = impl.worker_index * impl.num_local_replicas + r;
-      datasets.push_back(fn(InputContext(impl.num_replicas_in_sync(), id, impl.num_replicas_in_sync())));
+      datasets.push_back(
+          fn(InputContext(impl.num_replicas_in_sync(), id, impl.num_replicas_in_sync())));
     }
-    auto state = std::make_shared<detail::DistributedDatasetState>(detail::DistributedDatasetState{
-        shared_impl, InputSharding::kFromFunction, std::nullopt, datasets.front(), datasets.front(), datasets});
+    auto state = std::make_shared<detail::DistributedDatasetState>(
+        detail::DistributedDatasetState{shared_impl, InputSharding::kFromFunction, std::nullopt,
+                                        datasets.front(), datasets.front(), datasets});
     return DistributedDataset(state);
   }
   if (options.experimental_replication_mode != InputReplicationMode::kPerWorker) {
-    throw InvalidArgumentError(impl.label() + " distribute_datasets_from_function", impl.error_rank(),
-                               "unknown InputReplicationMode " +
-                                   std::to_string(static_cast<int>(options.experimental_replication_mode)));
+    throw InvalidArgumentError(
+        impl.label() + " distribute_datasets_from_function", impl.error_rank(),
+        "unknown InputReplicationMode " +
+            std::to_string(static_cast<int>(options.experimental_replication_mode)));
   }
   const InputContext context(impl.num_workers, impl.worker_index, impl.num_replicas_in_sync());
   Dataset dataset = fn(context);

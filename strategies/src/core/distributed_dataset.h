@@ -15,8 +15,8 @@ namespace collective::distribute::detail {
 
 struct StrategyImpl;
 
-DistributedDataset distribute_dataset(const std::shared_ptr<StrategyImpl>& impl, const Dataset& dataset,
-                                      const InputOptions& options);
+DistributedDataset distribute_dataset(const std::shared_ptr<StrategyImpl>& impl,
+                                      const Dataset& dataset, const InputOptions& options);
 
 DistributedDataset distribute_datasets_from_function(
     const std::shared_ptr<StrategyImpl>& impl,

@@ -18,7 +18,8 @@ class RemoteVariable {
   // sign 0: assign; +1: assign_add; -1: assign_sub. Atomic per shard.
   virtual void update(const VariableState& state, const Tensor& value, int sign) const = 0;
   // variable -= learning_rate * gradient, where it lives, atomic per shard.
-  virtual void sgd(const VariableState& state, const Tensor& gradient, double learning_rate) const = 0;
+  virtual void sgd(const VariableState& state, const Tensor& gradient,
+                   double learning_rate) const = 0;
 };
 
 }  // namespace collective::distribute::detail

@@ -26,7 +26,7 @@ RendezvousRun::RendezvousRun(StrategyImpl& impl)
       rendezvous_(impl.num_local_replicas, impl.timeout, impl.label(), impl.error_rank()) {}
 
 std::vector<Tensor> RendezvousRun::all_reduce(int local_replica, ReduceOp op,
-                                           const std::vector<const Tensor*>& values) {
+                                              const std::vector<const Tensor*>& values) {
   struct Payload {
     const std::vector<const Tensor*>* in;
     std::vector<Tensor> out;
@@ -34,10 +34,10 @@ std::vector<Tensor> RendezvousRun::all_reduce(int local_replica, ReduceOp op,
   Payload payload{&values, {}};
   // The signature lets the replicas check they make the same call; one
   // replica has no one to disagree with.
-  const std::string signature =
-      impl_.num_local_replicas == 1
-          ? std::string()
-          : "ReplicaContext.all_reduce(" + std::string(to_string(op)) + "; " + describe_values(values) + ")";
+  const std::string signature = impl_.num_local_replicas == 1
+                                    ? std::string()
+                                    : "ReplicaContext.all_reduce(" + std::string(to_string(op)) +
+                                          "; " + describe_values(values) + ")";
   rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
     // The replicas' tensors are reduced where they are: their owners wait
     // in sync() until this returns.
@@ -49,7 +49,8 @@ std::vector<Tensor> RendezvousRun::all_reduce(int local_replica, ReduceOp op,
     }
     std::vector<Tensor> reduced = impl_.batch_reduce_views(op, views);
     // Each replica gets its own copy of the result; the last one takes it.
-    for (std::size_t r = 0; r + 1 < payloads.size(); ++r) static_cast<Payload*>(payloads[r])->out = reduced;
+    for (std::size_t r = 0; r + 1 < payloads.size(); ++r)
+      static_cast<Payload*>(payloads[r])->out = reduced;
     static_cast<Payload*>(payloads.back())->out = std::move(reduced);
   });
   return std::move(payload.out);
@@ -63,9 +64,9 @@ Tensor RendezvousRun::all_gather(int local_replica, const Tensor& value, int axi
   Payload payload{&value, {}};
   // Dimensions along axis may differ between replicas; the rest must not
   // (gather checks), so the signature names dtype, rank and axis only.
-  const std::string signature = "ReplicaContext.all_gather(" + std::string(to_string(value.dtype())) +
-                                ", rank " + std::to_string(value.rank()) + ", axis " +
-                                std::to_string(axis) + ")";
+  const std::string signature =
+      "ReplicaContext.all_gather(" + std::string(to_string(value.dtype())) + ", rank " +
+      std::to_string(value.rank()) + ", axis " + std::to_string(axis) + ")";
   rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
     const CallPurpose purpose("ReplicaContext.all_gather");
     std::vector<Tensor> replicas;
@@ -77,7 +78,8 @@ Tensor RendezvousRun::all_gather(int local_replica, const Tensor& value, int axi
   return std::move(payload.out);
 }
 
-std::shared_ptr<const void> RendezvousRun::merge_call(int local_replica, const MergeRequest& request) {
+std::shared_ptr<const void> RendezvousRun::merge_call(int local_replica,
+                                                      const MergeRequest& request) {
   struct Payload {
     const MergeRequest* request;
     std::shared_ptr<const void> result;
@@ -85,7 +87,8 @@ std::shared_ptr<const void> RendezvousRun::merge_call(int local_replica, const M
   Payload payload{&request, nullptr};
   const std::string signature =
       std::string("ReplicaContext.merge_call(result ") + request.result_type->name() +
-      (request.argument_type ? std::string(", argument ") + request.argument_type->name() : "") + ")";
+      (request.argument_type ? std::string(", argument ") + request.argument_type->name() : "") +
+      ")";
   rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
     std::vector<const void*> arguments;
     arguments.reserve(payloads.size());

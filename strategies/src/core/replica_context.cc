@@ -65,8 +65,8 @@ std::vector<Tensor> ReplicaContext::all_reduce_values(ReduceOp op,
 Tensor ReplicaContext::all_gather(const Tensor& value, int axis) {
   require_current(*this, "ReplicaContext.all_gather");
   if (run_ == nullptr) {
-    return detail::impl_of(*strategy_).gather(PerReplica<Tensor>({value}), axis,
-                                               "ReplicaContext.all_gather");
+    return detail::impl_of(*strategy_)
+        .gather(PerReplica<Tensor>({value}), axis, "ReplicaContext.all_gather");
   }
   return run_->all_gather(local_replica_, value, axis);
 }

@@ -20,7 +20,8 @@ class ReplicaRun {
   virtual std::vector<Tensor> all_reduce(int local_replica, ReduceOp op,
                                          const std::vector<const Tensor*>& values) = 0;
   virtual Tensor all_gather(int local_replica, const Tensor& value, int axis) = 0;
-  virtual std::shared_ptr<const void> merge_call(int local_replica, const MergeRequest& request) = 0;
+  virtual std::shared_ptr<const void> merge_call(int local_replica,
+                                                 const MergeRequest& request) = 0;
 
  protected:
   ~ReplicaRun() = default;

@@ -87,8 +87,8 @@ Strategy::~Strategy() {
       std::abort();
     }
   }
-  const std::string reason = impl.label() +
-                             " was destroyed while run() was in progress on another thread";
+  const std::string reason =
+      impl.label() + " was destroyed while run() was in progress on another thread";
   impl.run_gate->close(impl.label() + " run", impl.error_rank(), reason,
                        impl.worker_calls ? &impl.worker_calls->communicator() : nullptr);
   // The implementation may outlive this object (a distributed iterator holds
@@ -108,13 +108,11 @@ Strategy::Scope::Scope(Strategy& strategy) {
   const ContextFrame* frame = detail::current_frame();
   if (frame != nullptr && frame->strategy != &strategy) {
     const detail::StrategyImpl& impl = strategy.extended().impl();
-    throw InvalidArgumentError(impl.label() + " scope", impl.error_rank(),
-                               "mixing different strategies: entering the scope of " + impl.label() +
-                                   " inside " +
-                                   (frame->replica != nullptr ? "a replica context of "
-                                                              : "the scope of ") +
-                                   detail::describe_strategy(*frame->strategy) +
-                                   "; leave that scope first");
+    throw InvalidArgumentError(
+        impl.label() + " scope", impl.error_rank(),
+        "mixing different strategies: entering the scope of " + impl.label() + " inside " +
+            (frame->replica != nullptr ? "a replica context of " : "the scope of ") +
+            detail::describe_strategy(*frame->strategy) + "; leave that scope first");
   }
   // A scope keeps the context it is entered in: inside run() it stays a
   // replica context.
@@ -125,9 +123,10 @@ Strategy::Scope::Scope(Strategy& strategy) {
 Strategy::Scope::~Scope() {
   if (!detail::pop_frame(frame_id_)) {
     // Destructors never throw: report and leave the stack as it is.
-    DISTRIBUTE_LOG(kWarn, "a Strategy scope ended out of order (scopes must end in reverse order "
-                          "of creation, on the thread that created them); the scope stack of "
-                          "this thread is now inconsistent");
+    DISTRIBUTE_LOG(kWarn,
+                   "a Strategy scope ended out of order (scopes must end in reverse order "
+                   "of creation, on the thread that created them); the scope stack of "
+                   "this thread is now inconsistent");
   }
 }
 
@@ -186,13 +185,14 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optio
     return impl.batch_reduce(op, {PerReplica<Tensor>(std::move(partial))}).front();
   }
   std::vector<Tensor> sums = impl.batch_reduce(
-      ReduceOp::kSum, {PerReplica<Tensor>(std::move(partial)), PerReplica<Tensor>(std::move(counts))});
+      ReduceOp::kSum,
+      {PerReplica<Tensor>(std::move(partial)), PerReplica<Tensor>(std::move(counts))});
   const std::int64_t total = sums[1].values<std::int64_t>()[0];
   Tensor result = std::move(sums[0]);
   if (total == 0 && !detail::is_floating(result.dtype())) {
-    throw InvalidArgumentError(operation, impl.error_rank(),
-                               "the mean along axis " + std::to_string(*axis) +
-                                   " is over zero elements");
+    throw InvalidArgumentError(
+        operation, impl.error_rank(),
+        "the mean along axis " + std::to_string(*axis) + " is over zero elements");
   }
   if (total == 0) {
     // 0/0: NaN for every entry, as tf.reduce_mean gives for an empty axis.
@@ -209,12 +209,14 @@ Tensor Strategy::reduce(ReduceOp op, const Tensor& value, std::optional<int> axi
   if (replicas > 1 && (op == ReduceOp::kSum || op == ReduceOp::kProd)) {
     throw InvalidArgumentError(impl.label() + " reduce", impl.error_rank(),
                                "a value that is not distributed cannot be reduced with " +
-                                   std::string(to_string(op)) + " over " + std::to_string(replicas) +
+                                   std::string(to_string(op)) + " over " +
+                                   std::to_string(replicas) +
                                    " replicas; pass the PerReplica value returned by run()");
   }
   // The same value on every local replica.
-  return reduce(op, PerReplica<Tensor>(std::vector<Tensor>(
-                        static_cast<std::size_t>(impl.num_local_replicas), value)),
+  return reduce(op,
+                PerReplica<Tensor>(
+                    std::vector<Tensor>(static_cast<std::size_t>(impl.num_local_replicas), value)),
                 axis);
 }
 

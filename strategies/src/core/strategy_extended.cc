@@ -46,15 +46,16 @@ Tensor StrategyExtended::reduce_to(ReduceOp op, const PerReplica<Tensor>& value)
   return impl_->reduce_to(op, value);
 }
 
-std::vector<Tensor> StrategyExtended::batch_reduce_to(ReduceOp op,
-                                                      const std::vector<PerReplica<Tensor>>& values) {
+std::vector<Tensor> StrategyExtended::batch_reduce_to(
+    ReduceOp op, const std::vector<PerReplica<Tensor>>& values) {
   impl_->require_cross_replica(impl_->label() + " batch_reduce_to");
   const detail::CallPurpose purpose("StrategyExtended.batch_reduce_to");
   return impl_->batch_reduce(op, values);
 }
 
 void StrategyExtended::update(Variable& variable, const std::function<void(Tensor&)>& fn) {
-  update_copies(variable, [&fn](Tensor& copy, std::size_t) { fn(copy); }, 0);
+  update_copies(
+      variable, [&fn](Tensor& copy, std::size_t) { fn(copy); }, 0);
 }
 
 void StrategyExtended::update_copies(Variable& variable,
@@ -70,14 +71,16 @@ void StrategyExtended::update_copies(Variable& variable,
   }
   if (state.remote) {
     throw UnsupportedError(operation, impl_->error_rank(),
-                           "variable '" + state.name + "' lives on ps tasks and has no local "
-                           "copies to update; use assign / assign_add / assign_sub");
+                           "variable '" + state.name +
+                               "' lives on ps tasks and has no local "
+                               "copies to update; use assign / assign_add / assign_sub");
   }
   std::lock_guard<std::mutex> lock(state.mutex);
   if (num_per_copy_values != 0 && num_per_copy_values != state.copies.size()) {
     throw InvalidArgumentError(operation, impl_->error_rank(),
                                "the distributed arguments do not all have one value per copy of "
-                               "variable '" + state.name + "' (" + std::to_string(state.copies.size()) +
+                               "variable '" +
+                                   state.name + "' (" + std::to_string(state.copies.size()) +
                                    " copies)");
   }
   for (std::size_t index = 0; index < state.copies.size(); ++index) {
@@ -92,17 +95,20 @@ void StrategyExtended::update_copies(Variable& variable,
 }
 
 Mirrored<Tensor> StrategyExtended::broadcast_to(const Tensor& value) const {
-  return impl_->cross_device_ops->broadcast(value, static_cast<std::size_t>(impl_->num_local_replicas));
+  return impl_->cross_device_ops->broadcast(value,
+                                            static_cast<std::size_t>(impl_->num_local_replicas));
 }
 
-Mirrored<Tensor> StrategyExtended::broadcast_to(const Tensor& value, const Variable& destinations) const {
+Mirrored<Tensor> StrategyExtended::broadcast_to(const Tensor& value,
+                                                const Variable& destinations) const {
   const detail::VariableState& state = destinations.state();
   if (state.strategy_serial != impl_->serial) {
     throw InvalidArgumentError(impl_->label() + " broadcast_to", impl_->error_rank(),
                                "destinations: variable '" + state.name + "' belongs to " +
                                    state.strategy_label + ", not to " + impl_->label());
   }
-  return Mirrored<Tensor>(std::vector<Tensor>(std::max<std::size_t>(destinations.num_copies(), 1), value));
+  return Mirrored<Tensor>(
+      std::vector<Tensor>(std::max<std::size_t>(destinations.num_copies(), 1), value));
 }
 
 bool StrategyExtended::variable_created_in_scope(const Variable& variable) const {
@@ -111,11 +117,13 @@ bool StrategyExtended::variable_created_in_scope(const Variable& variable) const
 
 Variable StrategyExtended::value_container(const Variable& variable) const { return variable; }
 
-std::shared_ptr<const detail::VariableState> StrategyExtended::shared_state(const Variable& variable) {
+std::shared_ptr<const detail::VariableState> StrategyExtended::shared_state(
+    const Variable& variable) {
   return variable.state_;
 }
 
-StrategyExtended::ColocationScope::ColocationScope(StrategyExtended& extended, const Variable& variable)
+StrategyExtended::ColocationScope::ColocationScope(StrategyExtended& extended,
+                                                   const Variable& variable)
     : impl_(extended.impl()) {
   const detail::VariableState& state = variable.state();
   if (state.strategy_serial != impl_.serial) {
@@ -127,15 +135,18 @@ StrategyExtended::ColocationScope::ColocationScope(StrategyExtended& extended, c
   impl_.colocate_with = shared_state(variable);
 }
 
-StrategyExtended::ColocationScope::~ColocationScope() { impl_.colocate_with = std::move(previous_); }
+StrategyExtended::ColocationScope::~ColocationScope() {
+  impl_.colocate_with = std::move(previous_);
+}
 
 void StrategyExtended::check_distributed_argument(int index, std::size_t num_values) const {
   if (num_values != static_cast<std::size_t>(impl_->num_local_replicas)) {
     throw InvalidArgumentError(impl_->label() + " run", impl_->error_rank(),
-                               "argument " + std::to_string(index) + " is a distributed value with " +
-                                   std::to_string(num_values) + " per-replica values, but the "
-                                   "strategy has " + std::to_string(impl_->num_local_replicas) +
-                                   " local replicas");
+                               "argument " + std::to_string(index) +
+                                   " is a distributed value with " + std::to_string(num_values) +
+                                   " per-replica values, but the "
+                                   "strategy has " +
+                                   std::to_string(impl_->num_local_replicas) + " local replicas");
   }
 }
 

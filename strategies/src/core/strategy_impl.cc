@@ -110,9 +110,9 @@ bool StrategyImpl::any_worker(bool local, const std::string& operation) {
   } catch (const MismatchError&) {
     throw;  // names both sides already
   } catch (const Error& error) {
-    throw CommunicationError(operation, error_rank(),
-                             "workers could not agree whether input remains: " +
-                                 std::string(error.what()));
+    throw CommunicationError(
+        operation, error_rank(),
+        "workers could not agree whether input remains: " + std::string(error.what()));
   }
   return flag != 0;
 }
@@ -160,7 +160,8 @@ Tensor StrategyImpl::broadcast_from_chief(const Tensor& value, const std::string
   return result;
 }
 
-Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std::string& operation) {
+Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis,
+                            const std::string& operation) {
   if (value.num_replicas() != static_cast<std::size_t>(num_local_replicas)) {
     throw InvalidArgumentError(operation, error_rank(),
                                "got " + std::to_string(value.num_replicas()) +
@@ -180,11 +181,11 @@ Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std
       if (d != dim && t.dim(d) != first.dim(d)) compatible = false;
     }
     if (!compatible) {
-      throw InvalidArgumentError(operation, error_rank(),
-                                 "local replica " + std::to_string(r) + " holds " + t.debug_string() +
-                                     ", which cannot be concatenated along axis " +
-                                     std::to_string(axis) + " with replica 0's " +
-                                     first.debug_string());
+      throw InvalidArgumentError(
+          operation, error_rank(),
+          "local replica " + std::to_string(r) + " holds " + t.debug_string() +
+              ", which cannot be concatenated along axis " + std::to_string(axis) +
+              " with replica 0's " + first.debug_string());
     }
   }
   Tensor local = concat(value.values(), dim);
@@ -219,12 +220,11 @@ Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std
   for (std::size_t w = 0; w < workers; ++w) {
     for (std::size_t d = 0; d < rank; ++d) {
       if (static_cast<int>(d) != dim && all_dims[w * rank + d] != dims[d]) {
-        throw MismatchError(operation, error_rank(),
-                            "worker " + std::to_string(w) + " gathers dimension " +
-                                std::to_string(d) + " of size " +
-                                std::to_string(all_dims[w * rank + d]) + ", this worker " +
-                                std::to_string(dims[d]) + " (only axis " + std::to_string(axis) +
-                                " may differ)");
+        throw MismatchError(
+            operation, error_rank(),
+            "worker " + std::to_string(w) + " gathers dimension " + std::to_string(d) +
+                " of size " + std::to_string(all_dims[w * rank + d]) + ", this worker " +
+                std::to_string(dims[d]) + " (only axis " + std::to_string(axis) + " may differ)");
       }
     }
     longest = std::max(longest, all_dims[w * rank + static_cast<std::size_t>(dim)]);
@@ -253,16 +253,19 @@ Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis, const std
     kept_shape[static_cast<std::size_t>(dim)] = all_dims[w * rank + static_cast<std::size_t>(dim)];
     Tensor kept(local.dtype(), kept_shape);
     std::size_t outer = 1;
-    for (int d = 0; d < dim; ++d) outer *= static_cast<std::size_t>(padded_shape[static_cast<std::size_t>(d)]);
+    for (int d = 0; d < dim; ++d)
+      outer *= static_cast<std::size_t>(padded_shape[static_cast<std::size_t>(d)]);
     std::size_t inner_bytes = element_size(local.dtype());
     for (std::size_t d = static_cast<std::size_t>(dim) + 1; d < rank; ++d) {
       inner_bytes *= static_cast<std::size_t>(padded_shape[d]);
     }
     const std::size_t padded_row = static_cast<std::size_t>(longest) * inner_bytes;
-    const std::size_t kept_row = static_cast<std::size_t>(kept_shape[static_cast<std::size_t>(dim)]) * inner_bytes;
+    const std::size_t kept_row =
+        static_cast<std::size_t>(kept_shape[static_cast<std::size_t>(dim)]) * inner_bytes;
     for (std::size_t o = 0; o < outer && kept_row > 0; ++o) {
       std::memcpy(static_cast<std::byte*>(kept.raw_data()) + o * kept_row,
-                  static_cast<const std::byte*>(worker_padded.raw_data()) + o * padded_row, kept_row);
+                  static_cast<const std::byte*>(worker_padded.raw_data()) + o * padded_row,
+                  kept_row);
     }
     parts.push_back(std::move(kept));
   }

@@ -26,7 +26,7 @@
 namespace collective::distribute {
 class ReplicaContext;
 class Strategy;
-}
+}  // namespace collective::distribute
 
 namespace collective::distribute::detail {
 
@@ -35,9 +35,9 @@ class WorkerCalls;
 
 struct StrategyImpl {
   // Configuration, fixed at construction.
-  std::string name;               // "MirroredStrategy"
-  std::uint64_t serial = 0;       // process-unique, for messages and ownership
-  Strategy* strategy = nullptr;   // back pointer, set by Strategy's constructor
+  std::string name;              // "MirroredStrategy"
+  std::uint64_t serial = 0;      // process-unique, for messages and ownership
+  Strategy* strategy = nullptr;  // back pointer, set by Strategy's constructor
   bool mirrored_variables = false;
   std::vector<std::string> worker_devices;
   std::vector<std::string> parameter_devices;

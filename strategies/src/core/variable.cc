@@ -40,7 +40,9 @@ namespace detail {
 VariableState::VariableState()
     : aggregation(VariableAggregation::kNone), synchronization(VariableSynchronization::kOnWrite) {}
 
-Variable VariableState::handle(std::shared_ptr<VariableState> state) { return Variable(std::move(state)); }
+Variable VariableState::handle(std::shared_ptr<VariableState> state) {
+  return Variable(std::move(state));
+}
 
 }  // namespace detail
 
@@ -68,28 +70,36 @@ std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& init
     case VariableSynchronization::kNone:
       if (impl.mirrored_variables) {
         throw InvalidArgumentError(operation, impl.error_rank(),
-                                   "variable '" + options.name + "': synchronization NONE is not "
-                                   "supported under " + impl.name + " (as in tf.distribute); use "
-                                   "kOnWrite or kOnRead");
+                                   "variable '" + options.name +
+                                       "': synchronization NONE is not "
+                                       "supported under " +
+                                       impl.name +
+                                       " (as in tf.distribute); use "
+                                       "kOnWrite or kOnRead");
       }
       state->synchronization = VariableSynchronization::kNone;
       break;
     case VariableSynchronization::kOnRead:
       if (impl.place_variable) {
         throw UnsupportedError(operation, impl.error_rank(),
-                               "variable '" + options.name + "': sync-on-read variables are not "
-                               "supported by " + impl.name + ", whose variables live on ps tasks; "
-                               "accumulate per worker in a closure's result instead");
+                               "variable '" + options.name +
+                                   "': sync-on-read variables are not "
+                                   "supported by " +
+                                   impl.name +
+                                   ", whose variables live on ps tasks; "
+                                   "accumulate per worker in a closure's result instead");
       }
       state->synchronization = VariableSynchronization::kOnRead;
       break;
     default:
       throw InvalidArgumentError(operation, impl.error_rank(),
-                                 "variable '" + options.name + "': unknown VariableSynchronization " +
+                                 "variable '" + options.name +
+                                     "': unknown VariableSynchronization " +
                                      std::to_string(static_cast<int>(options.synchronization)));
   }
   if (static_cast<int>(options.aggregation) < 0 ||
-      static_cast<int>(options.aggregation) > static_cast<int>(VariableAggregation::kOnlyFirstReplica)) {
+      static_cast<int>(options.aggregation) >
+          static_cast<int>(VariableAggregation::kOnlyFirstReplica)) {
     throw InvalidArgumentError(operation, impl.error_rank(),
                                "variable '" + options.name + "': unknown VariableAggregation " +
                                    std::to_string(static_cast<int>(options.aggregation)));
@@ -98,9 +108,8 @@ std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& init
   // A sync-on-read variable has a copy per local replica wherever replicas
   // run (CentralStorageStrategy's one-copy variables included).
   state->mirrored = impl.mirrored_variables && !on_read;
-  const std::size_t copies = impl.mirrored_variables || on_read
-                                 ? static_cast<std::size_t>(impl.num_local_replicas)
-                                 : 1;
+  const std::size_t copies =
+      impl.mirrored_variables || on_read ? static_cast<std::size_t>(impl.num_local_replicas) : 1;
   if (impl.place_variable) {
     impl.place_variable(*state, initial_value);
   } else if (impl.broadcast_initial_values && impl.num_workers > 1) {
@@ -108,8 +117,7 @@ std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& init
     // time-seeded initializer cannot leave the workers apart.
     const detail::CallPurpose purpose("the chief's initial value of variable", options.name);
     state->copies.assign(copies, detail::impl_of(strategy).broadcast_from_chief(
-                                     initial_value, "variable '" + options.name + "'",
-                                     operation));
+                                     initial_value, "variable '" + options.name + "'", operation));
   } else {
     state->copies.assign(copies, initial_value);
   }
@@ -164,7 +172,10 @@ void apply_to_all(VariableState& state, const Tensor& value, UpdateKind kind) {
 }
 
 void apply_remote(const VariableState& state, const Tensor& value, UpdateKind kind) {
-  state.remote->update(state, value, kind == UpdateKind::kAssign ? 0 : kind == UpdateKind::kAdd ? 1 : -1);
+  state.remote->update(state, value,
+                       kind == UpdateKind::kAssign ? 0
+                       : kind == UpdateKind::kAdd  ? 1
+                                                   : -1);
 }
 
 // Sync-on-read: a replica touches its own copy; the cross-replica context
@@ -210,12 +221,14 @@ Tensor read_on_read_cross_replica(const VariableState& state) {
   detail::StrategyImpl& impl = *state.strategy_impl;
   if (state.aggregation == VariableAggregation::kNone) {
     throw InvalidArgumentError("Variable.value", impl.error_rank(),
-                               "sync-on-read variable '" + state.name + "' has aggregation NONE, so " +
-                                   "its " + std::to_string(replicas) + " per-replica copies cannot " +
+                               "sync-on-read variable '" + state.name +
+                                   "' has aggregation NONE, so " + "its " +
+                                   std::to_string(replicas) + " per-replica copies cannot " +
                                    "be combined in the cross-replica context; give it SUM, MEAN or "
                                    "ONLY_FIRST_REPLICA, or read it inside run()");
   }
-  const ReduceOp op = state.aggregation == VariableAggregation::kSum ? ReduceOp::kSum : ReduceOp::kMean;
+  const ReduceOp op =
+      state.aggregation == VariableAggregation::kSum ? ReduceOp::kSum : ReduceOp::kMean;
   const detail::CallPurpose purpose("Variable.value of sync-on-read variable", state.name);
   return impl.batch_reduce(op, {PerReplica<Tensor>(std::move(copies))}).front();
 }
@@ -229,7 +242,8 @@ void update(VariableState& state, const Tensor& value, UpdateKind kind, const ch
   }
   const ContextFrame* frame = detail::current_frame();
   ReplicaContext* context = frame != nullptr ? frame->replica : nullptr;
-  const int local_replicas = context == nullptr ? 1 : detail::impl_of(context->strategy()).num_local_replicas;
+  const int local_replicas =
+      context == nullptr ? 1 : detail::impl_of(context->strategy()).num_local_replicas;
   if (state.remote && local_replicas == 1) {
     // A parameter-server variable updated by one replica: one push.
     apply_remote(state, value, kind);
@@ -242,8 +256,8 @@ void update(VariableState& state, const Tensor& value, UpdateKind kind, const ch
   if (state.aggregation == VariableAggregation::kNone) {
     throw InvalidArgumentError(
         std::string("Variable.") + operation, detail::impl_of(context->strategy()).worker_index,
-        "variable '" + state.name + "' is updated in a replica context of " +
-            state.strategy_label + " (" + std::to_string(context->num_replicas_in_sync()) +
+        "variable '" + state.name + "' is updated in a replica context of " + state.strategy_label +
+            " (" + std::to_string(context->num_replicas_in_sync()) +
             " replicas) but its aggregation is NONE: give it an aggregation (VariableOptions::"
             "aggregation) to say how replicas' updates combine, or update it in the "
             "cross-replica context");
@@ -256,9 +270,7 @@ void update(VariableState& state, const Tensor& value, UpdateKind kind, const ch
         const detail::CallPurpose purpose("aggregated update of variable", state.name);
         Tensor combined;
         switch (state.aggregation) {
-          case VariableAggregation::kSum:
-            combined = impl.reduce_to(ReduceOp::kSum, values);
-            break;
+          case VariableAggregation::kSum: combined = impl.reduce_to(ReduceOp::kSum, values); break;
           case VariableAggregation::kMean:
             combined = impl.reduce_to(ReduceOp::kMean, values);
             break;
@@ -325,7 +337,9 @@ Tensor Variable::value() const {
   return state_->copies[copy];
 }
 
-void Variable::assign(const Tensor& value) { update(*state_, value, UpdateKind::kAssign, "assign"); }
+void Variable::assign(const Tensor& value) {
+  update(*state_, value, UpdateKind::kAssign, "assign");
+}
 void Variable::assign_add(const Tensor& delta) {
   update(*state_, delta, UpdateKind::kAdd, "assign_add");
 }

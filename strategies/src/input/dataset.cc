@@ -19,23 +19,33 @@ namespace detail {
 
 struct DatasetNode {
   enum class Kind {
-    kTensorSlices, kRange, kGenerator, kFiles, kMap, kShard, kTake, kRepeat, kBatch,
-    kFilter, kShuffle, kPrefetch,
+    kTensorSlices,
+    kRange,
+    kGenerator,
+    kFiles,
+    kMap,
+    kShard,
+    kTake,
+    kRepeat,
+    kBatch,
+    kFilter,
+    kShuffle,
+    kPrefetch,
   };
   Kind kind = Kind::kTensorSlices;
   std::shared_ptr<const DatasetNode> input;  // nullptr for sources
 
-  std::vector<Tensor> components;               // kTensorSlices
-  std::int64_t first = 0;                       // kRange start; kShard count; kTake/kRepeat count; kBatch size
-  std::int64_t second = 0;                      // kRange stop; kShard index
-  bool drop_remainder = false;                  // kBatch
-  std::function<Generator()> make_generator;    // kGenerator
-  std::vector<std::string> files;               // kFiles
-  FileReader reader;                            // kFiles
-  std::function<Element(Element)> map_fn;       // kMap
+  std::vector<Tensor> components;  // kTensorSlices
+  std::int64_t first = 0;          // kRange start; kShard count; kTake/kRepeat count; kBatch size
+  std::int64_t second = 0;         // kRange stop; kShard index
+  bool drop_remainder = false;     // kBatch
+  std::function<Generator()> make_generator;      // kGenerator
+  std::vector<std::string> files;                 // kFiles
+  FileReader reader;                              // kFiles
+  std::function<Element(Element)> map_fn;         // kMap
   std::function<bool(const Element&)> predicate;  // kFilter
-  std::uint64_t seed = 0;                       // kShuffle (first: buffer size)
-  bool reshuffle = true;                        // kShuffle
+  std::uint64_t seed = 0;                         // kShuffle (first: buffer size)
+  bool reshuffle = true;                          // kShuffle
   // kShuffle: passes begun so far (shared by copies of the node).
   std::shared_ptr<std::atomic<std::int64_t>> passes;
   // kPrefetch: first is the buffer size.
@@ -65,7 +75,8 @@ Tensor slice_rows(const Tensor& tensor, std::int64_t begin, std::int64_t end) {
       tensor.dim(0) == 0 ? 0 : tensor.num_bytes() / static_cast<std::size_t>(tensor.dim(0));
   if (result.num_bytes() > 0) {
     std::memcpy(result.raw_data(),
-                static_cast<const std::byte*>(tensor.raw_data()) + static_cast<std::size_t>(begin) * row_bytes,
+                static_cast<const std::byte*>(tensor.raw_data()) +
+                    static_cast<std::size_t>(begin) * row_bytes,
                 result.num_bytes());
   }
   return result;
@@ -108,7 +119,8 @@ class GeneratorIterator final : public DatasetIteratorImpl {
  public:
   // The node stays alive with the generator: a generator may refer to
   // what the node's make_generator function holds.
-  explicit GeneratorIterator(NodePtr node) : node_(std::move(node)), generator_(node_->make_generator()) {}
+  explicit GeneratorIterator(NodePtr node)
+      : node_(std::move(node)), generator_(node_->make_generator()) {}
   std::optional<Element> next() override { return generator_ ? generator_() : std::nullopt; }
 
  private:
@@ -138,7 +150,8 @@ class FilesIterator final : public DatasetIteratorImpl {
 
 class MapIterator final : public DatasetIteratorImpl {
  public:
-  explicit MapIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
+  explicit MapIterator(NodePtr node)
+      : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
     std::optional<Element> element = input_->next();
     if (!element) return std::nullopt;
@@ -152,7 +165,8 @@ class MapIterator final : public DatasetIteratorImpl {
 
 class ShardIterator final : public DatasetIteratorImpl {
  public:
-  explicit ShardIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
+  explicit ShardIterator(NodePtr node)
+      : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
     while (std::optional<Element> element = input_->next()) {
       if (position_++ % node_->first == node_->second) return element;
@@ -168,7 +182,8 @@ class ShardIterator final : public DatasetIteratorImpl {
 
 class TakeIterator final : public DatasetIteratorImpl {
  public:
-  explicit TakeIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
+  explicit TakeIterator(NodePtr node)
+      : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
     if (node_->first >= 0 && taken_ >= node_->first) return std::nullopt;
     std::optional<Element> element = input_->next();
@@ -212,7 +227,8 @@ class RepeatIterator final : public DatasetIteratorImpl {
 
 class BatchIterator final : public DatasetIteratorImpl {
  public:
-  explicit BatchIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
+  explicit BatchIterator(NodePtr node)
+      : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
     std::vector<Element> elements;
     while (static_cast<std::int64_t>(elements.size()) < node_->first) {
@@ -234,7 +250,8 @@ class BatchIterator final : public DatasetIteratorImpl {
 
 class FilterIterator final : public DatasetIteratorImpl {
  public:
-  explicit FilterIterator(NodePtr node) : node_(std::move(node)), input_(make_iterator(node_->input)) {}
+  explicit FilterIterator(NodePtr node)
+      : node_(std::move(node)), input_(make_iterator(node_->input)) {}
   std::optional<Element> next() override {
     while (std::optional<Element> element = input_->next()) {
       if (node_->predicate(*element)) return element;
@@ -395,8 +412,9 @@ const DatasetNode& source_of(const DatasetNode& node) {
   return *current;
 }
 
-std::shared_ptr<const DatasetNode> replace_source(const std::shared_ptr<const DatasetNode>& node,
-                                                  const std::shared_ptr<const DatasetNode>& source) {
+std::shared_ptr<const DatasetNode> replace_source(
+    const std::shared_ptr<const DatasetNode>& node,
+    const std::shared_ptr<const DatasetNode>& source) {
   if (!node->input) return source;
   auto copy = std::make_shared<DatasetNode>(*node);
   copy->input = replace_source(node->input, source);
@@ -418,7 +436,8 @@ Dataset Dataset::from_tensor_slices(std::vector<Tensor> components) {
         components[0].rank() == 0) {
       throw InvalidArgumentError("Dataset::from_tensor_slices", -1,
                                  "component " + std::to_string(i) + " is " +
-                                     components[i].debug_string() + "; every component needs a "
+                                     components[i].debug_string() +
+                                     "; every component needs a "
                                      "first dimension of the same size (component 0 is " +
                                      components[0].debug_string() + ")");
     }
@@ -486,9 +505,9 @@ FileReader Dataset::float_line_reader() {
         float value = 0;
         while (numbers >> value) values.push_back(value);
         if (!numbers.eof()) {
-          throw InvalidArgumentError("Dataset::float_line_reader", -1,
-                                     file + ":" + std::to_string(*line_number) +
-                                         ": not a number in \"" + line + "\"");
+          throw InvalidArgumentError(
+              "Dataset::float_line_reader", -1,
+              file + ":" + std::to_string(*line_number) + ": not a number in \"" + line + "\"");
         }
         if (values.empty()) continue;
         const auto size = static_cast<std::int64_t>(values.size());
@@ -555,8 +574,9 @@ Dataset Dataset::filter(std::function<bool(const Element&)> predicate) const {
 Dataset Dataset::shuffle(std::int64_t buffer_size, std::uint64_t seed,
                          bool reshuffle_each_iteration) const {
   if (buffer_size < 1) {
-    throw InvalidArgumentError("Dataset::shuffle", -1,
-                               "buffer_size must be at least 1, got " + std::to_string(buffer_size));
+    throw InvalidArgumentError(
+        "Dataset::shuffle", -1,
+        "buffer_size must be at least 1, got " + std::to_string(buffer_size));
   }
   auto node = detail::derive(node_, Kind::kShuffle);
   node->first = buffer_size;
@@ -568,8 +588,9 @@ Dataset Dataset::shuffle(std::int64_t buffer_size, std::uint64_t seed,
 
 Dataset Dataset::prefetch(std::int64_t buffer_size) const {
   if (buffer_size < 1) {
-    throw InvalidArgumentError("Dataset::prefetch", -1,
-                               "buffer_size must be at least 1, got " + std::to_string(buffer_size));
+    throw InvalidArgumentError(
+        "Dataset::prefetch", -1,
+        "buffer_size must be at least 1, got " + std::to_string(buffer_size));
   }
   auto node = detail::derive(node_, Kind::kPrefetch);
   node->first = buffer_size;
@@ -583,14 +604,13 @@ Dataset::Iterator::Iterator(Iterator&&) noexcept = default;
 Dataset::Iterator& Dataset::Iterator::operator=(Iterator&&) noexcept = default;
 std::optional<Element> Dataset::Iterator::get_next() { return impl_->next(); }
 
-Dataset::Iterator Dataset::make_iterator() const {
-  return Iterator(detail::make_iterator(node_));
-}
+Dataset::Iterator Dataset::make_iterator() const { return Iterator(detail::make_iterator(node_)); }
 
 std::vector<Element> Dataset::collect() const {
   std::vector<Element> elements;
   Iterator iterator = make_iterator();
-  while (std::optional<Element> element = iterator.get_next()) elements.push_back(std::move(*element));
+  while (std::optional<Element> element = iterator.get_next())
+    elements.push_back(std::move(*element));
   return elements;
 }
 
@@ -603,7 +623,8 @@ std::optional<ElementSpec> Dataset::element_spec() const {
   std::optional<Element> element = iterator.get_next();
   if (!element) return std::nullopt;
   ElementSpec spec;
-  for (const Tensor& component : *element) spec.push_back(ComponentSpec{component.dtype(), component.shape()});
+  for (const Tensor& component : *element)
+    spec.push_back(ComponentSpec{component.dtype(), component.shape()});
   return spec;
 }
 
@@ -618,7 +639,9 @@ std::optional<std::int64_t> Dataset::batch_size() const {
   return node_->first;
 }
 
-bool Dataset::drop_remainder() const { return node_->kind == Kind::kBatch && node_->drop_remainder; }
+bool Dataset::drop_remainder() const {
+  return node_->kind == Kind::kBatch && node_->drop_remainder;
+}
 
 std::optional<std::pair<std::int64_t, bool>> Dataset::last_batch() const {
   for (const DatasetNode* node = node_.get(); node != nullptr; node = node->input.get()) {
@@ -682,13 +705,17 @@ std::string Dataset::describe() const {
         steps.push_back("tensor_slices(" + std::to_string(node->components.front().dim(0)) + ")");
         break;
       case Kind::kRange:
-        steps.push_back("range(" + std::to_string(node->first) + ", " + std::to_string(node->second) + ")");
+        steps.push_back("range(" + std::to_string(node->first) + ", " +
+                        std::to_string(node->second) + ")");
         break;
       case Kind::kGenerator: steps.push_back("generator"); break;
-      case Kind::kFiles: steps.push_back("files(" + std::to_string(node->files.size()) + ")"); break;
+      case Kind::kFiles:
+        steps.push_back("files(" + std::to_string(node->files.size()) + ")");
+        break;
       case Kind::kMap: steps.push_back("map"); break;
       case Kind::kShard:
-        steps.push_back("shard(" + std::to_string(node->first) + ", " + std::to_string(node->second) + ")");
+        steps.push_back("shard(" + std::to_string(node->first) + ", " +
+                        std::to_string(node->second) + ")");
         break;
       case Kind::kTake: steps.push_back("take(" + std::to_string(node->first) + ")"); break;
       case Kind::kRepeat: steps.push_back("repeat(" + std::to_string(node->first) + ")"); break;
@@ -698,26 +725,30 @@ std::string Dataset::describe() const {
         break;
       case Kind::kFilter: steps.push_back("filter"); break;
       case Kind::kShuffle:
-        steps.push_back("shuffle(" + std::to_string(node->first) + ", seed " + std::to_string(node->seed) + ")");
+        steps.push_back("shuffle(" + std::to_string(node->first) + ", seed " +
+                        std::to_string(node->seed) + ")");
         break;
       case Kind::kPrefetch: steps.push_back("prefetch(" + std::to_string(node->first) + ")"); break;
     }
   }
   std::string text;
-  for (auto it = steps.rbegin(); it != steps.rend(); ++it) text += (text.empty() ? "" : " -> ") + *it;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it)
+    text += (text.empty() ? "" : " -> ") + *it;
   return text;
 }
 
 std::int64_t batch_rows(const Element& batch) {
   if (batch.empty() || batch.front().rank() == 0) {
-    throw InvalidArgumentError("batch_rows", -1, "the element is not batched (no leading dimension)");
+    throw InvalidArgumentError("batch_rows", -1,
+                               "the element is not batched (no leading dimension)");
   }
   const std::int64_t rows = batch.front().dim(0);
   for (std::size_t i = 1; i < batch.size(); ++i) {
     if (batch[i].rank() == 0 || batch[i].dim(0) != rows) {
       throw InvalidArgumentError("batch_rows", -1,
-                                 "component " + std::to_string(i) + " is " + batch[i].debug_string() +
-                                     " but component 0 has " + std::to_string(rows) + " rows");
+                                 "component " + std::to_string(i) + " is " +
+                                     batch[i].debug_string() + " but component 0 has " +
+                                     std::to_string(rows) + " rows");
     }
   }
   return rows;
@@ -756,8 +787,8 @@ Element stack_elements(const std::vector<Element>& elements) {
                 first[c].debug_string() + "); batched elements need the same structure");
       }
       if (row_bytes > 0) {
-        std::memcpy(static_cast<std::byte*>(stacked.raw_data()) + e * row_bytes, element[c].raw_data(),
-                    row_bytes);
+        std::memcpy(static_cast<std::byte*>(stacked.raw_data()) + e * row_bytes,
+                    element[c].raw_data(), row_bytes);
       }
     }
     batch.push_back(std::move(stacked));

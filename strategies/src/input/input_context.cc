@@ -10,8 +10,8 @@ InputContext::InputContext(int num_input_pipelines, int input_pipeline_id, int n
     : num_input_pipelines_(num_input_pipelines),
       input_pipeline_id_(input_pipeline_id),
       num_replicas_in_sync_(num_replicas_in_sync) {
-  if (num_input_pipelines < 1 || input_pipeline_id < 0 || input_pipeline_id >= num_input_pipelines ||
-      num_replicas_in_sync < 1) {
+  if (num_input_pipelines < 1 || input_pipeline_id < 0 ||
+      input_pipeline_id >= num_input_pipelines || num_replicas_in_sync < 1) {
     throw InvalidArgumentError("InputContext", -1,
                                "needs num_input_pipelines >= 1, 0 <= input_pipeline_id < "
                                "num_input_pipelines and num_replicas_in_sync >= 1; got " +
@@ -32,7 +32,8 @@ std::int64_t InputContext::get_per_replica_batch_size(std::int64_t global_batch_
 }
 
 ValueContext::ValueContext(int replica_id_in_sync_group, int num_replicas_in_sync)
-    : replica_id_in_sync_group_(replica_id_in_sync_group), num_replicas_in_sync_(num_replicas_in_sync) {
+    : replica_id_in_sync_group_(replica_id_in_sync_group),
+      num_replicas_in_sync_(num_replicas_in_sync) {
   if (num_replicas_in_sync < 1 || replica_id_in_sync_group < 0 ||
       replica_id_in_sync_group >= num_replicas_in_sync) {
     throw InvalidArgumentError("ValueContext", -1,

@@ -31,8 +31,9 @@ ClosureArguments::ClosureArguments(std::string function, int worker_index, int n
 
 Strategy& ClosureArguments::strategy() const {
   if (strategy_ == nullptr) {
-    throw InvalidArgumentError("closure '" + function_ + "'", -1,
-                               "these arguments belong to no worker's strategy (made outside a worker)");
+    throw InvalidArgumentError(
+        "closure '" + function_ + "'", -1,
+        "these arguments belong to no worker's strategy (made outside a worker)");
   }
   return *strategy_;
 }
@@ -91,7 +92,8 @@ RemoteFunction RemoteFunctions::add_entry(std::string name, WorkerFunction funct
   }
   for (const std::string& existing : names_) {
     if (existing == name) {
-      throw InvalidArgumentError("RemoteFunctions::add", -1, "function '" + name + "' is registered twice");
+      throw InvalidArgumentError("RemoteFunctions::add", -1,
+                                 "function '" + name + "' is registered twice");
     }
   }
   if (!function && !dataset) {
@@ -112,9 +114,11 @@ RemoteFunction RemoteFunctions::add(std::string name, WorkerFunction function) {
 
 RemoteFunction RemoteFunctions::add_dataset(std::string name, DatasetFunction function) {
   if (!function) {
-    throw InvalidArgumentError("RemoteFunctions::add_dataset", -1, "function '" + name + "' is empty");
+    throw InvalidArgumentError("RemoteFunctions::add_dataset", -1,
+                               "function '" + name + "' is empty");
   }
-  return add_entry(std::move(name), nullptr, std::make_shared<DatasetFunction>(std::move(function)));
+  return add_entry(std::move(name), nullptr,
+                   std::make_shared<DatasetFunction>(std::move(function)));
 }
 
 // ---- RemoteValue -------------------------------------------------------
@@ -146,7 +150,6 @@ void RemoteValueState::fail(RemoteValue::Status new_status, std::string operatio
 }
 
 }  // namespace detail
-
 
 RemoteValue::Status RemoteValue::status() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
@@ -186,20 +189,24 @@ ClusterCoordinator::ClusterCoordinator(ParameterServerStrategy& strategy)
 
 ClusterCoordinator::~ClusterCoordinator() = default;
 
-RemoteValue ClusterCoordinator::schedule(const RemoteFunction& fn, std::vector<ClosureArgument> args) {
+RemoteValue ClusterCoordinator::schedule(const RemoteFunction& fn,
+                                         std::vector<ClosureArgument> args) {
   const std::string operation = "ClusterCoordinator::schedule('" + fn.name + "')";
   const RemoteFunctions& functions = *cluster_->functions;
   if (fn.registry != functions.serial() || fn.index >= functions.size() ||
       functions.name(fn.index) != fn.name) {
-    throw InvalidArgumentError(operation, 0,
-                               "function '" + fn.name + "' is not from the RemoteFunctions this "
-                               "strategy was constructed with; register it there (on every rank, "
-                               "in the same order) before constructing the strategy");
+    throw InvalidArgumentError(
+        operation, 0,
+        "function '" + fn.name +
+            "' is not from the RemoteFunctions this "
+            "strategy was constructed with; register it there (on every rank, "
+            "in the same order) before constructing the strategy");
   }
   if (functions.is_dataset(fn.index)) {
     throw InvalidArgumentError(operation, 0,
-                               "'" + fn.name + "' is a dataset function; pass it to "
-                               "create_per_worker_dataset, not to schedule");
+                               "'" + fn.name +
+                                   "' is a dataset function; pass it to "
+                                   "create_per_worker_dataset, not to schedule");
   }
   detail::Writer writer;
   writer.u32(fn.index);
@@ -211,19 +218,21 @@ RemoteValue ClusterCoordinator::schedule(const RemoteFunction& fn, std::vector<C
     } else if (const Variable* variable = std::get_if<Variable>(&args[i])) {
       const detail::VariableState& state = variable->state();
       if (!state.remote || detail::ps_variable_of(state)->cluster != cluster_) {
-        throw InvalidArgumentError(operation, 0,
-                                   "argument " + std::to_string(i) + " is variable '" + state.name +
-                                       "' of " + state.strategy_label +
-                                       "; closures take variables created in this strategy's scope");
+        throw InvalidArgumentError(
+            operation, 0,
+            "argument " + std::to_string(i) + " is variable '" + state.name + "' of " +
+                state.strategy_label +
+                "; closures take variables created in this strategy's scope");
       }
       writer.u32(1);
       detail::write_variable(writer, state);
     } else {
       const PerWorkerIterator& iterator = std::get<PerWorkerIterator>(args[i]);
       if (iterator.coordinator_serial != functions.serial()) {
-        throw InvalidArgumentError(operation, 0,
-                                   "argument " + std::to_string(i) +
-                                       " is a per-worker iterator of another strategy's coordinator");
+        throw InvalidArgumentError(
+            operation, 0,
+            "argument " + std::to_string(i) +
+                " is a per-worker iterator of another strategy's coordinator");
       }
       writer.u32(2);
       writer.u32(iterator.dataset_function);
@@ -247,17 +256,20 @@ std::vector<Tensor> ClusterCoordinator::fetch(const std::vector<RemoteValue>& va
 
 PerWorkerDataset ClusterCoordinator::create_per_worker_dataset(const RemoteFunction& dataset_fn) {
   const RemoteFunctions& functions = *cluster_->functions;
-  const std::string operation = "ClusterCoordinator::create_per_worker_dataset('" + dataset_fn.name + "')";
+  const std::string operation =
+      "ClusterCoordinator::create_per_worker_dataset('" + dataset_fn.name + "')";
   if (dataset_fn.registry != functions.serial() || dataset_fn.index >= functions.size() ||
       functions.name(dataset_fn.index) != dataset_fn.name) {
     throw InvalidArgumentError(operation, 0,
-                               "function '" + dataset_fn.name + "' is not from the RemoteFunctions "
-                               "this strategy was constructed with");
+                               "function '" + dataset_fn.name +
+                                   "' is not from the RemoteFunctions "
+                                   "this strategy was constructed with");
   }
   if (!functions.is_dataset(dataset_fn.index)) {
     throw InvalidArgumentError(operation, 0,
-                               "'" + dataset_fn.name + "' is a worker function; register dataset "
-                               "functions with RemoteFunctions::add_dataset");
+                               "'" + dataset_fn.name +
+                                   "' is a worker function; register dataset "
+                                   "functions with RemoteFunctions::add_dataset");
   }
   cluster_->dispatcher->check_available();
   return PerWorkerDataset(functions.serial(), dataset_fn.index, g_next_dataset.fetch_add(1));

@@ -42,7 +42,8 @@ VariablePartitioner MinSizePartitioner(std::int64_t min_shard_bytes, int max_sha
   if (min_shard_bytes < 1 || max_shards < 1) {
     throw InvalidArgumentError("MinSizePartitioner", -1,
                                "min_shard_bytes and max_shards must be at least 1, got " +
-                                   std::to_string(min_shard_bytes) + " and " + std::to_string(max_shards));
+                                   std::to_string(min_shard_bytes) + " and " +
+                                   std::to_string(max_shards));
   }
   return [min_shard_bytes, max_shards](const Shape& shape, DataType dtype) {
     const auto bytes = static_cast<std::int64_t>(num_bytes(shape, dtype));
@@ -52,9 +53,10 @@ VariablePartitioner MinSizePartitioner(std::int64_t min_shard_bytes, int max_sha
 
 VariablePartitioner MaxSizePartitioner(std::int64_t max_shard_bytes, int max_shards) {
   if (max_shard_bytes < 1 || max_shards < 0) {
-    throw InvalidArgumentError("MaxSizePartitioner", -1,
-                               "max_shard_bytes must be at least 1 and max_shards at least 0, got " +
-                                   std::to_string(max_shard_bytes) + " and " + std::to_string(max_shards));
+    throw InvalidArgumentError(
+        "MaxSizePartitioner", -1,
+        "max_shard_bytes must be at least 1 and max_shards at least 0, got " +
+            std::to_string(max_shard_bytes) + " and " + std::to_string(max_shards));
   }
   return [max_shard_bytes, max_shards](const Shape& shape, DataType dtype) {
     const auto bytes = static_cast<std::int64_t>(num_bytes(shape, dtype));
@@ -71,9 +73,9 @@ namespace {
 std::unique_ptr<StrategyExtended> make_parameter_server(const MPIClusterResolver& resolver,
                                                         const ParameterServerOptions& options) {
   if (options.num_local_replicas < 1) {
-    throw InvalidArgumentError("ParameterServerStrategy", resolver.rank(),
-                               "num_local_replicas must be at least 1, got " +
-                                   std::to_string(options.num_local_replicas));
+    throw InvalidArgumentError(
+        "ParameterServerStrategy", resolver.rank(),
+        "num_local_replicas must be at least 1, got " + std::to_string(options.num_local_replicas));
   }
   auto impl = std::make_unique<detail::StrategyImpl>();
   impl->name = "ParameterServerStrategy";
@@ -82,12 +84,14 @@ std::unique_ptr<StrategyExtended> make_parameter_server(const MPIClusterResolver
   // asynchronous): worker_index 0 everywhere, ReductionToOneDevice.
   impl->worker_index = 0;
   impl->num_local_replicas = options.num_local_replicas;
-  const std::string task = "/job:" + resolver.task_type() + "/replica:0/task:" + std::to_string(resolver.task_id());
+  const std::string task =
+      "/job:" + resolver.task_type() + "/replica:0/task:" + std::to_string(resolver.task_id());
   for (int r = 0; r < options.num_local_replicas; ++r) {
     impl->worker_devices.push_back(task + "/device:CPU:" + std::to_string(r));
   }
   for (int p = 0; p < resolver.num_ps(); ++p) {
-    impl->parameter_devices.push_back("/job:ps/replica:0/task:" + std::to_string(p) + "/device:CPU:0");
+    impl->parameter_devices.push_back("/job:ps/replica:0/task:" + std::to_string(p) +
+                                      "/device:CPU:0");
   }
   impl->cluster_resolver = std::make_unique<MPIClusterResolver>(resolver);
   impl->finish_setup();
@@ -101,10 +105,11 @@ std::unique_ptr<StrategyExtended> make_parameter_server(const MPIClusterResolver
 void place_variable(detail::PsCluster& cluster, detail::VariableState& state, const Tensor& initial,
                     const detail::VariableState* colocate_with) {
   if (cluster.task_type != "chief") {
-    throw InvalidArgumentError("ParameterServerStrategy variable '" + state.name + "'", cluster.rank,
-                               "variables are created by the chief; on " + cluster.task_type + " " +
-                                   std::to_string(cluster.task_id) +
-                                   " the strategy has served and returned (check is_coordinator())");
+    throw InvalidArgumentError(
+        "ParameterServerStrategy variable '" + state.name + "'", cluster.rank,
+        "variables are created by the chief; on " + cluster.task_type + " " +
+            std::to_string(cluster.task_id) +
+            " the strategy has served and returned (check is_coordinator())");
   }
   if (cluster.shut_down) {
     throw InvalidArgumentError("ParameterServerStrategy variable '" + state.name + "'", 0,
@@ -119,8 +124,9 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
   if (cluster.options->variable_partitioner && !initial.shape().empty()) {
     shards = cluster.options->variable_partitioner(initial.shape(), initial.dtype());
     if (shards < 1) {
-      throw InvalidArgumentError("ParameterServerStrategy variable '" + state.name + "'", 0,
-                                 "the variable partitioner returned " + std::to_string(shards) + " shards");
+      throw InvalidArgumentError(
+          "ParameterServerStrategy variable '" + state.name + "'", 0,
+          "the variable partitioner returned " + std::to_string(shards) + " shards");
     }
     shards = static_cast<int>(std::min<std::int64_t>(shards, std::max<std::int64_t>(rows, 1)));
   }
@@ -148,7 +154,8 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
     if (!shard_shape.empty()) shard_shape[0] = shard.rows;
     Tensor piece(initial.dtype(), shard_shape);
     if (piece.num_bytes() > 0) {
-      std::memcpy(piece.raw_data(), bytes + static_cast<std::size_t>(shard.row_begin) * remote->row_bytes,
+      std::memcpy(piece.raw_data(),
+                  bytes + static_cast<std::size_t>(shard.row_begin) * remote->row_bytes,
                   piece.num_bytes());
     }
     detail::Writer writer;
@@ -156,7 +163,8 @@ void place_variable(detail::PsCluster& cluster, detail::VariableState& state, co
     detail::Header header;
     header.op = detail::Op::kCreate;
     header.id = shard.id;
-    cluster.client->request(shard.ps, header, writer.take(), "creating variable '" + state.name + "'");
+    cluster.client->request(shard.ps, header, writer.take(),
+                            "creating variable '" + state.name + "'");
   }
   state.remote = std::move(remote);
   state.copies.clear();
@@ -178,7 +186,8 @@ std::chrono::milliseconds failure_timeout_from(const ParameterServerOptions& opt
     if (!(std::isfinite(seconds) && seconds > 0 && seconds <= 1e6)) {
       throw InvalidArgumentError("ParameterServerStrategy", rank,
                                  "ParameterServerOptions::failure_timeout_seconds must be a number "
-                                 "of seconds in (0, 1e6], not " + std::to_string(seconds));
+                                 "of seconds in (0, 1e6], not " +
+                                     std::to_string(seconds));
     }
   } else {
     try {
@@ -228,7 +237,8 @@ void check_registries_agree(Communicator& comm, const RemoteFunctions& functions
   std::vector<std::uint8_t> all(slot.size() * static_cast<std::size_t>(comm.size()));
   comm.all_gather(slot.data(), all.data(), slot.size(), DataType::kUInt8);
   const auto signature_of = [&](int r) {
-    const char* p = reinterpret_cast<const char*>(all.data() + slot.size() * static_cast<std::size_t>(r));
+    const char* p =
+        reinterpret_cast<const char*>(all.data() + slot.size() * static_cast<std::size_t>(r));
     return std::string(p, strnlen(p, slot.size()));
   };
   const std::vector<std::string> chief = split_signature(signature_of(0));
@@ -242,8 +252,9 @@ void check_registries_agree(Communicator& comm, const RemoteFunctions& functions
     };
     throw MismatchError("ParameterServerStrategy", comm.rank(),
                         "the ranks registered different worker functions: function " +
-                            std::to_string(i) + " is " + at(chief, i) + " on the chief (rank 0) but " +
-                            at(other, i) + " on rank " + std::to_string(r) +
+                            std::to_string(i) + " is " + at(chief, i) +
+                            " on the chief (rank 0) but " + at(other, i) + " on rank " +
+                            std::to_string(r) +
                             "; register the same functions in the same order on every rank "
                             "before constructing the strategy");
   }
@@ -266,16 +277,18 @@ bool same_node_shared_memory_from(const ParameterServerOptions& options, int ran
 // options: the options checked, the timeouts and the staging switch
 // resolved, the ranks' registries compared, the wire opened.
 std::shared_ptr<PsCluster> make_ps_cluster(const MPIClusterResolver& resolver,
-                                           const RemoteFunctions& registry, ParameterServerOptions opts) {
+                                           const RemoteFunctions& registry,
+                                           ParameterServerOptions opts) {
   auto cluster = std::make_shared<PsCluster>();
   cluster->functions = std::make_shared<const RemoteFunctions>(registry);
   cluster->options = std::make_shared<const ParameterServerOptions>(std::move(opts));
   const ParameterServerOptions& options = *cluster->options;
   PsCluster& c = *cluster;
   if (!resolver.parameter_server_layout()) {
-    throw InvalidArgumentError("ParameterServerStrategy", resolver.rank(),
-                               "the resolver has the all-workers layout; construct it as "
-                               "MPIClusterResolver(communicator, num_ps) (or set COLLECTIVE_NUM_PS)");
+    throw InvalidArgumentError(
+        "ParameterServerStrategy", resolver.rank(),
+        "the resolver has the all-workers layout; construct it as "
+        "MPIClusterResolver(communicator, num_ps) (or set COLLECTIVE_NUM_PS)");
   }
   if (options.closures_in_flight_per_worker < 1) {
     throw InvalidArgumentError("ParameterServerStrategy", resolver.rank(),
@@ -306,11 +319,13 @@ std::shared_ptr<PsCluster> make_ps_cluster(const MPIClusterResolver& resolver,
   if (c.task_type != "ps") {
     int near = 0;
     for (int ps = 0; ps < c.num_ps; ++ps) near += c.wire->same_node(c.ps_rank(ps)) ? 1 : 0;
-    DISTRIBUTE_LOG(kInfo, "ParameterServerStrategy rank " << c.rank << ": " << near << " of " << c.num_ps
-                               << " ps tasks on this node; payloads above " << (Wire::kInlineBytes >> 10)
-                               << " KiB to them go through "
-                               << (c.same_node_shared_memory ? "shared memory" : "MPI messages (shared memory off)")
-                               << ", to the others through MPI messages");
+    DISTRIBUTE_LOG(kInfo, "ParameterServerStrategy rank "
+                              << c.rank << ": " << near << " of " << c.num_ps
+                              << " ps tasks on this node; payloads above "
+                              << (Wire::kInlineBytes >> 10) << " KiB to them go through "
+                              << (c.same_node_shared_memory ? "shared memory"
+                                                            : "MPI messages (shared memory off)")
+                              << ", to the others through MPI messages");
   }
   return cluster;
 }
@@ -331,12 +346,14 @@ ParameterServerStrategy::ParameterServerStrategy(const MPIClusterResolver& resol
   impl.place_variable = [cluster, owner](detail::VariableState& state, const Tensor& initial) {
     const detail::VariableState* colocate = owner->colocate_with.get();
     place_variable(*cluster, state, initial,
-                   colocate != nullptr && colocate->remote && !detail::ps_variable_of(*colocate)->shards.empty()
+                   colocate != nullptr && colocate->remote &&
+                           !detail::ps_variable_of(*colocate)->shards.empty()
                        ? colocate
                        : nullptr);
   };
   if (cluster_->task_type == "ps") {
-    DISTRIBUTE_LOG(kInfo, "ParameterServerStrategy: " << cluster_->ps_label(cluster_->task_id) << " serving");
+    DISTRIBUTE_LOG(
+        kInfo, "ParameterServerStrategy: " << cluster_->ps_label(cluster_->task_id) << " serving");
     // Servers leave their duplicate communicator to MPI_Finalize: freeing it
     // after a peer was killed (mpirun --enable-recovery) made Open MPI 4.1's
     // finalize hang now and then; the chief frees its own only when every

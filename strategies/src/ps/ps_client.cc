@@ -34,7 +34,8 @@ Message PsClient::staged_request(int ps, Header header, const std::byte* in, std
     const std::uint64_t generation = next_generation_++;
     staging_of_ps.segment.reset();
     staging_of_ps.segment = StagingSegment::create(
-        StagingSegment::name(wire_.job_token(), rank_, ps_rank_of(ps), generation), capacity, what, rank_);
+        StagingSegment::name(wire_.job_token(), rank_, ps_rank_of(ps), generation), capacity, what,
+        rank_);
     staging_of_ps.generation = generation;
   }
   if (in != nullptr) std::memcpy(staging_of_ps.segment->data(), in, bytes);
@@ -49,7 +50,8 @@ Message PsClient::staged_request(int ps, Header header, const std::byte* in, std
   if (out != nullptr) {
     if (reply.header.staged_bytes != bytes) {
       throw CommunicationError(what, rank_,
-                               ps_label_of(ps) + " staged " + std::to_string(reply.header.staged_bytes) +
+                               ps_label_of(ps) + " staged " +
+                                   std::to_string(reply.header.staged_bytes) +
                                    " bytes for a shard of " + std::to_string(bytes));
     }
     std::memcpy(out, staging_of_ps.segment->data(), bytes);
@@ -79,21 +81,21 @@ Message PsClient::request_locked(int ps, Header header, Bytes payload, const std
     std::optional<Message> reply = wire_.poll(destination, kTagReply, deadline, what);
     if (reply && reply->header.seq == header.seq) {
       if (reply->header.status != Status::kOk) {
-        throw CommunicationError(what, rank_,
-                                 ps_label_of(ps) + " refused: " +
-                                     std::string(reinterpret_cast<const char*>(reply->payload.data()),
-                                                 reply->payload.size()));
+        throw CommunicationError(
+            what, rank_,
+            ps_label_of(ps) + " refused: " +
+                std::string(reinterpret_cast<const char*>(reply->payload.data()),
+                            reply->payload.size()));
       }
       wire_.progress();
       return std::move(*reply);
     }
     if (reply) continue;  // the reply to an earlier request that timed out
     if (Clock::now() > deadline) {
-      throw UnavailableError(
-          what, rank_,
-          ps_label_of(ps) + " did not answer within the failure timeout (" +
-              seconds_text(failure_timeout_) +
-              ", COLLECTIVE_PS_FAILURE_TIMEOUT); the ps task is unavailable");
+      throw UnavailableError(what, rank_,
+                             ps_label_of(ps) + " did not answer within the failure timeout (" +
+                                 seconds_text(failure_timeout_) +
+                                 ", COLLECTIVE_PS_FAILURE_TIMEOUT); the ps task is unavailable");
     }
     if ((round & 63) == 0) wire_.progress();
     idle_pause(round, kReplyYieldRounds);

@@ -32,8 +32,8 @@ class PsClient {
   // The same for a payload of `bytes` that goes through the staging
   // segment shared with the ps: copied from `in` before the request (an
   // update), or into `out` from the reply (a read). Only where stages().
-  Message staged_request(int ps, Header header, const std::byte* in, std::byte* out, std::size_t bytes,
-                         const std::string& what);
+  Message staged_request(int ps, Header header, const std::byte* in, std::byte* out,
+                         std::size_t bytes, const std::string& what);
   // The documented rule: shared memory on, the ps on this node, and a
   // payload too large to ride in a header message.
   bool stages(int ps, std::size_t bytes) const;

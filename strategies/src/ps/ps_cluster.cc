@@ -31,7 +31,8 @@ void PsCluster::shutdown() noexcept {
     bool everyone = true;
     // Workers already declared failed are sent the shutdown (a stopped one
     // may resume) but not waited for.
-    const auto farewell = [&](int first_rank, int count, const char* kind, const std::vector<bool>& waited) {
+    const auto farewell = [&](int first_rank, int count, const char* kind,
+                              const std::vector<bool>& waited) {
       for (int r = first_rank; r < first_rank + count; ++r) {
         Header header;
         header.op = Op::kShutdown;
@@ -66,8 +67,9 @@ void PsCluster::shutdown() noexcept {
       for (int i = 0; i < count; ++i) {
         if (!said_bye[static_cast<std::size_t>(i)]) {
           everyone = false;
-          DISTRIBUTE_LOG(kWarn, "ParameterServerStrategy shutdown: " << kind << " " << i << " (rank "
-                                    << first_rank + i << ") did not answer the shutdown within "
+          DISTRIBUTE_LOG(kWarn, "ParameterServerStrategy shutdown: "
+                                    << kind << " " << i << " (rank " << first_rank + i
+                                    << ") did not answer the shutdown within "
                                     << std::chrono::duration<double>(failure_timeout).count()
                                     << " s; leaving it behind");
         }

@@ -43,7 +43,7 @@ struct PsCluster : std::enable_shared_from_this<PsCluster> {
   int num_workers = 0;
   std::string task_type;
   int task_id = 0;
-  std::shared_ptr<const RemoteFunctions> functions;     // the strategy's, copied
+  std::shared_ptr<const RemoteFunctions> functions;  // the strategy's, copied
   std::shared_ptr<const ParameterServerOptions> options;
   int closures_in_flight_per_worker = 1;  // options->closures_in_flight_per_worker
   std::chrono::milliseconds failure_timeout{30'000};

@@ -58,7 +58,8 @@ bool Dispatcher::step() {
         const int w = (next_worker_ + i) % cluster_.num_workers;
         const Peer& peer = workers_[static_cast<std::size_t>(w)];
         if (!peer.alive || peer.in_flight >= cluster_.closures_in_flight_per_worker) continue;
-        if (best < 0 || peer.in_flight < workers_[static_cast<std::size_t>(best)].in_flight) best = w;
+        if (best < 0 || peer.in_flight < workers_[static_cast<std::size_t>(best)].in_flight)
+          best = w;
       }
       if (best < 0) break;
       next_worker_ = (best + 1) % cluster_.num_workers;
@@ -123,7 +124,8 @@ void Dispatcher::handle_result(const Message& m) {
     const auto it = running_.find(m.header.id);
     // A result from a worker declared failed, for a closure already given
     // to another worker, is dropped.
-    if (it == running_.end() || it->second->worker != worker || it->second->attempt != m.header.seq) return;
+    if (it == running_.end() || it->second->worker != worker || it->second->attempt != m.header.seq)
+      return;
     closure = it->second;
     running_.erase(it);
     --peer.in_flight;
@@ -175,8 +177,10 @@ void Dispatcher::check_peers() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (int p = 0; p < cluster_.num_ps; ++p) {
-      if (now - ps_[static_cast<std::size_t>(p)].last_seen > cluster_.failure_timeout && !unavailable_) {
-        ps_failure = cluster_.ps_label(p) + " stopped answering (no heartbeat for the failure timeout, " +
+      if (now - ps_[static_cast<std::size_t>(p)].last_seen > cluster_.failure_timeout &&
+          !unavailable_) {
+        ps_failure = cluster_.ps_label(p) +
+                     " stopped answering (no heartbeat for the failure timeout, " +
                      seconds_text(cluster_.failure_timeout) + ")";
         break;
       }
@@ -201,7 +205,8 @@ void Dispatcher::check_peers() {
           (*it)->worker = -1;
           queue_.push_front(*it);
         }
-        DISTRIBUTE_LOG(kWarn, "ParameterServerStrategy: " << cluster_.worker_label(w)
+        DISTRIBUTE_LOG(kWarn, "ParameterServerStrategy: "
+                                  << cluster_.worker_label(w)
                                   << " stopped answering (no heartbeat for "
                                   << std::chrono::duration<double>(cluster_.failure_timeout).count()
                                   << " s); rescheduling its " << orphans.size()

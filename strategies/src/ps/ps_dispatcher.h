@@ -66,7 +66,7 @@ class Dispatcher final : public ClosureScheduler {
   std::vector<Peer> workers_;
   std::vector<Peer> ps_;
   std::uint64_t next_closure_ = 1;
-  std::optional<std::string> unavailable_;  // why the cluster cannot go on
+  std::optional<std::string> unavailable_;                          // why the cluster cannot go on
   std::optional<std::pair<std::string, std::string>> first_error_;  // operation, cause
   int first_error_rank_ = -1;
   int next_worker_ = 0;

@@ -14,8 +14,8 @@ inline std::string ps_label_of(int ps) {
   return "ps " + std::to_string(ps) + " (rank " + std::to_string(ps_rank_of(ps)) + ")";
 }
 inline std::string worker_label_of(int num_ps, int worker) {
-  return "worker " + std::to_string(worker) + " (rank " + std::to_string(worker_rank_of(num_ps, worker)) +
-         ")";
+  return "worker " + std::to_string(worker) + " (rank " +
+         std::to_string(worker_rank_of(num_ps, worker)) + ")";
 }
 
 }  // namespace collective::distribute::detail

@@ -28,8 +28,8 @@ class ParameterStore {
   // The reply's payload (and, for a staged read, reply.staged_bytes);
   // InvalidArgumentError when the request is wrong.
   Bytes handle(const Message& m, Header& reply) {
-    const std::string what = "ps " + std::to_string(cluster_.task_id) + " request from rank " +
-                             std::to_string(m.source);
+    const std::string what =
+        "ps " + std::to_string(cluster_.task_id) + " request from rank " + std::to_string(m.source);
     // An update's value: in the message, or in the requester's staging
     // segment (same node).
     const std::byte* payload = m.payload.data();
@@ -39,8 +39,8 @@ class ParameterStore {
       staged = staging(m.source, m.header.staged_generation, what);
       if (m.header.staged_bytes > staged->size()) {
         throw InvalidArgumentError(what, cluster_.rank,
-                                   "staged " + std::to_string(m.header.staged_bytes) + " bytes in a segment of " +
-                                       std::to_string(staged->size()));
+                                   "staged " + std::to_string(m.header.staged_bytes) +
+                                       " bytes in a segment of " + std::to_string(staged->size()));
       }
       std::atomic_thread_fence(std::memory_order_seq_cst);  // the requester's stores first
       payload = staged->data();
@@ -50,14 +50,15 @@ class ParameterStore {
       Reader reader(m.payload, what);
       Tensor initial = reader.tensor();
       if (!shards_.emplace(m.header.id, std::move(initial)).second) {
-        throw InvalidArgumentError(what, cluster_.rank, "shard " + std::to_string(m.header.id) + " exists");
+        throw InvalidArgumentError(what, cluster_.rank,
+                                   "shard " + std::to_string(m.header.id) + " exists");
       }
       return {};
     }
     const auto it = shards_.find(m.header.id);
     if (it == shards_.end()) {
-      throw InvalidArgumentError(what, cluster_.rank,
-                                 "no variable shard " + std::to_string(m.header.id) + " on this ps");
+      throw InvalidArgumentError(
+          what, cluster_.rank, "no variable shard " + std::to_string(m.header.id) + " on this ps");
     }
     Tensor& shard = it->second;
     if (m.header.op == Op::kRead) {
@@ -65,9 +66,9 @@ class ParameterStore {
       if (staged != nullptr) {
         if (m.header.staged_bytes != shard.num_bytes()) {
           throw InvalidArgumentError(what, cluster_.rank,
-                                     "a staged read of " + std::to_string(m.header.staged_bytes) + " bytes for " +
-                                         shard.debug_string() + " (" + std::to_string(shard.num_bytes()) +
-                                         " bytes)");
+                                     "a staged read of " + std::to_string(m.header.staged_bytes) +
+                                         " bytes for " + shard.debug_string() + " (" +
+                                         std::to_string(shard.num_bytes()) + " bytes)");
         }
         if (shard.num_bytes() > 0) std::memcpy(staged->data(), p, shard.num_bytes());
         reply.staged_bytes = shard.num_bytes();
@@ -79,8 +80,8 @@ class ParameterStore {
     if (payload_size != shard.num_bytes()) {
       throw InvalidArgumentError(what, cluster_.rank,
                                  "an update of " + std::to_string(payload_size) + " bytes for " +
-                                     shard.debug_string() + " (" + std::to_string(shard.num_bytes()) +
-                                     " bytes)");
+                                     shard.debug_string() + " (" +
+                                     std::to_string(shard.num_bytes()) + " bytes)");
     }
     if (m.header.op == Op::kAssign) {
       if (payload_size > 0) std::memcpy(shard.raw_data(), payload, payload_size);
@@ -102,8 +103,9 @@ class ParameterStore {
       case Op::kShutdown:
       case Op::kBye:
       default:
-        throw InvalidArgumentError(what, cluster_.rank,
-                                   "unknown request " + std::to_string(static_cast<int>(m.header.op)));
+        throw InvalidArgumentError(
+            what, cluster_.rank,
+            "unknown request " + std::to_string(static_cast<int>(m.header.op)));
     }
     return {};
   }
@@ -113,15 +115,16 @@ class ParameterStore {
   // use (the previous generation is unmapped).
   StagingSegment* staging(int source, std::uint64_t generation, const std::string& what) {
     if (!cluster_.wire->same_node(source)) {
-      throw InvalidArgumentError(what, cluster_.rank,
-                                 "a staged request from rank " + std::to_string(source) + ", which is on another node");
+      throw InvalidArgumentError(
+          what, cluster_.rank,
+          "a staged request from rank " + std::to_string(source) + ", which is on another node");
     }
     Staged& staged = staged_[source];
     if (staged.generation != generation || !staged.segment) {
       staged.segment.reset();
-      staged.segment =
-          StagingSegment::open(StagingSegment::name(cluster_.wire->job_token(), source, cluster_.rank, generation),
-                               what, cluster_.rank);
+      staged.segment = StagingSegment::open(
+          StagingSegment::name(cluster_.wire->job_token(), source, cluster_.rank, generation), what,
+          cluster_.rank);
       staged.generation = generation;
     }
     return staged.segment.get();

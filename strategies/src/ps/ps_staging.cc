@@ -15,18 +15,22 @@ namespace collective::distribute::detail {
 
 namespace {
 
-[[noreturn]] void refuse(const std::string& what, int rank, const std::string& call, const std::string& name) {
+[[noreturn]] void refuse(const std::string& what, int rank, const std::string& call,
+                         const std::string& name) {
   const int error = errno;
-  throw CommunicationError(what, rank,
-                           call + " of same-node staging segment " + name + " failed: " + std::strerror(error) +
-                               " (set COLLECTIVE_PS_SHARED_MEMORY=0 to send every payload as MPI messages)");
+  throw CommunicationError(
+      what, rank,
+      call + " of same-node staging segment " + name + " failed: " + std::strerror(error) +
+          " (set COLLECTIVE_PS_SHARED_MEMORY=0 to send every payload as MPI messages)");
 }
 
 // "N bytes free in /dev/shm", for the error that says why a segment did not fit.
 std::string free_bytes_text() {
   struct statvfs info {};
-  if (statvfs("/dev/shm", &info) != 0) return std::string("free space of /dev/shm unknown: ") + std::strerror(errno);
-  return std::to_string(static_cast<unsigned long long>(info.f_bavail) * info.f_frsize) + " bytes free in /dev/shm";
+  if (statvfs("/dev/shm", &info) != 0)
+    return std::string("free space of /dev/shm unknown: ") + std::strerror(errno);
+  return std::to_string(static_cast<unsigned long long>(info.f_bavail) * info.f_frsize) +
+         " bytes free in /dev/shm";
 }
 
 std::byte* map(int fd, std::size_t bytes) {
@@ -38,8 +42,8 @@ std::byte* map(int fd, std::size_t bytes) {
 
 std::string StagingSegment::name(const std::string& job_token, int requester_rank, int ps_rank,
                                  std::uint64_t generation) {
-  return "/collective-ps-" + job_token + "-" + std::to_string(requester_rank) + "-" + std::to_string(ps_rank) +
-         "-" + std::to_string(generation);
+  return "/collective-ps-" + job_token + "-" + std::to_string(requester_rank) + "-" +
+         std::to_string(ps_rank) + "-" + std::to_string(generation);
 }
 
 std::unique_ptr<StagingSegment> StagingSegment::create(const std::string& name, std::size_t bytes,
@@ -63,10 +67,13 @@ std::unique_ptr<StagingSegment> StagingSegment::create(const std::string& name, 
   if (error != 0) {
     close(fd);
     shm_unlink(name.c_str());
-    throw CommunicationError(what, rank,
-                             "cannot reserve " + std::to_string(bytes) + " bytes in /dev/shm for same-node staging "
-                             "segment " + name + ": " + std::strerror(error) + " (" + free_bytes_text() +
-                                 "); set COLLECTIVE_PS_SHARED_MEMORY=0 to send every payload as MPI messages");
+    throw CommunicationError(
+        what, rank,
+        "cannot reserve " + std::to_string(bytes) +
+            " bytes in /dev/shm for same-node staging "
+            "segment " +
+            name + ": " + std::strerror(error) + " (" + free_bytes_text() +
+            "); set COLLECTIVE_PS_SHARED_MEMORY=0 to send every payload as MPI messages");
   }
   std::byte* data = map(fd, bytes);
   error = errno;
@@ -79,7 +86,8 @@ std::unique_ptr<StagingSegment> StagingSegment::create(const std::string& name, 
   return std::unique_ptr<StagingSegment>(new StagingSegment(name, data, bytes, true));
 }
 
-std::unique_ptr<StagingSegment> StagingSegment::open(const std::string& name, const std::string& what, int rank) {
+std::unique_ptr<StagingSegment> StagingSegment::open(const std::string& name,
+                                                     const std::string& what, int rank) {
   const int fd = shm_open(name.c_str(), O_RDWR, 0600);
   if (fd < 0) refuse(what, rank, "shm_open", name);
   struct stat info {};

@@ -28,7 +28,8 @@ class StagingSegment {
   static std::unique_ptr<StagingSegment> create(const std::string& name, std::size_t bytes,
                                                 const std::string& what, int rank);
   // Maps an existing segment (its size from the file) and unlinks its name.
-  static std::unique_ptr<StagingSegment> open(const std::string& name, const std::string& what, int rank);
+  static std::unique_ptr<StagingSegment> open(const std::string& name, const std::string& what,
+                                              int rank);
 
   ~StagingSegment();
   StagingSegment(const StagingSegment&) = delete;

@@ -16,22 +16,27 @@ Tensor PsVariable::read(const VariableState& state) const {
     const std::string what = "reading variable '" + state.name + "'";
     const std::size_t bytes = static_cast<std::size_t>(shard.rows) * row_bytes;
     if (cluster->client->stages(shard.ps, bytes)) {
-      cluster->client->staged_request(shard.ps, header, nullptr, out + static_cast<std::size_t>(shard.row_begin) * row_bytes,
-                              bytes, what);
+      cluster->client->staged_request(shard.ps, header, nullptr,
+                                      out + static_cast<std::size_t>(shard.row_begin) * row_bytes,
+                                      bytes, what);
       continue;
     }
     Message reply = cluster->client->request(shard.ps, header, {}, what);
     if (reply.payload.size() != bytes) {
       throw CommunicationError(what, cluster->rank,
-                               cluster->ps_label(shard.ps) + " sent " + std::to_string(reply.payload.size()) +
-                                   " bytes for a shard of " + std::to_string(bytes));
+                               cluster->ps_label(shard.ps) + " sent " +
+                                   std::to_string(reply.payload.size()) + " bytes for a shard of " +
+                                   std::to_string(bytes));
     }
-    if (bytes > 0) std::memcpy(out + static_cast<std::size_t>(shard.row_begin) * row_bytes, reply.payload.data(), bytes);
+    if (bytes > 0)
+      std::memcpy(out + static_cast<std::size_t>(shard.row_begin) * row_bytes, reply.payload.data(),
+                  bytes);
   }
   return result;
 }
 
-void PsVariable::send_update(const VariableState& state, Op op, const Tensor& value, double scalar) const {
+void PsVariable::send_update(const VariableState& state, Op op, const Tensor& value,
+                             double scalar) const {
   const auto* in = static_cast<const std::byte*>(value.raw_data());
   for (const ShardPlacement& shard : shards) {
     Header header;
@@ -41,11 +46,13 @@ void PsVariable::send_update(const VariableState& state, Op op, const Tensor& va
     const std::size_t begin = static_cast<std::size_t>(shard.row_begin) * row_bytes;
     const std::size_t bytes = static_cast<std::size_t>(shard.rows) * row_bytes;
     if (cluster->client->stages(shard.ps, bytes)) {
-      cluster->client->staged_request(shard.ps, header, in + begin, nullptr, bytes, "updating variable '" + state.name + "'");
+      cluster->client->staged_request(shard.ps, header, in + begin, nullptr, bytes,
+                                      "updating variable '" + state.name + "'");
       continue;
     }
     Bytes payload(in + begin, in + begin + static_cast<std::size_t>(shard.rows) * row_bytes);
-    cluster->client->request(shard.ps, header, std::move(payload), "updating variable '" + state.name + "'");
+    cluster->client->request(shard.ps, header, std::move(payload),
+                             "updating variable '" + state.name + "'");
   }
 }
 
@@ -53,7 +60,8 @@ void PsVariable::update(const VariableState& state, const Tensor& value, int sig
   send_update(state, sign == 0 ? Op::kAssign : sign > 0 ? Op::kAdd : Op::kSubtract, value, 0);
 }
 
-void PsVariable::sgd(const VariableState& state, const Tensor& gradient, double learning_rate) const {
+void PsVariable::sgd(const VariableState& state, const Tensor& gradient,
+                     double learning_rate) const {
   send_update(state, Op::kSgd, gradient, learning_rate);
 }
 
@@ -79,7 +87,8 @@ void write_variable(Writer& writer, const VariableState& state) {
   }
 }
 
-std::shared_ptr<VariableState> read_variable(Reader& reader, const std::shared_ptr<PsCluster>& cluster) {
+std::shared_ptr<VariableState> read_variable(Reader& reader,
+                                             const std::shared_ptr<PsCluster>& cluster) {
   auto remote = std::make_shared<PsVariable>();
   remote->cluster = cluster;
   remote->id = reader.u64();

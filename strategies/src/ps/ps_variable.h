@@ -43,6 +43,7 @@ const PsVariable* ps_variable_of(const VariableState& state);
 
 // Descriptor of a variable as closures carry it.
 void write_variable(Writer& writer, const VariableState& state);
-std::shared_ptr<VariableState> read_variable(Reader& reader, const std::shared_ptr<PsCluster>& cluster);
+std::shared_ptr<VariableState> read_variable(Reader& reader,
+                                             const std::shared_ptr<PsCluster>& cluster);
 
 }  // namespace collective::distribute::detail

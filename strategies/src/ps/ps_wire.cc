@@ -52,13 +52,14 @@ Wire::Wire(int mpi_fortran_handle) {
   MPI_Comm_size(dup, &size_);
   // Which ranks share a node: the lowest rank of each node names it.
   MPI_Comm node = MPI_COMM_NULL;
-  check(MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node), "MPI_Comm_split_type",
-        rank_);
+  check(MPI_Comm_split_type(dup, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node),
+        "MPI_Comm_split_type", rank_);
   int node_id = rank_;
   check(MPI_Allreduce(&rank_, &node_id, 1, MPI_INT, MPI_MIN, node), "MPI_Allreduce", rank_);
   MPI_Comm_free(&node);
   node_of_rank_.resize(static_cast<std::size_t>(size_));
-  check(MPI_Allgather(&node_id, 1, MPI_INT, node_of_rank_.data(), 1, MPI_INT, dup), "MPI_Allgather", rank_);
+  check(MPI_Allgather(&node_id, 1, MPI_INT, node_of_rank_.data(), 1, MPI_INT, dup), "MPI_Allgather",
+        rank_);
   char token[32] = {};
   if (rank_ == 0) {
     const auto now = std::chrono::steady_clock::now().time_since_epoch().count();
@@ -100,14 +101,14 @@ void Wire::send(int destination, int tag, Header header, Bytes payload) {
   std::lock_guard<std::mutex> lock(mpi_mutex());
   MPI_Comm comm = comm_of(comm_);
   MPI_Request request;
-  check(MPI_Isend(pending->buffer.data(), static_cast<int>(pending->buffer.size()), MPI_BYTE, destination,
-                  tag, comm, &request),
+  check(MPI_Isend(pending->buffer.data(), static_cast<int>(pending->buffer.size()), MPI_BYTE,
+                  destination, tag, comm, &request),
         "MPI_Isend", rank_);
   pending->requests.push_back(request);
   for (std::size_t offset = 0; offset < pending->payload.size(); offset += kPieceBytes) {
     const std::size_t n = std::min(kPieceBytes, pending->payload.size() - offset);
-    check(MPI_Isend(pending->payload.data() + offset, static_cast<int>(n), MPI_BYTE, destination, tag, comm,
-                    &request),
+    check(MPI_Isend(pending->payload.data() + offset, static_cast<int>(n), MPI_BYTE, destination,
+                    tag, comm, &request),
           "MPI_Isend", rank_);
     pending->requests.push_back(request);
   }
@@ -154,13 +155,15 @@ std::optional<Message> Wire::poll(int source, int tag, Clock::time_point deadlin
     message.source = status.MPI_SOURCE;
     if (first.size() < sizeof(Header)) {
       throw CommunicationError("ParameterServerStrategy receive", rank_,
-                               "a message of " + std::to_string(first.size()) + " bytes from rank " +
-                                   std::to_string(message.source) + " is shorter than a header");
+                               "a message of " + std::to_string(first.size()) +
+                                   " bytes from rank " + std::to_string(message.source) +
+                                   " is shorter than a header");
     }
     std::memcpy(&message.header, first.data(), sizeof(Header));
     message.payload.assign(first.begin() + sizeof(Header), first.end());
     received = message.payload.size();
-    rest = message.header.payload_bytes - std::min<std::uint64_t>(message.header.payload_bytes, received);
+    rest = message.header.payload_bytes -
+           std::min<std::uint64_t>(message.header.payload_bytes, received);
   }
   if (rest == 0) return message;
   // A large payload: its pieces follow from the same source on the same tag.
@@ -172,8 +175,8 @@ std::optional<Message> Wire::poll(int source, int tag, Clock::time_point deadlin
     for (std::size_t offset = received; offset < message.payload.size(); offset += kPieceBytes) {
       const std::size_t n = std::min(kPieceBytes, message.payload.size() - offset);
       MPI_Request request;
-      check(MPI_Irecv(message.payload.data() + offset, static_cast<int>(n), MPI_BYTE, message.source, tag,
-                      comm, &request),
+      check(MPI_Irecv(message.payload.data() + offset, static_cast<int>(n), MPI_BYTE,
+                      message.source, tag, comm, &request),
             "MPI_Irecv", rank_);
       requests.push_back(request);
     }
@@ -189,11 +192,11 @@ std::optional<Message> Wire::poll(int source, int tag, Clock::time_point deadlin
       // The posted receives stay behind (a late sender completes them into
       // a leaked buffer); freeing them under MPI would be unsafe.
       new Bytes(std::move(message.payload));
-      throw UnavailableError(
-          "ParameterServerStrategy receive", rank_,
-          "rank " + std::to_string(message.source) + " did not finish sending the " +
-              std::to_string(message.header.payload_bytes) + "-byte payload of " + what +
-              " within the failure timeout");
+      throw UnavailableError("ParameterServerStrategy receive", rank_,
+                             "rank " + std::to_string(message.source) +
+                                 " did not finish sending the " +
+                                 std::to_string(message.header.payload_bytes) +
+                                 "-byte payload of " + what + " within the failure timeout");
     }
     idle_pause(round, kReplyYieldRounds);
   }
@@ -249,15 +252,16 @@ Tensor Reader::tensor() {
   try {
     expected = num_bytes(shape, static_cast<DataType>(dtype));
   } catch (const Error& error) {
-    throw InvalidArgumentError(what_, -1, "a tensor of shape " + shape_string(shape) + ": " + error.cause());
+    throw InvalidArgumentError(what_, -1,
+                               "a tensor of shape " + shape_string(shape) + ": " + error.cause());
   }
   const std::uint64_t n = u64();
   if (n != expected || n > bytes_.size() - offset_) {
     throw InvalidArgumentError(what_, -1,
-                               "tensor " + std::string(to_string(static_cast<DataType>(dtype))) + " " +
-                                   shape_string(shape) + " (" + std::to_string(expected) + " bytes) carries " +
-                                   std::to_string(n) + " bytes, " + std::to_string(bytes_.size() - offset_) +
-                                   " in the message");
+                               "tensor " + std::string(to_string(static_cast<DataType>(dtype))) +
+                                   " " + shape_string(shape) + " (" + std::to_string(expected) +
+                                   " bytes) carries " + std::to_string(n) + " bytes, " +
+                                   std::to_string(bytes_.size() - offset_) + " in the message");
   }
   Tensor t(static_cast<DataType>(dtype), shape);
   get(t.raw_data(), n);
@@ -268,7 +272,8 @@ void Reader::get(void* out, std::size_t n) {
   if (n > bytes_.size() - offset_) {
     throw InvalidArgumentError(what_, -1,
                                "truncated: needs " + std::to_string(n) + " bytes at offset " +
-                                   std::to_string(offset_) + " of " + std::to_string(bytes_.size()));
+                                   std::to_string(offset_) + " of " +
+                                   std::to_string(bytes_.size()));
   }
   if (n > 0) std::memcpy(out, bytes_.data() + offset_, n);
   offset_ += n;

@@ -39,10 +39,18 @@ enum Tag : int {
 };
 
 enum class Op : std::uint32_t {
-  kCreate = 1, kRead, kAssign, kAdd, kSubtract, kSgd,  // requests to a ps
-  kReply,                                               // ps's answer
-  kClosure, kResult,                                    // chief <-> worker
-  kHeartbeat, kShutdown, kBye,
+  kCreate = 1,
+  kRead,
+  kAssign,
+  kAdd,
+  kSubtract,
+  kSgd,    // requests to a ps
+  kReply,  // ps's answer
+  kClosure,
+  kResult,  // chief <-> worker
+  kHeartbeat,
+  kShutdown,
+  kBye,
 };
 
 // Result and reply status.
@@ -51,9 +59,9 @@ enum class Status : std::uint32_t { kOk = 0, kError = 1, kPsUnavailable = 2 };
 struct Header {
   Op op = Op::kHeartbeat;
   Status status = Status::kOk;
-  std::uint64_t id = 0;    // variable shard id, closure id
-  std::uint64_t seq = 0;   // request sequence, closure attempt
-  double scalar = 0;       // learning rate of kSgd
+  std::uint64_t id = 0;   // variable shard id, closure id
+  std::uint64_t seq = 0;  // request sequence, closure attempt
+  double scalar = 0;      // learning rate of kSgd
   std::uint64_t payload_bytes = 0;
   // Non-zero: the request's payload (update) or the reply's (read) of
   // staged_bytes lies in the requester's same-node staging segment of this
@@ -82,7 +90,10 @@ class Wire {
   int rank() const { return rank_; }
   int size() const { return size_; }
   // Whether `rank` shares this process's node (MPI_COMM_TYPE_SHARED).
-  bool same_node(int rank) const { return node_of_rank_.at(static_cast<std::size_t>(rank)) == node_of_rank_.at(static_cast<std::size_t>(rank_)); }
+  bool same_node(int rank) const {
+    return node_of_rank_.at(static_cast<std::size_t>(rank)) ==
+           node_of_rank_.at(static_cast<std::size_t>(rank_));
+  }
   // A string every rank of the job shares and other jobs do not (rank 0's
   // pid and clock), for naming shared-memory segments.
   const std::string& job_token() const { return job_token_; }
@@ -90,7 +101,8 @@ class Wire {
   void send(int destination, int tag, Header header, Bytes payload);
   // One message from source (-1: any) on tag, if one has arrived; the
   // pieces of a large payload are awaited until deadline.
-  std::optional<Message> poll(int source, int tag, Clock::time_point deadline, const std::string& what);
+  std::optional<Message> poll(int source, int tag, Clock::time_point deadline,
+                              const std::string& what);
   // Retires finished sends; true when none is pending.
   bool progress();
   // Waits (bounded) until every pending send finished; false on timeout.
@@ -128,7 +140,10 @@ class Writer {
   void u32(std::uint32_t v) { put_scalar(v); }
   void u64(std::uint64_t v) { put_scalar(v); }
   void i64(std::int64_t v) { put_scalar(v); }
-  void str(const std::string& s) { u64(s.size()); put(s.data(), s.size()); }
+  void str(const std::string& s) {
+    u64(s.size());
+    put(s.data(), s.size());
+  }
   void raw(const void* data, std::size_t n) { put(data, n); }
   void tensor(const Tensor& t);
   Bytes take() { return std::move(bytes_); }
@@ -154,9 +169,21 @@ class Writer {
 class Reader {
  public:
   Reader(const Bytes& bytes, std::string what) : bytes_(bytes), what_(std::move(what)) {}
-  std::uint32_t u32() { std::uint32_t v; get(&v, sizeof v); return v; }
-  std::uint64_t u64() { std::uint64_t v; get(&v, sizeof v); return v; }
-  std::int64_t i64() { std::int64_t v; get(&v, sizeof v); return v; }
+  std::uint32_t u32() {
+    std::uint32_t v;
+    get(&v, sizeof v);
+    return v;
+  }
+  std::uint64_t u64() {
+    std::uint64_t v;
+    get(&v, sizeof v);
+    return v;
+  }
+  std::int64_t i64() {
+    std::int64_t v;
+    get(&v, sizeof v);
+    return v;
+  }
   std::string str();
   Tensor tensor();
   void raw(void* out, std::size_t n) { get(out, n); }

@@ -79,7 +79,9 @@ class ClosureRunner {
       for (std::uint32_t i = 0; i < count; ++i) {
         switch (reader.u32()) {
           case 0: arguments.add_tensor(reader.tensor()); break;
-          case 1: arguments.add_variable(VariableState::handle(read_variable(reader, cluster_))); break;
+          case 1:
+            arguments.add_variable(VariableState::handle(read_variable(reader, cluster_)));
+            break;
           default: {
             const std::uint32_t dataset_function = reader.u32();
             const std::uint64_t dataset_id = reader.u64();
@@ -110,7 +112,8 @@ class ClosureRunner {
 
   // This worker's dataset and iterator for a PerWorkerIterator, made on
   // first use.
-  Dataset::Iterator& iterator(std::uint32_t function, std::uint64_t dataset_id, std::uint64_t iterator_id) {
+  Dataset::Iterator& iterator(std::uint32_t function, std::uint64_t dataset_id,
+                              std::uint64_t iterator_id) {
     if (auto it = iterators_.find(iterator_id); it != iterators_.end()) return it->second;
     if (function >= cluster_->functions->size() || !cluster_->functions->is_dataset(function)) {
       throw InvalidArgumentError("worker " + std::to_string(cluster_->task_id), cluster_->rank,
@@ -120,7 +123,9 @@ class ClosureRunner {
     auto dataset = datasets_.find(dataset_id);
     if (dataset == datasets_.end()) {
       const InputContext context(cluster_->num_workers, cluster_->task_id, cluster_->num_workers);
-      dataset = datasets_.emplace(dataset_id, cluster_->functions->dataset_function(function)(context)).first;
+      dataset =
+          datasets_.emplace(dataset_id, cluster_->functions->dataset_function(function)(context))
+              .first;
     }
     return iterators_.emplace(iterator_id, dataset->second.make_iterator()).first->second;
   }

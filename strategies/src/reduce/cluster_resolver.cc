@@ -50,14 +50,17 @@ int num_ps_from_environment(int size) {
     count = integer_parameter("COLLECTIVE_NUM_PS", 0, 1 << 24);
   } catch (const InvalidArgumentError& error) {
     throw InvalidArgumentError(operation, -1,
-                               error.cause() + " (the count of parameter servers, e.g. "
-                               "COLLECTIVE_NUM_PS=2)");
+                               error.cause() +
+                                   " (the count of parameter servers, e.g. "
+                                   "COLLECTIVE_NUM_PS=2)");
   }
   if (!count) {
     throw InvalidArgumentError(operation, -1,
                                "the parameter-server layout needs a ps count: pass num_ps or set "
-                               "COLLECTIVE_NUM_PS (" + std::to_string(size) + " ranks: chief, ps "
-                               "tasks, at least one worker)");
+                               "COLLECTIVE_NUM_PS (" +
+                                   std::to_string(size) +
+                                   " ranks: chief, ps "
+                                   "tasks, at least one worker)");
   }
   return static_cast<int>(*count);
 }
@@ -66,7 +69,8 @@ int num_ps_from_environment(int size) {
 
 MPIClusterResolver::MPIClusterResolver(const Communicator& communicator) { resolve(communicator); }
 
-MPIClusterResolver::MPIClusterResolver(const Communicator& communicator, std::optional<int> num_ps) {
+MPIClusterResolver::MPIClusterResolver(const Communicator& communicator,
+                                       std::optional<int> num_ps) {
   const int size = communicator.size();
   const int ps = num_ps ? *num_ps : num_ps_from_environment(size);
   const std::string source = num_ps ? "num_ps" : "COLLECTIVE_NUM_PS";
@@ -96,13 +100,15 @@ MPIClusterResolver::MPIClusterResolver(const Communicator& communicator, std::op
 }
 
 int MPIClusterResolver::rank_of(const std::string& task_type, int task_id) const {
-  const int count = has_chief_ ? (task_type == "chief" ? 1 : task_type == "ps" ? num_ps_
-                                                         : task_type == "worker" ? num_workers() : 0)
+  const int count = has_chief_ ? (task_type == "chief"    ? 1
+                                  : task_type == "ps"     ? num_ps_
+                                  : task_type == "worker" ? num_workers()
+                                                          : 0)
                                : (task_type == "worker" ? num_workers() : 0);
   if (task_id < 0 || task_id >= count) {
-    throw InvalidArgumentError("MPIClusterResolver::rank_of", rank_,
-                               "no task (\"" + task_type + "\", " + std::to_string(task_id) +
-                                   ") in this cluster");
+    throw InvalidArgumentError(
+        "MPIClusterResolver::rank_of", rank_,
+        "no task (\"" + task_type + "\", " + std::to_string(task_id) + ") in this cluster");
   }
   if (!has_chief_) return task_id;
   if (task_type == "chief") return 0;
@@ -142,8 +148,9 @@ void MPIClusterResolver::resolve(const Communicator& communicator) {
   task_id_ = rank_;
   const Topology& topology = comm.topology();
   num_accelerators_ = static_cast<int>(topology.node(topology.node_of(rank_)).gpus.size());
-  node_id_ = static_cast<int>(std::find(distinct.begin(), distinct.end(), hosts_[static_cast<std::size_t>(rank_)]) -
-                                      distinct.begin());
+  node_id_ = static_cast<int>(
+      std::find(distinct.begin(), distinct.end(), hosts_[static_cast<std::size_t>(rank_)]) -
+      distinct.begin());
 }
 
 ClusterSpec MPIClusterResolver::cluster_spec() const {

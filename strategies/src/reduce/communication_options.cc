@@ -29,9 +29,9 @@ Algorithm host_algorithm_for(CollectiveCommunication implementation, std::string
                              "buffers only and the strategies layer's tensors are in host memory; "
                              "use kAuto or kRing");
   }
-  throw InvalidArgumentError(std::string(operation), -1,
-                             "unknown CollectiveCommunication value " +
-                                 std::to_string(static_cast<int>(implementation)));
+  throw InvalidArgumentError(
+      std::string(operation), -1,
+      "unknown CollectiveCommunication value " + std::to_string(static_cast<int>(implementation)));
 }
 
 namespace {

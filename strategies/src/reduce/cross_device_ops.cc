@@ -24,17 +24,18 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce(
     ReduceOp op, const std::vector<PerReplica<Tensor>>& per_replica_values) {
   std::vector<std::vector<const Tensor*>> views(per_replica_values.size());
   for (std::size_t v = 0; v < per_replica_values.size(); ++v) {
-    for (const Tensor& replica_value : per_replica_values[v].values()) views[v].push_back(&replica_value);
+    for (const Tensor& replica_value : per_replica_values[v].values())
+      views[v].push_back(&replica_value);
   }
   return batch_reduce_views(op, views);
 }
 
 std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
     ReduceOp op, const std::vector<std::vector<const Tensor*>>& values) {
-  const TraceSlice traced("batch_reduce", "strategies",
-                          TraceSlice::enabled()
-                              ? std::string(name()) + ": " + std::to_string(values.size()) + " values"
-                              : std::string());
+  const TraceSlice traced(
+      "batch_reduce", "strategies",
+      TraceSlice::enabled() ? std::string(name()) + ": " + std::to_string(values.size()) + " values"
+                            : std::string());
   // Built only for an error: this is every step's path.
   const auto operation = [this] { return std::string(name()) + ".batch_reduce"; };
   if (static_cast<int>(op) < 0 || static_cast<int>(op) >= kNumReduceOps) {
@@ -46,11 +47,11 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
   for (std::size_t i = 0; i < values.size(); ++i) {
     const std::vector<const Tensor*>& value = values[i];
     if (value.empty() || value.size() != replicas) {
-      throw InvalidArgumentError(operation(), -1,
-                                 "value " + std::to_string(i) + " has " +
-                                     std::to_string(value.size()) +
-                                     " per-replica values; value 0 has " + std::to_string(replicas) +
-                                     " (need the same number, at least one)");
+      throw InvalidArgumentError(
+          operation(), -1,
+          "value " + std::to_string(i) + " has " + std::to_string(value.size()) +
+              " per-replica values; value 0 has " + std::to_string(replicas) +
+              " (need the same number, at least one)");
     }
     for (std::size_t r = 1; r < replicas; ++r) {
       if (value[r]->dtype() != value[0]->dtype() || value[r]->shape() != value[0]->shape()) {
@@ -98,10 +99,9 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
   return results;
 }
 
-std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
-                                                 const std::vector<std::vector<const Tensor*>>& values,
-                                                 const std::vector<std::size_t>& indices,
-                                                 std::size_t packing_element_size) {
+std::vector<Tensor> CrossDeviceOps::reduce_group(
+    ReduceOp op, const std::vector<std::vector<const Tensor*>>& values,
+    const std::vector<std::size_t>& indices, std::size_t packing_element_size) {
   const std::size_t replicas = values[indices.front()].size();
   const DataType type = values[indices.front()][0]->dtype();
   const std::size_t element = element_size(type);
@@ -120,7 +120,8 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
     results.push_back(detail::TensorAccess::uninitialized(type, values[index][0]->shape()));
   }
   const auto replica_bytes = [&](std::size_t j, std::size_t r, std::size_t element_offset) {
-    return static_cast<const std::byte*>(values[indices[j]][r]->raw_data()) + element_offset * element;
+    return static_cast<const std::byte*>(values[indices[j]][r]->raw_data()) +
+           element_offset * element;
   };
   const auto result_bytes = [&](std::size_t j, std::size_t element_offset) {
     return static_cast<std::byte*>(results[j].raw_data()) + element_offset * element;
@@ -134,9 +135,9 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
     while (starts[first_tensor] + sizes[first_tensor] <= pack.first_element) ++first_tensor;
     std::size_t last_tensor = first_tensor;  // the last tensor the pack touches
     while (last_tensor + 1 < sizes.size() && starts[last_tensor + 1] < pack_end) ++last_tensor;
-    const TraceSlice pack_slice("pack", "strategies",
-                                TraceSlice::enabled() ? std::to_string(pack.num_elements) + " elements"
-                                                      : std::string());
+    const TraceSlice pack_slice(
+        "pack", "strategies",
+        TraceSlice::enabled() ? std::to_string(pack.num_elements) + " elements" : std::string());
 
     // A pack inside one tensor, or any pack of an in-process reduction (no
     // cross-worker call to share, so nothing to gain from one buffer), is
@@ -191,8 +192,8 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
         const std::size_t from = std::max(pack.first_element, starts[j]);
         const std::size_t to = std::min(pack_end, starts[j] + sizes[j]);
         if (to == from) continue;
-        std::memcpy(result_bytes(j, from - starts[j]), output + (from - pack.first_element) * element,
-                    (to - from) * element);
+        std::memcpy(result_bytes(j, from - starts[j]),
+                    output + (from - pack.first_element) * element, (to - from) * element);
       }
     }
     packs_reduced_.fetch_add(1);
@@ -206,7 +207,8 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(ReduceOp op,
   return results;
 }
 
-Mirrored<Tensor> CrossDeviceOps::broadcast(const Tensor& value, std::size_t num_local_replicas) const {
+Mirrored<Tensor> CrossDeviceOps::broadcast(const Tensor& value,
+                                           std::size_t num_local_replicas) const {
   return Mirrored<Tensor>(std::vector<Tensor>(num_local_replicas, value));
 }
 
@@ -261,8 +263,8 @@ void ReductionToOneDevice::reduce_replica_buffers(ReduceOp op, DataType type,
   detail::reduce_in_order(op, type, inputs, order, output, count);
 }
 
-std::vector<PackRange> ReductionToOneDevice::plan_packs(const std::vector<std::size_t>& tensor_sizes,
-                                                        std::size_t) const {
+std::vector<PackRange> ReductionToOneDevice::plan_packs(
+    const std::vector<std::size_t>& tensor_sizes, std::size_t) const {
   // No packing: one reduction per tensor.
   std::vector<PackRange> packs;
   std::size_t first = 0;
@@ -298,8 +300,9 @@ void NcclAllReduce::reduce_replica_buffers(ReduceOp op, DataType type,
                                            std::span<const void* const> inputs, void* output,
                                            std::size_t count) {
   std::call_once(host_fallback_logged_, [] {
-    DISTRIBUTE_LOG(kWarn, "NcclAllReduce: the replicas' tensors are in host memory, which NCCL "
-                          "does not serve; reducing them in ring order in-process instead");
+    DISTRIBUTE_LOG(kWarn,
+                   "NcclAllReduce: the replicas' tensors are in host memory, which NCCL "
+                   "does not serve; reducing them in ring order in-process instead");
   });
   detail::reduce_in_ring_order(op, type, inputs, output, count);
 }
@@ -317,7 +320,8 @@ CollectiveAllReduce::CollectiveAllReduce(Communicator communicator, Communicatio
     : communicator_(std::move(communicator)),
       options_(options),
       local_ops_(std::move(local_ops)),
-      worker_calls_(std::make_shared<detail::WorkerCalls>(communicator_, std::move(communicator_mutex))) {
+      worker_calls_(
+          std::make_shared<detail::WorkerCalls>(communicator_, std::move(communicator_mutex))) {
   // A forced kNccl cannot serve host tensors: raise now, not at the first
   // reduction (and never fall back).
   (void)host_algorithm_for(options_.implementation, "CollectiveAllReduce");

@@ -63,13 +63,12 @@ void WorkerCalls::end_step() {
 }
 
 std::uint64_t WorkerCalls::Identity::tag() const {
-  const std::uint64_t tag =
-      mix_hash(mix_hash(mix_hash(step, in_run ? 1 : 2), index), purpose);
+  const std::uint64_t tag = mix_hash(mix_hash(mix_hash(step, in_run ? 1 : 2), index), purpose);
   return tag != 0 ? tag : 1;  // 0 would mean "untagged"
 }
 
 std::string WorkerCalls::Identity::phase() const {
-  std::string text = in_run ? "step " + std::to_string(step)
+  std::string text = in_run      ? "step " + std::to_string(step)
                      : step == 0 ? std::string("before the first step")
                                  : "after step " + std::to_string(step);
   return text + ", cross-worker call " + std::to_string(index + 1);
@@ -88,7 +87,8 @@ void WorkerCalls::refuse_when_out_of_step() const {
   if (out_of_step_) {
     throw MismatchError(label_, worker_,
                         "no cross-worker call of this strategy runs any more: the workers are "
-                        "out of step since an earlier call, where " + *out_of_step_);
+                        "out of step since an earlier call, where " +
+                            *out_of_step_);
   }
 }
 
@@ -129,9 +129,9 @@ void WorkerCalls::explain_mismatch(const MismatchError& error, const Identity& i
                                    const CommonOptions& options) {
   const std::string mine = identity.phase() + ": " + CallPurpose::current_description();
   if (!own_communicator_) {
-    throw MismatchError(label_, worker_,
-                        "this worker's " + mine + " did not pair with the other ranks' calls: " +
-                            error.cause());
+    throw MismatchError(
+        label_, worker_,
+        "this worker's " + mine + " did not pair with the other ranks' calls: " + error.cause());
   }
   // Every worker raised at this call (the check's verdict is the same on
   // all), so all of them make this exchange next.
@@ -152,8 +152,8 @@ void WorkerCalls::explain_mismatch(const MismatchError& error, const Identity& i
   } catch (const Error& failure) {
     throw MismatchError(label_, worker_,
                         "this worker's " + mine + " did not pair with the other workers' calls (" +
-                            error.cause() + "); what they were doing could not be learned: " +
-                            failure.what());
+                            error.cause() +
+                            "); what they were doing could not be learned: " + failure.what());
   }
   // Workers grouped by what they were doing, in order of their first one.
   std::vector<std::string> texts;

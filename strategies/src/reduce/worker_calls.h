@@ -93,4 +93,3 @@ class WorkerCalls {
 };
 
 }  // namespace collective::distribute::detail
-

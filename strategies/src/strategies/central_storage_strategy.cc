@@ -23,7 +23,8 @@ std::unique_ptr<StrategyExtended> make_central_storage(const std::vector<std::st
   if (parameter_device.empty()) {
     impl->parameter_devices = {impl->worker_devices.front()};
   } else {
-    const auto parameter = detail::parse_replica_devices({parameter_device}, "CentralStorageStrategy");
+    const auto parameter =
+        detail::parse_replica_devices({parameter_device}, "CentralStorageStrategy");
     impl->parameter_devices = {detail::full_device_name(parameter.front(), "localhost", 0)};
   }
   impl->cross_device_ops = std::make_shared<ReductionToOneDevice>();

@@ -97,9 +97,9 @@ Tensor compute_average_loss(const Tensor& per_example_loss,
                                "example along dimension 0)");
   }
   if (global_batch_size.has_value() && *global_batch_size <= 0) {
-    throw InvalidArgumentError(kOperation, error_rank(),
-                               "global_batch_size must be positive, got " +
-                                   std::to_string(*global_batch_size));
+    throw InvalidArgumentError(
+        kOperation, error_rank(),
+        "global_batch_size must be positive, got " + std::to_string(*global_batch_size));
   }
   std::vector<double> weights;
   if (sample_weight.has_value()) {

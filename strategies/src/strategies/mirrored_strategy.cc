@@ -25,9 +25,10 @@ std::unique_ptr<StrategyExtended> make_mirrored(const std::vector<std::string>& 
   impl->finish_setup();
   if (collective::log_level() >= collective::LogLevel::kInfo) {
     std::string list;
-    for (const std::string& device : impl->worker_devices) list += (list.empty() ? "" : ", ") + device;
-    DISTRIBUTE_LOG(kInfo, "Using MirroredStrategy with devices (" << list << "), cross-device ops "
-                                                                  << impl->cross_device_ops->name());
+    for (const std::string& device : impl->worker_devices)
+      list += (list.empty() ? "" : ", ") + device;
+    DISTRIBUTE_LOG(kInfo, "Using MirroredStrategy with devices ("
+                              << list << "), cross-device ops " << impl->cross_device_ops->name());
   }
   return std::make_unique<StrategyExtended>(std::move(impl));
 }

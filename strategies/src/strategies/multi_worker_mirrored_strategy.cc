@@ -72,7 +72,8 @@ std::unique_ptr<StrategyExtended> make_multi_worker(const CommunicationOptions& 
   impl->worker_calls->adopt(impl->label());
   if (collective::log_level() >= collective::LogLevel::kInfo) {
     std::string list;
-    for (const std::string& device : impl->worker_devices) list += (list.empty() ? "" : ", ") + device;
+    for (const std::string& device : impl->worker_devices)
+      list += (list.empty() ? "" : ", ") + device;
     DISTRIBUTE_LOG(kInfo, "Using MultiWorkerMirroredStrategy: worker "
                               << impl->worker_index << " of " << impl->num_workers
                               << ", local devices (" << list << "), communication "

@@ -20,6 +20,7 @@ std::unique_ptr<StrategyExtended> make_one_device(const std::string& device) {
 
 }  // namespace
 
-OneDeviceStrategy::OneDeviceStrategy(const std::string& device) : Strategy(make_one_device(device)) {}
+OneDeviceStrategy::OneDeviceStrategy(const std::string& device)
+    : Strategy(make_one_device(device)) {}
 
 }  // namespace collective::distribute

@@ -16,9 +16,9 @@ namespace collective::distribute {
 
 SGD::SGD(double learning_rate) : learning_rate_(learning_rate) {
   if (!std::isfinite(learning_rate) || learning_rate <= 0) {
-    throw InvalidArgumentError("SGD", -1,
-                               "learning_rate must be finite and positive, got " +
-                                   std::to_string(learning_rate));
+    throw InvalidArgumentError(
+        "SGD", -1,
+        "learning_rate must be finite and positive, got " + std::to_string(learning_rate));
   }
 }
 
@@ -29,8 +29,9 @@ void validate(const std::vector<std::pair<Tensor, Variable>>& grads_and_vars) {
     const auto& [gradient, variable] = grads_and_vars[i];
     if (gradient.dtype() != variable.dtype() || gradient.shape() != variable.shape()) {
       throw InvalidArgumentError("SGD.apply_gradients", -1,
-                                 "gradient " + std::to_string(i) + " is " + gradient.debug_string() +
-                                     " but variable '" + variable.name() + "' is " +
+                                 "gradient " + std::to_string(i) + " is " +
+                                     gradient.debug_string() + " but variable '" + variable.name() +
+                                     "' is " +
                                      Tensor(variable.dtype(), variable.shape()).debug_string());
     }
     if (!detail::is_floating(variable.dtype())) {
@@ -59,7 +60,8 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
     throw InvalidArgumentError(
         "SGD.apply_gradients", impl.error_rank(),
         "apply_gradients() cannot be called in the cross-replica context (inside the scope of " +
-            impl.label() + " but outside run(), or inside merge_call); call it inside "
+            impl.label() +
+            " but outside run(), or inside merge_call); call it inside "
             "Strategy::run so each replica passes its gradients, or leave the scope to apply "
             "final gradients with no strategy");
   }
@@ -75,7 +77,8 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
         continue;
       }
       std::lock_guard<std::mutex> lock(state.mutex);
-      for (Tensor& copy : state.copies) detail::subtract_scaled_in_place(copy, gradient, learning_rate_);
+      for (Tensor& copy : state.copies)
+        detail::subtract_scaled_in_place(copy, gradient, learning_rate_);
     }
     iterations_.fetch_add(1);
     return;
@@ -85,7 +88,8 @@ void SGD::apply_gradients(const std::vector<std::pair<Tensor, Variable>>& grads_
   // every copy, once, in the cross-replica context.
   context->merge_call(
       [this, experimental_aggregate_gradients](
-          Strategy& strategy, const PerReplica<std::vector<std::pair<Tensor, Variable>>>& per_replica) {
+          Strategy& strategy,
+          const PerReplica<std::vector<std::pair<Tensor, Variable>>>& per_replica) {
         const auto& first = per_replica[0];
         for (std::size_t r = 1; r < per_replica.num_replicas(); ++r) {
           bool same = per_replica[r].size() == first.size();

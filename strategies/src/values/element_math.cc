@@ -79,7 +79,8 @@ inline A combine(A a, A b) {
     if constexpr (Op == ReduceOp::kMax) return (a != a || b != b) ? a + b : (b > a ? b : a);
   } else {
     using U = std::make_unsigned_t<A>;
-    if constexpr (Op == ReduceOp::kSum) return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+    if constexpr (Op == ReduceOp::kSum)
+      return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
     if constexpr (Op == ReduceOp::kProd) {
       // Promotions make uint8 * uint8 an int; the product fits, the cast wraps.
       return static_cast<A>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
@@ -107,8 +108,8 @@ constexpr std::size_t kBlock = 1024;
 }  // namespace
 
 bool is_floating(DataType type) {
-  return type == DataType::kFloat16 || type == DataType::kBFloat16 ||
-         type == DataType::kFloat32 || type == DataType::kFloat64;
+  return type == DataType::kFloat16 || type == DataType::kBFloat16 || type == DataType::kFloat32 ||
+         type == DataType::kFloat64;
 }
 
 bool reduces_in_float32(DataType type, ReduceOp op) {
@@ -162,8 +163,8 @@ void reduce_in_order(ReduceOp op, DataType type, std::span<const void* const> in
   });
 }
 
-void reduce_as_tree(ReduceOp op, DataType type, std::span<const void* const> inputs,
-                    void* output, std::size_t count) {
+void reduce_as_tree(ReduceOp op, DataType type, std::span<const void* const> inputs, void* output,
+                    std::size_t count) {
   const std::size_t k = inputs.size();
   dispatch_type(type, [&](auto traits) {
     using Traits = decltype(traits);
@@ -273,7 +274,8 @@ Tensor reduce_along_axis(ReduceOp op, const Tensor& value, int axis) {
   const Shape& shape = value.shape();
   std::size_t outer = 1;
   std::size_t inner = 1;
-  for (int d = 0; d < axis; ++d) outer *= static_cast<std::size_t>(shape[static_cast<std::size_t>(d)]);
+  for (int d = 0; d < axis; ++d)
+    outer *= static_cast<std::size_t>(shape[static_cast<std::size_t>(d)]);
   for (int d = axis + 1; d < value.rank(); ++d) {
     inner *= static_cast<std::size_t>(shape[static_cast<std::size_t>(d)]);
   }
@@ -334,7 +336,8 @@ Tensor concat(const std::vector<Tensor>& parts, int axis) {
   shape[static_cast<std::size_t>(axis)] = total;
   Tensor result(parts.front().dtype(), shape);
   std::size_t outer = 1;
-  for (int d = 0; d < axis; ++d) outer *= static_cast<std::size_t>(shape[static_cast<std::size_t>(d)]);
+  for (int d = 0; d < axis; ++d)
+    outer *= static_cast<std::size_t>(shape[static_cast<std::size_t>(d)]);
   std::size_t inner_bytes = element_size(result.dtype());
   for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < shape.size(); ++d) {
     inner_bytes *= static_cast<std::size_t>(shape[d]);

@@ -21,8 +21,8 @@ void reduce_in_order(ReduceOp op, DataType type, std::span<const void* const> in
                      std::span<const int> order, void* output, std::size_t count);
 
 // output[i] = pairwise tree over the inputs: ((in0 op in1) op (in2 op in3)) ...
-void reduce_as_tree(ReduceOp op, DataType type, std::span<const void* const> inputs,
-                    void* output, std::size_t count);
+void reduce_as_tree(ReduceOp op, DataType type, std::span<const void* const> inputs, void* output,
+                    std::size_t count);
 
 // Ring order: the buffer is cut into inputs.size() chunks; chunk c is
 // accumulated starting from input c+1, wrapping around, ending with input c

@@ -33,9 +33,9 @@ std::size_t num_elements(const Shape& shape) {
   std::int64_t count = 1;
   for (std::int64_t dim : shape) {
     if (__builtin_mul_overflow(count, dim, &count)) {
-      throw InvalidArgumentError("Tensor", -1,
-                                 "shape " + shape_string(shape) +
-                                     " has more elements than an int64 can count (2^63 - 1)");
+      throw InvalidArgumentError(
+          "Tensor", -1,
+          "shape " + shape_string(shape) + " has more elements than an int64 can count (2^63 - 1)");
     }
   }
   return static_cast<std::size_t>(count);
@@ -47,10 +47,10 @@ std::size_t num_bytes(const Shape& shape, DataType dtype) {
   constexpr auto kLargestObject = static_cast<std::size_t>(PTRDIFF_MAX);
   if (elements > kLargestObject / size) {
     throw InvalidArgumentError("Tensor", -1,
-                               std::string(to_string(dtype)) + " shape " + shape_string(shape) + " has " +
-                                   std::to_string(elements) + " elements of " + std::to_string(size) +
-                                   " bytes, more than the " + std::to_string(kLargestObject) +
-                                   " bytes a process can address");
+                               std::string(to_string(dtype)) + " shape " + shape_string(shape) +
+                                   " has " + std::to_string(elements) + " elements of " +
+                                   std::to_string(size) + " bytes, more than the " +
+                                   std::to_string(kLargestObject) + " bytes a process can address");
   }
   return elements * size;
 }
@@ -69,9 +69,9 @@ Tensor::Tensor(DataType dtype, Shape shape) : Tensor(dtype, std::move(shape), Un
 
 std::int64_t Tensor::dim(int axis) const {
   if (axis < 0 || axis >= rank()) {
-    throw InvalidArgumentError("Tensor::dim", -1,
-                               "axis " + std::to_string(axis) + " is out of range for shape " +
-                                   shape_string(shape_));
+    throw InvalidArgumentError(
+        "Tensor::dim", -1,
+        "axis " + std::to_string(axis) + " is out of range for shape " + shape_string(shape_));
   }
   return shape_[static_cast<std::size_t>(axis)];
 }
@@ -103,17 +103,25 @@ Tensor Tensor::from_doubles(DataType dtype, const std::vector<double>& values, S
     const double v = values[i];
     switch (dtype) {
       case DataType::kFloat16:
-        static_cast<std::uint16_t*>(data)[i] = ::collective::float_to_float16(static_cast<float>(v));
+        static_cast<std::uint16_t*>(data)[i] =
+            ::collective::float_to_float16(static_cast<float>(v));
         break;
       case DataType::kBFloat16:
-        static_cast<std::uint16_t*>(data)[i] = ::collective::float_to_bfloat16(static_cast<float>(v));
+        static_cast<std::uint16_t*>(data)[i] =
+            ::collective::float_to_bfloat16(static_cast<float>(v));
         break;
       case DataType::kFloat32: static_cast<float*>(data)[i] = static_cast<float>(v); break;
       case DataType::kFloat64: static_cast<double*>(data)[i] = v; break;
       case DataType::kInt8: static_cast<std::int8_t*>(data)[i] = static_cast<std::int8_t>(v); break;
-      case DataType::kUInt8: static_cast<std::uint8_t*>(data)[i] = static_cast<std::uint8_t>(v); break;
-      case DataType::kInt32: static_cast<std::int32_t*>(data)[i] = static_cast<std::int32_t>(v); break;
-      case DataType::kInt64: static_cast<std::int64_t*>(data)[i] = static_cast<std::int64_t>(v); break;
+      case DataType::kUInt8:
+        static_cast<std::uint8_t*>(data)[i] = static_cast<std::uint8_t>(v);
+        break;
+      case DataType::kInt32:
+        static_cast<std::int32_t*>(data)[i] = static_cast<std::int32_t>(v);
+        break;
+      case DataType::kInt64:
+        static_cast<std::int64_t*>(data)[i] = static_cast<std::int64_t>(v);
+        break;
     }
   }
   return result;
@@ -157,7 +165,8 @@ Tensor Tensor::reshape(Shape shape) const {
 
 bool Tensor::identical(const Tensor& other) const {
   return dtype_ == other.dtype_ && shape_ == other.shape_ && bytes_.size() == other.bytes_.size() &&
-         (bytes_.size() == 0 || std::memcmp(bytes_.data(), other.bytes_.data(), bytes_.size()) == 0);
+         (bytes_.size() == 0 ||
+          std::memcmp(bytes_.data(), other.bytes_.data(), bytes_.size()) == 0);
 }
 
 std::string Tensor::debug_string() const {

@@ -43,7 +43,8 @@ constexpr std::size_t kDefaultLimitBytes = std::size_t{512} << 20;
 std::size_t limit_from_environment() {
   // The library's parameter reader: digits with an optional K, M or G.
   try {
-    return bytes_parameter("COLLECTIVE_TENSOR_CACHE_BYTES", 0, SIZE_MAX).value_or(kDefaultLimitBytes);
+    return bytes_parameter("COLLECTIVE_TENSOR_CACHE_BYTES", 0, SIZE_MAX)
+        .value_or(kDefaultLimitBytes);
   } catch (const InvalidArgumentError& error) {
     throw InvalidArgumentError("Tensor", -1,
                                error.cause() + " (0 turns the tensor block cache off)");
@@ -70,9 +71,9 @@ class BlockCache {
     if (capacity > limit_) return false;
     std::lock_guard<std::mutex> lock(mutex_);
     while (cached_bytes_ + capacity > limit_) {
-      auto oldest = std::min_element(blocks_.begin(), blocks_.end(), [](const auto& a, const auto& b) {
-        return a.second.freed_at < b.second.freed_at;
-      });
+      auto oldest = std::min_element(
+          blocks_.begin(), blocks_.end(),
+          [](const auto& a, const auto& b) { return a.second.freed_at < b.second.freed_at; });
       ::operator delete(oldest->second.block, kAlignment);
       cached_bytes_ -= oldest->first;
       blocks_.erase(oldest);

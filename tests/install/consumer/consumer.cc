@@ -16,7 +16,8 @@ int main(int argc, char** argv) {
       return 1;
     }
   }
-  if (world.rank() == 0) std::printf("consumer: all_reduce OK on %d ranks (libcollective %s)\n",
-                                     world.size(), collective::version_string());
+  if (world.rank() == 0)
+    std::printf("consumer: all_reduce OK on %d ranks (libcollective %s)\n", world.size(),
+                collective::version_string());
   return 0;
 }

@@ -22,6 +22,7 @@ COLLECTIVE_IN_TREE_API LogLevel log_level();
 // Writes one line to stderr with one write, so that lines of different
 // threads stay whole. Callers check log_level() first (formatting a message
 // nobody reads costs more than the check).
-COLLECTIVE_IN_TREE_API void log_line(LogLevel level, std::string_view component, std::string_view message);
+COLLECTIVE_IN_TREE_API void log_line(LogLevel level, std::string_view component,
+                                     std::string_view message);
 
 }  // namespace collective

@@ -56,8 +56,9 @@ void run_flat(const Request& request, NcclCommunicator& nccl, int rank) {
     case CollectiveKind::kReduce: {
       // NCCL writes recvbuff on the root only; elsewhere recv may be null.
       void* recv = rank == request.root ? request.recv : const_cast<void*>(request.send);
-      nccl.accept(ncclReduce(request.send, recv, request.count, type, op, request.root, comm, stream),
-                  "ncclReduce", request);
+      nccl.accept(
+          ncclReduce(request.send, recv, request.count, type, op, request.root, comm, stream),
+          "ncclReduce", request);
       break;
     }
     case CollectiveKind::kBarrier:
@@ -70,7 +71,10 @@ void run_flat(const Request& request, NcclCommunicator& nccl, int rank) {
 class NcclSteps final : public HierarchicalSteps {
  public:
   NcclSteps(const Request& request, NcclResources& resources, NcclCommunicator& node, int rank)
-      : request_(request), resources_(resources), node_(node), rank_(rank),
+      : request_(request),
+        resources_(resources),
+        node_(node),
+        rank_(rank),
         type_(nccl_data_type(request.type)) {}
 
   void local_reduce_scatter(const void* send, void* recv, std::size_t recv_count,
@@ -85,8 +89,8 @@ class NcclSteps final : public HierarchicalSteps {
         "ncclAllReduce (inside the node)", request_);
   }
   void local_all_gather_in_place(void* recv, std::size_t block) override {
-    const auto* own = static_cast<std::byte*>(recv) +
-                      static_cast<std::size_t>(node_.comm_rank()) * block * request_.element_bytes();
+    const auto* own = static_cast<std::byte*>(recv) + static_cast<std::size_t>(node_.comm_rank()) *
+                                                          block * request_.element_bytes();
     node_.accept(ncclAllGather(own, recv, block, type_, node_.get(), node_.stream()),
                  "ncclAllGather (inside the node)", request_);
   }
@@ -104,8 +108,9 @@ class NcclSteps final : public HierarchicalSteps {
   void cross_all_reduce(void* host, std::size_t count, DataType type, ReduceOp op) override {
     CommunicatorState& across = resources_.across_nodes(request_);
     if (Clock::now() >= request_.deadline) {
-      throw TimeoutError(request_.label(), rank_,
-                         "no time left for the all_reduce across nodes of the hierarchical variant");
+      throw TimeoutError(
+          request_.label(), rank_,
+          "no time left for the all_reduce across nodes of the hierarchical variant");
     }
     // The ring itself (not COLLECTIVE_ALGORITHM, which could
     // redirect this host step to nccl): bandwidth-optimal for the large
@@ -148,13 +153,15 @@ Support NcclAlgorithm::supports(const Request& request, const CommunicatorState&
     return Support::no("nccl has no barrier (use recursive_doubling or mpi)");
   }
   if (request.memory != MemoryKind::kDevice) {
-    return Support::no("nccl serves CUDA device buffers only, and this call's buffers are host memory");
+    return Support::no(
+        "nccl serves CUDA device buffers only, and this call's buffers are host memory");
   }
   if (request.deterministic) {
     // NCCL's reduction order follows its algorithm and protocol (ring,
     // tree, NVLS), which it picks by size and topology.
-    return Support::no("nccl cannot be deterministic: NCCL's order of combining ranks depends on "
-                       "the algorithm and protocol it picks per size");
+    return Support::no(
+        "nccl cannot be deterministic: NCCL's order of combining ranks depends on "
+        "the algorithm and protocol it picks per size");
   }
   return Support::yes();
 }
@@ -166,8 +173,8 @@ void NcclAlgorithm::run(const Request& request, CommunicatorState& state) const 
   NcclResources& resources = NcclResources::of(state);
   const NcclPlan plan =
       choose_nccl_plan(request.kind, resources.layout(request), hierarchical_mode());
-  COLLECTIVE_LOG(kDebug, request.label() << ": nccl on CUDA device " << device << ", "
-                                         << plan.reason);
+  COLLECTIVE_LOG(kDebug, request.label()
+                             << ": nccl on CUDA device " << device << ", " << plan.reason);
   gpu::DeviceGuard guard(device, request.label(), state.rank);
   if (!plan.hierarchical) {
     run_flat(request, resources.all_ranks(device, request), state.rank);

@@ -66,9 +66,9 @@ ncclUniqueId exchange_unique_id(MPI_Comm comm, const Request& request, int rank)
     throw;
   }
   if (message->status != 0) {
-    throw CommunicationError(request.label(), rank,
-                             "rank 0 could not start the NCCL communicator: " +
-                                 std::string(message->error));
+    throw CommunicationError(
+        request.label(), rank,
+        "rank 0 could not start the NCCL communicator: " + std::string(message->error));
   }
   return message->id;
 }

@@ -34,10 +34,10 @@ std::unique_ptr<NcclCommunicator> NcclCommunicator::create(MPI_Comm comm, int de
   const ncclResult_t result =
       ncclCommInitRankConfig(&self->comm_, self->size_, id, self->comm_rank_, &config);
   self->accept(result, "ncclCommInitRankConfig", request);
-  COLLECTIVE_LOG(kDebug, request.label() << ": NCCL " << nccl_runtime_version()
-                                         << " communicator ready for " << self->scope_ << " ("
-                                         << self->size_ << " ranks, this one "
-                                         << self->comm_rank_ << ", CUDA device " << device << ")");
+  COLLECTIVE_LOG(kDebug, request.label()
+                             << ": NCCL " << nccl_runtime_version() << " communicator ready for "
+                             << self->scope_ << " (" << self->size_ << " ranks, this one "
+                             << self->comm_rank_ << ", CUDA device " << device << ")");
   return self;
 }
 
@@ -57,12 +57,13 @@ NcclCommunicator::~NcclCommunicator() {
         if (state == ncclSuccess) {
           const ncclResult_t destroyed = ncclCommDestroy(comm_);
           if (destroyed != ncclSuccess) {
-            COLLECTIVE_LOG(kWarn, "ncclCommDestroy failed: " << nccl_error_text(destroyed, nullptr));
+            COLLECTIVE_LOG(kWarn,
+                           "ncclCommDestroy failed: " << nccl_error_text(destroyed, nullptr));
           }
           comm_ = nullptr;
         } else {
-          COLLECTIVE_LOG(kWarn, "ncclCommFinalize did not finish ("
-                                    << nccl_error_text(state, comm_) << "); aborting instead");
+          COLLECTIVE_LOG(kWarn, "ncclCommFinalize did not finish (" << nccl_error_text(state, comm_)
+                                                                    << "); aborting instead");
         }
       }
       abort();
@@ -111,10 +112,12 @@ void NcclCommunicator::wait_until_accepted(const Request& request, const char* w
     ncclResult_t state = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
     if (queried != ncclSuccess) {
-      fail(request, std::string("ncclCommGetAsyncError failed: ") + nccl_error_text(queried, comm_));
+      fail(request,
+           std::string("ncclCommGetAsyncError failed: ") + nccl_error_text(queried, comm_));
     }
     if (state == ncclSuccess) return;
-    if (state != ncclInProgress) fail(request, std::string(what) + " failed: " + nccl_error_text(state, comm_));
+    if (state != ncclInProgress)
+      fail(request, std::string(what) + " failed: " + nccl_error_text(state, comm_));
     if (Clock::now() >= request.deadline) fail_timeout(request, what);
     sched_yield();
   }
@@ -142,7 +145,8 @@ void NcclCommunicator::synchronize(const Request& request, const char* what) {
     ncclResult_t state = ncclSuccess;
     const ncclResult_t queried = ncclCommGetAsyncError(comm_, &state);
     if (queried != ncclSuccess) {
-      fail(request, std::string("ncclCommGetAsyncError failed: ") + nccl_error_text(queried, comm_));
+      fail(request,
+           std::string("ncclCommGetAsyncError failed: ") + nccl_error_text(queried, comm_));
     }
     if (state != ncclSuccess && state != ncclInProgress) {
       fail(request, std::string(what) + " failed: " + nccl_error_text(state, comm_));

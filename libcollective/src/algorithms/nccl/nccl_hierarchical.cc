@@ -34,7 +34,8 @@ void run_hierarchical_all_reduce(const Request& request, const NodeLayout& layou
   std::byte* own_block = recv + shape.block_offset * element;
   std::byte* tail = recv + shape.tail_offset * element;
   if (shape.block > 0) steps.local_reduce_scatter(send, own_block, shape.block, op);
-  if (shape.tail > 0) steps.local_all_reduce(send + shape.tail_offset * element, tail, shape.tail, op);
+  if (shape.tail > 0)
+    steps.local_all_reduce(send + shape.tail_offset * element, tail, shape.tail, op);
 
   // The block and the tail travel between nodes as one host shard. A
   // 16-bit SUM, MEAN or PROD crosses nodes as a float32 copy (staged ahead
@@ -73,7 +74,8 @@ HierarchicalMode hierarchical_mode() {
 
 NcclPlan choose_nccl_plan(CollectiveKind kind, const NodeLayout& layout, HierarchicalMode mode) {
   auto flat = [](std::string why) { return NcclPlan{false, "flat: " + std::move(why)}; };
-  if (kind != CollectiveKind::kAllReduce) return flat("the hierarchical variant is all_reduce only");
+  if (kind != CollectiveKind::kAllReduce)
+    return flat("the hierarchical variant is all_reduce only");
   if (mode == HierarchicalMode::kOff) return flat("COLLECTIVE_NCCL_HIERARCHICAL=off");
   if (layout.node_count == 1) return flat("one node");
   if (!layout.uniform()) {

@@ -25,8 +25,8 @@ NodeLayout node_layout_from_hosts(const std::vector<std::string>& hosts, int ran
   std::map<std::string, int> node_of_host;  // host -> node index
   std::vector<int> ranks_on_node;
   for (int r = 0; r < layout.world_size; ++r) {
-    const auto [it, inserted] =
-        node_of_host.emplace(hosts[static_cast<std::size_t>(r)], static_cast<int>(ranks_on_node.size()));
+    const auto [it, inserted] = node_of_host.emplace(hosts[static_cast<std::size_t>(r)],
+                                                     static_cast<int>(ranks_on_node.size()));
     if (inserted) ranks_on_node.push_back(0);
     const int node = it->second;
     if (r == rank) {
@@ -73,7 +73,8 @@ NodeLayout probe_node_layout(MPI_Comm comm, const std::string& host, const Reque
   }
   // The gather still ran: it is also the proof that every rank is here.
   if (const int k = ranks_per_node_override(); k > 0) {
-    for (int r = 0; r < size; ++r) hosts[static_cast<std::size_t>(r)] = "node" + std::to_string(r / k);
+    for (int r = 0; r < size; ++r)
+      hosts[static_cast<std::size_t>(r)] = "node" + std::to_string(r / k);
   }
   return node_layout_from_hosts(hosts, comm_rank);
 }

@@ -14,9 +14,9 @@ namespace collective::internal {
 struct NodeLayout {
   int world_size = 1;
   int node_count = 1;
-  int node_index = 0;   // nodes are numbered in order of their lowest rank
-  int local_rank = 0;   // position among the ranks of this node, by rank
-  int local_size = 1;   // ranks on this node
+  int node_index = 0;  // nodes are numbered in order of their lowest rank
+  int local_rank = 0;  // position among the ranks of this node, by rank
+  int local_size = 1;  // ranks on this node
   int min_local_size = 1;
   int max_local_size = 1;
 

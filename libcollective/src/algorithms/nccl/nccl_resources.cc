@@ -27,9 +27,10 @@ NcclResources::~NcclResources() {
 const NodeLayout& NcclResources::layout(const Request& request) {
   if (!layout_) {
     layout_ = probe_node_layout(owner_.comm, owner_.host, request, owner_.rank);
-    COLLECTIVE_LOG(kDebug, request.label() << ": " << layout_->node_count << " node(s), "
-                                           << layout_->local_size << " rank(s) on this one (local rank "
-                                           << layout_->local_rank << ")");
+    COLLECTIVE_LOG(kDebug, request.label()
+                               << ": " << layout_->node_count << " node(s), " << layout_->local_size
+                               << " rank(s) on this one (local rank " << layout_->local_rank
+                               << ")");
   }
   return *layout_;
 }

@@ -97,8 +97,7 @@ MPI_Op mpi_op(DataType type, ReduceOp op) {
       return builtin_op(op);
     case DataType::kInt32:
     case DataType::kInt64:
-    default:
-      return builtin_op(op);
+    default: return builtin_op(op);
   }
 }
 

@@ -21,9 +21,7 @@ constexpr int kTagSpace = 32767;
 
 }  // namespace
 
-int PeerExchange::tag_for(std::uint64_t sequence) {
-  return static_cast<int>(sequence % kTagSpace);
-}
+int PeerExchange::tag_for(std::uint64_t sequence) { return static_cast<int>(sequence % kTagSpace); }
 
 PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
                            const char* algorithm_name)

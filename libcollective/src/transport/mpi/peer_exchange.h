@@ -73,7 +73,8 @@ class PeerExchange {
   static constexpr std::size_t kInlineTransfers = 8;
 
   Pending& at(Handle handle);
-  Handle post(void* buffer, std::size_t bytes, int peer, bool is_send, const char* purpose, int step);
+  Handle post(void* buffer, std::size_t bytes, int peer, bool is_send, const char* purpose,
+              int step);
   bool poll(Pending& pending);
   WaitTarget describe(const Pending& pending) const;
   WaitTarget describe_open(std::size_t first, std::size_t last) const;

@@ -27,7 +27,9 @@ Handoff other(Handoff handoff) {
   return handoff == Handoff::kThroughCache ? Handoff::kThroughMemory : Handoff::kThroughCache;
 }
 
-std::uint8_t encode(Handoff handoff) { return static_cast<std::uint8_t>(1 + static_cast<int>(handoff)); }
+std::uint8_t encode(Handoff handoff) {
+  return static_cast<std::uint8_t>(1 + static_cast<int>(handoff));
+}
 
 // 0 (undecided) and anything unexpected read as through the cache.
 Handoff decode(std::uint8_t value) {
@@ -35,8 +37,7 @@ Handoff decode(std::uint8_t value) {
 }
 
 double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // splitmix64's finalizer: consecutive call numbers give unrelated bits.
@@ -92,11 +93,10 @@ void HandoffTuner::record(const Choice& choice, std::size_t bytes) {
   if (slot.load(std::memory_order_relaxed) != encode(faster)) {
     slot.store(encode(faster), std::memory_order_relaxed);
     const std::size_t low = std::size_t{1} << choice.size_class;
-    COLLECTIVE_LOG(kDebug, "shared_memory: calls of " << low << " to " << 2 * low - 1
-                                                      << " B now hand data over "
-                                                      << handoff_name(faster) << " (cache "
-                                                      << cache * 1e9 << " ns/B, memory "
-                                                      << memory * 1e9 << " ns/B)");
+    COLLECTIVE_LOG(kDebug, "shared_memory: calls of "
+                               << low << " to " << 2 * low - 1 << " B now hand data over "
+                               << handoff_name(faster) << " (cache " << cache * 1e9
+                               << " ns/B, memory " << memory * 1e9 << " ns/B)");
   }
 }
 

@@ -62,8 +62,7 @@ class HandoffTuner {
 
   // `leader`: this rank measures and publishes. `forced`: always this way
   // (COLLECTIVE_SHM_HANDOFF), nothing measured.
-  HandoffTuner(HandoffBoard& board, bool leader, std::optional<Handoff> forced,
-               Clock clock = {});
+  HandoffTuner(HandoffBoard& board, bool leader, std::optional<Handoff> forced, Clock clock = {});
 
   struct Choice {
     Handoff handoff;
@@ -92,9 +91,9 @@ class HandoffTuner {
   bool leader_;
   std::optional<Handoff> forced_;
   Clock clock_;
-  std::uint64_t calls_ = 0;     // every chosen call of this rank
-  bool trial_due_ = true;       // offered, not yet taken (the class was too new)
-  bool after_trial_ = false;    // the previous call was a trial
+  std::uint64_t calls_ = 0;   // every chosen call of this rank
+  bool trial_due_ = true;     // offered, not yet taken (the class was too new)
+  bool after_trial_ = false;  // the previous call was a trial
   ClassState classes_[kHandoffClasses];
 };
 

@@ -20,7 +20,6 @@
 #include "transport/shm/shared_object_owner.h"
 #include "transport/shm/shared_event.h"
 
-
 namespace collective::internal {
 namespace {
 
@@ -73,7 +72,9 @@ struct InputSlot {
   std::uint64_t offset;
 };
 
-std::size_t round_up(std::size_t value, std::size_t unit) { return (value + unit - 1) / unit * unit; }
+std::size_t round_up(std::size_t value, std::size_t unit) {
+  return (value + unit - 1) / unit * unit;
+}
 
 std::atomic<std::uint64_t> g_segment_counter{0};
 
@@ -213,7 +214,8 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
       failure = std::string("shm_open(") + name + ") failed: " + std::strerror(errno);
     } else {
       const std::size_t wanted = round_up(slot_bytes, kPage);
-      const std::size_t floor = std::min(wanted, std::max(kSmallestFittedSlot, round_up(local_size * 64, kPage)));
+      const std::size_t floor =
+          std::min(wanted, std::max(kSmallestFittedSlot, round_up(local_size * 64, kPage)));
       std::size_t slot = wanted;
       segment->lay_out(slot);
       int error = reserve(fd, segment->mapped_bytes_);
@@ -225,8 +227,9 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
       if (error != 0) {
         failure = "the node's shared-memory segment (" + std::to_string(segment->mapped_bytes_) +
                   " bytes for " + std::to_string(local_size) + " ranks with " +
-                  std::to_string(slot) + "-byte slots) cannot be reserved in /dev/shm: " +
-                  std::strerror(error) + " (" + shm_free_text() + " free)";
+                  std::to_string(slot) +
+                  "-byte slots) cannot be reserved in /dev/shm: " + std::strerror(error) + " (" +
+                  shm_free_text() + " free)";
         shm_unlink(name);
       } else if (slot != wanted) {
         std::ostringstream message;
@@ -296,14 +299,15 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   }
   wait_setup(pending, request, state, node.ranks, "agreeing that every rank mapped it");
   if (!all_ok) {
-    const std::string cause =
-        failure.empty() ? "another rank could not set up its node's shared-memory segment" : failure;
+    const std::string cause = failure.empty()
+                                  ? "another rank could not set up its node's shared-memory segment"
+                                  : failure;
     // With no segment yet the node algorithms now refuse this communicator;
     // one that has a segment keeps it (NodeSegment::of).
     if (existing_node_segment(state) == nullptr) {
-      state.resources.get_or_make<NodeSegmentResource>([] {
-        return std::make_unique<NodeSegmentResource>();
-      }).unavailable = cause;
+      state.resources
+          .get_or_make<NodeSegmentResource>([] { return std::make_unique<NodeSegmentResource>(); })
+          .unavailable = cause;
     }
     throw ResourceUnavailable(operation, state.rank, cause);
   }
@@ -394,8 +398,7 @@ NodeSegment::~NodeSegment() {
 }
 
 void NodeSegment::publish(Flag flag, std::uint64_t round) {
-  control(local_rank_).flags[static_cast<int>(flag)].value.store(round,
-                                                                 std::memory_order_seq_cst);
+  control(local_rank_).flags[static_cast<int>(flag)].value.store(round, std::memory_order_seq_cst);
   event().notify();
 }
 

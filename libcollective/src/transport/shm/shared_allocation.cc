@@ -56,7 +56,8 @@ void* SharedAllocations::allocate(std::size_t bytes, int rank) {
   if (bytes == 0) return nullptr;
   const char* operation = "Communicator::allocate";
   if (bytes > (std::size_t{1} << 46)) {
-    throw InvalidArgumentError(operation, rank, std::to_string(bytes) + " bytes is more than 64 TiB");
+    throw InvalidArgumentError(operation, rank,
+                               std::to_string(bytes) + " bytes is more than 64 TiB");
   }
   std::lock_guard<std::mutex> lock(mutex_);
   const std::uint64_t id = next_id_++;
@@ -74,8 +75,8 @@ void* SharedAllocations::allocate(std::size_t bytes, int rank) {
     close(fd);
     shm_unlink(name.c_str());
     throw CommunicationError(operation, rank,
-                             "cannot reserve " + std::to_string(mapped) + " bytes in /dev/shm for " +
-                                 name + ": " + std::strerror(error) +
+                             "cannot reserve " + std::to_string(mapped) +
+                                 " bytes in /dev/shm for " + name + ": " + std::strerror(error) +
                                  " (is /dev/shm large enough?)");
   }
   void* base = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -108,8 +109,9 @@ void SharedAllocations::deallocate(void* memory, int rank) {
   std::ostringstream pointer;
   pointer << memory;
   throw InvalidArgumentError("Communicator::deallocate", rank,
-                             pointer.str() + " was not returned by Communicator::allocate "
-                                             "(or was deallocated already)");
+                             pointer.str() +
+                                 " was not returned by Communicator::allocate "
+                                 "(or was deallocated already)");
 }
 
 std::optional<SharedRange> SharedAllocations::find(const void* pointer, std::size_t bytes) const {
@@ -154,8 +156,8 @@ const std::byte* PeerMappings::map(const SharedRange& range, const std::string& 
   // buffer deallocated during the call) or a pid reused by another process
   // is refused rather than mapped.
   const std::string name = shared_allocation_name(owner_tag_of(range.pid), counter_of(range.id));
-  const std::string path = "/proc/" + std::to_string(range.pid) + "/fd/" +
-                           std::to_string(descriptor_of(range.id));
+  const std::string path =
+      "/proc/" + std::to_string(range.pid) + "/fd/" + std::to_string(descriptor_of(range.id));
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     throw CommunicationError(operation, rank,
@@ -172,7 +174,8 @@ const std::byte* PeerMappings::map(const SharedRange& range, const std::string& 
       target.compare(target.size() - expected.size(), expected.size(), expected) != 0) {
     close(fd);
     throw CommunicationError(operation, rank,
-                             "a peer's buffer " + name + " is no longer at " + path + " (it holds " +
+                             "a peer's buffer " + name + " is no longer at " + path +
+                                 " (it holds " +
                                  (target.empty() ? std::string("nothing") : target) +
                                  "): was it deallocated during the call?");
   }

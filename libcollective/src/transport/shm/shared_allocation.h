@@ -25,10 +25,10 @@ namespace collective::internal {
 
 // Where a byte range lies, in terms another process can map.
 struct SharedRange {
-  std::int64_t pid = 0;         // creating process
-  std::uint64_t id = 0;         // its allocation counter << 32 | its descriptor
+  std::int64_t pid = 0;            // creating process
+  std::uint64_t id = 0;            // its allocation counter << 32 | its descriptor
   std::uint64_t mapped_bytes = 0;  // the whole allocation
-  std::uint64_t offset = 0;     // of the range's first byte
+  std::uint64_t offset = 0;        // of the range's first byte
 };
 
 // "/collective-mem-<owner tag>-<id>" (shared_object_owner.h).

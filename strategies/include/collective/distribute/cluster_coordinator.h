@@ -107,7 +107,9 @@ class RemoteFunctions {
   const std::string& name(std::uint32_t index) const { return names_.at(index); }
   bool is_dataset(std::uint32_t index) const { return datasets_.at(index) != nullptr; }
   const WorkerFunction& function(std::uint32_t index) const { return functions_.at(index); }
-  const DatasetFunction& dataset_function(std::uint32_t index) const { return *datasets_.at(index); }
+  const DatasetFunction& dataset_function(std::uint32_t index) const {
+    return *datasets_.at(index);
+  }
 
  private:
   RemoteFunction add_entry(std::string name, WorkerFunction function,
@@ -121,7 +123,7 @@ class RemoteFunctions {
 namespace detail {
 struct RemoteValueState;
 struct PsCluster;
-}
+}  // namespace detail
 
 // The future result of a scheduled closure (tf's RemoteValue).
 class RemoteValue {
@@ -134,7 +136,8 @@ class RemoteValue {
   // failed first). Bounded by failure detection, not by a fixed time.
   Tensor fetch() const;
 
-  explicit RemoteValue(std::shared_ptr<detail::RemoteValueState> state) : state_(std::move(state)) {}
+  explicit RemoteValue(std::shared_ptr<detail::RemoteValueState> state)
+      : state_(std::move(state)) {}
 
  private:
   std::shared_ptr<detail::RemoteValueState> state_;

@@ -133,7 +133,8 @@ class CrossDeviceOps {
  private:
   // packing_element_size: the caller's dtype's, which plans the packs also
   // when the values are the float32 copies of 16-bit ones.
-  std::vector<Tensor> reduce_group(ReduceOp op, const std::vector<std::vector<const Tensor*>>& values,
+  std::vector<Tensor> reduce_group(ReduceOp op,
+                                   const std::vector<std::vector<const Tensor*>>& values,
                                    const std::vector<std::size_t>& indices,
                                    std::size_t packing_element_size);
 
@@ -229,9 +230,8 @@ class CollectiveAllReduce final : public CrossDeviceOps {
                                  std::size_t count);
   // CommunicationOptions::deterministic with several local replicas and
   // workers: every replica's pack gathered, reduced in global order.
-  void gather_and_reduce_in_order(ReduceOp op, DataType type,
-                                  std::span<const void* const> inputs, void* output,
-                                  std::size_t count);
+  void gather_and_reduce_in_order(ReduceOp op, DataType type, std::span<const void* const> inputs,
+                                  void* output, std::size_t count);
 
   friend struct detail::WorkerCallsAccess;
 

@@ -52,7 +52,8 @@ using VariablePartitioner = std::function<int(const Shape& shape, DataType dtype
 VariablePartitioner FixedShardsPartitioner(int num_shards);
 // As many shards as keep each at least min_shard_bytes, at most max_shards
 // (TF's defaults: 256 KiB, 1 shard).
-VariablePartitioner MinSizePartitioner(std::int64_t min_shard_bytes = 256 << 10, int max_shards = 1);
+VariablePartitioner MinSizePartitioner(std::int64_t min_shard_bytes = 256 << 10,
+                                       int max_shards = 1);
 // As few shards as keep each at most max_shard_bytes, at most max_shards
 // (0: no limit).
 VariablePartitioner MaxSizePartitioner(std::int64_t max_shard_bytes, int max_shards = 0);

@@ -143,8 +143,9 @@ auto ReplicaContext::merge_call(Fn&& merge_fn, const T& value) {
   detail::describe_result<Result>(request);
   request.argument_type = &typeid(T);
   request.argument = &value;
-  request.run = [&merge_fn](Strategy& strategy,
-                            const std::vector<const void*>& arguments) -> std::shared_ptr<const void> {
+  request.run = [&merge_fn](
+                    Strategy& strategy,
+                    const std::vector<const void*>& arguments) -> std::shared_ptr<const void> {
     std::vector<T> values;
     values.reserve(arguments.size());
     for (const void* argument : arguments) values.push_back(*static_cast<const T*>(argument));

@@ -206,8 +206,9 @@ void check_run_argument(const StrategyExtended& extended, const A& argument, int
 
 template <typename Fn, typename... Args>
 auto Strategy::run(Fn&& fn, Args&&... args) {
-  using Result = std::remove_cvref_t<std::invoke_result_t<
-      Fn&, decltype(detail::replica_argument(std::declval<std::remove_reference_t<Args>&>(), 0))...>>;
+  using Result = std::remove_cvref_t<
+      std::invoke_result_t<Fn&, decltype(detail::replica_argument(
+                                    std::declval<std::remove_reference_t<Args>&>(), 0))...>>;
   int index = 0;
   (detail::check_run_argument(*extended_, args, index++), ...);
   if constexpr (std::is_void_v<Result>) {

@@ -71,8 +71,7 @@ class StrategyExtended {
   // as is. Returns nothing when fn returns void, else one result per copy.
   // Parameter-server variables (no local copies) raise UnsupportedError.
   template <typename Fn, typename... Args>
-    requires(sizeof...(Args) > 0)
-  auto update(Variable& variable, Fn&& fn, const Args&... args);
+  requires(sizeof...(Args) > 0) auto update(Variable& variable, Fn&& fn, const Args&... args);
 
   // One copy of value per local replica, on the replicas' devices
   // (tf.distribute's broadcast_to to the strategy's devices).
@@ -121,7 +120,8 @@ class StrategyExtended {
 
   // Internal: runs fn(copy, copy index) on every local copy (cross-replica
   // context, variable of this strategy), checking dtype and shape after.
-  void update_copies(Variable& variable, const std::function<void(Tensor& copy, std::size_t index)>& fn,
+  void update_copies(Variable& variable,
+                     const std::function<void(Tensor& copy, std::size_t index)>& fn,
                      std::size_t num_per_copy_values);
 
   // Internal: the implementation shared by every strategy kind.
@@ -159,8 +159,8 @@ std::size_t per_copy_count(const A& argument) {
 }  // namespace detail
 
 template <typename Fn, typename... Args>
-  requires(sizeof...(Args) > 0)
-auto StrategyExtended::update(Variable& variable, Fn&& fn, const Args&... args) {
+requires(sizeof...(Args) > 0) auto StrategyExtended::update(Variable& variable, Fn&& fn,
+                                                            const Args&... args) {
   // The number of components of the distributed arguments (0: none); all
   // must agree with the copies (checked in update_copies).
   std::size_t per_copy = 0;
@@ -171,17 +171,24 @@ auto StrategyExtended::update(Variable& variable, Fn&& fn, const Args&... args) 
     per_copy = count;
   }
   if (mixed) per_copy = static_cast<std::size_t>(-1);
-  using Result = std::remove_cvref_t<std::invoke_result_t<Fn&, Tensor&, decltype(detail::update_argument(args, 0))...>>;
+  using Result = std::remove_cvref_t<
+      std::invoke_result_t<Fn&, Tensor&, decltype(detail::update_argument(args, 0))...>>;
   if constexpr (std::is_void_v<Result>) {
-    update_copies(variable, [&](Tensor& copy, std::size_t index) {
-      std::invoke(fn, copy, detail::update_argument(args, index)...);
-    }, per_copy);
+    update_copies(
+        variable,
+        [&](Tensor& copy, std::size_t index) {
+          std::invoke(fn, copy, detail::update_argument(args, index)...);
+        },
+        per_copy);
   } else {
     std::vector<std::optional<Result>> results;
-    update_copies(variable, [&](Tensor& copy, std::size_t index) {
-      if (results.size() <= index) results.resize(index + 1);
-      results[index].emplace(std::invoke(fn, copy, detail::update_argument(args, index)...));
-    }, per_copy);
+    update_copies(
+        variable,
+        [&](Tensor& copy, std::size_t index) {
+          if (results.size() <= index) results.resize(index + 1);
+          results[index].emplace(std::invoke(fn, copy, detail::update_argument(args, index)...));
+        },
+        per_copy);
     std::vector<Result> values;
     for (std::optional<Result>& result : results) values.push_back(std::move(*result));
     return Mirrored<Result>(std::move(values));

@@ -133,14 +133,35 @@ class Tensor {
 namespace detail {
 template <typename T>
 struct TensorElement;
-template <> struct TensorElement<float> { static constexpr DataType kType = DataType::kFloat32; };
-template <> struct TensorElement<double> { static constexpr DataType kType = DataType::kFloat64; };
-template <> struct TensorElement<std::int8_t> { static constexpr DataType kType = DataType::kInt8; };
-template <> struct TensorElement<std::uint8_t> { static constexpr DataType kType = DataType::kUInt8; };
-template <> struct TensorElement<std::int32_t> { static constexpr DataType kType = DataType::kInt32; };
-template <> struct TensorElement<std::int64_t> { static constexpr DataType kType = DataType::kInt64; };
+template <>
+struct TensorElement<float> {
+  static constexpr DataType kType = DataType::kFloat32;
+};
+template <>
+struct TensorElement<double> {
+  static constexpr DataType kType = DataType::kFloat64;
+};
+template <>
+struct TensorElement<std::int8_t> {
+  static constexpr DataType kType = DataType::kInt8;
+};
+template <>
+struct TensorElement<std::uint8_t> {
+  static constexpr DataType kType = DataType::kUInt8;
+};
+template <>
+struct TensorElement<std::int32_t> {
+  static constexpr DataType kType = DataType::kInt32;
+};
+template <>
+struct TensorElement<std::int64_t> {
+  static constexpr DataType kType = DataType::kInt64;
+};
 // 16-bit patterns: float16 or bfloat16 (views accept either).
-template <> struct TensorElement<std::uint16_t> { static constexpr DataType kType = DataType::kFloat16; };
+template <>
+struct TensorElement<std::uint16_t> {
+  static constexpr DataType kType = DataType::kFloat16;
+};
 }  // namespace detail
 
 template <typename T>

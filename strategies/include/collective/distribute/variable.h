@@ -26,9 +26,9 @@ class StrategyExtended;
 // How updates made in a replica context are combined
 // (tf.VariableAggregation).
 enum class VariableAggregation : int {
-  kNone = 0,          // updating in a replica context with >1 replica is an error
-  kSum,               // the sum of every replica's update
-  kMean,              // the mean of every replica's update
+  kNone = 0,  // updating in a replica context with >1 replica is an error
+  kSum,       // the sum of every replica's update
+  kMean,      // the mean of every replica's update
   // This worker's local replica 0's update, as tf.distribute takes
   // experimental_local_results(value)[0]; no cross-worker communication, so
   // under MultiWorkerMirroredStrategy each worker applies its own replica
