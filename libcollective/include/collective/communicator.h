@@ -208,6 +208,19 @@ class COLLECTIVE_API Communicator {
     broadcast(buffer.data(), buffer.size(), DataTypeOf<std::remove_cv_t<T>>::value, options);
   }
 
+  // Point-to-point: count elements of `type` to (from) rank `peer` of this
+  // communicator (not this rank). Not collective: only the two ranks take
+  // part, and neither consumes a sequence number of the collectives. send
+  // returns once the peer's matching recv has accepted the message (a
+  // synchronous send, as MPI_Ssend), so a mismatch (tag, count or type) is
+  // a MismatchError on both ranks, naming both sides, before recv's buffer
+  // is touched; a peer that never posts the matching call is a TimeoutError
+  // naming it. Pairing and tags: PointToPointOptions. Host buffers only.
+  void send(const void* buffer, std::size_t count, DataType type, int peer,
+            const PointToPointOptions& options = {});
+  void recv(void* buffer, std::size_t count, DataType type, int peer,
+            const PointToPointOptions& options = {});
+
   // The algorithm a call with these arguments would run (what AUTO or the
   // COLLECTIVE_ALGORITHM override resolves to). Same answer on every rank.
   // `deterministic` as in AllReduceOptions (for the reducing collectives).

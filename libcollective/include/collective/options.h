@@ -90,4 +90,14 @@ struct ScatterOptions : CommonOptions {
   int root = 0;
 };
 
+// send and recv. The k-th send from rank i to rank j pairs with the k-th
+// recv on j from i, in program order: their tags, counts and types must
+// agree (a disagreement is a MismatchError on both ranks), so a tag names
+// and checks a message rather than selecting among several in flight.
+// `algorithm` may be kAuto or kMpi (point-to-point goes over MPI);
+// `call_tag` is not used (the tag is the call's identity).
+struct PointToPointOptions : CommonOptions {
+  int tag = 0;  // >= 0
+};
+
 }  // namespace collective

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "api/call_recording.h"
+#include "api/usable_communicator.h"
 #include "collective/errors.h"
 #include "collective/in_tree/collectives.h"
 #include "core/coarse_clock.h"
@@ -84,30 +85,7 @@ void run_single_rank(const Request& request, int rank) {
 // The call after it claimed the communicator and took its sequence number.
 void run_claimed(CommunicatorState& state, Request& request, const CommonOptions& options,
                  CallRecording& recording) {
-  if (state.size == 0) {
-    throw InvalidArgumentError(request.label(), -1,
-                               "the communicator is null: this rank passed "
-                               "Communicator::kUndefinedColor to split, so it belongs to no group");
-  }
-  if (state.freed) {
-    throw InvalidArgumentError(request.label(), state.rank,
-                               "the communicator was freed (Communicator::free)");
-  }
-  if (state.poisoned) {
-    throw CommunicationError(request.label(), state.rank,
-                             "communicator unusable after an earlier failure: " + *state.poisoned);
-  }
-  const EnvParams& params = env_params();  // a malformed variable raises here, on every rank
-  if (mpi_finalize_started()) {
-    throw InvalidArgumentError(request.label(), state.rank,
-                               "MPI is already finalized (MPI_Finalize, or the destructor of "
-                               "collective::Environment): no collective can run after it");
-  }
-  if (mpi_main_thread_only()) require_mpi_thread(request.label().c_str(), state.rank);
-  if (state.abort_requested()) {
-    state.poisoned = "aborted by Communicator::abort: " + state.abort_reason();
-    throw CommunicationError(request.label(), state.rank, *state.poisoned);
-  }
+  const EnvParams& params = require_usable(state, [&] { return request.label(); });
 
   // This rank's own checks. With validation on, a rejection is not raised
   // yet: the rank first tells the others (cross_rank_check/cross_rank_check.h).

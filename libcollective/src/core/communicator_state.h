@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "collective/algorithm.h"
 #include "collective/options.h"
@@ -74,6 +75,10 @@ struct CommunicatorState : WaitSubject {
   alignas(64) std::atomic<std::uint64_t> in_use{0};
 
   std::uint64_t next_sequence = 0;
+  // Communicator::send and recv: calls made so far with each peer, by
+  // direction (sized on first use).
+  std::vector<std::uint64_t> sends_to;
+  std::vector<std::uint64_t> receives_from;
   Algorithm last_algorithm = Algorithm::kAuto;
   bool freed = false;
   // Set after a communication failure or timeout: the first cause, which

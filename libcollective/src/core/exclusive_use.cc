@@ -13,11 +13,14 @@ namespace {
 // another operation (bit 62), the low bits hold its Operation.
 constexpr std::uint64_t kClaimed = std::uint64_t{1} << 63;
 constexpr std::uint64_t kOperationFlag = std::uint64_t{1} << 62;
+static_assert(kNumCollectiveKinds + 1 <= 0xF, "a kind + 1 fits the claim word's 4 bits");
 
 const char* operation_name(ExclusiveUse::Operation operation) {
   switch (operation) {
     case ExclusiveUse::Operation::kSplit: return "Communicator::split";
     case ExclusiveUse::Operation::kFree: return "Communicator::free";
+    case ExclusiveUse::Operation::kSend: return "Communicator::send";
+    case ExclusiveUse::Operation::kRecv: return "Communicator::recv";
   }
   return "another operation";
 }

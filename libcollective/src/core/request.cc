@@ -57,6 +57,11 @@ bool Request::in_place(int rank) const {
 }
 
 std::string Request::label() const {
+  if (point_to_point != nullptr) {
+    return std::string(point_to_point) + " #" + std::to_string(sequence) +
+           (std::string_view(point_to_point) == "send" ? " to rank " : " from rank ") +
+           std::to_string(peer);
+  }
   return std::string(to_string(kind)) + " #" + std::to_string(sequence);
 }
 

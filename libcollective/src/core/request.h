@@ -49,6 +49,11 @@ struct Request {
   std::uint64_t sequence = 0;
   // CommonOptions::call_tag: compared by the cross-rank check.
   std::uint64_t call_tag = 0;
+  // Communicator::send or recv ("send", "recv"; null for a collective):
+  // `sequence` then counts this rank's calls of that direction with `peer`,
+  // and `kind` means nothing.
+  const char* point_to_point = nullptr;
+  int peer = -1;
   // Set when the algorithm makes the cross-rank check itself, inside its
   // first exchange (CollectiveAlgorithm::carries_check): this rank's
   // fingerprint of the call.

@@ -124,7 +124,12 @@ void WaitGuard::end_traced_wait() {
 }
 
 void WaitGuard::note_wait(const WaitTarget& target) const {
-  if (request_ == nullptr || state_ == nullptr || !state_->flight_recorder) return;
+  // The recorder keeps collectives by sequence number; a point-to-point
+  // call's number counts its pair's calls, not the collectives.
+  if (request_ == nullptr || request_->point_to_point != nullptr || state_ == nullptr ||
+      !state_->flight_recorder) {
+    return;
+  }
   state_->flight_recorder->note_wait(request_->sequence, who_, target.ranks, target.what);
 }
 

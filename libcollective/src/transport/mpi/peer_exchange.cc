@@ -22,6 +22,7 @@ constexpr int kTagSpace = 32767;
 }  // namespace
 
 int PeerExchange::tag_for(std::uint64_t sequence) { return static_cast<int>(sequence % kTagSpace); }
+static_assert(PeerExchange::kPointToPointTag == kTagSpace, "above every collective's tag");
 
 PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
                            const char* algorithm_name)
@@ -29,6 +30,14 @@ PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
       state_(state),
       algorithm_name_(algorithm_name),
       tag_(tag_for(request.sequence)),
+      guard_(request, state, algorithm_name) {}
+
+PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
+                           const char* algorithm_name, int tag)
+    : request_(request),
+      state_(state),
+      algorithm_name_(algorithm_name),
+      tag_(tag),
       guard_(request, state, algorithm_name) {}
 
 PeerExchange::~PeerExchange() {

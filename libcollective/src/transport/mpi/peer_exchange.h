@@ -31,6 +31,11 @@ class PeerExchange {
   static int tag_for(std::uint64_t sequence);
 
   PeerExchange(const Request& request, CommunicatorState& state, const char* algorithm_name);
+  // With the tag of Communicator::send and recv, kPointToPointTag, which no
+  // collective's tag_for gives.
+  static constexpr int kPointToPointTag = 32767;
+  PeerExchange(const Request& request, CommunicatorState& state, const char* algorithm_name,
+               int tag);
   ~PeerExchange();
   PeerExchange(const PeerExchange&) = delete;
   PeerExchange& operator=(const PeerExchange&) = delete;

@@ -1,0 +1,257 @@
+// Communicator::send and recv: a checked, synchronous point-to-point
+// protocol over the communicator's MPI duplicate, on a tag no collective
+// uses (PeerExchange::kPointToPointTag).
+//
+// The k-th send from rank i to rank j pairs with the k-th recv on j from i.
+// The sender's first message is a record of its call (tag, count, type,
+// pair number), with the data itself when it is small (eager); the
+// receiver compares the record with its own call and answers with a
+// verdict record. On agreement a large message's data follows into the
+// receiver's buffer; on disagreement both ranks raise MismatchError naming
+// both sides, and the receiver's buffer is untouched. The sender returns
+// once the verdict arrived: a synchronous send, whose wait also names the
+// peer when it never calls. Messages between one pair on one tag are not
+// overtaken (MPI), so records and data stay in order.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <sstream>
+
+#include "api/usable_communicator.h"
+#include "collective/communicator.h"
+#include "collective/errors.h"
+#include "core/communicator_state.h"
+#include "core/exclusive_use.h"
+#include "core/request.h"
+#include "transport/mpi/peer_exchange.h"
+
+namespace collective {
+namespace {
+
+using internal::CommunicatorState;
+using internal::PeerExchange;
+using internal::Request;
+
+// Up to this many bytes travel in the sender's first message.
+constexpr std::size_t kEagerBytes = 4096;
+
+struct CallRecord {
+  enum Kind : std::uint32_t { kSend = 0x53454e44, kVerdict = 0x56455244 };
+  std::uint32_t kind = kSend;
+  std::int32_t tag = 0;
+  std::uint64_t pair_sequence = 0;
+  std::uint64_t count = 0;
+  std::int8_t type = 0;
+  std::uint8_t flag = 0;  // send: the data follows in this message; verdict: accepted
+  std::uint8_t padding[6] = {};
+};
+static_assert(sizeof(CallRecord) == 32);
+
+// "send #3 of 7 x int32 with tag 5"
+std::string describe_call(const char* what, const CallRecord& record) {
+  std::ostringstream out;
+  const int type = record.type;
+  out << what << " #" << record.pair_sequence << " of " << record.count << " x "
+      << (type >= 0 && type < kNumDataTypes ? to_string(static_cast<DataType>(type))
+                                            : std::string_view("unknown type"))
+      << " with tag " << record.tag;
+  return out.str();
+}
+
+bool same_call(const CallRecord& a, const CallRecord& b) {
+  return a.tag == b.tag && a.pair_sequence == b.pair_sequence && a.count == b.count &&
+         a.type == b.type;
+}
+
+// The largest first message: a record and eager data, within one MPI piece.
+std::size_t eager_limit(const internal::EnvParams& params) {
+  const std::size_t piece = params.max_message_bytes;
+  return piece > sizeof(CallRecord) ? std::min(kEagerBytes, piece - sizeof(CallRecord)) : 0;
+}
+
+// This rank's own checks, before anything is sent.
+void validate(const Request& request, const PointToPointOptions& options, int rank, int size) {
+  auto fail = [&](const std::string& cause) {
+    throw InvalidArgumentError(request.label(), rank, cause);
+  };
+  if (request.peer < 0 || request.peer >= size) {
+    fail("peer " + std::to_string(request.peer) + " is outside the communicator (size " +
+         std::to_string(size) + ")");
+  }
+  if (request.peer == rank) {
+    fail(
+        "peer is this rank: a send to oneself waits for a recv that the same thread can "
+        "never make (copy the buffer instead)");
+  }
+  const int type_index = static_cast<int>(request.type);
+  if (type_index < 0 || type_index >= kNumDataTypes) {
+    fail("unknown data type (DataType value " + std::to_string(type_index) + ")");
+  }
+  if (options.tag < 0) fail("negative tag " + std::to_string(options.tag));
+  if (options.timeout.count() < 0) {
+    fail("negative timeout (" + std::to_string(options.timeout.count()) + " ms)");
+  }
+  const int algorithm = static_cast<int>(options.algorithm);
+  if (algorithm < 0 || algorithm >= kNumAlgorithms) {
+    fail("unknown algorithm (Algorithm value " + std::to_string(algorithm) + ")");
+  }
+  if (options.algorithm != Algorithm::kAuto && options.algorithm != Algorithm::kMpi) {
+    throw UnsupportedError(request.label(), rank,
+                           std::string(to_string(options.algorithm)) +
+                               " does not implement point-to-point; send and recv go over MPI "
+                               "(Algorithm::kAuto or kMpi)");
+  }
+  if (options.memory == MemoryKind::kDevice) {
+    throw UnsupportedError(request.label(), rank,
+                           "send and recv serve host buffers only (device buffers: use the "
+                           "collectives, which NCCL serves)");
+  }
+  const std::size_t element = element_size(request.type);
+  if (request.count > std::numeric_limits<std::size_t>::max() / element) {
+    fail("count " + std::to_string(request.count) + " of " + std::string(to_string(request.type)) +
+         " overflows the byte size");
+  }
+  const void* buffer = request.send != nullptr ? request.send : request.recv;
+  if (request.count > 0 && buffer == nullptr) {
+    fail("buffer is null with count " + std::to_string(request.count));
+  }
+}
+
+[[noreturn]] void mismatch(const Request& request, int rank, const CallRecord& sender,
+                           const CallRecord& receiver) {
+  const int sending_rank = request.point_to_point[0] == 's' ? rank : request.peer;
+  const int receiving_rank = request.point_to_point[0] == 's' ? request.peer : rank;
+  throw MismatchError(request.label(), rank,
+                      "rank " + std::to_string(sending_rank) + "'s " +
+                          describe_call("send", sender) + " met rank " +
+                          std::to_string(receiving_rank) + "'s " + describe_call("recv", receiver) +
+                          ": the k-th send to a rank pairs with that rank's k-th recv from the "
+                          "sender, and their tags, counts and types must agree; neither buffer "
+                          "was used");
+}
+
+// Both ranks called send: each received the other's first message where it
+// waited for a verdict. Neither send paired with a recv, so neither counts:
+// both ranks take their send's number back and stay in step.
+[[noreturn]] void both_sending(CommunicatorState& state, const Request& request,
+                               const CallRecord& theirs) {
+  --state.sends_to[static_cast<std::size_t>(request.peer)];
+  const int rank = state.rank;
+  throw MismatchError(request.label(), rank,
+                      "rank " + std::to_string(request.peer) + " is sending to this rank too (" +
+                          describe_call("send", theirs) +
+                          "): a send pairs with the peer's recv; neither buffer was used");
+}
+
+void run_send(CommunicatorState& state, Request& request, const CallRecord& mine,
+              std::size_t eager) {
+  PeerExchange exchange(request, state, "send", PeerExchange::kPointToPointTag);
+  const std::size_t bytes = request.bytes();
+  const bool inline_data = bytes <= eager;
+  std::byte* out = state.scratch_work.get(2 * (sizeof(CallRecord) + eager));
+  std::byte* in = out + sizeof(CallRecord) + eager;
+  CallRecord record = mine;
+  record.flag = inline_data ? 1 : 0;
+  std::memcpy(out, &record, sizeof record);
+  if (inline_data && bytes > 0) std::memcpy(out + sizeof record, request.send, bytes);
+  exchange.send(out, sizeof record + (inline_data ? bytes : 0), request.peer,
+                "the call's record (and small data)");
+  const auto answer =
+      exchange.recv(in, sizeof(CallRecord) + eager, request.peer, "the matching recv's verdict");
+  exchange.wait_all();
+  (void)answer;
+  CallRecord verdict;
+  std::memcpy(&verdict, in, sizeof verdict);
+  if (verdict.kind == CallRecord::kSend) both_sending(state, request, verdict);
+  if (verdict.flag == 0) mismatch(request, state.rank, mine, verdict);
+  if (inline_data) return;
+  exchange.send(request.send, bytes, request.peer, "the data");
+  exchange.wait_all();
+}
+
+void run_recv(CommunicatorState& state, Request& request, const CallRecord& mine,
+              std::size_t eager) {
+  PeerExchange exchange(request, state, "recv", PeerExchange::kPointToPointTag);
+  std::byte* in = state.scratch_work.get(sizeof(CallRecord) + eager + sizeof(CallRecord));
+  std::byte* out = in + sizeof(CallRecord) + eager;
+  exchange.recv(in, sizeof(CallRecord) + eager, request.peer, "the matching send's record");
+  exchange.wait_all();
+  CallRecord theirs;
+  std::memcpy(&theirs, in, sizeof theirs);
+  CallRecord verdict = mine;
+  verdict.kind = CallRecord::kVerdict;
+  const bool agree = theirs.kind == CallRecord::kSend && same_call(theirs, mine);
+  verdict.flag = agree ? 1 : 0;
+  std::memcpy(out, &verdict, sizeof verdict);
+  exchange.send(out, sizeof verdict, request.peer, "the verdict on the peer's send");
+  exchange.wait_all();
+  if (theirs.kind != CallRecord::kSend) {
+    // Only a broken pairing gets here (the peer's verdict on a send of this
+    // rank that this rank never made): report what arrived.
+    throw MismatchError(request.label(), state.rank,
+                        "rank " + std::to_string(request.peer) +
+                            " answered a send that this rank did not make; the calls of the "
+                            "two ranks do not pair");
+  }
+  if (!agree) mismatch(request, state.rank, theirs, mine);
+  const std::size_t bytes = request.bytes();
+  if (theirs.flag != 0) {
+    if (bytes > 0) std::memcpy(request.recv, in + sizeof(CallRecord), bytes);
+    return;
+  }
+  exchange.recv(request.recv, bytes, request.peer, "the data");
+  exchange.wait_all();
+}
+
+void point_to_point(CommunicatorState& state, bool sending, const void* buffer, std::size_t count,
+                    DataType type, int peer, const PointToPointOptions& options) {
+  Request request;
+  request.point_to_point = sending ? "send" : "recv";
+  request.peer = peer;
+  request.type = type;
+  request.count = count;
+  request.send = sending ? buffer : nullptr;
+  request.recv = sending ? nullptr : const_cast<void*>(buffer);
+  const internal::ExclusiveUse exclusive(state, sending ? internal::ExclusiveUse::Operation::kSend
+                                                        : internal::ExclusiveUse::Operation::kRecv);
+  const internal::EnvParams& params =
+      internal::require_usable(state, [&] { return request.label(); });
+  validate(request, options, state.rank, state.size);
+  auto& calls = sending ? state.sends_to : state.receives_from;
+  calls.resize(static_cast<std::size_t>(state.size), 0);
+  request.sequence = calls[static_cast<std::size_t>(peer)]++;
+  request.timeout =
+      options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout) : params.timeout;
+  request.deadline = internal::Clock::now() + request.timeout;
+  CallRecord mine;
+  mine.tag = options.tag;
+  mine.pair_sequence = request.sequence;
+  mine.count = count;
+  mine.type = static_cast<std::int8_t>(type);
+  try {
+    if (sending) {
+      run_send(state, request, mine, eager_limit(params));
+    } else {
+      run_recv(state, request, mine, eager_limit(params));
+    }
+  } catch (const CommunicationError& error) {
+    // Messages of this pair may still be in flight: no later call on this
+    // communicator could trust what it receives.
+    if (!state.poisoned) state.poisoned = error.what();
+    throw;
+  }
+}
+
+}  // namespace
+
+void Communicator::send(const void* buffer, std::size_t count, DataType type, int peer,
+                        const PointToPointOptions& options) {
+  point_to_point(state(), true, buffer, count, type, peer, options);
+}
+
+void Communicator::recv(void* buffer, std::size_t count, DataType type, int peer,
+                        const PointToPointOptions& options) {
+  point_to_point(state(), false, buffer, count, type, peer, options);
+}
+
+}  // namespace collective
