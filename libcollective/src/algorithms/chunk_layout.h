@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
+#include <vector>
 
 namespace collective::internal {
 
@@ -13,18 +15,39 @@ class ChunkLayout {
   static ChunkLayout balanced(std::size_t count, int parts);
   // Equal blocks of block_count elements (reduce_scatter, all_gather).
   static ChunkLayout blocks(std::size_t block_count, int parts);
+  // Chunk c at offsets[c] with lengths[c] elements (all_gather_v's
+  // displacements); the spans must outlive the layout.
+  static ChunkLayout uneven(std::span<const std::size_t> offsets,
+                            std::span<const std::size_t> lengths);
+  // Chunks one after another with these lengths (reduce_scatter_v's input).
+  static ChunkLayout packed(std::span<const std::size_t> lengths);
 
-  std::size_t offset(int chunk) const;  // in elements
-  std::size_t length(int chunk) const;  // in elements
+  std::size_t offset(int chunk) const {  // in elements
+    if (!lengths_.empty()) {
+      const auto c = static_cast<std::size_t>(chunk);
+      return packed_offsets_.empty() ? offsets_[c] : packed_offsets_[c];
+    }
+    const auto c = static_cast<std::size_t>(chunk);
+    return c * base_ + (c < remainder_ ? c : remainder_);
+  }
+  std::size_t length(int chunk) const {  // in elements
+    if (!lengths_.empty()) return lengths_[static_cast<std::size_t>(chunk)];
+    return base_ + (static_cast<std::size_t>(chunk) < remainder_ ? 1 : 0);
+  }
   int parts() const { return parts_; }
-  std::size_t max_length() const { return base_ + (remainder_ > 0 ? 1 : 0); }
+  std::size_t max_length() const;
 
  private:
   ChunkLayout(std::size_t base, std::size_t remainder, int parts)
       : base_(base), remainder_(remainder), parts_(parts) {}
-  std::size_t base_;
-  std::size_t remainder_;
-  int parts_;
+  std::size_t base_ = 0;
+  std::size_t remainder_ = 0;
+  int parts_ = 0;
+  // Uneven chunks: where each starts (offsets_, or packed_offsets_ which
+  // the layout owns), and how long it is (empty otherwise).
+  std::span<const std::size_t> offsets_;
+  std::span<const std::size_t> lengths_;
+  std::vector<std::size_t> packed_offsets_;
 };
 
 // Segments of a chunk: segment j of a chunk of `length` elements covers

@@ -106,8 +106,12 @@ class RingRun {
     all_gather_phase(layout, output, /*own_chunk_sent=*/true);
   }
 
-  void reduce_scatter() {
-    const auto layout = ChunkLayout::blocks(request_.count, p_);
+  void reduce_scatter() { reduce_scatter(ChunkLayout::blocks(request_.count, p_)); }
+
+  // Block q of the input has recv_counts[q] elements, the blocks packed.
+  void reduce_scatter_v() { reduce_scatter(ChunkLayout::packed(request_.recv_counts)); }
+
+  void reduce_scatter(const ChunkLayout& layout) {
     if (request_.deterministic) {
       ordered_reduce_scatter_phase(layout, static_cast<const std::byte*>(request_.send),
                                    static_cast<std::byte*>(request_.recv), nullptr);
@@ -122,8 +126,16 @@ class RingRun {
     exchange_.wait_all();
   }
 
-  void all_gather() {
-    const auto layout = ChunkLayout::blocks(request_.count, p_);
+  void all_gather() { all_gather(ChunkLayout::blocks(request_.count, p_)); }
+
+  // Rank q's block lands at recv_displacements[q]: the ring moves blocks
+  // of their own lengths, pipelined by segment, so a link carries every
+  // block but its receiver's.
+  void all_gather_v() {
+    all_gather(ChunkLayout::uneven(request_.recv_displacements, request_.recv_counts));
+  }
+
+  void all_gather(const ChunkLayout& layout) {
     auto* output = static_cast<std::byte*>(request_.recv);
     std::byte* own = output + layout.offset(r_) * element_;
     if (static_cast<const void*>(own) != request_.send) {
@@ -502,9 +514,10 @@ class RingRun {
 }  // namespace
 
 std::span<const CollectiveKind> RingAlgorithm::serves() const {
-  static constexpr std::array kServed = {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
-                                         CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
-                                         CollectiveKind::kReduce};
+  static constexpr std::array kServed = {
+      CollectiveKind::kAllReduce,     CollectiveKind::kReduceScatter, CollectiveKind::kAllGather,
+      CollectiveKind::kBroadcast,     CollectiveKind::kReduce,        CollectiveKind::kAllGatherV,
+      CollectiveKind::kReduceScatterV};
   return kServed;
 }
 
@@ -536,11 +549,11 @@ void RingAlgorithm::run(const Request& request, CommunicatorState& state) const 
     case CollectiveKind::kAllGather: return ring.all_gather();
     case CollectiveKind::kReduce: return ring.reduce();
     case CollectiveKind::kBroadcast: return ring.broadcast();
+    case CollectiveKind::kAllGatherV: return ring.all_gather_v();
+    case CollectiveKind::kReduceScatterV: return ring.reduce_scatter_v();
     case CollectiveKind::kBarrier:
     case CollectiveKind::kAllToAll:
     case CollectiveKind::kAllToAllV:
-    case CollectiveKind::kAllGatherV:
-    case CollectiveKind::kReduceScatterV:
     case CollectiveKind::kGather:
     case CollectiveKind::kGatherV:
     case CollectiveKind::kScatter:
@@ -551,9 +564,42 @@ void RingAlgorithm::run(const Request& request, CommunicatorState& state) const 
 // 2(p-1) steps of a 1/p piece each (reduce-scatter, then all-gather), the
 // NIC shared by the ring edges that leave the busiest node, and (p-1)/p of
 // the buffer reduced.
+namespace {
+
+// all_gather_v and reduce_scatter_v, from recv_counts (the same on every
+// rank): p-1 steps; pipelined by segment, the busiest link carries every
+// block but its receiver's, at least the total less the smallest block.
+double uneven_estimate(const Request& request, const Topology& topology) {
+  std::size_t total = 0;
+  std::size_t smallest = request.recv_counts.empty() ? 0 : request.recv_counts[0];
+  for (const std::size_t count : request.recv_counts) {
+    total += count;
+    smallest = std::min(smallest, count);
+  }
+  const double element = static_cast<double>(request.element_bytes());
+  Shape shape = shape_of(request, topology);
+  const double p = shape.ranks;
+  const double carried = (static_cast<double>(total - smallest)) * element;
+  shape.bytes = static_cast<double>(total) * element;
+  const int flows = shape.nodes > 1 ? ring_flows_per_node(topology) : 1;
+  double seconds =
+      kCallSeconds + (p - 1.0) * flat_step_seconds(topology, shape, carried / (p - 1.0), flows);
+  if (request.kind == CollectiveKind::kReduceScatterV) {
+    seconds += carried / kReduceBytesPerSecond * shape.oversubscription;
+  }
+  return seconds;
+}
+
+}  // namespace
+
 std::optional<double> RingAlgorithm::estimate_seconds(const Request& request,
                                                       const Topology& topology) const {
-  if (topology.size() < 1 || request.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  if (topology.size() < 1) return std::nullopt;
+  if (request.kind == CollectiveKind::kAllGatherV ||
+      request.kind == CollectiveKind::kReduceScatterV) {
+    return uneven_estimate(request, topology);
+  }
+  if (request.kind != CollectiveKind::kAllReduce) return std::nullopt;
   const Shape shape = shape_of(request, topology);
   const double p = shape.ranks;
   const int flows = shape.nodes > 1 ? ring_flows_per_node(topology) : 1;

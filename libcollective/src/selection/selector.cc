@@ -7,6 +7,7 @@
 
 #include "algorithms/registry.h"
 #include "collective/errors.h"
+#include "collective/in_tree/collectives.h"
 #include "core/env_params.h"
 #include "core/log.h"
 #include "cost/cost_model.h"
@@ -182,6 +183,11 @@ Selection select_algorithm_with_rules(const Request& request, const Communicator
 
 Selection select_algorithm(const Request& request, const CommunicatorState& state) {
   if (log_level() >= LogLevel::kDebug) return select_algorithm(request, state, true);
+  // The memo is keyed by the count, which for the v-forms is this rank's own
+  // and says nothing of the others': their choice is made afresh each call.
+  if (traits_of(request.kind).geometry == CollectiveGeometry::kVector) {
+    return select_algorithm(request, state, false);
+  }
   auto same_shape = [&](const SelectionMemo& memo) {
     return memo.algorithm != nullptr && memo.count == request.count && memo.kind == request.kind &&
            memo.type == request.type && memo.op == request.op && memo.memory == request.memory &&
