@@ -41,11 +41,12 @@ phase build
 bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=ON
 
 # The other builds (MPICH's test programs, build-mpich, build-asan,
-# build-tsan, build-fuzz) run in the background at nice 19 while the tests
-# of build/ run: those leave much of the 2 cores idle (the fault scenarios
-# mostly sleep on their timeouts: 25 CPU-s in 90 s), and a nice 19 compiler
-# only takes what they leave. Each step's tests then run in the foreground
-# once the step is built, in the order below. A step's output goes to
+# build-tsan, build-fuzz) run in one chain in the background at nice 19
+# while the tests of build/ run: some of those leave a core idle (the fault
+# scenarios sleep on their timeouts, 25 CPU-s in 90 s; mpirun's start and
+# end of each MPI test; MPICH's runs), and a nice 19 compiler only gets
+# what the tests leave. Each step's tests then run in the foreground once
+# the step is built, in the order below. A step's output goes to
 # build/ci-background/STEP.log and is printed when the step is awaited; a
 # failed build fails CI there. COLLECTIVE_CI_BACKGROUND=0 builds each in
 # turn instead, in the foreground (the order before).
