@@ -6,21 +6,27 @@
 # (kept in build-fuzz/corpus/). A crash, a sanitizer report or a broken invariant
 # fails the job, naming the target and the input saved under
 # build-fuzz/artifacts/. Needs clang and libclang-rt-14-dev
-# (scripts/install_deps.sh --with-fuzz).
+# (scripts/install_deps.sh --with-fuzz). COLLECTIVE_CI_STEP=build only
+# builds, =test only runs what an earlier build step built (scripts/test.sh
+# builds while other tests run); unset, both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 seconds=${FUZZ_SECONDS:-20}
 build=$root/build-fuzz
+step=${COLLECTIVE_CI_STEP:-build test}
 compiler=${FUZZ_CXX:-clang++}
-if ! command -v "$compiler" >/dev/null; then
-  echo "fuzz.sh: $compiler not found; install clang and libclang-rt-14-dev (scripts/install_deps.sh --with-fuzz)" >&2
-  exit 1
+if [[ " $step " == *" build "* ]]; then
+  if ! command -v "$compiler" >/dev/null; then
+    echo "fuzz.sh: $compiler not found; install clang and libclang-rt-14-dev (scripts/install_deps.sh --with-fuzz)" >&2
+    exit 1
+  fi
+  echo "-- fuzz: building tests/fuzz with $compiler"
+  cmake -S "$root/tests/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$compiler" \
+    -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build "$build" -j "$(nproc)"
 fi
-echo "-- fuzz: building tests/fuzz with $compiler"
-cmake -S "$root/tests/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$compiler" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j "$(nproc)"
+[[ " $step " == *" test "* ]] || exit 0
 mkdir -p "$build/artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 # hwloc parses XML with libxml2 when its plugin is installed, and libxml2

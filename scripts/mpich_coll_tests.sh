@@ -11,6 +11,9 @@
 #     MPICH_TESTS=all     every testlist entry of the tests below (default)
 #     MPICH_TESTS=ci      entries with at most MPICH_TESTS_MAX_RANKS (5) ranks: CI's subset
 #     MPICH_TESTS_TIMEOUT seconds per run (default 180)
+#     COLLECTIVE_CI_STEP=build: only fetch, configure and build MPICH's tests
+#       (needs neither BUILD_DIR's drop-in nor a free machine: scripts/test.sh
+#       does it while other tests run); =test: only run them; unset, both.
 #
 # Needs root (or sudo) the first time: it adds a deb-src entry for Debian's
 # main archive when apt has none, and runs apt-get update.
@@ -21,8 +24,12 @@ work=${2:-$build_dir/mpich-coll}
 selection=${MPICH_TESTS:-all}
 run_timeout=${MPICH_TESTS_TIMEOUT:-180}
 dropin=$build_dir/libcollective/pmpi/libcollective_mpi.so
+step=${COLLECTIVE_CI_STEP:-build test}
 source "$root/scripts/mpirun_env.sh"
-[[ -f $dropin ]] || { echo "mpich_coll_tests: $dropin not built" >&2; exit 1; }
+if [[ " $step " == *" test "* && ! -f $dropin ]]; then
+  echo "mpich_coll_tests: $dropin not built" >&2
+  exit 1
+fi
 as_root=()
 [[ $(id -u) -eq 0 ]] || as_root=(sudo)
 
@@ -74,8 +81,26 @@ if [[ ! -f $tests_dir/util/mtest.o && ! -f $tests_dir/util/libmtest_single.la ]]
     || { echo "mpich_coll_tests: configure/make failed: see $tests_dir/configure.log, make.log" >&2; exit 1; }
 fi
 
-# 2. Each testlist entry of the chosen tests, without and with the drop-in.
+# The chosen testlist entries: NAME RANKS [arg=...]...
 cd "$tests_dir/coll"
+chosen_entries() {
+  local name ranks rest
+  while read -r name ranks rest; do
+    [[ -z $name || $name == \#* || $name == @* ]] && continue
+    [[ " ${tests[*]} " == *" $name "* ]] || continue
+    [[ $selection == ci && $ranks -gt ${MPICH_TESTS_MAX_RANKS:-5} ]] && continue
+    echo "$name $ranks $rest"
+  done < testlist.in
+}
+if [[ " $step " == *" build "* ]]; then
+  # Every chosen program at once (a failure shows in its row below).
+  mapfile -t programs < <(chosen_entries | awk '{print $1}' | sort -u)
+  echo "mpich_coll_tests: building ${#programs[@]} of MPICH's collective tests"
+  make -k -j"$(nproc)" "${programs[@]}" >/dev/null 2>&1 || true
+fi
+[[ " $step " == *" test "* ]] || exit 0
+
+# 2. Each chosen testlist entry, without and with the drop-in.
 run() {  # run LOG RANKS PROGRAM ARGS... -> 0 when MPICH's test passed
   local log=$1 ranks=$2; shift 2
   timeout "$run_timeout" mpirun -n "$ranks" --oversubscribe --bind-to none "$@" </dev/null >"$log" 2>&1 \
@@ -85,9 +110,6 @@ regressions=0 total_served=0
 echo "| test | ranks | arguments | without drop-in | with drop-in | served | passed to PMPI |"
 echo "|---|---|---|---|---|---|---|"
 while read -r name ranks rest; do
-  [[ -z $name || $name == \#* || $name == @* ]] && continue
-  [[ " ${tests[*]} " == *" $name "* ]] || continue
-  [[ $selection == ci && $ranks -gt ${MPICH_TESTS_MAX_RANKS:-5} ]] && continue
   args=()
   for field in $rest; do [[ $field == arg=* ]] && args+=("${field#arg=}"); done
   make "$name" >/dev/null 2>&1 || { echo "| $name | $ranks | ${args[*]} | build failed | - | - | - |"; continue; }
@@ -103,7 +125,7 @@ while read -r name ranks rest; do
     with="**FAIL** ($work/$name.$ranks.dropin.log)"
   fi
   echo "| $name | $ranks | ${args[*]:-} | $without | $with | $served | $passed |"
-done < testlist.in
+done < <(chosen_entries)
 echo
 echo "mpich_coll_tests: $regressions regressions; $total_served calls served by libcollective in all"
 [[ $regressions -eq 0 ]]

@@ -10,12 +10,18 @@
 #     exists.
 # Self-contained and idempotent (reuses the build folders); exits non-zero
 # on the first failure. SANITIZER_JOBS=asan or =tsan runs one job only.
+# COLLECTIVE_CI_STEP=build only builds, =test only runs the tests of what
+# an earlier build step built (scripts/test.sh builds while other tests
+# run); unset, both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 source scripts/mpirun_env.sh
 jobs=$(nproc)
 selected=${SANITIZER_JOBS:-asan tsan}
+step=${COLLECTIVE_CI_STEP:-build test}
+building() { [[ " $step " == *" build "* ]]; }
+testing() { [[ " $step " == *" test "* ]]; }
 
 # Open MPI is not built with ASan: its allocations that live until exit are
 # reported as leaks, so leak checking is off (the load test checks memory
@@ -51,9 +57,11 @@ targets_of_tests() {  # folder, ctest selection...
 }
 
 if [[ " $selected " == *" asan "* ]]; then
-  configure build-asan "address;undefined"
   asan_reliability=(-L reliability -LE "large|load|fault|netns")
   asan_others=(-L "unit|mpi|strategies" -LE "large|load|reliability|fault")
+fi
+if [[ " $selected " == *" asan "* ]] && building; then
+  configure build-asan "address;undefined"
   mapfile -t asan_targets < <(targets_of_tests build-asan "${asan_reliability[@]}"
                               targets_of_tests build-asan "${asan_others[@]}")
   if ((${#asan_targets[@]} == 0)); then
@@ -62,6 +70,8 @@ if [[ " $selected " == *" asan "* ]]; then
   fi
   echo "-- sanitizers: building ${#asan_targets[@]} test targets in build-asan"
   cmake --build "$root/build-asan" -j "$jobs" --target "${asan_targets[@]}"
+fi
+if [[ " $selected " == *" asan "* ]] && testing; then
   # The fault scenarios (label `fault`: real processes killed, stopped or
   # starved, serial and seconds long each) run in the normal build; the
   # same waits, aborts and timeouts run instrumented in the reliability
@@ -87,20 +97,25 @@ if [[ " $selected " == *" tsan "* ]]; then
     # TSan needs the whole process instrumented; MPI is not, so only the
     # strategies tests that run without MPI are meaningful here.
     # Only the targets those tests need are built.
-    configure build-tsan thread -DCOLLECTIVE_BUILD_STRATEGIES=ON
     tsan_selection=(-L unit -R '^strategies_')
-    mapfile -t tsan_targets < <(targets_of_tests build-tsan "${tsan_selection[@]}")
-    if ((${#tsan_targets[@]} == 0)); then
-      echo "sanitizers.sh: no strategies unit tests found in build-tsan" >&2
-      exit 1
+    if building; then
+      configure build-tsan thread -DCOLLECTIVE_BUILD_STRATEGIES=ON
+      mapfile -t tsan_targets < <(targets_of_tests build-tsan "${tsan_selection[@]}")
+      if ((${#tsan_targets[@]} == 0)); then
+        echo "sanitizers.sh: no strategies unit tests found in build-tsan" >&2
+        exit 1
+      fi
+      cmake --build "$root/build-tsan" -j "$jobs" --target "${tsan_targets[@]}"
+      echo "-- sanitizers: thread: built ${tsan_targets[*]}"
     fi
-    cmake --build "$root/build-tsan" -j "$jobs" --target "${tsan_targets[@]}"
-    echo "-- sanitizers: thread: ${tsan_targets[*]}"
-    export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
-    ctest --test-dir "$root/build-tsan" --output-on-failure -j "$jobs" --timeout 600 \
-      "${tsan_selection[@]}"
+    if testing; then
+      echo "-- sanitizers: thread: strategies unit tests"
+      export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1}
+      ctest --test-dir "$root/build-tsan" --output-on-failure -j "$jobs" --timeout 600 \
+        "${tsan_selection[@]}"
+    fi
   else
     echo "-- sanitizers: thread: skipped (no tests/strategies in this tree)"
   fi
 fi
-echo "-- sanitizers: passed"
+echo "-- sanitizers: passed ($step)"

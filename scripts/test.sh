@@ -9,8 +9,13 @@ cd "$root"
 # shows where the time goes.
 phase() { echo "== $1 ($(date +%T), ${SECONDS} s in)"; }
 # --with-slurm: the Slurm test (tests/slurm, scripts/slurm_cluster.sh).
+# Everything is installed here, MPICH too, so that no later step runs apt
+# while the background builds below run.
 extra_install=(--with-plot --with-slurm)
 [[ -x scripts/fuzz.sh ]] && extra_install+=(--with-fuzz)
+with_mpich=0
+[[ -x scripts/test_mpich.sh && ${COLLECTIVE_CI_MPICH:-1} == 1 ]] && with_mpich=1
+((with_mpich)) && extra_install+=(--with-mpich)
 bash scripts/install_deps.sh "${extra_install[@]}"
 source scripts/mpirun_env.sh
 # Every build below (build, build-mpich, build-asan, build-tsan, the
@@ -34,33 +39,104 @@ bash scripts/check_format.sh
 
 phase build
 bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=ON
-phase tests
+
+# The other builds (MPICH's test programs, build-mpich, build-asan,
+# build-tsan, build-fuzz) run in one chain in the background at nice 19
+# while the tests of build/ run: some of those leave a core idle (the fault
+# scenarios sleep on their timeouts, 25 CPU-s in 90 s; mpirun's start and
+# end of each MPI test; MPICH's runs), and a nice 19 compiler only gets
+# what the tests leave. Each step's tests then run in the foreground once
+# the step is built, in the order below. A step's output goes to
+# build/ci-background/STEP.log and is printed when the step is awaited; a
+# failed build fails CI there. COLLECTIVE_CI_BACKGROUND=0 builds each in
+# turn instead, in the foreground (the order before).
+background=$root/build/ci-background
+rm -rf "$background"
+mkdir -p "$background"
+steps=()
+[[ -x scripts/mpich_coll_tests.sh ]] && steps+=(mpich_coll_tests)
+((with_mpich)) && steps+=(mpich)
+[[ -x scripts/sanitizers.sh ]] && steps+=(sanitizers)
+[[ -x scripts/fuzz.sh ]] && steps+=(fuzzing)
+# STEP build|test: one step's build or its tests.
+run_step() {
+  local step=$1
+  case $step in
+    # MPICH's collective tests with and without the MPI drop-in; CI runs
+    # the 30 testlist entries of at most 4 ranks, for time (all 73, up to 16
+    # ranks: docs/mpich_coll_tests.md).
+    mpich_coll_tests)
+      COLLECTIVE_CI_STEP=$2 MPICH_TESTS=ci MPICH_TESTS_MAX_RANKS=${MPICH_TESTS_MAX_RANKS:-4} \
+        bash scripts/mpich_coll_tests.sh build ;;
+    # The library against Debian's MPICH too (build-mpich/): the C API, the
+    # Fortran module and the MPI drop-in tests, and the library's quick MPI
+    # suites (collective_mpi_tests, topology, launcher variables; 1-4 ranks)
+    # under MPICH's launcher. COLLECTIVE_CI_MPICH=0 skips it.
+    mpich) COLLECTIVE_CI_STEP=$2 bash scripts/test_mpich.sh ;;
+    sanitizers) COLLECTIVE_CI_STEP=$2 bash scripts/sanitizers.sh ;;
+    # 6 s per target in CI (fuzz.sh's own default is 20): every seed runs,
+    # and the corpus grows across runs of the same checkout.
+    fuzzing) COLLECTIVE_CI_STEP=$2 FUZZ_SECONDS=${FUZZ_SECONDS:-6} bash scripts/fuzz.sh ;;
+  esac
+}
+background_pid=
+stop_background() {
+  [[ -n $background_pid ]] && kill -- "-$background_pid" 2>/dev/null || true
+}
+trap stop_background EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [[ ${COLLECTIVE_CI_BACKGROUND:-1} == 1 ]]; then
+  # Its own process group (set -m), so that an early exit stops all of it.
+  set -m
+  (
+    renice -n 19 -p "$BASHPID" >/dev/null
+    for step in "${steps[@]}"; do
+      echo "== $step: build started at $(date +%T), ${SECONDS} s in" >"$background/$step.log"
+      if run_step "$step" build >>"$background/$step.log" 2>&1; then
+        echo "== $step: built at $(date +%T), ${SECONDS} s in" >>"$background/$step.log"
+        touch "$background/$step.built"
+      else
+        touch "$background/$step.failed"
+        exit 1
+      fi
+    done
+  ) &
+  background_pid=$!
+  set +m
+  phase "tests (${steps[*]} building in the background)"
+else
+  phase tests
+fi
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
 
-if [[ -x scripts/mpich_coll_tests.sh ]]; then
-  # MPICH's collective tests with and without the MPI drop-in; CI runs the
-  # 30 testlist entries of at most 4 ranks, for time (all 73, up to 16
-  # ranks: docs/mpich_coll_tests.md).
-  phase "MPICH collective tests"
-  MPICH_TESTS=ci MPICH_TESTS_MAX_RANKS=${MPICH_TESTS_MAX_RANKS:-4} bash scripts/mpich_coll_tests.sh build
-fi
-if [[ -x scripts/test_mpich.sh && ${COLLECTIVE_CI_MPICH:-1} == 1 ]]; then
-  # The library against Debian's MPICH too (build-mpich/): the C API, the
-  # Fortran module and the MPI drop-in tests, and the library's quick MPI
-  # suites (collective_mpi_tests, topology, launcher variables; 1-4 ranks)
-  # under MPICH's launcher.
-  # COLLECTIVE_CI_MPICH=0 skips it.
-  phase "MPICH build and tests"
-  bash scripts/test_mpich.sh
-fi
-if [[ -x scripts/sanitizers.sh ]]; then
-  phase sanitizers
-  bash scripts/sanitizers.sh
-fi
-if [[ -x scripts/fuzz.sh ]]; then
-  phase fuzzing
-  # 6 s per target in CI (fuzz.sh's own default is 20): every seed runs, and
-  # the corpus grows across runs of the same checkout.
-  FUZZ_SECONDS=${FUZZ_SECONDS:-6} bash scripts/fuzz.sh
-fi
+# Waits for STEP's background build, prints its output; fails when it did.
+await_build() {
+  local step=$1 since=$SECONDS
+  until [[ -e $background/$step.built || -e $background/$step.failed ]]; do
+    if ! kill -0 "$background_pid" 2>/dev/null; then
+      [[ -e $background/$step.built || -e $background/$step.failed ]] && break
+      echo "test.sh: the background builds stopped before $step was built" >&2
+      exit 1
+    fi
+    sleep 1
+  done
+  cat "$background/$step.log"
+  if [[ -e $background/$step.failed ]]; then
+    echo "test.sh: $step's build failed (above; $background/$step.log)" >&2
+    exit 1
+  fi
+  echo "== $step: waited $((SECONDS - since)) s for its build"
+}
+declare -A phase_names=([mpich_coll_tests]="MPICH collective tests" [mpich]="MPICH build and tests"
+                         [sanitizers]=sanitizers [fuzzing]=fuzzing)
+for step in "${steps[@]}"; do
+  phase "${phase_names[$step]}"
+  if [[ -n $background_pid ]]; then
+    await_build "$step"
+    run_step "$step" test
+  else
+    run_step "$step" "build test"
+  fi
+done
 echo "== all tests passed (${SECONDS} s)"

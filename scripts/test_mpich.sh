@@ -14,17 +14,24 @@
 # Open MPI the default mpicc/mpirun).
 #
 #   scripts/test_mpich.sh [BUILD_DIR]        default: build-mpich
+#     COLLECTIVE_CI_STEP=build only installs and builds, =test only runs the
+#     tests of an earlier build step (scripts/test.sh builds while other
+#     tests run); unset, both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-$root/build-mpich}
-bash "$root/scripts/install_deps.sh" --with-mpich
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCOLLECTIVE_MPI=mpich \
-      -DCOLLECTIVE_BUILD_TESTS=ON >/dev/null
-targets=(c_api_test c_api_misuse_test dropin_program dropin_program_linked collective_mpi
-         collective_mpi_tests topology_mpi_test launcher_variables_test)
-# (not `| grep -q`: with pipefail, grep's early exit fails the pipe)
-[[ $(cmake --build "$build_dir" --target help) == *fortran_api_test* ]] && targets+=(fortran_api_test)
-cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
+step=${COLLECTIVE_CI_STEP:-build test}
+if [[ " $step " == *" build "* ]]; then
+  bash "$root/scripts/install_deps.sh" --with-mpich
+  cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCOLLECTIVE_MPI=mpich \
+        -DCOLLECTIVE_BUILD_TESTS=ON >/dev/null
+  targets=(c_api_test c_api_misuse_test dropin_program dropin_program_linked collective_mpi
+           collective_mpi_tests topology_mpi_test launcher_variables_test)
+  # (not `| grep -q`: with pipefail, grep's early exit fails the pipe)
+  [[ $(cmake --build "$build_dir" --target help) == *fortran_api_test* ]] && targets+=(fortran_api_test)
+  cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
+fi
+[[ " $step " == *" test "* ]] || exit 0
 # The drop-in's semantics tests (dropin_semantics_program: in-place blocks,
 # attribute callbacks, signals, communicators in a small /dev/shm) are
 # written against Open MPI and run in the Open MPI phase only: under
