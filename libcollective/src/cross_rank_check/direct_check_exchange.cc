@@ -16,6 +16,8 @@ namespace collective::internal {
 namespace {
 
 static_assert(std::is_trivially_copyable_v<CallFingerprint>);
+// A fingerprint's receive is never split (env_params.h).
+static_assert(sizeof(CallFingerprint) <= kMinMessageBytes);
 
 // A follow-up carries what one message could not.
 constexpr std::size_t kFollowUpCapacity = kCarriedInputBytes - kCarriedInOneMessageBytes;
