@@ -11,6 +11,7 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "cross_rank_check/check_verdict.h"
+#include "cross_rank_check/vector_counts_check.h"
 
 namespace collective::internal {
 namespace {
@@ -185,8 +186,19 @@ bool DirectCheckExchange::every_peer_agrees() const {
   return true;
 }
 
+bool DirectCheckExchange::pair_counts_balance() const {
+  if (!has_pair_counts(static_cast<CollectiveKind>(mine_.kind))) return true;
+  std::uint64_t sum = mine_.count;  // wraps: only whether it is zero matters
+  for (int peer = 0; peer < state_.size; ++peer) {
+    if (peer != state_.rank) sum += header_of(peer).count;
+  }
+  return sum == 0;
+}
+
 void DirectCheckExchange::raise_unless_all_agree() {
-  if (!every_peer_agrees()) raise_unless_agreed(all(), mine_, request_, state_);
+  if (!every_peer_agrees() || !pair_counts_balance()) {
+    raise_unless_agreed(all(), mine_, request_, state_);
+  }
 }
 
 std::span<const CallFingerprint> DirectCheckExchange::all() {
