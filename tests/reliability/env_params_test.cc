@@ -56,6 +56,8 @@ TEST(EnvParamsTest, AcceptedValues) {
   EXPECT_EQ(params.max_message_bytes, 65536u);
   EXPECT_EQ(params.ring_pipeline_depth, 8);
   EXPECT_TRUE(parse({{"COLLECTIVE_VALIDATE", "1"}}).validate);
+  // The smallest limit: a whole fingerprint of the cross-rank check.
+  EXPECT_EQ(parse({{"COLLECTIVE_MAX_MESSAGE_BYTES", "256"}}).max_message_bytes, 256u);
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "memory"}}).shm_handoff, Handoff::kThroughMemory);
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "cache"}}).shm_handoff, Handoff::kThroughCache);
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "auto"}}).shm_handoff, std::nullopt);
@@ -88,9 +90,10 @@ TEST(EnvParamsTest, RefusedValues) {
     expect_refused("COLLECTIVE_STALL_WARNING", value);
   for (const char* value : {"2", "maybe"}) expect_refused("COLLECTIVE_VALIDATE", value);
   // A sign wraps around in strtoull; a suffix can overflow size_t; above
-  // 2^30 an MPI count could overflow.
-  for (const char* value :
-       {"-1", "+5", "18446744073709551615G", "99999999999999999999", "2G", "32", "4X", "1 K"}) {
+  // 2^30 an MPI count could overflow; below 256 a fingerprint of the
+  // cross-rank check would be split.
+  for (const char* value : {"-1", "+5", "18446744073709551615G", "99999999999999999999", "2G", "32",
+                            "64", "255", "4X", "1 K"}) {
     expect_refused("COLLECTIVE_MAX_MESSAGE_BYTES", value);
   }
   for (const char* value : {"0", "65", "1.5", "3x", "08"}) {

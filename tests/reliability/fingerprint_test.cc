@@ -161,5 +161,55 @@ TEST(FingerprintTest, TooManyDistinctCallsAreSummarized) {
   EXPECT_NE(verdict.cause.find("and 12 more different calls"), std::string::npos) << verdict.cause;
 }
 
+// The per-pair counts of all_to_all_v: each rank's term differs, their sum
+// is zero exactly when every pair agrees (vector_counts_check.h); 3 ranks.
+TEST(FingerprintTest, PairCountsAgreeOnlyWhenEveryPairDoes) {
+  // counts[i][j]: what rank i sends rank j.
+  std::vector<std::vector<std::size_t>> counts = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+  auto judge_counts = [&](std::size_t changed_sender, std::size_t changed_receiver,
+                          std::size_t delta) {
+    std::vector<std::vector<std::size_t>> send(3), recv(3);
+    for (std::size_t i = 0; i < 3; ++i) {
+      for (std::size_t j = 0; j < 3; ++j) {
+        send[i].push_back(counts[i][j]);
+        recv[i].push_back(counts[j][i]);
+      }
+    }
+    send[changed_sender][changed_receiver] += delta;
+    std::vector<Request> requests;
+    for (std::size_t r = 0; r < 3; ++r) {
+      Request request = call(CollectiveKind::kAllToAllV, 0);
+      request.send_counts = send[r];
+      request.recv_counts = recv[r];
+      requests.push_back(request);
+    }
+    return judge(prints(requests)).kind;
+  };
+  EXPECT_EQ(judge_counts(0, 1, 0), Verdict::kAgree);
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (std::size_t j = 0; j < 3; ++j) {
+      if (i == j) continue;
+      for (const std::size_t delta : {1ul, 2ul, 1ul << 40}) {
+        EXPECT_EQ(judge_counts(i, j, delta), Verdict::kCountsDisagree)
+            << "rank " << i << " sends " << delta << " more to rank " << j;
+      }
+    }
+  }
+}
+
+// recv_counts that differ, and nothing else: named by an exchange, not a
+// hash; with another field differing too, the usual message.
+TEST(FingerprintTest, RecvCountsAloneDifferByEntry) {
+  const std::vector<std::size_t> mine = {2, 2}, theirs = {2, 3};
+  Request a = call(CollectiveKind::kAllGatherV, 2);
+  a.recv_counts = mine;
+  Request b = a;
+  b.recv_counts = theirs;
+  EXPECT_EQ(judge(prints({a, a})).kind, Verdict::kAgree);
+  EXPECT_EQ(judge(prints({a, b})).kind, Verdict::kCountsDisagree);
+  b.type = DataType::kFloat64;
+  EXPECT_EQ(judge(prints({a, b})).kind, Verdict::kMismatch);
+}
+
 }  // namespace
 }  // namespace collective::internal

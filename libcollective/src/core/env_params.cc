@@ -129,8 +129,8 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
                 std::numeric_limits<std::size_t>::max());
   // Above 2^30 B a message's int count could overflow for any element size
   // the splitting uses, so larger values are refused rather than clamped.
-  params.max_message_bytes =
-      read_size(lookup, "COLLECTIVE_MAX_MESSAGE_BYTES", params.max_message_bytes, 64, kMaxMessage);
+  params.max_message_bytes = read_size(lookup, "COLLECTIVE_MAX_MESSAGE_BYTES",
+                                       params.max_message_bytes, kMinMessageBytes, kMaxMessage);
   params.shm_slot_bytes =
       read_size(lookup, "COLLECTIVE_SHM_SLOT_BYTES", params.shm_slot_bytes, 4096, kMaxMessage);
   params.shm_small_bytes = read_size(lookup, "COLLECTIVE_SHM_SMALL_BYTES", params.shm_small_bytes,

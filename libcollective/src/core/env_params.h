@@ -14,6 +14,12 @@
 
 namespace collective::internal {
 
+// The smallest COLLECTIVE_MAX_MESSAGE_BYTES: a fingerprint of the
+// cross-rank check (256 B with a rejection's cause) must travel as one
+// message. Its receive is sized for the largest; split, it would wait for
+// pieces that a 40-byte fingerprint never sends, until the timeout.
+inline constexpr std::size_t kMinMessageBytes = 256;
+
 struct EnvParams {
   // COLLECTIVE_TIMEOUT (seconds, fractional allowed, at most 10^6): default
   // per-call timeout.
@@ -46,7 +52,7 @@ struct EnvParams {
   // recursive doubling over the ring when no cost model is available.
   std::size_t small_message_bytes = 64 * 1024;
   // COLLECTIVE_MAX_MESSAGE_BYTES: largest single MPI message; bigger
-  // transfers are split (MPI counts are int).
+  // transfers are split (MPI counts are int). At least kMinMessageBytes.
   std::size_t max_message_bytes = std::size_t{1} << 30;
 
   // Shared-memory algorithms (docs/algorithms.md).

@@ -9,6 +9,7 @@
 #include "collective/in_tree/collectives.h"
 #include "collective/types.h"
 #include "core/rank_list.h"
+#include "cross_rank_check/vector_counts_check.h"
 
 namespace collective::internal {
 namespace {
@@ -17,23 +18,12 @@ bool has_op(CollectiveKind kind) { return traits_of(kind).reduces; }
 
 bool has_root(CollectiveKind kind) { return traits_of(kind).rooted; }
 
-// FNV-1a over the values: the v-forms whose recv_counts every rank must
-// hold alike compare this, not the counts themselves.
-std::uint64_t hash_counts(std::span<const std::size_t> counts) {
-  std::uint64_t hash = 14695981039346656037ull;
-  for (const std::size_t value : counts) {
-    for (int byte = 0; byte < 8; ++byte) {
-      hash ^= (static_cast<std::uint64_t>(value) >> (8 * byte)) & 0xff;
-      hash *= 1099511628211ull;
-    }
-  }
-  return hash;
-}
-
 // What the fingerprint's count field holds: the count every rank passes
 // alike, or for all_gather_v and reduce_scatter_v a hash of recv_counts
-// (the same on every rank). The other v-forms' counts differ by rank and
-// are compared pair by pair, not here.
+// (the same on every rank). For the v-forms whose counts differ by rank,
+// fingerprint_of puts this rank's term of the pair sum there
+// (vector_counts_check.h); 0 here, for a rejected call, whose spans may
+// not be what they claim.
 std::uint64_t agreed_count(const Request& request) {
   switch (request.kind) {
     case CollectiveKind::kBarrier:
@@ -41,7 +31,7 @@ std::uint64_t agreed_count(const Request& request) {
     case CollectiveKind::kGatherV:
     case CollectiveKind::kScatterV: return 0;
     case CollectiveKind::kAllGatherV:
-    case CollectiveKind::kReduceScatterV: return hash_counts(request.recv_counts);
+    case CollectiveKind::kReduceScatterV: return hash_recv_counts(request.recv_counts);
     case CollectiveKind::kAllReduce:
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
@@ -77,7 +67,10 @@ enum Field { kKind, kCount, kType, kOp, kRoot, kAlgorithm, kDeterministic, kTag,
 bool same_field(const CallFingerprint& a, const CallFingerprint& b, Field field) {
   switch (field) {
     case kKind: return a.kind == b.kind;
-    case kCount: return a.count == b.count;
+    case kCount:
+      // Terms of the pair sum differ by rank: judged by their sum.
+      return a.count == b.count ||
+             (a.kind == b.kind && has_pair_counts(static_cast<CollectiveKind>(a.kind)));
     case kType: return a.type == b.type;
     case kOp: return a.op == b.op;
     case kRoot: return a.root == b.root;
@@ -94,6 +87,14 @@ bool same_call(const CallFingerprint& a, const CallFingerprint& b) {
     if (!same_field(a, b, static_cast<Field>(field))) return false;
   }
   return true;
+}
+
+// The same call but for its recv_counts (all_gather_v, reduce_scatter_v).
+bool same_call_but_recv_counts(const CallFingerprint& a, const CallFingerprint& b) {
+  for (int field = 0; field < kNumFields; ++field) {
+    if (field != kCount && !same_field(a, b, static_cast<Field>(field))) return false;
+  }
+  return has_agreed_recv_counts(static_cast<CollectiveKind>(a.kind));
 }
 
 void print_field(std::ostream& out, const CallFingerprint& print, Field field) {
@@ -172,7 +173,8 @@ Verdict mismatch(std::span<const CallFingerprint> all) {
       const bool relevant = (f != kOp || has_op(kind)) && (f != kRoot || has_root(kind)) &&
                             (f != kDeterministic || print.deterministic) &&
                             (f != kTag || print.call_tag != 0) &&
-                            ((f != kCount && f != kType) || kind != CollectiveKind::kBarrier);
+                            ((f != kCount && f != kType) || kind != CollectiveKind::kBarrier) &&
+                            (f != kCount || !has_pair_counts(kind));
       // Different collectives: each with its own arguments; the same
       // collective: only what differs.
       if (differs[kKind] ? relevant && f != kAlgorithm : differs[f]) {
@@ -194,6 +196,7 @@ Verdict mismatch(std::span<const CallFingerprint> all) {
 CallFingerprint fingerprint_of(const Request& request, Algorithm selected, int rank) {
   CallFingerprint print = describe_call(request, rank);
   print.algorithm = static_cast<std::int8_t>(selected);
+  if (has_pair_counts(request.kind)) print.count = pair_count_term(request, rank);
   return print;
 }
 
@@ -237,10 +240,25 @@ Verdict judge(std::span<const CallFingerprint> all) {
     verdict.cause = cause.str();
     return verdict;
   }
+  bool same = true;
+  bool only_recv_counts_differ = true;
   for (const CallFingerprint& print : all) {
-    if (!same_call(print, all[0])) return mismatch(all);
+    if (same_call(print, all[0])) continue;
+    same = false;
+    only_recv_counts_differ &= same_call_but_recv_counts(print, all[0]);
   }
+  if (!same) {
+    return only_recv_counts_differ ? Verdict{Verdict::kCountsDisagree, false, ""} : mismatch(all);
+  }
+  if (!pair_counts_balance(all)) return Verdict{Verdict::kCountsDisagree, false, ""};
   return Verdict{};
+}
+
+bool pair_counts_balance(std::span<const CallFingerprint> all) {
+  if (all.empty() || !has_pair_counts(static_cast<CollectiveKind>(all[0].kind))) return true;
+  std::uint64_t sum = 0;  // wraps: only whether it is zero matters
+  for (const CallFingerprint& print : all) sum += print.count;
+  return sum == 0;
 }
 
 bool agrees_with(const CallFingerprint& theirs, int from, const CallFingerprint& mine) {

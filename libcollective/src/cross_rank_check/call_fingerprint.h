@@ -27,7 +27,9 @@ struct CallFingerprint {
   };
 
   std::uint64_t sequence = 0;
-  std::uint64_t count = 0;     // 0 for barrier
+  // 0 for barrier; recv_counts' hash or this rank's term of the pair sum
+  // for the v-forms (vector_counts_check.h).
+  std::uint64_t count = 0;
   std::uint64_t call_tag = 0;  // CommonOptions::call_tag (0: none)
   std::int32_t rank = -1;
   std::int32_t root = -1;  // -1: the collective has no root
@@ -70,7 +72,9 @@ CallFingerprint rejected_fingerprint(const Request& request, int rank, bool unsu
 
 // The outcome of comparing every rank's fingerprint.
 struct Verdict {
-  enum Kind { kAgree, kRejected, kMismatch };
+  // kCountsDisagree: the calls agree but for the v-forms' counts
+  // (vector_counts_check.h), which an exchange on the error path names.
+  enum Kind { kAgree, kRejected, kMismatch, kCountsDisagree };
   Kind kind = kAgree;
   bool unsupported = false;  // kRejected: every rejection was UnsupportedError
   // Why, naming ranks and their values: "rank 0 count=4 op=sum, rank 1
@@ -80,6 +84,11 @@ struct Verdict {
 
 // `all[r]` is rank r's fingerprint.
 Verdict judge(std::span<const CallFingerprint> all);
+
+// Whether the count fields of `all`, for a v-form whose counts pair a
+// sender with a receiver, sum to zero: every pair agrees (true for the
+// other collectives).
+bool pair_counts_balance(std::span<const CallFingerprint> all);
 
 // Whether `theirs`, received from rank `from`, is a valid fingerprint of the
 // call `mine` describes (what judge() would find agreeing with it), for a

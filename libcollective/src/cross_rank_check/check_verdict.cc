@@ -3,11 +3,12 @@
 #include <string>
 
 #include "collective/errors.h"
+#include "cross_rank_check/vector_counts_check.h"
 
 namespace collective::internal {
 
 void raise_unless_agreed(std::span<const CallFingerprint> all, const CallFingerprint& mine,
-                         const Request& request, const CommunicatorState& state) {
+                         const Request& request, CommunicatorState& state) {
   // A rank number that is not the sender's would mean a message from some
   // other exchange matched: refuse rather than judge garbage.
   for (std::size_t r = 0; r < all.size(); ++r) {
@@ -27,6 +28,10 @@ void raise_unless_agreed(std::span<const CallFingerprint> all, const CallFingerp
       if (verdict.unsupported) throw UnsupportedError(request.label(), state.rank, verdict.cause);
       throw InvalidArgumentError(request.label(), state.rank, verdict.cause);
     case Verdict::kMismatch: throw MismatchError(request.label(), state.rank, verdict.cause);
+    case Verdict::kCountsDisagree:
+      // Every rank reached this verdict from the same fingerprints, so all
+      // take part in the exchange that names the disagreement.
+      throw MismatchError(request.label(), state.rank, describe_count_disagreement(request, state));
   }
 }
 

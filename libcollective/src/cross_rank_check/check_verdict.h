@@ -13,8 +13,10 @@
 namespace collective::internal {
 
 // Raises when the ranks' fingerprints `all` (rank r's at all[r]) do not
-// agree, as check_across_ranks describes.
+// agree, as check_across_ranks describes. Every rank calls it with the
+// same fingerprints: when only the v-forms' counts disagree, all of them
+// exchange the counts (vector_counts_check.h) to name the disagreement.
 void raise_unless_agreed(std::span<const CallFingerprint> all, const CallFingerprint& mine,
-                         const Request& request, const CommunicatorState& state);
+                         const Request& request, CommunicatorState& state);
 
 }  // namespace collective::internal

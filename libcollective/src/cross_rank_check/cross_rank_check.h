@@ -86,7 +86,8 @@ std::span<const void* const> carry_check(const CarriedData& carried, const Reque
 //    InvalidArgumentError (UnsupportedError when every rejection was one)
 //    naming the rejecting ranks and their causes;
 //  - the calls differ: MismatchError on every rank, naming each rank's
-//    values.
+//    values (for the v-forms' counts, the first disagreeing pair or
+//    recv_counts entry and both values: vector_counts_check.h).
 // The communicator stays usable after either error.
 void check_across_ranks(const CallFingerprint& mine, const Request& request,
                         CommunicatorState& state);

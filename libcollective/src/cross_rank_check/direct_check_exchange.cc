@@ -11,11 +11,14 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "cross_rank_check/check_verdict.h"
+#include "cross_rank_check/vector_counts_check.h"
 
 namespace collective::internal {
 namespace {
 
 static_assert(std::is_trivially_copyable_v<CallFingerprint>);
+// A fingerprint's receive is never split (env_params.h).
+static_assert(sizeof(CallFingerprint) <= kMinMessageBytes);
 
 // A follow-up carries what one message could not.
 constexpr std::size_t kFollowUpCapacity = kCarriedInputBytes - kCarriedInOneMessageBytes;
@@ -183,8 +186,19 @@ bool DirectCheckExchange::every_peer_agrees() const {
   return true;
 }
 
+bool DirectCheckExchange::pair_counts_balance() const {
+  if (!has_pair_counts(static_cast<CollectiveKind>(mine_.kind))) return true;
+  std::uint64_t sum = mine_.count;  // wraps: only whether it is zero matters
+  for (int peer = 0; peer < state_.size; ++peer) {
+    if (peer != state_.rank) sum += header_of(peer).count;
+  }
+  return sum == 0;
+}
+
 void DirectCheckExchange::raise_unless_all_agree() {
-  if (!every_peer_agrees()) raise_unless_agreed(all(), mine_, request_, state_);
+  if (!every_peer_agrees() || !pair_counts_balance()) {
+    raise_unless_agreed(all(), mine_, request_, state_);
+  }
 }
 
 std::span<const CallFingerprint> DirectCheckExchange::all() {

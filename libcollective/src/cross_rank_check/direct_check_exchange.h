@@ -77,6 +77,8 @@ class DirectCheckExchange {
   void take_fingerprint(int peer);
   // Whether every other rank's header agrees with this rank's (agrees_with).
   bool every_peer_agrees() const;
+  // Whether the headers' count fields balance (pair_counts_balance).
+  bool pair_counts_balance() const;
   // `peer`'s header as it landed in its slot (the rejection text empty).
   CallFingerprint header_of(int peer) const;
   std::byte* slot(int peer) const { return slots_ + static_cast<std::size_t>(peer) * kSlotBytes; }

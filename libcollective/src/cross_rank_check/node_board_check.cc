@@ -82,7 +82,7 @@ NodeSegment* node_board(CommunicatorState& state) {
 }
 
 std::uint64_t check_on_node(NodeSegment& segment, const CallFingerprint& mine,
-                            const Request& request, const CommunicatorState& state,
+                            const Request& request, CommunicatorState& state,
                             std::span<const std::byte> payload) {
   const std::uint64_t round = segment.begin_round();
   segment.wait_slot_free(round, request);

@@ -32,7 +32,7 @@ NodeSegment* node_board(CommunicatorState& state);
 // round: every rank's payload is at inline_data(rank, round); the caller
 // finishes the round once it has read them.
 std::uint64_t check_on_node(NodeSegment& segment, const CallFingerprint& mine,
-                            const Request& request, const CommunicatorState& state,
+                            const Request& request, CommunicatorState& state,
                             std::span<const std::byte> payload);
 
 }  // namespace collective::internal
