@@ -21,7 +21,7 @@ const char* mpi_name(Intercepted call);
 // Records a served call (`algorithm`: the one libcollective ran).
 void log_served(Intercepted call, int rank, const char* algorithm);
 // Records a call passed to PMPI_ and the rule that sent it there.
-void log_passed(Intercepted call, int rank, const std::string& reason);
+void log_passed(Intercepted call, int rank, const char* reason);
 // Records a call libcollective took but failed (reported through the
 // communicator's error handler).
 void log_failed(Intercepted call, int rank);
