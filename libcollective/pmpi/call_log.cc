@@ -13,7 +13,9 @@
 
 namespace collective::pmpi {
 
-int log_level() {
+std::atomic<int> log_level_read{-1};
+
+int read_log_level() {
   // Read by the library's parameter reader. Logging never throws into an MPI
   // program: a malformed value logs one WARN line and leaves logging off.
   static const int level = [] {
@@ -24,6 +26,7 @@ int log_level() {
       return 0;
     }
   }();
+  log_level_read.store(level, std::memory_order_relaxed);
   return level;
 }
 

@@ -3,6 +3,7 @@
 // MPI_Finalize. 2: that, plus one line per call.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 namespace collective::pmpi {
@@ -27,7 +28,13 @@ void log_passed(Intercepted call, int rank, const char* reason);
 void log_failed(Intercepted call, int rank);
 // Writes this rank's summary (at level >= 1) and resets the counts.
 void log_summary(int rank);
-// The COLLECTIVE_PMPI_LOG level (0 when unset).
-int log_level();
+// The COLLECTIVE_PMPI_LOG level (0 when unset), read once; later calls
+// read one integer.
+extern std::atomic<int> log_level_read;  // -1 until read
+int read_log_level();
+inline int log_level() {
+  const int level = log_level_read.load(std::memory_order_relaxed);
+  return level >= 0 ? level : read_log_level();
+}
 
 }  // namespace collective::pmpi

@@ -37,8 +37,8 @@ using collective::pmpi::Target;
 
 extern "C" {
 
-int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-                  MPI_Comm comm) {
+COLLECTIVE_PMPI_ENTRY int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
+                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
   if (ReentryGuard::active()) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
   ReentryGuard guard;
   const Target target = Target::of(comm);
@@ -48,7 +48,7 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
   if (!reason) reduction = collective::pmpi::reduction_type(datatype, op, reason);
   const void* send = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
   if (!reason) {
-    const std::size_t bytes = static_cast<std::size_t>(count) * element_size(reduction->type);
+    const std::size_t bytes = static_cast<std::size_t>(count) * reduction->element_bytes;
     if (count > 0 && (send == nullptr || recvbuf == nullptr)) reason = "null buffer";
     else if (overlap_not_equal(send, bytes, recvbuf, bytes)) reason = "buffers overlap";
   }
@@ -63,8 +63,9 @@ int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype da
   });
 }
 
-int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
-                             MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf,
+                                                   int recvcount, MPI_Datatype datatype, MPI_Op op,
+                                                   MPI_Comm comm) {
   if (ReentryGuard::active()) {
     return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
   }
@@ -76,7 +77,7 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
   if (!reason) reduction = collective::pmpi::reduction_type(datatype, op, reason);
   const auto size = static_cast<std::size_t>(target.size);
   if (!reason) {
-    const std::size_t block = static_cast<std::size_t>(recvcount) * element_size(reduction->type);
+    const std::size_t block = static_cast<std::size_t>(recvcount) * reduction->element_bytes;
     const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
     if (recvcount > 0 && (in == nullptr || recvbuf == nullptr)) reason = "null buffer";
     else if (sendbuf != MPI_IN_PLACE && overlap_not_equal(sendbuf, block * size, recvbuf, block)) {
@@ -100,15 +101,16 @@ int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
     // MPICH leave them alone, and programs rely on it). libcollective's
     // in-place form may use every block as scratch, so reduce a copy of
     // the input into the first block instead.
-    const std::size_t input_bytes = count * element_size(reduction->type) * size;
+    const std::size_t input_bytes = count * reduction->element_bytes * size;
     const std::unique_ptr<std::byte[]> input(new std::byte[input_bytes]);
     if (input_bytes > 0) std::memcpy(input.get(), recvbuf, input_bytes);
     c.reduce_scatter(input.get(), recvbuf, count, reduction->type, o);
   });
 }
 
-int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
-                  int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
+COLLECTIVE_PMPI_ENTRY int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                        void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                        MPI_Comm comm) {
   if (ReentryGuard::active()) {
     return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
   }
@@ -153,7 +155,8 @@ int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
   });
 }
 
-int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm) {
+COLLECTIVE_PMPI_ENTRY int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root,
+                                    MPI_Comm comm) {
   if (ReentryGuard::active()) return PMPI_Bcast(buffer, count, datatype, root, comm);
   ReentryGuard guard;
   const Target target = Target::of(comm);
@@ -178,8 +181,8 @@ int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm
   });
 }
 
-int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
-               int root, MPI_Comm comm) {
+COLLECTIVE_PMPI_ENTRY int MPI_Reduce(const void* sendbuf, void* recvbuf, int count,
+                                     MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) {
   if (ReentryGuard::active()) {
     return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
   }
@@ -198,7 +201,7 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datat
     send = recvbuf;
   }
   if (!reason) {
-    const std::size_t bytes = static_cast<std::size_t>(count) * element_size(reduction->type);
+    const std::size_t bytes = static_cast<std::size_t>(count) * reduction->element_bytes;
     if (count > 0 && (send == nullptr || (at_root && recv == nullptr))) reason = "null buffer";
     else if (at_root && overlap_not_equal(send, bytes, recv, bytes)) reason = "buffers overlap";
   }
@@ -214,7 +217,7 @@ int MPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datat
   });
 }
 
-int MPI_Barrier(MPI_Comm comm) {
+COLLECTIVE_PMPI_ENTRY int MPI_Barrier(MPI_Comm comm) {
   if (ReentryGuard::active()) return PMPI_Barrier(comm);
   ReentryGuard guard;
   const Target target = Target::of(comm);
@@ -228,7 +231,7 @@ int MPI_Barrier(MPI_Comm comm) {
 
 // Frees every Communicator the drop-in made while MPI still works, then
 // finalizes MPI.
-int MPI_Finalize(void) {
+COLLECTIVE_PMPI_ENTRY int MPI_Finalize(void) {
   if (!ReentryGuard::active()) {
     ReentryGuard guard;
     int rank = -1;

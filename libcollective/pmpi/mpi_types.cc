@@ -86,13 +86,19 @@ void PredefinedTypes::add(MPI_Datatype datatype, Reducible reducible, DataType r
   if (ignored == kInvalidDatatype) return;
   for (std::size_t i = slot_of(datatype);; i = (i + 1) % kSlots) {
     if (slots_[i].datatype != MPI_Datatype{}) continue;
+    // A reduction reads whole elements: a type that is not one contiguous
+    // element (none of the predefined reducible ones) is not reduced.
+    if (!size || *size <= 0) reducible = Reducible::kNo;
     slots_[i] = TypeFacts{datatype, reducible, reduced_as, size ? *size : -1};
     return;
   }
 }
 
-const PredefinedTypes& predefined_types() {
+std::atomic<const PredefinedTypes*> predefined_types_made{nullptr};
+
+const PredefinedTypes& make_predefined_types() {
   static const PredefinedTypes types;
+  predefined_types_made.store(&types, std::memory_order_release);
   return types;
 }
 

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
@@ -24,6 +25,7 @@ namespace collective::pmpi {
 struct ReductionType {
   DataType type;
   ReduceOp op;
+  std::size_t element_bytes;  // element_size(type), from the table
 };
 
 // How the reductions treat a predefined datatype.
@@ -68,8 +70,14 @@ class PredefinedTypes {
   std::array<TypeFacts, kSlots> slots_{};
 };
 
-// The table, made at the first call (MPI must be initialized).
-const PredefinedTypes& predefined_types();
+// The table, made at the first call (MPI must be initialized); later calls
+// read one pointer.
+extern std::atomic<const PredefinedTypes*> predefined_types_made;
+const PredefinedTypes& make_predefined_types();
+inline const PredefinedTypes& predefined_types() {
+  const PredefinedTypes* made = predefined_types_made.load(std::memory_order_acquire);
+  return made != nullptr ? *made : make_predefined_types();
+}
 
 // Why a reduction's datatype and op are not served (the slow path of
 // reduction_type).
@@ -95,7 +103,8 @@ inline std::optional<ReductionType> reduction_type(MPI_Datatype datatype, MPI_Op
   if (reduce_op && facts != nullptr &&
       (facts->reducible == Reducible::kYes ||
        (facts->reducible == Reducible::kSumOnly && *reduce_op == ReduceOp::kSum))) {
-    return ReductionType{facts->reduced_as, *reduce_op};
+    return ReductionType{facts->reduced_as, *reduce_op,
+                         static_cast<std::size_t>(facts->contiguous_bytes)};
   }
   reason = reduction_pass_reason(datatype, reduce_op, facts);
   return std::nullopt;

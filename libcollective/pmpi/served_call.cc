@@ -52,7 +52,9 @@ int rank_for_log(MPI_Comm comm) {
 // COLLECTIVE_PMPI_TIMEOUT seconds (default one day): MPI programs expect a
 // collective to wait as long as its peers take (a barrier while rank 0
 // writes a checkpoint), yet nothing here may wait forever.
-const TimeoutSetting& timeout_setting() {
+std::atomic<const TimeoutSetting*> timeout_setting_read{nullptr};
+
+const TimeoutSetting& read_timeout_setting() {
   static const TimeoutSetting setting = [] {
     TimeoutSetting read;
     try {
@@ -64,6 +66,7 @@ const TimeoutSetting& timeout_setting() {
     }
     return read;
   }();
+  timeout_setting_read.store(&setting, std::memory_order_release);
   return setting;
 }
 

@@ -11,6 +11,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <new>
@@ -21,6 +22,11 @@
 #include "collective/errors.h"
 #include "comm_cache.h"
 #include "comm_map.h"
+
+// Marks an MPI_* entry point for export: the drop-in's own code is hidden
+// (no PLT on its path), and MPICH's mpi.h, unlike Open MPI's, does not mark
+// its declarations visible unless built with HAVE_VISIBILITY.
+#define COLLECTIVE_PMPI_ENTRY __attribute__((visibility("default")))
 
 namespace collective::pmpi {
 
@@ -64,7 +70,12 @@ struct TimeoutSetting {
   std::chrono::milliseconds timeout{86'400'000};
   std::string error;
 };
-const TimeoutSetting& timeout_setting();
+extern std::atomic<const TimeoutSetting*> timeout_setting_read;
+const TimeoutSetting& read_timeout_setting();
+inline const TimeoutSetting& timeout_setting() {
+  const TimeoutSetting* read = timeout_setting_read.load(std::memory_order_acquire);
+  return read != nullptr ? *read : read_timeout_setting();
+}
 [[noreturn]] void throw_timeout_error(int rank);
 
 // The timeout of a served call; a malformed COLLECTIVE_PMPI_TIMEOUT throws

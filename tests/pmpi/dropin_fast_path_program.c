@@ -240,9 +240,12 @@ int main(int argc, char** argv) {
     if (g_rank == 0) fprintf(stderr, "usage: %s --queries|--reused-handles\n", argv[0]);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  printf("dropin_program rank %d calls:", g_rank);
-  for (int i = 0; i < 6; ++i) printf(" %s %ld;", kNames[i], g_calls[i]);
-  printf("\n");
+  /* One write per line, so that ranks' lines do not interleave. */
+  char line[400];
+  int used = snprintf(line, sizeof line, "dropin_program rank %d calls:", g_rank);
+  for (int i = 0; i < 6; ++i)
+    used += snprintf(line + used, sizeof line - (size_t)used, " %s %ld;", kNames[i], g_calls[i]);
+  printf("%s\n", line);
   fflush(stdout);
   long failures = 0;
   PMPI_Allreduce(&g_failures, &failures, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
