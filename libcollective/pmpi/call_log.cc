@@ -44,10 +44,8 @@ Counts counts;
 }  // namespace
 
 const char* mpi_name(Intercepted call) {
-  static constexpr std::array<const char*, kNumIntercepted> kNames = {
-      "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast", "MPI_Reduce",
-      "MPI_Barrier"};
-  return kNames[static_cast<std::size_t>(call)];
+  // The names are string literals: data() is NUL-terminated.
+  return kInterceptedNames[static_cast<std::size_t>(call)].data();
 }
 
 void log_served(Intercepted call, int rank, const char* algorithm) {

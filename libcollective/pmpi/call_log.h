@@ -6,17 +6,10 @@
 #include <atomic>
 #include <string>
 
+#include "intercept_table.h"
+
 namespace collective::pmpi {
 
-enum class Intercepted : int {
-  kAllreduce = 0,
-  kReduceScatterBlock,
-  kAllgather,
-  kBcast,
-  kReduce,
-  kBarrier,
-};
-inline constexpr int kNumIntercepted = 6;
 const char* mpi_name(Intercepted call);
 
 // Records a served call (`algorithm`: the one libcollective ran).

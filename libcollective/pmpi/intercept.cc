@@ -1,6 +1,7 @@
 // The MPI entry points libcollective_mpi.so replaces: MPI_Allreduce,
-// MPI_Reduce_scatter_block, MPI_Allgather, MPI_Bcast, MPI_Reduce,
-// MPI_Barrier and MPI_Finalize. Each either serves the call with
+// MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast,
+// MPI_Reduce, MPI_Barrier and MPI_Finalize (the exchanges with a block per
+// peer: intercept_exchanges.cc). Each either serves the call with
 // libcollective or hands it, unchanged, to its PMPI_ twin; the rule is in
 // docs/embedding.md and, piece by piece, in served_call.h (the
 // communicator), here (the arguments) and mpi_types.h (datatypes and ops).
@@ -10,7 +11,9 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <span>
 
+#include "byte_counts.h"
 #include "call_log.h"
 #include "collective/collective.h"
 #include "comm_map.h"
@@ -105,6 +108,57 @@ COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter_block(const void* sendbuf, void* re
     const std::unique_ptr<std::byte[]> input(new std::byte[input_bytes]);
     if (input_bytes > 0) std::memcpy(input.get(), recvbuf, input_bytes);
     c.reduce_scatter(input.get(), recvbuf, count, reduction->type, o);
+  });
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf,
+                                             const int recvcounts[], MPI_Datatype datatype,
+                                             MPI_Op op, MPI_Comm comm) {
+  if (ReentryGuard::active()) {
+    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  }
+  ReentryGuard guard;
+  const Target target = Target::of(comm);
+  const char* reason = target.pass_reason;
+  if (!reason && recvcounts == nullptr) reason = "null count array";
+  std::optional<collective::pmpi::ReductionType> reduction;
+  if (!reason) reduction = collective::pmpi::reduction_type(datatype, op, reason);
+  std::span<const std::size_t> counts;  // in elements
+  if (!reason) {
+    counts = collective::pmpi::to_bytes(recvcounts, target.size, 1,
+                                        collective::pmpi::CountsSlot::kRecvCounts, reason);
+  }
+  std::size_t total = 0, mine = 0;
+  if (!reason) {
+    total = collective::pmpi::total_of(counts);
+    mine = counts[static_cast<std::size_t>(target.rank)];
+    const std::size_t element = reduction->element_bytes;
+    const void* in = sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf;
+    if ((total > 0 && in == nullptr) || (mine > 0 && recvbuf == nullptr)) reason = "null buffer";
+    else if (sendbuf != MPI_IN_PLACE &&
+             overlap_not_equal(sendbuf, total * element, recvbuf, mine * element)) {
+      reason = "buffers overlap";
+    }
+  }
+  if (reason) {
+    log_passed(Intercepted::kReduceScatter, rank_for_log(comm), reason);
+    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+  }
+  return serve(Intercepted::kReduceScatter, comm, target, [&](Communicator& c) {
+    auto o = options_for<ReduceScatterOptions>(target.rank);
+    o.op = reduction->op;
+    if (sendbuf != MPI_IN_PLACE) {
+      c.reduce_scatter_v(sendbuf, recvbuf, counts, reduction->type, o);
+      return;
+    }
+    // As MPI_Reduce_scatter_block's: MPI's in-place result goes to the start
+    // of recvbuf (the library's in-place form puts it at this rank's
+    // offset) and the rest stays as the caller left it, so a copy of the
+    // input is reduced into recvbuf.
+    const std::size_t input_bytes = total * reduction->element_bytes;
+    const std::unique_ptr<std::byte[]> input(new std::byte[input_bytes]);
+    if (input_bytes > 0) std::memcpy(input.get(), recvbuf, input_bytes);
+    c.reduce_scatter_v(input.get(), recvbuf, counts, reduction->type, o);
   });
 }
 

@@ -24,10 +24,16 @@
 
 static int g_rank, g_size;
 static _Atomic long g_failures; /* threads mode: several threads may fail */
-static long g_calls[6]; /* Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Barrier */
-static const char* const kNames[6] = {"MPI_Allreduce", "MPI_Reduce_scatter_block",
-                                      "MPI_Allgather", "MPI_Bcast",
-                                      "MPI_Reduce",    "MPI_Barrier"};
+enum { NUM_FUNCTIONS = 10 };
+/* Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Barrier,
+ * Alltoall, Alltoallv, Allgatherv, Reduce_scatter */
+static long g_calls[NUM_FUNCTIONS];
+static const char* const kNames[NUM_FUNCTIONS] = {"MPI_Allreduce",  "MPI_Reduce_scatter_block",
+                                                  "MPI_Allgather",  "MPI_Bcast",
+                                                  "MPI_Reduce",     "MPI_Barrier",
+                                                  "MPI_Alltoall",   "MPI_Alltoallv",
+                                                  "MPI_Allgatherv", "MPI_Reduce_scatter"};
+enum { ALLTOALL = 6, ALLTOALLV, ALLGATHERV, REDUCE_SCATTER };
 
 #define FAIL(...)                                                              \
   do {                                                                         \
@@ -351,6 +357,175 @@ static void data_movement(MPI_Comm comm, const char* comm_name) {
   MPI_OK(MPI_Barrier(comm), 5);
 }
 
+/* What rank `src` sends rank `dst` as element i of an exchange. */
+static int exchanged(int src, int dst, int i) { return src * 1000000 + dst * 1000 + i; }
+
+/* The exchanges with a block per peer: MPI_Alltoall (out of place, in
+ * place, ints as triples), MPI_Alltoallv and MPI_Allgatherv (uneven counts
+ * with zeros, blocks in reverse order with a gap after each, in place),
+ * MPI_Reduce_scatter (uneven counts, in place, and a MAXLOC passed
+ * through). Every element and every gap checked. */
+static void exchanges(MPI_Comm comm, const char* comm_name) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Datatype triple;
+  MPI_Type_contiguous(3, MPI_INT, &triple);
+  MPI_Type_commit(&triple);
+  const int gap = -7;
+  const int blocks[] = {0, 1, 3, 1000};
+  int counts[64], displs[64], rcounts[64], rdispls[64];
+  for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; ++b) {
+    const int n = blocks[b];
+    int* send = malloc(sizeof(int) * (size_t)(3 * n * size + 2 * size + 1));
+    int* recv = malloc(sizeof(int) * (size_t)(3 * n * size + 2 * size + 1));
+
+    /* MPI_Alltoall: plain, in place, and n ints received as n/3 triples */
+    for (int variant = 0; variant < 3; ++variant) {
+      for (int q = 0; q < size; ++q)
+        for (int i = 0; i < n; ++i) send[q * n + i] = exchanged(rank, q, i);
+      for (int i = 0; i < n * size; ++i) recv[i] = gap;
+      if (variant == 0) {
+        MPI_OK(MPI_Alltoall(send, n, MPI_INT, recv, n, MPI_INT, comm), ALLTOALL);
+      } else if (variant == 1) {
+        memcpy(recv, send, sizeof(int) * (size_t)(n * size));
+        MPI_OK(MPI_Alltoall(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, recv, n, MPI_INT, comm), ALLTOALL);
+      } else if (n % 3 == 0) {
+        MPI_OK(MPI_Alltoall(send, n, MPI_INT, recv, n / 3, triple, comm), ALLTOALL);
+      } else {
+        continue;
+      }
+      for (int q = 0, wrong = 0; q < size && !wrong; ++q)
+        for (int i = 0; i < n && !wrong; ++i)
+          if (recv[q * n + i] != exchanged(q, rank, i)) {
+            FAIL("MPI_Alltoall variant %d on %s count %d from %d index %d: expected %d, actual %d",
+                 variant, comm_name, n, q, i, exchanged(q, rank, i), recv[q * n + i]);
+            wrong = 1;
+          }
+    }
+
+    /* MPI_Alltoallv: rank a sends ((a + b) % 3) * n ints to rank b */
+    for (int variant = 0; variant < 2; ++variant) {
+      int at = 0;
+      for (int q = 0; q < size; ++q) {
+        counts[q] = ((rank + q) % 3) * n;
+        displs[q] = at;
+        for (int i = 0; i < counts[q]; ++i) send[at + i] = exchanged(rank, q, i);
+        at += counts[q] + 1;
+      }
+      at = 0;
+      for (int q = size - 1; q >= 0; --q) {
+        rcounts[q] = ((q + rank) % 3) * n;
+        rdispls[q] = at;
+        at += rcounts[q] + 1;
+      }
+      for (int i = 0; i < at; ++i) recv[i] = gap;
+      if (variant == 0) {
+        MPI_OK(MPI_Alltoallv(send, counts, displs, MPI_INT, recv, rcounts, rdispls, MPI_INT, comm),
+               ALLTOALLV);
+      } else {
+        for (int q = 0; q < size; ++q)
+          for (int i = 0; i < rcounts[q]; ++i) recv[rdispls[q] + i] = exchanged(rank, q, i);
+        MPI_OK(MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, recv, rcounts, rdispls,
+                             MPI_INT, comm),
+               ALLTOALLV);
+      }
+      for (int q = 0, wrong = 0; q < size && !wrong; ++q) {
+        for (int i = 0; i <= rcounts[q] && !wrong; ++i) {
+          const int want = i < rcounts[q] ? exchanged(q, rank, i) : gap;
+          if (recv[rdispls[q] + i] != want) {
+            FAIL(
+                "MPI_Alltoallv variant %d on %s count %d from %d index %d: expected %d, "
+                "actual %d",
+                variant, comm_name, n, q, i, want, recv[rdispls[q] + i]);
+            wrong = 1;
+          }
+        }
+      }
+    }
+
+    /* MPI_Allgatherv: rank q contributes (q % 3) * n ints */
+    for (int variant = 0; variant < 2; ++variant) {
+      int at = 0;
+      for (int q = size - 1; q >= 0; --q) {
+        rcounts[q] = (q % 3) * n;
+        rdispls[q] = at;
+        at += rcounts[q] + 1;
+      }
+      for (int i = 0; i < at; ++i) recv[i] = gap;
+      for (int i = 0; i < rcounts[rank]; ++i) send[i] = exchanged(rank, 0, i);
+      if (variant == 0) {
+        MPI_OK(MPI_Allgatherv(send, rcounts[rank], MPI_INT, recv, rcounts, rdispls, MPI_INT, comm),
+               ALLGATHERV);
+      } else {
+        memcpy(recv + rdispls[rank], send, sizeof(int) * (size_t)rcounts[rank]);
+        MPI_OK(MPI_Allgatherv(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, recv, rcounts, rdispls, MPI_INT,
+                              comm),
+               ALLGATHERV);
+      }
+      for (int q = 0, wrong = 0; q < size && !wrong; ++q) {
+        for (int i = 0; i <= rcounts[q] && !wrong; ++i) {
+          const int want = i < rcounts[q] ? exchanged(q, 0, i) : gap;
+          if (recv[rdispls[q] + i] != want) {
+            FAIL(
+                "MPI_Allgatherv variant %d on %s count %d block %d index %d: expected %d, "
+                "actual %d",
+                variant, comm_name, n, q, i, want, recv[rdispls[q] + i]);
+            wrong = 1;
+          }
+        }
+      }
+    }
+
+    /* MPI_Reduce_scatter (SUM of ints): rank q gets (q % 3) * n elements */
+    int total = 0, before = 0;
+    for (int q = 0; q < size; ++q) {
+      rcounts[q] = (q % 3) * n;
+      if (q < rank) before += rcounts[q];
+      total += rcounts[q];
+    }
+    for (int variant = 0; variant < 2; ++variant) {
+      for (int i = 0; i < total; ++i) send[i] = rank * 3 + i;
+      for (int i = 0; i <= total; ++i) recv[i] = gap;
+      if (variant == 0) {
+        MPI_OK(MPI_Reduce_scatter(send, recv, rcounts, MPI_INT, MPI_SUM, comm), REDUCE_SCATTER);
+      } else {
+        memcpy(recv, send, sizeof(int) * (size_t)total);
+        MPI_OK(MPI_Reduce_scatter(MPI_IN_PLACE, recv, rcounts, MPI_INT, MPI_SUM, comm),
+               REDUCE_SCATTER);
+      }
+      /* MPI writes the result at the start of recvbuf; in place, the rest
+       * keeps the input. */
+      for (int i = 0; i <= rcounts[rank]; ++i) {
+        const int global = before + i;
+        int want = 3 * (size * (size - 1) / 2) + size * global;
+        if (i == rcounts[rank]) want = variant == 0 ? gap : (total > i ? send[i] : gap);
+        if (recv[i] != want) {
+          FAIL("MPI_Reduce_scatter variant %d on %s count %d index %d: expected %d, actual %d",
+               variant, comm_name, n, i, want, recv[i]);
+          break;
+        }
+      }
+    }
+    free(send);
+    free(recv);
+  }
+  /* MAXLOC is passed through and still right. */
+  {
+    struct {
+      int value, index;
+    } pairs[64], best = {-1, -1};
+    for (int q = 0; q < size; ++q) pairs[q].value = rank, pairs[q].index = rank;
+    int ones[64];
+    for (int q = 0; q < size; ++q) ones[q] = 1;
+    MPI_OK(MPI_Reduce_scatter(pairs, &best, ones, MPI_2INT, MPI_MAXLOC, comm), REDUCE_SCATTER);
+    if (best.value != size - 1 || best.index != size - 1)
+      FAIL("MPI_Reduce_scatter MAXLOC on %s: expected (%d,%d), actual (%d,%d)", comm_name, size - 1,
+           size - 1, best.value, best.index);
+  }
+  MPI_Type_free(&triple);
+}
+
 /* --- modes ------------------------------------------------------------- */
 
 /* Threads mode: each thread all-reduces on its own communicator while the
@@ -458,6 +633,7 @@ int main(int argc, char** argv) {
     }
     reductions(MPI_COMM_WORLD, "MPI_COMM_WORLD", 1);
     data_movement(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+    exchanges(MPI_COMM_WORLD, "MPI_COMM_WORLD");
 
     MPI_Comm dup, parity, reversed;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -467,6 +643,8 @@ int main(int argc, char** argv) {
     reductions(parity, "parity split", 0);
     reductions(reversed, "reversed split", 0);
     data_movement(reversed, "reversed split");
+    exchanges(reversed, "reversed split");
+    exchanges(parity, "parity split");
 
     /* Communicators freed and made again: the drop-in's mapping goes with them. */
     for (int round = 0; round < 10; ++round) {
@@ -503,9 +681,9 @@ int main(int argc, char** argv) {
   PMPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD); /* not counted */
   if (!mismatch) {
     /* One write per line, so that ranks' lines do not interleave. */
-    char line[400];
+    char line[600];
     int used = snprintf(line, sizeof line, "dropin_program rank %d calls:", g_rank);
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < NUM_FUNCTIONS; ++i)
       used += snprintf(line + used, sizeof line - (size_t)used, " %s %ld;", kNames[i], g_calls[i]);
     printf("%s\n", line);
     fflush(stdout);
