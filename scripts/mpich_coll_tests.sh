@@ -11,6 +11,7 @@
 #     MPICH_TESTS=all     every testlist entry of the tests below (default)
 #     MPICH_TESTS=ci      entries with at most MPICH_TESTS_MAX_RANKS (5) ranks: CI's subset
 #     MPICH_TESTS_TIMEOUT seconds per run (default 180)
+#     MPICH_TESTS_ONLY="NAME ..."  only these tests (of the list below)
 #
 # Needs root (or sudo) the first time: it adds a deb-src entry for Debian's
 # main archive when apt has none, and runs apt-get update.
@@ -42,6 +43,13 @@ tests=(allred allredmany allred2 allred3 allred4 allred5 allred6 reduce red3 red
        scatterv
        opland oplor oplxor opband opbor opbxor opprod opsum opmin opminloc opmax opmaxloc uoplong
        icallreduce icbcast icreduce icallgather icbarrier)
+if [[ -n ${MPICH_TESTS_ONLY:-} ]]; then
+  read -ra only <<<"$MPICH_TESTS_ONLY"
+  for name in "${only[@]}"; do
+    [[ " ${tests[*]} " == *" $name "* ]] || { echo "mpich_coll_tests: $name is not in the list" >&2; exit 2; }
+  done
+  tests=("${only[@]}")
+fi
 
 # 1. The source: a deb-src entry, then apt-get source (download only).
 mkdir -p "$work"

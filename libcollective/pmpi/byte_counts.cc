@@ -28,6 +28,21 @@ std::span<const std::size_t> to_bytes(const int* values, int n, std::size_t unit
   return bytes;
 }
 
+bool blocks_overlap(std::span<const std::size_t> counts,
+                    std::span<const std::size_t> displacements) {
+  thread_local std::vector<std::size_t> order;
+  order.clear();
+  for (std::size_t q = 0; q < counts.size(); ++q) {
+    if (counts[q] > 0) order.push_back(q);
+  }
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return displacements[a] < displacements[b]; });
+  for (std::size_t i = 1; i < order.size(); ++i) {
+    if (displacements[order[i - 1]] + counts[order[i - 1]] > displacements[order[i]]) return true;
+  }
+  return false;
+}
+
 Extent extent_of(std::span<const std::size_t> counts, std::span<const std::size_t> displacements) {
   Extent extent;
   bool any = false;

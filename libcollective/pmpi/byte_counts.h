@@ -31,6 +31,12 @@ inline std::size_t total_of(std::span<const std::size_t> counts) {
   return total;
 }
 
+// Whether two blocks with non-zero counts overlap (a receive buffer's
+// blocks: MPI leaves writing one place twice undefined, and the library
+// refuses it, so such a call goes to PMPI_). Sorts in per-thread scratch.
+bool blocks_overlap(std::span<const std::size_t> counts,
+                    std::span<const std::size_t> displacements);
+
 // The bytes [lowest displacement, highest displacement + count) spans over
 // the blocks with a non-zero count (0 when every count is 0).
 struct Extent {

@@ -22,6 +22,7 @@ using collective::AllGatherOptions;
 using collective::AllToAllOptions;
 using collective::Communicator;
 using collective::DataType;
+using collective::pmpi::blocks_overlap;
 using collective::pmpi::contiguous_element_bytes;
 using collective::pmpi::CountsSlot;
 using collective::pmpi::extent_of;
@@ -36,6 +37,13 @@ using collective::pmpi::Target;
 using collective::pmpi::to_bytes;
 
 namespace {
+
+// This rank's block of an MPI_Allgatherv receive buffer: sending from it
+// is the library's in-place form.
+const char* own_block_of(const void* recvbuf, std::span<const std::size_t> displacements,
+                         int rank) {
+  return static_cast<const char*>(recvbuf) + displacements[static_cast<std::size_t>(rank)];
+}
 
 // The input of an in-place MPI_Alltoallv, kept per thread with its capacity.
 std::vector<std::byte>& in_place_copy() {
@@ -135,10 +143,11 @@ COLLECTIVE_PMPI_ENTRY int MPI_Alltoallv(const void* sendbuf, const int sendcount
       reason = "null buffer";
     } else if (!in_place && sendbuf == recvbuf && (sends || receives)) {
       reason = "send and receive buffers are the same without MPI_IN_PLACE";
-    } else if (!in_place && overlap_not_equal(static_cast<const char*>(sendbuf) + send_extent.begin,
-                                              send_extent.end - send_extent.begin,
-                                              static_cast<const char*>(recvbuf) + recv_extent.begin,
-                                              recv_extent.end - recv_extent.begin)) {
+    } else if (blocks_overlap(recv_counts, recv_displacements)) {
+      reason = "receive blocks overlap";
+    } else if (!in_place && sends && receives &&
+               overlap_not_equal(sendbuf, send_extent.end, recvbuf, recv_extent.end)) {
+      // The buffers as the library sees them: from their start to their last block's end.
       reason = "buffers overlap";
     }
   }
@@ -213,9 +222,11 @@ COLLECTIVE_PMPI_ENTRY int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI
     if ((recv_extent.end > recv_extent.begin && recvbuf == nullptr) ||
         (send_bytes > 0 && send == nullptr)) {
       reason = "null buffer";
-    } else if (!in_place && overlap_not_equal(send, send_bytes,
-                                              static_cast<const char*>(recvbuf) + recv_extent.begin,
-                                              recv_extent.end - recv_extent.begin)) {
+    } else if (blocks_overlap(recv_counts, recv_displacements)) {
+      reason = "receive blocks overlap";
+    } else if (!in_place && send != own_block_of(recvbuf, recv_displacements, target.rank) &&
+               overlap_not_equal(send, send_bytes, recvbuf, recv_extent.end)) {
+      // The buffers as the library sees them: recv from its start to its last block's end.
       reason = "buffers overlap";
     }
   }
