@@ -24,16 +24,18 @@
 
 static int g_rank, g_size;
 static _Atomic long g_failures; /* threads mode: several threads may fail */
-enum { NUM_FUNCTIONS = 10 };
+enum { NUM_FUNCTIONS = 14 };
 /* Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Barrier,
- * Alltoall, Alltoallv, Allgatherv, Reduce_scatter */
+ * Alltoall, Alltoallv, Allgatherv, Reduce_scatter, Gather, Gatherv, Scatter, Scatterv */
 static long g_calls[NUM_FUNCTIONS];
 static const char* const kNames[NUM_FUNCTIONS] = {"MPI_Allreduce",  "MPI_Reduce_scatter_block",
                                                   "MPI_Allgather",  "MPI_Bcast",
                                                   "MPI_Reduce",     "MPI_Barrier",
                                                   "MPI_Alltoall",   "MPI_Alltoallv",
-                                                  "MPI_Allgatherv", "MPI_Reduce_scatter"};
-enum { ALLTOALL = 6, ALLTOALLV, ALLGATHERV, REDUCE_SCATTER };
+                                                  "MPI_Allgatherv", "MPI_Reduce_scatter",
+                                                  "MPI_Gather",     "MPI_Gatherv",
+                                                  "MPI_Scatter",    "MPI_Scatterv"};
+enum { ALLTOALL = 6, ALLTOALLV, ALLGATHERV, REDUCE_SCATTER, GATHER, GATHERV, SCATTER, SCATTERV };
 
 #define FAIL(...)                                                              \
   do {                                                                         \
@@ -537,6 +539,140 @@ static void exchanges(MPI_Comm comm, const char* comm_name) {
   MPI_Type_free(&triple);
 }
 
+/* Rooted data movement from every root: MPI_Gather, MPI_Gatherv (uneven
+ * counts with zeros, reversed blocks with gaps), MPI_Scatter, MPI_Scatterv,
+ * out of place and in place at the root, and a vector type at the root
+ * with MPI_INT elsewhere (the ranks agree to pass it through). */
+static void rooted(MPI_Comm comm, const char* comm_name) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int gap = -7, n = 5;
+  int counts[64], displs[64];
+  int* send = malloc(sizeof(int) * (size_t)(3 * n * size + size + 1));
+  int* recv = malloc(sizeof(int) * (size_t)(3 * n * size + size + 1));
+  MPI_Datatype every_other;
+  MPI_Type_vector(n, 1, 2, MPI_INT, &every_other); /* gaps: not contiguous */
+  MPI_Type_commit(&every_other);
+  for (int root = 0; root < size; ++root) {
+    const int at_root = rank == root;
+    for (int variant = 0; variant < 2; ++variant) {
+      /* MPI_Gather */
+      for (int i = 0; i < n; ++i) send[i] = exchanged(rank, root, i);
+      for (int i = 0; i < n * size; ++i) recv[i] = gap;
+      if (variant == 1 && at_root) {
+        memcpy(recv + root * n, send, sizeof(int) * n);
+        MPI_OK(MPI_Gather(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, recv, n, MPI_INT, root, comm),
+               GATHER);
+      } else {
+        MPI_OK(MPI_Gather(send, n, MPI_INT, recv, n, MPI_INT, root, comm), GATHER);
+      }
+      for (int q = 0, wrong = 0; at_root && q < size && !wrong; ++q)
+        for (int i = 0; i < n && !wrong; ++i)
+          if (recv[q * n + i] != exchanged(q, root, i)) {
+            FAIL("MPI_Gather variant %d on %s root %d from %d index %d: expected %d, actual %d",
+                 variant, comm_name, root, q, i, exchanged(q, root, i), recv[q * n + i]);
+            wrong = 1;
+          }
+
+      /* MPI_Gatherv: rank q sends (q % 3) * n, reversed blocks with a gap after each */
+      int at = 0;
+      for (int q = size - 1; q >= 0; --q) {
+        counts[q] = (q % 3) * n;
+        displs[q] = at;
+        at += counts[q] + 1;
+      }
+      for (int i = 0; i < counts[rank]; ++i) send[i] = exchanged(rank, root, i);
+      for (int i = 0; i < at; ++i) recv[i] = gap;
+      if (variant == 1 && at_root) {
+        memcpy(recv + displs[root], send, sizeof(int) * (size_t)counts[root]);
+        MPI_OK(MPI_Gatherv(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, recv, counts, displs, MPI_INT, root,
+                           comm),
+               GATHERV);
+      } else {
+        MPI_OK(MPI_Gatherv(send, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, root, comm),
+               GATHERV);
+      }
+      for (int q = 0, wrong = 0; at_root && q < size && !wrong; ++q)
+        for (int i = 0; i <= counts[q] && !wrong; ++i) {
+          const int want = i < counts[q] ? exchanged(q, root, i) : gap;
+          if (recv[displs[q] + i] != want) {
+            FAIL("MPI_Gatherv variant %d on %s root %d from %d index %d: expected %d, actual %d",
+                 variant, comm_name, root, q, i, want, recv[displs[q] + i]);
+            wrong = 1;
+          }
+        }
+
+      /* MPI_Scatter */
+      for (int q = 0; q < size; ++q)
+        for (int i = 0; i < n; ++i) send[q * n + i] = at_root ? exchanged(root, q, i) : gap;
+      for (int i = 0; i <= n; ++i) recv[i] = gap;
+      if (variant == 1 && at_root) {
+        MPI_OK(MPI_Scatter(send, n, MPI_INT, MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, root, comm),
+               SCATTER);
+        memcpy(recv, send + root * n, sizeof(int) * n);
+      } else {
+        MPI_OK(MPI_Scatter(send, n, MPI_INT, recv, n, MPI_INT, root, comm), SCATTER);
+      }
+      for (int i = 0; i <= n; ++i) {
+        const int want = i < n ? exchanged(root, rank, i) : gap;
+        if (recv[i] != want) {
+          FAIL("MPI_Scatter variant %d on %s root %d index %d: expected %d, actual %d", variant,
+               comm_name, root, i, want, recv[i]);
+          break;
+        }
+      }
+
+      /* MPI_Scatterv: rank q gets (q % 3) * n from reversed blocks with gaps */
+      for (int i = 0; i < at; ++i) send[i] = gap;
+      for (int q = 0; q < size && at_root; ++q)
+        for (int i = 0; i < counts[q]; ++i) send[displs[q] + i] = exchanged(root, q, i);
+      for (int i = 0; i <= counts[rank]; ++i) recv[i] = gap;
+      if (variant == 1 && at_root) {
+        MPI_OK(MPI_Scatterv(send, counts, displs, MPI_INT, MPI_IN_PLACE, -1, MPI_DATATYPE_NULL,
+                            root, comm),
+               SCATTERV);
+        memcpy(recv, send + displs[root], sizeof(int) * (size_t)counts[root]);
+      } else {
+        MPI_OK(MPI_Scatterv(send, counts, displs, MPI_INT, recv, counts[rank], MPI_INT, root, comm),
+               SCATTERV);
+      }
+      for (int i = 0; i <= counts[rank]; ++i) {
+        const int want = i < counts[rank] ? exchanged(root, rank, i) : gap;
+        if (recv[i] != want) {
+          FAIL("MPI_Scatterv variant %d on %s root %d index %d: expected %d, actual %d", variant,
+               comm_name, root, i, want, recv[i]);
+          break;
+        }
+      }
+    }
+
+    /* The root gathers n ints from each rank into every other int of its
+     * blocks (a vector type it alone uses): passed through on every rank. */
+    for (int i = 0; i < n; ++i) send[i] = exchanged(rank, root, i);
+    for (int i = 0; i < 2 * n * size; ++i) recv[i] = gap;
+    MPI_Datatype resized;
+    MPI_Type_create_resized(every_other, 0, (MPI_Aint)(2 * n * sizeof(int)), &resized);
+    MPI_Type_commit(&resized);
+    MPI_OK(MPI_Gather(send, n, MPI_INT, recv, 1, resized, root, comm), GATHER);
+    for (int q = 0, wrong = 0; at_root && q < size && !wrong; ++q)
+      for (int i = 0; i < 2 * n && !wrong; ++i) {
+        const int want = i % 2 == 0 ? exchanged(q, root, i / 2) : gap;
+        if (recv[2 * n * q + i] != want) {
+          FAIL(
+              "MPI_Gather into a vector type on %s root %d from %d index %d: expected %d, "
+              "actual %d",
+              comm_name, root, q, i, want, recv[2 * n * q + i]);
+          wrong = 1;
+        }
+      }
+    MPI_Type_free(&resized);
+  }
+  MPI_Type_free(&every_other);
+  free(send);
+  free(recv);
+}
+
 /* --- modes ------------------------------------------------------------- */
 
 /* Threads mode: each thread all-reduces on its own communicator while the
@@ -645,6 +781,7 @@ int main(int argc, char** argv) {
     reductions(MPI_COMM_WORLD, "MPI_COMM_WORLD", 1);
     data_movement(MPI_COMM_WORLD, "MPI_COMM_WORLD");
     exchanges(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+    rooted(MPI_COMM_WORLD, "MPI_COMM_WORLD");
 
     MPI_Comm dup, parity, reversed;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -656,6 +793,7 @@ int main(int argc, char** argv) {
     data_movement(reversed, "reversed split");
     exchanges(reversed, "reversed split");
     exchanges(parity, "parity split");
+    rooted(reversed, "reversed split");
 
     /* Communicators freed and made again: the drop-in's mapping goes with them. */
     for (int round = 0; round < 10; ++round) {
@@ -692,7 +830,7 @@ int main(int argc, char** argv) {
   PMPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD); /* not counted */
   if (!mismatch) {
     /* One write per line, so that ranks' lines do not interleave. */
-    char line[600];
+    char line[800];
     int used = snprintf(line, sizeof line, "dropin_program rank %d calls:", g_rank);
     for (int i = 0; i < NUM_FUNCTIONS; ++i)
       used += snprintf(line + used, sizeof line - (size_t)used, " %s %ld;", kNames[i], g_calls[i]);

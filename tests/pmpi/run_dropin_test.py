@@ -31,7 +31,7 @@ import sys
 
 FUNCTIONS = ["MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast",
              "MPI_Reduce", "MPI_Barrier", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Allgatherv",
-             "MPI_Reduce_scatter"]
+             "MPI_Reduce_scatter", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"]
 
 
 def fail(message, output=""):
