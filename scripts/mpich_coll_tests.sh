@@ -30,7 +30,7 @@ as_root=()
 # The tests that call MPI_Allreduce, MPI_Reduce_scatter_block,
 # MPI_Reduce_scatter, MPI_Allgather, MPI_Allgatherv, MPI_Alltoall,
 # MPI_Alltoallv, MPI_Bcast, MPI_Reduce or MPI_Barrier (what the drop-in
-# serves), the gather and scatter ones (which it passes through: see
+# serves), the gather and scatter ones (served where every rank can:
 # docs/embedding.md), and the intercommunicator ones (what it must pass
 # through). Nonblocking, persistent and neighbourhood collectives and
 # MPI_Alltoallw are not served and not run. (Every MPICH test also ends with
