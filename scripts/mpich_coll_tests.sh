@@ -14,6 +14,7 @@
 #     COLLECTIVE_CI_STEP=build: only fetch, configure and build MPICH's tests
 #       (needs neither BUILD_DIR's drop-in nor a free machine: scripts/test.sh
 #       does it while other tests run); =test: only run them; unset, both.
+#     MPICH_TESTS_ONLY="NAME ..."  only these tests (of the list below)
 #
 # Needs root (or sudo) the first time: it adds a deb-src entry for Debian's
 # main archive when apt has none, and runs apt-get update.
@@ -34,15 +35,28 @@ as_root=()
 [[ $(id -u) -eq 0 ]] || as_root=(sudo)
 
 # The tests that call MPI_Allreduce, MPI_Reduce_scatter_block,
-# MPI_Allgather, MPI_Bcast, MPI_Reduce or MPI_Barrier (what the drop-in
-# serves), and the intercommunicator ones (what it must pass through).
-# Nonblocking, persistent and neighbourhood collectives are not served and
-# not run. (Every MPICH test also ends with an MPI_Allreduce in MTest_Finalize.)
+# MPI_Reduce_scatter, MPI_Allgather, MPI_Allgatherv, MPI_Alltoall,
+# MPI_Alltoallv, MPI_Bcast, MPI_Reduce or MPI_Barrier (what the drop-in
+# serves), the gather and scatter ones (served where every rank can:
+# docs/embedding.md), and the intercommunicator ones (what it must pass
+# through). Nonblocking, persistent and neighbourhood collectives and
+# MPI_Alltoallw are not served and not run. (Every MPICH test also ends with
+# an MPI_Allreduce in MTest_Finalize.)
 tests=(allred allredmany allred2 allred3 allred4 allred5 allred6 reduce red3 red4 op_coll
        allgather2 allgather3 allgather_struct bcasttest bcastzerotype coll7 coll8 coll9 coll10
        coll12 longuser red_scat_block red_scat_block2 redscatblk3 redscatbkinter
+       alltoall1 alltoallv alltoallv0 allgatherv2 allgatherv3 allgatherv4
+       redscat redscat2 redscat3 redscatinter gather gather2 gatherv scattern scatter2 scatter3
+       scatterv
        opland oplor oplxor opband opbor opbxor opprod opsum opmin opminloc opmax opmaxloc uoplong
        icallreduce icbcast icreduce icallgather icbarrier)
+if [[ -n ${MPICH_TESTS_ONLY:-} ]]; then
+  read -ra only <<<"$MPICH_TESTS_ONLY"
+  for name in "${only[@]}"; do
+    [[ " ${tests[*]} " == *" $name "* ]] || { echo "mpich_coll_tests: $name is not in the list" >&2; exit 2; }
+  done
+  tests=("${only[@]}")
+fi
 
 # 1. The source: a deb-src entry, then apt-get source (download only).
 mkdir -p "$work"

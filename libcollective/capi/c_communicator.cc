@@ -1,10 +1,12 @@
 // The communicator and collective entry points of collective_c.h, each a
 // thin call of the C++ API inside the error boundary (last_error.h).
 #include <cstring>
+#include <span>
 #include <string>
 
 #include "collective/collective.h"
 #include "collective/collective_c.h"
+#include "collective/in_tree/collectives.h"
 #include "comm_handles.h"
 #include "last_error.h"
 
@@ -76,12 +78,23 @@ int null_output(const char* operation, collective_comm_t comm, const char* what)
   return fail_argument(operation, rank_of(comm), std::string(what) + " pointer is NULL");
 }
 
+// A C array of one entry per rank of `c` as a span; NULL (where the call
+// needs the array) is refused naming the function and the argument.
+std::span<const std::size_t> per_rank(const char* operation, const Communicator& c,
+                                      const size_t* array, const char* name) {
+  if (array == nullptr) {
+    throw InvalidArgumentError(operation, c.rank(), std::string(name) + " is NULL");
+  }
+  return {array, static_cast<std::size_t>(c.size())};
+}
+
 }  // namespace
 }  // namespace collective::capi
 
 using collective::capi::fail_argument;
 using collective::capi::make_comm;
 using collective::capi::null_output;
+using collective::capi::per_rank;
 using collective::capi::rank_of;
 using collective::capi::to_options;
 using collective::capi::with_comm;
@@ -245,11 +258,120 @@ int collective_barrier(collective_comm_t comm, const collective_options_t* optio
   });
 }
 
+int collective_all_to_all(collective_comm_t comm, const void* send, void* recv, size_t count,
+                          int dtype, const collective_options_t* options) {
+  return with_comm("collective_all_to_all", comm, [&](collective::Communicator& c) {
+    c.all_to_all(send, recv, count, static_cast<collective::DataType>(dtype),
+                 to_options<collective::AllToAllOptions>(options));
+  });
+}
+
+int collective_all_to_all_v(collective_comm_t comm, const void* send, const size_t* send_counts,
+                            const size_t* send_displacements, void* recv, const size_t* recv_counts,
+                            const size_t* recv_displacements, int dtype,
+                            const collective_options_t* options) {
+  const char* operation = "collective_all_to_all_v";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    const auto recv_spans = per_rank(operation, c, recv_counts, "recv_counts");
+    const auto recv_places = per_rank(operation, c, recv_displacements, "recv_displacements");
+    // In place (send == recv) the send arrays are ignored and may be NULL.
+    const bool in_place = send == recv && send != nullptr;
+    const auto send_spans = in_place && send_counts == nullptr
+                                ? recv_spans
+                                : per_rank(operation, c, send_counts, "send_counts");
+    const auto send_places = in_place && send_displacements == nullptr
+                                 ? recv_places
+                                 : per_rank(operation, c, send_displacements, "send_displacements");
+    c.all_to_all_v(send, send_spans, send_places, recv, recv_spans, recv_places,
+                   static_cast<collective::DataType>(dtype),
+                   to_options<collective::AllToAllOptions>(options));
+  });
+}
+
+int collective_all_gather_v(collective_comm_t comm, const void* send, size_t send_count, void* recv,
+                            const size_t* recv_counts, const size_t* recv_displacements, int dtype,
+                            const collective_options_t* options) {
+  const char* operation = "collective_all_gather_v";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    const auto counts = per_rank(operation, c, recv_counts, "recv_counts");
+    const auto places = per_rank(operation, c, recv_displacements, "recv_displacements");
+    c.all_gather_v(send, send_count, recv, counts, places, static_cast<collective::DataType>(dtype),
+                   to_options<collective::AllGatherOptions>(options));
+  });
+}
+
+int collective_reduce_scatter_v(collective_comm_t comm, const void* send, void* recv,
+                                const size_t* recv_counts, int dtype, int op,
+                                const collective_options_t* options) {
+  const char* operation = "collective_reduce_scatter_v";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ReduceScatterOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    c.reduce_scatter_v(send, recv, per_rank(operation, c, recv_counts, "recv_counts"),
+                       static_cast<collective::DataType>(dtype), converted);
+  });
+}
+
+int collective_gather(collective_comm_t comm, const void* send, void* recv, size_t send_count,
+                      int dtype, int root, const collective_options_t* options) {
+  return with_comm("collective_gather", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::GatherOptions>(options);
+    converted.root = root;
+    c.gather(send, recv, send_count, static_cast<collective::DataType>(dtype), converted);
+  });
+}
+
+int collective_gather_v(collective_comm_t comm, const void* send, size_t send_count, void* recv,
+                        const size_t* recv_counts, const size_t* recv_displacements, int dtype,
+                        int root, const collective_options_t* options) {
+  const char* operation = "collective_gather_v";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::GatherOptions>(options);
+    converted.root = root;
+    // Significant at the root only: elsewhere the arrays may be NULL.
+    const bool at_root = c.rank() == root;
+    std::span<const std::size_t> counts, places;
+    if (at_root) {
+      counts = per_rank(operation, c, recv_counts, "recv_counts");
+      places = per_rank(operation, c, recv_displacements, "recv_displacements");
+    }
+    c.gather_v(send, send_count, recv, counts, places, static_cast<collective::DataType>(dtype),
+               converted);
+  });
+}
+
+int collective_scatter(collective_comm_t comm, const void* send, void* recv, size_t recv_count,
+                       int dtype, int root, const collective_options_t* options) {
+  return with_comm("collective_scatter", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ScatterOptions>(options);
+    converted.root = root;
+    c.scatter(send, recv, recv_count, static_cast<collective::DataType>(dtype), converted);
+  });
+}
+
+int collective_scatter_v(collective_comm_t comm, const void* send, const size_t* send_counts,
+                         const size_t* send_displacements, void* recv, size_t recv_count, int dtype,
+                         int root, const collective_options_t* options) {
+  const char* operation = "collective_scatter_v";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ScatterOptions>(options);
+    converted.root = root;
+    const bool at_root = c.rank() == root;
+    std::span<const std::size_t> counts, places;
+    if (at_root) {
+      counts = per_rank(operation, c, send_counts, "send_counts");
+      places = per_rank(operation, c, send_displacements, "send_displacements");
+    }
+    c.scatter_v(send, counts, places, recv, recv_count, static_cast<collective::DataType>(dtype),
+                converted);
+  });
+}
+
 int collective_comm_choose_algorithm(collective_comm_t comm, int kind, size_t count, int dtype,
                                      int requested, int* algorithm) {
   const char* operation = "collective_comm_choose_algorithm";
   if (algorithm == nullptr) return null_output(operation, comm, "algorithm");
-  if (kind < 0 || kind > COLLECTIVE_KIND_BARRIER) {
+  if (!collective::is_collective_kind(kind)) {  // the table's rows (c_kinds.cc)
     return fail_argument(operation, rank_of(comm),
                          "unknown collective kind " + std::to_string(kind));
   }

@@ -7,6 +7,7 @@
 
 #include "collective/collective.h"
 #include "collective/collective_c.h"
+#include "collective/in_tree/collectives.h"
 #include "last_error.h"
 
 namespace collective::capi {
@@ -97,7 +98,7 @@ const char* collective_algorithm_name(int algorithm) {
 }
 
 const char* collective_kind_name(int kind) {
-  const bool known = kind >= 0 && kind <= COLLECTIVE_KIND_BARRIER;
+  const bool known = collective::is_collective_kind(kind);  // the table's rows (c_kinds.cc)
   return name_or_null(known,
                       known ? collective::to_string(static_cast<collective::CollectiveKind>(kind))
                             : std::string_view());

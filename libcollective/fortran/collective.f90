@@ -67,6 +67,14 @@ module collective
   integer(c_int), parameter, public :: COLLECTIVE_KIND_BROADCAST = 3
   integer(c_int), parameter, public :: COLLECTIVE_KIND_REDUCE = 4
   integer(c_int), parameter, public :: COLLECTIVE_KIND_BARRIER = 5
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_ALL_TO_ALL = 6
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_ALL_TO_ALL_V = 7
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_ALL_GATHER_V = 8
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_REDUCE_SCATTER_V = 9
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_GATHER = 10
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_GATHER_V = 11
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_SCATTER = 12
+  integer(c_int), parameter, public :: COLLECTIVE_KIND_SCATTER_V = 13
 
   ! Memory kinds (collective_memory_t).
   integer(c_int), parameter, public :: COLLECTIVE_MEMORY_AUTO = 0
@@ -97,6 +105,9 @@ module collective
   public :: collective_comm_allocate, collective_comm_deallocate
   public :: collective_all_reduce, collective_reduce_scatter, collective_all_gather
   public :: collective_broadcast, collective_reduce, collective_barrier
+  public :: collective_all_to_all, collective_all_to_all_v, collective_all_gather_v
+  public :: collective_reduce_scatter_v, collective_gather, collective_gather_v
+  public :: collective_scatter, collective_scatter_v
   public :: collective_comm_choose_algorithm, collective_comm_last_algorithm
   public :: collective_comm_sequence_number, collective_comm_abort, collective_comm_aborted
   public :: collective_dtype_size, collective_built_with_nccl
@@ -252,6 +263,89 @@ module collective
       type(collective_comm), value :: comm
       type(collective_options), intent(in) :: options
     end function collective_barrier
+
+    ! Counts and displacements in elements, one per rank: the *_v
+    ! functions take them as type(c_ptr), c_loc(counts) of a TARGET
+    ! integer(c_size_t) array of the communicator's size, or c_null_ptr
+    ! where collective_c.h lets an array be NULL (in place, or significant
+    ! at the root only).
+    integer(c_int) function collective_all_to_all(comm, send, recv, count, dtype, options) &
+        bind(C, name="collective_all_to_all")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+    end function collective_all_to_all
+    integer(c_int) function collective_all_to_all_v(comm, send, send_counts, send_displacements, &
+                                                    recv, recv_counts, recv_displacements, dtype, &
+                                                    options) &
+        bind(C, name="collective_all_to_all_v")
+      import :: c_int, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, send_counts, send_displacements
+      type(c_ptr), value :: recv, recv_counts, recv_displacements
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+    end function collective_all_to_all_v
+    integer(c_int) function collective_all_gather_v(comm, send, send_count, recv, recv_counts, &
+                                                    recv_displacements, dtype, options) &
+        bind(C, name="collective_all_gather_v")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv, recv_counts, recv_displacements
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+    end function collective_all_gather_v
+    integer(c_int) function collective_reduce_scatter_v(comm, send, recv, recv_counts, dtype, op, &
+                                                        options) &
+        bind(C, name="collective_reduce_scatter_v")
+      import :: c_int, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv, recv_counts
+      integer(c_int), value :: dtype, op
+      type(collective_options), intent(in) :: options
+    end function collective_reduce_scatter_v
+    integer(c_int) function collective_gather(comm, send, recv, send_count, dtype, root, options) &
+        bind(C, name="collective_gather")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+    end function collective_gather
+    integer(c_int) function collective_gather_v(comm, send, send_count, recv, recv_counts, &
+                                                recv_displacements, dtype, root, options) &
+        bind(C, name="collective_gather_v")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv, recv_counts, recv_displacements
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+    end function collective_gather_v
+    integer(c_int) function collective_scatter(comm, send, recv, recv_count, dtype, root, options) &
+        bind(C, name="collective_scatter")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+    end function collective_scatter
+    integer(c_int) function collective_scatter_v(comm, send, send_counts, send_displacements, &
+                                                 recv, recv_count, dtype, root, options) &
+        bind(C, name="collective_scatter_v")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, send_counts, send_displacements, recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+    end function collective_scatter_v
 
     integer(c_int) function collective_comm_choose_algorithm(comm, kind, count, dtype, requested, &
                                                              algorithm) &

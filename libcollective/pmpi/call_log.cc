@@ -13,7 +13,9 @@
 
 namespace collective::pmpi {
 
-int log_level() {
+std::atomic<int> log_level_read{-1};
+
+int read_log_level() {
   // Read by the library's parameter reader. Logging never throws into an MPI
   // program: a malformed value logs one WARN line and leaves logging off.
   static const int level = [] {
@@ -24,6 +26,7 @@ int log_level() {
       return 0;
     }
   }();
+  log_level_read.store(level, std::memory_order_relaxed);
   return level;
 }
 
@@ -41,10 +44,8 @@ Counts counts;
 }  // namespace
 
 const char* mpi_name(Intercepted call) {
-  static constexpr std::array<const char*, kNumIntercepted> kNames = {
-      "MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast", "MPI_Reduce",
-      "MPI_Barrier"};
-  return kNames[static_cast<std::size_t>(call)];
+  // The names are string literals: data() is NUL-terminated.
+  return kInterceptedNames[static_cast<std::size_t>(call)].data();
 }
 
 void log_served(Intercepted call, int rank, const char* algorithm) {
@@ -71,7 +72,7 @@ void log_failed(Intercepted call, int rank) {
   }
 }
 
-void log_passed(Intercepted call, int rank, const std::string& reason) {
+void log_passed(Intercepted call, int rank, const char* reason) {
   if (log_level() <= 0) return;
   {
     std::lock_guard<std::mutex> lock(counts_mutex);
@@ -79,7 +80,7 @@ void log_passed(Intercepted call, int rank, const std::string& reason) {
   }
   if (log_level() >= 2) {
     std::fprintf(stderr, "libcollective_mpi rank %d: %s passed to PMPI: %s\n", rank, mpi_name(call),
-                 reason.c_str());
+                 reason);
   }
 }
 

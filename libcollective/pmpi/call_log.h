@@ -3,31 +3,31 @@
 // MPI_Finalize. 2: that, plus one line per call.
 #pragma once
 
+#include <atomic>
 #include <string>
+
+#include "intercept_table.h"
 
 namespace collective::pmpi {
 
-enum class Intercepted : int {
-  kAllreduce = 0,
-  kReduceScatterBlock,
-  kAllgather,
-  kBcast,
-  kReduce,
-  kBarrier,
-};
-inline constexpr int kNumIntercepted = 6;
 const char* mpi_name(Intercepted call);
 
 // Records a served call (`algorithm`: the one libcollective ran).
 void log_served(Intercepted call, int rank, const char* algorithm);
 // Records a call passed to PMPI_ and the rule that sent it there.
-void log_passed(Intercepted call, int rank, const std::string& reason);
+void log_passed(Intercepted call, int rank, const char* reason);
 // Records a call libcollective took but failed (reported through the
 // communicator's error handler).
 void log_failed(Intercepted call, int rank);
 // Writes this rank's summary (at level >= 1) and resets the counts.
 void log_summary(int rank);
-// The COLLECTIVE_PMPI_LOG level (0 when unset).
-int log_level();
+// The COLLECTIVE_PMPI_LOG level (0 when unset), read once; later calls
+// read one integer.
+extern std::atomic<int> log_level_read;  // -1 until read
+int read_log_level();
+inline int log_level() {
+  const int level = log_level_read.load(std::memory_order_relaxed);
+  return level >= 0 ? level : read_log_level();
+}
 
 }  // namespace collective::pmpi

@@ -1,5 +1,6 @@
 #include "comm_map.h"
 
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -24,6 +25,7 @@ std::set<MPI_Comm> mapped;  // the caller's communicators holding a Mapping
 
 int delete_mapping(MPI_Comm comm, int, void* value, void*) {
   ReentryGuard guard;  // freeing our duplicate calls MPI
+  forget_all_comms();  // no thread may find it in its cache from now on
   delete static_cast<Mapping*>(value);
   std::lock_guard<std::mutex> lock(mapping_mutex);
   mapped.erase(comm);
@@ -55,7 +57,7 @@ Communicator duplicate_without_attributes(MPI_Comm comm) {
 
 }  // namespace
 
-Communicator& mapped_communicator(MPI_Comm comm) {
+ServedComm mapped_communicator(MPI_Comm comm) {
   {
     std::lock_guard<std::mutex> lock(mapping_mutex);
     if (keyval == MPI_KEYVAL_INVALID) {
@@ -68,15 +70,20 @@ Communicator& mapped_communicator(MPI_Comm comm) {
   void* value = nullptr;
   int found = 0;
   PMPI_Comm_get_attr(comm, keyval, &value, &found);
-  if (found) return static_cast<Mapping*>(value)->communicator;
-
-  auto mapping = std::make_unique<Mapping>(Mapping{duplicate_without_attributes(comm)});
-  PMPI_Comm_set_attr(comm, keyval, mapping.get());
-  {
-    std::lock_guard<std::mutex> lock(mapping_mutex);
-    mapped.insert(comm);
+  Mapping* mapping = static_cast<Mapping*>(value);
+  if (!found) {
+    auto made = std::make_unique<Mapping>(Mapping{duplicate_without_attributes(comm)});
+    PMPI_Comm_set_attr(comm, keyval, made.get());
+    {
+      std::lock_guard<std::mutex> lock(mapping_mutex);
+      mapped.insert(comm);
+    }
+    mapping = made.release();
   }
-  return mapping.release()->communicator;
+  const ServedComm served{&mapping->communicator, mapping->communicator.rank(),
+                          mapping->communicator.size()};
+  remember_comm(comm, served);
+  return served;
 }
 
 void release_all() {

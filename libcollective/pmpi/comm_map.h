@@ -11,13 +11,15 @@
 #include <mpi.h>
 
 #include "collective/communicator.h"
+#include "comm_cache.h"
 
 namespace collective::pmpi {
 
 // The Communicator for `comm`, made on first use (collective over comm:
 // every rank reaches it at the same call, since every rank serves the same
-// calls). Throws what Communicator::from_mpi throws.
-Communicator& mapped_communicator(MPI_Comm comm);
+// calls), and remembered in this thread's cache (comm_cache.h). Throws what
+// Communicator::from_mpi throws.
+ServedComm mapped_communicator(MPI_Comm comm);
 
 // Deletes every mapping (freeing our duplicates) and the attribute key.
 void release_all();

@@ -18,8 +18,11 @@ class ReentryGuard {
   static bool active() { return depth() > 0; }
 
  private:
+  // initial-exec: read without a call to __tls_get_addr on every
+  // intercepted call (the drop-in is loaded at start-up, LD_PRELOADed or
+  // linked, where static TLS has room for it).
   static int& depth() {
-    thread_local int value = 0;
+    thread_local int value __attribute__((tls_model("initial-exec"))) = 0;
     return value;
   }
 };

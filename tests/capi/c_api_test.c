@@ -236,6 +236,245 @@ static void test_data_movement(collective_comm_t comm) {
   CHECK_OK(collective_barrier(comm, NULL));
 }
 
+/* --- all_to_all(_v), all_gather_v, reduce_scatter_v, gather(_v), scatter(_v) --- */
+
+/* Element i of what rank src sends to rank dst: exact in every dtype. */
+static long moved(int src, int dst, size_t i) { return (long)((src * 5 + dst * 3 + i) % 11); }
+static const long kUntouched = 13; /* gaps between blocks must keep it */
+
+static void fill(void* buffer, int dtype, size_t count, long value) {
+  for (size_t i = 0; i < count; ++i) store(buffer, dtype, i, value);
+}
+
+/* Checks buffer[at + i] == want(i) for i < count; names the call, rank,
+ * index, expected and actual of the first wrong element. */
+#define CHECK_RANGE(what, buffer, dtype, at, count, want_expr)                                  \
+  do {                                                                                          \
+    for (size_t i_ = 0; i_ < (count); ++i_) {                                                   \
+      const size_t i = i_;                                                                      \
+      const double want_ = (double)(want_expr), got_ = load((buffer), (dtype), (at) + i_);      \
+      if (want_ != got_) {                                                                      \
+        CHECK(0, "%s dtype=%s count=%zu index %zu: expected %g, actual %g", (what),             \
+              collective_dtype_name(dtype), (size_t)(count), (size_t)((at) + i_), want_, got_); \
+        break;                                                                                  \
+      }                                                                                         \
+      (void)i;                                                                                  \
+    }                                                                                           \
+  } while (0)
+
+/* Uneven per-peer counts with zeros: how many elements rank a sends to rank b
+ * (symmetric in a and b, so both ends agree). */
+static size_t pair_count(int a, int b, size_t count) { return (size_t)((a + b) % 3) * count; }
+
+static void test_new_collectives(collective_comm_t comm) {
+  const size_t p = (size_t)g_size;
+  size_t counts[64], places[64], recv_counts[64], recv_places[64];
+  for (int dtype = 0; dtype < 8; ++dtype) {
+    const size_t bytes = collective_dtype_size(dtype);
+    for (int c = 0; c < kNumCounts; ++c) {
+      const size_t count = kCounts[c];
+      /* Buffers big enough for every form below, gaps included. */
+      const size_t room = 3 * count * p + 2 * p + 1;
+      void* send = alloc_elements(room, dtype);
+      void* recv = alloc_elements(room, dtype);
+
+      /* all_to_all, out of place and in place */
+      for (size_t q = 0; q < p; ++q)
+        for (size_t i = 0; i < count; ++i)
+          store(send, dtype, q * count + i, moved(g_rank, (int)q, i));
+      fill(recv, dtype, count * p, kUntouched);
+      CHECK_OK(collective_all_to_all(comm, send, recv, count, dtype, NULL));
+      for (size_t q = 0; q < p; ++q)
+        CHECK_RANGE("all_to_all", recv, dtype, q * count, count, moved((int)q, g_rank, i));
+      memcpy(recv, send, count * p * bytes);
+      CHECK_OK(collective_all_to_all(comm, recv, recv, count, dtype, NULL));
+      for (size_t q = 0; q < p; ++q)
+        CHECK_RANGE("all_to_all in place", recv, dtype, q * count, count, moved((int)q, g_rank, i));
+
+      /* all_to_all_v: uneven counts with zeros, one untouched element
+       * between blocks, blocks in reverse rank order on the receive side. */
+      size_t at = 0;
+      for (size_t q = 0; q < p; ++q) {
+        counts[q] = pair_count(g_rank, (int)q, count);
+        places[q] = at;
+        for (size_t i = 0; i < counts[q]; ++i) store(send, dtype, at + i, moved(g_rank, (int)q, i));
+        at += counts[q] + 1;
+      }
+      at = 0;
+      for (size_t k = p; k-- > 0;) {
+        recv_counts[k] = pair_count((int)k, g_rank, count);
+        recv_places[k] = at;
+        at += recv_counts[k] + 1;
+      }
+      const size_t recv_span = at;
+      fill(recv, dtype, recv_span, kUntouched);
+      CHECK_OK(collective_all_to_all_v(comm, send, counts, places, recv, recv_counts, recv_places,
+                                       dtype, NULL));
+      for (size_t q = 0; q < p; ++q) {
+        CHECK_RANGE("all_to_all_v", recv, dtype, recv_places[q], recv_counts[q],
+                    moved((int)q, g_rank, i));
+        CHECK_RANGE("all_to_all_v gap", recv, dtype, recv_places[q] + recv_counts[q], 1,
+                    kUntouched);
+      }
+      /* In place: recv_counts and recv_places describe both sides. */
+      fill(recv, dtype, recv_span, kUntouched);
+      for (size_t q = 0; q < p; ++q)
+        for (size_t i = 0; i < recv_counts[q]; ++i)
+          store(recv, dtype, recv_places[q] + i, moved(g_rank, (int)q, i));
+      CHECK_OK(collective_all_to_all_v(comm, recv, NULL, NULL, recv, recv_counts, recv_places,
+                                       dtype, NULL));
+      for (size_t q = 0; q < p; ++q) {
+        CHECK_RANGE("all_to_all_v in place", recv, dtype, recv_places[q], recv_counts[q],
+                    moved((int)q, g_rank, i));
+        CHECK_RANGE("all_to_all_v in place gap", recv, dtype, recv_places[q] + recv_counts[q], 1,
+                    kUntouched);
+      }
+
+      /* all_gather_v: rank q contributes (q % 3) * count elements (zeros
+       * included), blocks in reverse order with a gap after each. */
+      at = 0;
+      for (size_t k = p; k-- > 0;) {
+        recv_counts[k] = (k % 3) * count;
+        recv_places[k] = at;
+        at += recv_counts[k] + 1;
+      }
+      const size_t mine = recv_counts[g_rank];
+      for (size_t i = 0; i < mine; ++i) store(send, dtype, i, moved(g_rank, 0, i));
+      fill(recv, dtype, at, kUntouched);
+      CHECK_OK(
+          collective_all_gather_v(comm, send, mine, recv, recv_counts, recv_places, dtype, NULL));
+      for (size_t q = 0; q < p; ++q) {
+        CHECK_RANGE("all_gather_v", recv, dtype, recv_places[q], recv_counts[q],
+                    moved((int)q, 0, i));
+        CHECK_RANGE("all_gather_v gap", recv, dtype, recv_places[q] + recv_counts[q], 1,
+                    kUntouched);
+      }
+      fill(recv, dtype, at, kUntouched);
+      char* own = (char*)recv + recv_places[g_rank] * bytes;
+      memcpy(own, send, mine * bytes);
+      CHECK_OK(
+          collective_all_gather_v(comm, own, mine, recv, recv_counts, recv_places, dtype, NULL));
+      for (size_t q = 0; q < p; ++q)
+        CHECK_RANGE("all_gather_v in place", recv, dtype, recv_places[q], recv_counts[q],
+                    moved((int)q, 0, i));
+
+      /* reduce_scatter_v (SUM): rank q gets (q % 3) * count elements. */
+      size_t total = 0, before = 0;
+      for (size_t q = 0; q < p; ++q) {
+        recv_counts[q] = (q % 3) * count;
+        if ((int)q < g_rank) before += recv_counts[q];
+        total += recv_counts[q];
+      }
+      for (size_t i = 0; i < total; ++i)
+        store(send, dtype, i, input(dtype, COLLECTIVE_SUM, g_rank, i));
+      fill(recv, dtype, total + 1, kUntouched);
+      CHECK_OK(
+          collective_reduce_scatter_v(comm, send, recv, recv_counts, dtype, COLLECTIVE_SUM, NULL));
+      CHECK_RANGE("reduce_scatter_v", recv, dtype, 0, recv_counts[g_rank],
+                  expected_reduction(dtype, COLLECTIVE_SUM, before + i));
+      CHECK_RANGE("reduce_scatter_v past its block", recv, dtype, recv_counts[g_rank], 1,
+                  kUntouched);
+      memcpy(recv, send, total * bytes);
+      char* own_block = (char*)recv + before * bytes;
+      CHECK_OK(collective_reduce_scatter_v(comm, recv, own_block, recv_counts, dtype,
+                                           COLLECTIVE_SUM, NULL));
+      CHECK_RANGE("reduce_scatter_v in place", recv, dtype, before, recv_counts[g_rank],
+                  expected_reduction(dtype, COLLECTIVE_SUM, before + i));
+
+      for (int root = 0; root < g_size; ++root) {
+        const int at_root = g_rank == root;
+        /* gather, out of place and in place at the root */
+        for (size_t i = 0; i < count; ++i) store(send, dtype, i, moved(g_rank, root, i));
+        fill(recv, dtype, count * p, kUntouched);
+        CHECK_OK(collective_gather(comm, send, at_root ? recv : NULL, count, dtype, root, NULL));
+        if (at_root)
+          for (size_t q = 0; q < p; ++q)
+            CHECK_RANGE("gather", recv, dtype, q * count, count, moved((int)q, root, i));
+        if (at_root) {
+          fill(recv, dtype, count * p, kUntouched);
+          memcpy((char*)recv + (size_t)root * count * bytes, send, count * bytes);
+        }
+        CHECK_OK(collective_gather(comm,
+                                   at_root ? (char*)recv + (size_t)root * count * bytes : send,
+                                   at_root ? recv : NULL, count, dtype, root, NULL));
+        if (at_root)
+          for (size_t q = 0; q < p; ++q)
+            CHECK_RANGE("gather in place", recv, dtype, q * count, count, moved((int)q, root, i));
+
+        /* gather_v: rank q sends (q % 3) * count, placed in reverse order with gaps */
+        at = 0;
+        for (size_t k = p; k-- > 0;) {
+          recv_counts[k] = (k % 3) * count;
+          recv_places[k] = at;
+          at += recv_counts[k] + 1;
+        }
+        fill(recv, dtype, at, kUntouched);
+        for (size_t i = 0; i < recv_counts[g_rank]; ++i)
+          store(send, dtype, i, moved(g_rank, root, i));
+        CHECK_OK(collective_gather_v(comm, send, recv_counts[g_rank], at_root ? recv : NULL,
+                                     at_root ? recv_counts : NULL, at_root ? recv_places : NULL,
+                                     dtype, root, NULL));
+        if (at_root)
+          for (size_t q = 0; q < p; ++q) {
+            CHECK_RANGE("gather_v", recv, dtype, recv_places[q], recv_counts[q],
+                        moved((int)q, root, i));
+            CHECK_RANGE("gather_v gap", recv, dtype, recv_places[q] + recv_counts[q], 1,
+                        kUntouched);
+          }
+
+        /* scatter, out of place and in place at the root */
+        if (at_root)
+          for (size_t q = 0; q < p; ++q)
+            for (size_t i = 0; i < count; ++i)
+              store(send, dtype, q * count + i, moved(root, (int)q, i));
+        fill(recv, dtype, count + 1, kUntouched);
+        CHECK_OK(collective_scatter(comm, at_root ? send : NULL, recv, count, dtype, root, NULL));
+        CHECK_RANGE("scatter", recv, dtype, 0, count, moved(root, g_rank, i));
+        CHECK_RANGE("scatter past its block", recv, dtype, count, 1, kUntouched);
+        CHECK_OK(collective_scatter(comm, at_root ? send : NULL,
+                                    at_root ? (char*)send + (size_t)root * count * bytes : recv,
+                                    count, dtype, root, NULL));
+        if (at_root)
+          for (size_t q = 0; q < p; ++q)
+            CHECK_RANGE("scatter in place (send unchanged)", send, dtype, q * count, count,
+                        moved(root, (int)q, i));
+        else CHECK_RANGE("scatter (root in place)", recv, dtype, 0, count, moved(root, g_rank, i));
+
+        /* scatter_v: rank q gets (q % 3) * count from places with gaps */
+        at = 0;
+        for (size_t k = p; k-- > 0;) {
+          counts[k] = (k % 3) * count;
+          places[k] = at;
+          if (at_root)
+            for (size_t i = 0; i < counts[k]; ++i)
+              store(send, dtype, at + i, moved(root, (int)k, i));
+          at += counts[k] + 1;
+        }
+        fill(recv, dtype, counts[g_rank] + 1, kUntouched);
+        CHECK_OK(collective_scatter_v(comm, at_root ? send : NULL, at_root ? counts : NULL,
+                                      at_root ? places : NULL, recv, counts[g_rank], dtype, root,
+                                      NULL));
+        CHECK_RANGE("scatter_v", recv, dtype, 0, counts[g_rank], moved(root, g_rank, i));
+        CHECK_RANGE("scatter_v past its block", recv, dtype, counts[g_rank], 1, kUntouched);
+      }
+      free(send);
+      free(recv);
+    }
+  }
+
+  /* A NULL array that the call needs is refused, naming it, before any buffer is touched. */
+  long untouched = kUntouched;
+  const int status =
+      collective_all_gather_v(comm, &untouched, 1, &untouched, NULL, NULL, COLLECTIVE_INT64, NULL);
+  CHECK(status == COLLECTIVE_ERR_INVALID_ARGUMENT &&
+            strstr(collective_last_error(), "collective_all_gather_v") != NULL &&
+            strstr(collective_last_error(), "recv_counts is NULL") != NULL,
+        "all_gather_v with NULL recv_counts: status %s, message \"%s\"",
+        collective_status_name(status), collective_last_error());
+  CHECK(untouched == kUntouched, "all_gather_v refused but wrote its buffer: %ld", untouched);
+  collective_clear_last_error();
+}
+
 /* Forced algorithms through the options struct, and its defaults. */
 static void test_options(collective_comm_t comm) {
   collective_options_t defaults = COLLECTIVE_OPTIONS_INIT, initialized;
@@ -403,6 +642,16 @@ static void test_names(void) {
   }
   CHECK(strcmp(collective_kind_name(COLLECTIVE_KIND_REDUCE_SCATTER), "reduce_scatter") == 0,
         "kind");
+  static const char* const kKindNames[] = {
+      "all_reduce", "reduce_scatter", "all_gather",   "broadcast",    "reduce",
+      "barrier",    "all_to_all",     "all_to_all_v", "all_gather_v", "reduce_scatter_v",
+      "gather",     "gather_v",       "scatter",      "scatter_v"};
+  for (int k = 0; k <= COLLECTIVE_KIND_SCATTER_V; ++k)
+    CHECK(collective_kind_name(k) != NULL && strcmp(collective_kind_name(k), kKindNames[k]) == 0,
+          "kind %d: expected name %s, actual %s", k, kKindNames[k],
+          collective_kind_name(k) ? collective_kind_name(k) : "NULL");
+  CHECK(collective_kind_name(COLLECTIVE_KIND_SCATTER_V + 1) == NULL,
+        "a kind past the enum has a name");
   CHECK(collective_dtype_name(8) == NULL && collective_op_name(-1) == NULL &&
             collective_algorithm_name(7) == NULL && collective_status_name(7) == NULL &&
             collective_dtype_size(8) == 0,
@@ -444,6 +693,7 @@ int main(int argc, char** argv) {
   test_names();
   test_reductions(world);
   test_data_movement(from_fint);
+  test_new_collectives(world);
   test_options(world);
 
   /* A split communicator: even and odd ranks. */

@@ -18,7 +18,8 @@ program fortran_api_test
   integer(c_int32_t), target :: i_send(n), i_recv(n)
   integer(c_int64_t), target :: l_send(n), l_recv(n)
   integer(c_int8_t), target :: b_send(n), b_recv(n)
-  integer(c_int32_t), allocatable, target :: gathered(:), blocks(:)
+  integer(c_int32_t), allocatable, target :: gathered(:), blocks(:), a2a(:)
+  integer(c_size_t), allocatable, target :: v_counts(:), v_places(:)
   character(len=400) :: message
   character(len=32) :: rank_text
   integer(c_size_t) :: length
@@ -121,6 +122,105 @@ program fortran_api_test
         call fail_value('all_gather int32', 3 * r + i, real(10 * r + i, c_double), real(gathered(3 * r + i), c_double))
       end if
     end do
+  end do
+
+  ! all_to_all int32: element i of the block rank r sends rank q is 100*r + 10*q + i.
+  deallocate(gathered)
+  allocate(gathered(3 * size), a2a(3 * size), v_counts(size), v_places(size))
+  do r = 0, size - 1
+    do i = 1, 3
+      a2a(3 * r + i) = int(100 * rank + 10 * r + i, c_int32_t)
+    end do
+  end do
+  gathered = -1
+  call expect_ok(collective_all_to_all(world, c_loc(a2a), c_loc(gathered), 3_c_size_t, COLLECTIVE_INT32, &
+                                       collective_options_default), 'all_to_all')
+  do r = 0, size - 1
+    do i = 1, 3
+      if (gathered(3 * r + i) /= 100 * r + 10 * rank + i) then
+        call fail_value('all_to_all int32', 3 * r + i, real(100 * r + 10 * rank + i, c_double), &
+                        real(gathered(3 * r + i), c_double))
+      end if
+    end do
+  end do
+
+  ! all_gather_v int32: rank r contributes r elements (rank 0 none), 10*r + i.
+  do r = 0, size - 1
+    v_counts(r + 1) = int(r, c_size_t)
+    v_places(r + 1) = int(r * (r - 1) / 2, c_size_t)
+  end do
+  do i = 1, rank
+    a2a(i) = int(10 * rank + i, c_int32_t)
+  end do
+  gathered = -1
+  call expect_ok(collective_all_gather_v(world, c_loc(a2a), int(rank, c_size_t), c_loc(gathered), &
+                                         c_loc(v_counts), c_loc(v_places), COLLECTIVE_INT32, &
+                                         collective_options_default), 'all_gather_v')
+  do r = 0, size - 1
+    do i = 1, r
+      if (gathered(r * (r - 1) / 2 + i) /= 10 * r + i) then
+        call fail_value('all_gather_v int32', r * (r - 1) / 2 + i, real(10 * r + i, c_double), &
+                        real(gathered(r * (r - 1) / 2 + i), c_double))
+      end if
+    end do
+  end do
+  if (size * (size - 1) / 2 < 3 * size) then
+    if (gathered(size * (size - 1) / 2 + 1) /= -1) then
+      call fail_value('all_gather_v past the blocks', size * (size - 1) / 2 + 1, -1.0_c_double, &
+                      real(gathered(size * (size - 1) / 2 + 1), c_double))
+    end if
+  end if
+
+  ! gather and scatter int32 from every root; gather_v to the root with c_null_ptr elsewhere.
+  do root = 0, size - 1
+    do i = 1, 3
+      a2a(i) = int(100 * rank + i, c_int32_t)
+    end do
+    gathered = -1
+    call expect_ok(collective_gather(world, c_loc(a2a), c_loc(gathered), 3_c_size_t, COLLECTIVE_INT32, root, &
+                                     collective_options_default), 'gather')
+    if (rank == root) then
+      do r = 0, size - 1
+        do i = 1, 3
+          if (gathered(3 * r + i) /= 100 * r + i) then
+            call fail_value('gather int32', 3 * r + i, real(100 * r + i, c_double), real(gathered(3 * r + i), c_double))
+          end if
+        end do
+      end do
+    end if
+    do r = 0, size - 1
+      do i = 1, 3
+        a2a(3 * r + i) = int(1000 * root + 10 * r + i, c_int32_t)
+      end do
+    end do
+    gathered = -1
+    call expect_ok(collective_scatter(world, c_loc(a2a), c_loc(gathered), 3_c_size_t, COLLECTIVE_INT32, root, &
+                                      collective_options_default), 'scatter')
+    do i = 1, 3
+      if (gathered(i) /= 1000 * root + 10 * rank + i) then
+        call fail_value('scatter int32', i, real(1000 * root + 10 * rank + i, c_double), real(gathered(i), c_double))
+      end if
+    end do
+    do i = 1, rank
+      a2a(i) = int(10 * rank + i, c_int32_t)
+    end do
+    gathered = -1
+    if (rank == root) then
+      call expect_ok(collective_gather_v(world, c_loc(a2a), int(rank, c_size_t), c_loc(gathered), c_loc(v_counts), &
+                                         c_loc(v_places), COLLECTIVE_INT32, root, collective_options_default), &
+                     'gather_v at the root')
+      do r = 0, size - 1
+        do i = 1, r
+          if (gathered(r * (r - 1) / 2 + i) /= 10 * r + i) then
+            call fail_value('gather_v int32', r * (r - 1) / 2 + i, real(10 * r + i, c_double), &
+                            real(gathered(r * (r - 1) / 2 + i), c_double))
+          end if
+        end do
+      end do
+    else
+      call expect_ok(collective_gather_v(world, c_loc(a2a), int(rank, c_size_t), c_null_ptr, c_null_ptr, c_null_ptr, &
+                                         COLLECTIVE_INT32, root, collective_options_default), 'gather_v off the root')
+    end if
   end do
 
   ! broadcast and reduce from every root.

@@ -24,10 +24,18 @@
 
 static int g_rank, g_size;
 static _Atomic long g_failures; /* threads mode: several threads may fail */
-static long g_calls[6]; /* Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Barrier */
-static const char* const kNames[6] = {"MPI_Allreduce", "MPI_Reduce_scatter_block",
-                                      "MPI_Allgather", "MPI_Bcast",
-                                      "MPI_Reduce",    "MPI_Barrier"};
+enum { NUM_FUNCTIONS = 14 };
+/* Allreduce, Reduce_scatter_block, Allgather, Bcast, Reduce, Barrier,
+ * Alltoall, Alltoallv, Allgatherv, Reduce_scatter, Gather, Gatherv, Scatter, Scatterv */
+static long g_calls[NUM_FUNCTIONS];
+static const char* const kNames[NUM_FUNCTIONS] = {"MPI_Allreduce",  "MPI_Reduce_scatter_block",
+                                                  "MPI_Allgather",  "MPI_Bcast",
+                                                  "MPI_Reduce",     "MPI_Barrier",
+                                                  "MPI_Alltoall",   "MPI_Alltoallv",
+                                                  "MPI_Allgatherv", "MPI_Reduce_scatter",
+                                                  "MPI_Gather",     "MPI_Gatherv",
+                                                  "MPI_Scatter",    "MPI_Scatterv"};
+enum { ALLTOALL = 6, ALLTOALLV, ALLGATHERV, REDUCE_SCATTER, GATHER, GATHERV, SCATTER, SCATTERV };
 
 #define FAIL(...)                                                              \
   do {                                                                         \
@@ -351,6 +359,320 @@ static void data_movement(MPI_Comm comm, const char* comm_name) {
   MPI_OK(MPI_Barrier(comm), 5);
 }
 
+/* What rank `src` sends rank `dst` as element i of an exchange. */
+static int exchanged(int src, int dst, int i) { return src * 1000000 + dst * 1000 + i; }
+
+/* The exchanges with a block per peer: MPI_Alltoall (out of place, in
+ * place, ints as triples), MPI_Alltoallv and MPI_Allgatherv (uneven counts
+ * with zeros, blocks in reverse order with a gap after each, in place),
+ * MPI_Reduce_scatter (uneven counts, in place, and a MAXLOC passed
+ * through). Every element and every gap checked. */
+static void exchanges(MPI_Comm comm, const char* comm_name) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Datatype triple;
+  MPI_Type_contiguous(3, MPI_INT, &triple);
+  MPI_Type_commit(&triple);
+  const int gap = -7;
+  const int blocks[] = {0, 1, 3, 1000};
+  int counts[64], displs[64], rcounts[64], rdispls[64];
+  for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; ++b) {
+    const int n = blocks[b];
+    int* send = malloc(sizeof(int) * (size_t)(3 * n * size + 2 * size + 1));
+    int* recv = malloc(sizeof(int) * (size_t)(3 * n * size + 2 * size + 1));
+
+    /* MPI_Alltoall: plain, in place, and n ints received as n/3 triples */
+    for (int variant = 0; variant < 3; ++variant) {
+      for (int q = 0; q < size; ++q)
+        for (int i = 0; i < n; ++i) send[q * n + i] = exchanged(rank, q, i);
+      for (int i = 0; i < n * size; ++i) recv[i] = gap;
+      if (variant == 0) {
+        MPI_OK(MPI_Alltoall(send, n, MPI_INT, recv, n, MPI_INT, comm), ALLTOALL);
+      } else if (variant == 1) {
+        memcpy(recv, send, sizeof(int) * (size_t)(n * size));
+        MPI_OK(MPI_Alltoall(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, recv, n, MPI_INT, comm), ALLTOALL);
+      } else if (n % 3 == 0) {
+        MPI_OK(MPI_Alltoall(send, n, MPI_INT, recv, n / 3, triple, comm), ALLTOALL);
+      } else {
+        continue;
+      }
+      for (int q = 0, wrong = 0; q < size && !wrong; ++q)
+        for (int i = 0; i < n && !wrong; ++i)
+          if (recv[q * n + i] != exchanged(q, rank, i)) {
+            FAIL("MPI_Alltoall variant %d on %s count %d from %d index %d: expected %d, actual %d",
+                 variant, comm_name, n, q, i, exchanged(q, rank, i), recv[q * n + i]);
+            wrong = 1;
+          }
+    }
+
+    /* MPI_Alltoallv: rank a sends ((a + b) % 3) * n ints to rank b */
+    for (int variant = 0; variant < 2; ++variant) {
+      int at = 0;
+      for (int q = 0; q < size; ++q) {
+        counts[q] = ((rank + q) % 3) * n;
+        displs[q] = at;
+        for (int i = 0; i < counts[q]; ++i) send[at + i] = exchanged(rank, q, i);
+        at += counts[q] + 1;
+      }
+      at = 0;
+      for (int q = size - 1; q >= 0; --q) {
+        rcounts[q] = ((q + rank) % 3) * n;
+        rdispls[q] = at;
+        at += rcounts[q] + 1;
+      }
+      for (int i = 0; i < at; ++i) recv[i] = gap;
+      if (variant == 0) {
+        MPI_OK(MPI_Alltoallv(send, counts, displs, MPI_INT, recv, rcounts, rdispls, MPI_INT, comm),
+               ALLTOALLV);
+      } else {
+        for (int q = 0; q < size; ++q)
+          for (int i = 0; i < rcounts[q]; ++i) recv[rdispls[q] + i] = exchanged(rank, q, i);
+        MPI_OK(MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, recv, rcounts, rdispls,
+                             MPI_INT, comm),
+               ALLTOALLV);
+      }
+      for (int q = 0, wrong = 0; q < size && !wrong; ++q) {
+        for (int i = 0; i <= rcounts[q] && !wrong; ++i) {
+          const int want = i < rcounts[q] ? exchanged(q, rank, i) : gap;
+          if (recv[rdispls[q] + i] != want) {
+            FAIL(
+                "MPI_Alltoallv variant %d on %s count %d from %d index %d: expected %d, "
+                "actual %d",
+                variant, comm_name, n, q, i, want, recv[rdispls[q] + i]);
+            wrong = 1;
+          }
+        }
+      }
+    }
+
+    /* MPI_Allgatherv: rank q contributes (q % 3) * n ints */
+    for (int variant = 0; variant < 2; ++variant) {
+      int at = 0;
+      for (int q = size - 1; q >= 0; --q) {
+        rcounts[q] = (q % 3) * n;
+        rdispls[q] = at;
+        at += rcounts[q] + 1;
+      }
+      for (int i = 0; i < at; ++i) recv[i] = gap;
+      for (int i = 0; i < rcounts[rank]; ++i) send[i] = exchanged(rank, 0, i);
+      if (variant == 0) {
+        MPI_OK(MPI_Allgatherv(send, rcounts[rank], MPI_INT, recv, rcounts, rdispls, MPI_INT, comm),
+               ALLGATHERV);
+      } else {
+        memcpy(recv + rdispls[rank], send, sizeof(int) * (size_t)rcounts[rank]);
+        MPI_OK(MPI_Allgatherv(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, recv, rcounts, rdispls, MPI_INT,
+                              comm),
+               ALLGATHERV);
+      }
+      for (int q = 0, wrong = 0; q < size && !wrong; ++q) {
+        for (int i = 0; i <= rcounts[q] && !wrong; ++i) {
+          const int want = i < rcounts[q] ? exchanged(q, 0, i) : gap;
+          if (recv[rdispls[q] + i] != want) {
+            FAIL(
+                "MPI_Allgatherv variant %d on %s count %d block %d index %d: expected %d, "
+                "actual %d",
+                variant, comm_name, n, q, i, want, recv[rdispls[q] + i]);
+            wrong = 1;
+          }
+        }
+      }
+    }
+
+    /* MPI_Reduce_scatter (SUM of ints): rank q gets (q % 3) * n elements */
+    int total = 0, before = 0;
+    for (int q = 0; q < size; ++q) {
+      rcounts[q] = (q % 3) * n;
+      if (q < rank) before += rcounts[q];
+      total += rcounts[q];
+    }
+    for (int variant = 0; variant < 2; ++variant) {
+      for (int i = 0; i < total; ++i) send[i] = rank * 3 + i;
+      for (int i = 0; i <= total; ++i) recv[i] = gap;
+      if (variant == 0) {
+        MPI_OK(MPI_Reduce_scatter(send, recv, rcounts, MPI_INT, MPI_SUM, comm), REDUCE_SCATTER);
+      } else {
+        memcpy(recv, send, sizeof(int) * (size_t)total);
+        MPI_OK(MPI_Reduce_scatter(MPI_IN_PLACE, recv, rcounts, MPI_INT, MPI_SUM, comm),
+               REDUCE_SCATTER);
+      }
+      /* MPI writes the result at the start of recvbuf; in place, the rest
+       * keeps the input. */
+      for (int i = 0; i <= rcounts[rank]; ++i) {
+        const int global = before + i;
+        int want = 3 * (size * (size - 1) / 2) + size * global;
+        if (i == rcounts[rank]) want = variant == 0 ? gap : (total > i ? send[i] : gap);
+        if (recv[i] != want) {
+          FAIL("MPI_Reduce_scatter variant %d on %s count %d index %d: expected %d, actual %d",
+               variant, comm_name, n, i, want, recv[i]);
+          break;
+        }
+      }
+    }
+    free(send);
+    free(recv);
+  }
+  /* Overlapping receive blocks (MPICH's allgatherv4 makes them): MPI leaves
+   * the result undefined and the library refuses them, so the drop-in passes
+   * the call through; every rank sends the same value, so it is exact. */
+  {
+    int ones[64], zeros[64], same = 42, out[2] = {gap, gap};
+    for (int q = 0; q < size; ++q) ones[q] = 1, zeros[q] = 0;
+    MPI_OK(MPI_Allgatherv(&same, 1, MPI_INT, out, ones, zeros, MPI_INT, comm), ALLGATHERV);
+    if (out[0] != 42 || out[1] != gap)
+      FAIL("MPI_Allgatherv with overlapping blocks on %s: expected [42, %d], actual [%d, %d]",
+           comm_name, gap, out[0], out[1]);
+  }
+  /* MAXLOC is passed through and still right. */
+  {
+    struct {
+      int value, index;
+    } pairs[64], best = {-1, -1};
+    for (int q = 0; q < size; ++q) pairs[q].value = rank, pairs[q].index = rank;
+    int ones[64];
+    for (int q = 0; q < size; ++q) ones[q] = 1;
+    MPI_OK(MPI_Reduce_scatter(pairs, &best, ones, MPI_2INT, MPI_MAXLOC, comm), REDUCE_SCATTER);
+    if (best.value != size - 1 || best.index != size - 1)
+      FAIL("MPI_Reduce_scatter MAXLOC on %s: expected (%d,%d), actual (%d,%d)", comm_name, size - 1,
+           size - 1, best.value, best.index);
+  }
+  MPI_Type_free(&triple);
+}
+
+/* Rooted data movement from every root: MPI_Gather, MPI_Gatherv (uneven
+ * counts with zeros, reversed blocks with gaps), MPI_Scatter, MPI_Scatterv,
+ * out of place and in place at the root, and a vector type at the root
+ * with MPI_INT elsewhere (the ranks agree to pass it through). */
+static void rooted(MPI_Comm comm, const char* comm_name) {
+  int rank, size;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int gap = -7, n = 5;
+  int counts[64], displs[64];
+  int* send = malloc(sizeof(int) * (size_t)(3 * n * size + size + 1));
+  int* recv = malloc(sizeof(int) * (size_t)(3 * n * size + size + 1));
+  MPI_Datatype every_other;
+  MPI_Type_vector(n, 1, 2, MPI_INT, &every_other); /* gaps: not contiguous */
+  MPI_Type_commit(&every_other);
+  for (int root = 0; root < size; ++root) {
+    const int at_root = rank == root;
+    for (int variant = 0; variant < 2; ++variant) {
+      /* MPI_Gather */
+      for (int i = 0; i < n; ++i) send[i] = exchanged(rank, root, i);
+      for (int i = 0; i < n * size; ++i) recv[i] = gap;
+      if (variant == 1 && at_root) {
+        memcpy(recv + root * n, send, sizeof(int) * n);
+        MPI_OK(MPI_Gather(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, recv, n, MPI_INT, root, comm),
+               GATHER);
+      } else {
+        MPI_OK(MPI_Gather(send, n, MPI_INT, recv, n, MPI_INT, root, comm), GATHER);
+      }
+      for (int q = 0, wrong = 0; at_root && q < size && !wrong; ++q)
+        for (int i = 0; i < n && !wrong; ++i)
+          if (recv[q * n + i] != exchanged(q, root, i)) {
+            FAIL("MPI_Gather variant %d on %s root %d from %d index %d: expected %d, actual %d",
+                 variant, comm_name, root, q, i, exchanged(q, root, i), recv[q * n + i]);
+            wrong = 1;
+          }
+
+      /* MPI_Gatherv: rank q sends (q % 3) * n, reversed blocks with a gap after each */
+      int at = 0;
+      for (int q = size - 1; q >= 0; --q) {
+        counts[q] = (q % 3) * n;
+        displs[q] = at;
+        at += counts[q] + 1;
+      }
+      for (int i = 0; i < counts[rank]; ++i) send[i] = exchanged(rank, root, i);
+      for (int i = 0; i < at; ++i) recv[i] = gap;
+      if (variant == 1 && at_root) {
+        memcpy(recv + displs[root], send, sizeof(int) * (size_t)counts[root]);
+        MPI_OK(MPI_Gatherv(MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, recv, counts, displs, MPI_INT, root,
+                           comm),
+               GATHERV);
+      } else {
+        MPI_OK(MPI_Gatherv(send, counts[rank], MPI_INT, recv, counts, displs, MPI_INT, root, comm),
+               GATHERV);
+      }
+      for (int q = 0, wrong = 0; at_root && q < size && !wrong; ++q)
+        for (int i = 0; i <= counts[q] && !wrong; ++i) {
+          const int want = i < counts[q] ? exchanged(q, root, i) : gap;
+          if (recv[displs[q] + i] != want) {
+            FAIL("MPI_Gatherv variant %d on %s root %d from %d index %d: expected %d, actual %d",
+                 variant, comm_name, root, q, i, want, recv[displs[q] + i]);
+            wrong = 1;
+          }
+        }
+
+      /* MPI_Scatter */
+      for (int q = 0; q < size; ++q)
+        for (int i = 0; i < n; ++i) send[q * n + i] = at_root ? exchanged(root, q, i) : gap;
+      for (int i = 0; i <= n; ++i) recv[i] = gap;
+      if (variant == 1 && at_root) {
+        MPI_OK(MPI_Scatter(send, n, MPI_INT, MPI_IN_PLACE, -1, MPI_DATATYPE_NULL, root, comm),
+               SCATTER);
+        memcpy(recv, send + root * n, sizeof(int) * n);
+      } else {
+        MPI_OK(MPI_Scatter(send, n, MPI_INT, recv, n, MPI_INT, root, comm), SCATTER);
+      }
+      for (int i = 0; i <= n; ++i) {
+        const int want = i < n ? exchanged(root, rank, i) : gap;
+        if (recv[i] != want) {
+          FAIL("MPI_Scatter variant %d on %s root %d index %d: expected %d, actual %d", variant,
+               comm_name, root, i, want, recv[i]);
+          break;
+        }
+      }
+
+      /* MPI_Scatterv: rank q gets (q % 3) * n from reversed blocks with gaps */
+      for (int i = 0; i < at; ++i) send[i] = gap;
+      for (int q = 0; q < size && at_root; ++q)
+        for (int i = 0; i < counts[q]; ++i) send[displs[q] + i] = exchanged(root, q, i);
+      for (int i = 0; i <= counts[rank]; ++i) recv[i] = gap;
+      if (variant == 1 && at_root) {
+        MPI_OK(MPI_Scatterv(send, counts, displs, MPI_INT, MPI_IN_PLACE, -1, MPI_DATATYPE_NULL,
+                            root, comm),
+               SCATTERV);
+        memcpy(recv, send + displs[root], sizeof(int) * (size_t)counts[root]);
+      } else {
+        MPI_OK(MPI_Scatterv(send, counts, displs, MPI_INT, recv, counts[rank], MPI_INT, root, comm),
+               SCATTERV);
+      }
+      for (int i = 0; i <= counts[rank]; ++i) {
+        const int want = i < counts[rank] ? exchanged(root, rank, i) : gap;
+        if (recv[i] != want) {
+          FAIL("MPI_Scatterv variant %d on %s root %d index %d: expected %d, actual %d", variant,
+               comm_name, root, i, want, recv[i]);
+          break;
+        }
+      }
+    }
+
+    /* The root gathers n ints from each rank into every other int of its
+     * blocks (a vector type it alone uses): passed through on every rank. */
+    for (int i = 0; i < n; ++i) send[i] = exchanged(rank, root, i);
+    for (int i = 0; i < 2 * n * size; ++i) recv[i] = gap;
+    MPI_Datatype resized;
+    MPI_Type_create_resized(every_other, 0, (MPI_Aint)(2 * n * sizeof(int)), &resized);
+    MPI_Type_commit(&resized);
+    MPI_OK(MPI_Gather(send, n, MPI_INT, recv, 1, resized, root, comm), GATHER);
+    for (int q = 0, wrong = 0; at_root && q < size && !wrong; ++q)
+      for (int i = 0; i < 2 * n && !wrong; ++i) {
+        const int want = i % 2 == 0 ? exchanged(q, root, i / 2) : gap;
+        if (recv[2 * n * q + i] != want) {
+          FAIL(
+              "MPI_Gather into a vector type on %s root %d from %d index %d: expected %d, "
+              "actual %d",
+              comm_name, root, q, i, want, recv[2 * n * q + i]);
+          wrong = 1;
+        }
+      }
+    MPI_Type_free(&resized);
+  }
+  MPI_Type_free(&every_other);
+  free(send);
+  free(recv);
+}
+
 /* --- modes ------------------------------------------------------------- */
 
 /* Threads mode: each thread all-reduces on its own communicator while the
@@ -458,6 +780,8 @@ int main(int argc, char** argv) {
     }
     reductions(MPI_COMM_WORLD, "MPI_COMM_WORLD", 1);
     data_movement(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+    exchanges(MPI_COMM_WORLD, "MPI_COMM_WORLD");
+    rooted(MPI_COMM_WORLD, "MPI_COMM_WORLD");
 
     MPI_Comm dup, parity, reversed;
     MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -467,6 +791,9 @@ int main(int argc, char** argv) {
     reductions(parity, "parity split", 0);
     reductions(reversed, "reversed split", 0);
     data_movement(reversed, "reversed split");
+    exchanges(reversed, "reversed split");
+    exchanges(parity, "parity split");
+    rooted(reversed, "reversed split");
 
     /* Communicators freed and made again: the drop-in's mapping goes with them. */
     for (int round = 0; round < 10; ++round) {
@@ -503,9 +830,9 @@ int main(int argc, char** argv) {
   PMPI_Allreduce(&failures, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD); /* not counted */
   if (!mismatch) {
     /* One write per line, so that ranks' lines do not interleave. */
-    char line[400];
+    char line[800];
     int used = snprintf(line, sizeof line, "dropin_program rank %d calls:", g_rank);
-    for (int i = 0; i < 6; ++i)
+    for (int i = 0; i < NUM_FUNCTIONS; ++i)
       used += snprintf(line + used, sizeof line - (size_t)used, " %s %ld;", kNames[i], g_calls[i]);
     printf("%s\n", line);
     fflush(stdout);

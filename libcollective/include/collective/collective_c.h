@@ -76,7 +76,15 @@ typedef enum collective_kind {
   COLLECTIVE_KIND_ALL_GATHER = 2,
   COLLECTIVE_KIND_BROADCAST = 3,
   COLLECTIVE_KIND_REDUCE = 4,
-  COLLECTIVE_KIND_BARRIER = 5
+  COLLECTIVE_KIND_BARRIER = 5,
+  COLLECTIVE_KIND_ALL_TO_ALL = 6,
+  COLLECTIVE_KIND_ALL_TO_ALL_V = 7,
+  COLLECTIVE_KIND_ALL_GATHER_V = 8,
+  COLLECTIVE_KIND_REDUCE_SCATTER_V = 9,
+  COLLECTIVE_KIND_GATHER = 10,
+  COLLECTIVE_KIND_GATHER_V = 11,
+  COLLECTIVE_KIND_SCATTER = 12,
+  COLLECTIVE_KIND_SCATTER_V = 13
 } collective_kind_t;
 
 /* Where a call's buffers live (the C++ MemoryKind). */
@@ -186,6 +194,55 @@ int collective_broadcast(collective_comm_t comm, void* buffer, size_t count, int
 int collective_reduce(collective_comm_t comm, const void* send, void* recv, size_t count, int dtype,
                       int op, int root, const collective_options_t* options);
 int collective_barrier(collective_comm_t comm, const collective_options_t* options);
+
+/* Counts and displacements are in elements; an array of them has one entry
+ * per rank of the communicator (a NULL array where one is needed, or a
+ * displacement array that is NULL while its counts are not, is
+ * COLLECTIVE_ERR_INVALID_ARGUMENT, before any buffer is touched). */
+
+/* send and recv hold size*count elements; block q of send goes to rank q,
+ * block q of recv comes from rank q. In place: send == recv. */
+int collective_all_to_all(collective_comm_t comm, const void* send, void* recv, size_t count,
+                          int dtype, const collective_options_t* options);
+/* send_counts[q] elements at send + send_displacements[q] go to rank q;
+ * recv_counts[q] from rank q land at recv + recv_displacements[q]. In place:
+ * send == recv (send_counts and send_displacements are ignored, may be NULL). */
+int collective_all_to_all_v(collective_comm_t comm, const void* send, const size_t* send_counts,
+                            const size_t* send_displacements, void* recv, const size_t* recv_counts,
+                            const size_t* recv_displacements, int dtype,
+                            const collective_options_t* options);
+/* Rank q's send_count elements land at recv + recv_displacements[q]
+ * (send_count == recv_counts[rank]). In place: send ==
+ * recv + recv_displacements[rank] elements. */
+int collective_all_gather_v(collective_comm_t comm, const void* send, size_t send_count, void* recv,
+                            const size_t* recv_counts, const size_t* recv_displacements, int dtype,
+                            const collective_options_t* options);
+/* send holds sum(recv_counts) elements in rank order; rank r gets its
+ * recv_counts[r] elements of the reduction. In place: recv == send +
+ * recv_counts[0] + ... + recv_counts[rank-1] elements. */
+int collective_reduce_scatter_v(collective_comm_t comm, const void* send, void* recv,
+                                const size_t* recv_counts, int dtype, int op,
+                                const collective_options_t* options);
+/* root's recv (size*send_count elements; NULL elsewhere) gets every rank's
+ * send in rank order. In place at root: send == recv + root*send_count. */
+int collective_gather(collective_comm_t comm, const void* send, void* recv, size_t send_count,
+                      int dtype, int root, const collective_options_t* options);
+/* As gather, rank q's send_count elements landing at root's recv +
+ * recv_displacements[q]; recv, recv_counts and recv_displacements are
+ * significant at root only (may be NULL elsewhere). */
+int collective_gather_v(collective_comm_t comm, const void* send, size_t send_count, void* recv,
+                        const size_t* recv_counts, const size_t* recv_displacements, int dtype,
+                        int root, const collective_options_t* options);
+/* Rank q's recv gets block q of root's send (size*recv_count elements;
+ * NULL elsewhere). In place at root: recv == send + root*recv_count. */
+int collective_scatter(collective_comm_t comm, const void* send, void* recv, size_t recv_count,
+                       int dtype, int root, const collective_options_t* options);
+/* As scatter, rank q's recv_count elements coming from root's send +
+ * send_displacements[q]; send, send_counts and send_displacements are
+ * significant at root only (may be NULL elsewhere). */
+int collective_scatter_v(collective_comm_t comm, const void* send, const size_t* send_counts,
+                         const size_t* send_displacements, void* recv, size_t recv_count, int dtype,
+                         int root, const collective_options_t* options);
 
 /* --- Introspection and control ----------------------------------------- */
 

@@ -37,7 +37,12 @@ const EnvParams& require_usable(CommunicatorState& state, const Label& label) {
                                "MPI is already finalized (MPI_Finalize, or the destructor of "
                                "collective::Environment): no collective can run after it");
   }
-  if (mpi_main_thread_only()) require_mpi_thread(label().c_str(), state.rank);
+  // The label is built for the refusal only: a call on the main thread (every
+  // call of a program at MPI_THREAD_SINGLE, the MPI drop-in's usual case)
+  // makes no string.
+  if (mpi_main_thread_only() && !on_mpi_main_thread()) {
+    require_mpi_thread(label().c_str(), state.rank);
+  }
   if (state.abort_requested()) {
     state.poisoned = "aborted by Communicator::abort: " + state.abort_reason();
     throw CommunicationError(label(), state.rank, *state.poisoned);

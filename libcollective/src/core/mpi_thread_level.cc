@@ -35,6 +35,12 @@ std::recursive_mutex& mpi_call_mutex() {
   return mutex;
 }
 
+bool on_mpi_main_thread() {
+  int main_thread = 0;
+  MPI_Is_thread_main(&main_thread);
+  return main_thread != 0;
+}
+
 void require_mpi_thread(const char* operation, int rank) {
   const int level = mpi_thread_level();
   if (level < 0 || level >= MPI_THREAD_SERIALIZED) return;

@@ -69,4 +69,7 @@ class MpiLock {
 // level when the caller is another thread. Nothing is touched before.
 void require_mpi_thread(const char* operation, int rank);
 
+// MPI_Is_thread_main: whether the calling thread initialised MPI.
+bool on_mpi_main_thread();
+
 }  // namespace collective::internal
