@@ -59,6 +59,8 @@ module collective
   integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_SHARED_MEMORY = 4
   integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_HIERARCHICAL = 5
   integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_NCCL = 6
+  integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_PAIRWISE = 7
+  integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_BRUCK = 8
 
   ! Collective kinds (collective_kind_t).
   integer(c_int), parameter, public :: COLLECTIVE_KIND_ALL_REDUCE = 0

@@ -15,7 +15,8 @@ import sys
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
                  "int8": 1, "uint8": 1, "int32": 4, "int64": 8}
 COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
-ALGORITHMS = ("ring", "recursive_doubling", "mpi", "shared_memory", "hierarchical", "nccl")
+ALGORITHMS = ("ring", "recursive_doubling", "mpi", "shared_memory", "hierarchical", "nccl",
+              "pairwise", "bruck")
 REQUIRED = ("collective", "bytes", "count", "dtype", "op", "algorithm", "inplace", "time_us",
             "p50_us", "p99_us", "algbw_gbs", "busbw_gbs", "wrong")
 BASELINE = ("baseline_time_us", "baseline_busbw_gbs", "speedup")

@@ -635,11 +635,14 @@ static void test_names(void) {
     CHECK_OK(collective_parse_op(ops[o], &parsed));
     CHECK(parsed == o, "op %s parse", ops[o]);
   }
-  for (int a = 0; a < 7; ++a) {
+  for (int a = 0; a <= COLLECTIVE_ALGORITHM_BRUCK; ++a) {
     int parsed = -1;
     CHECK_OK(collective_parse_algorithm(collective_algorithm_name(a), &parsed));
     CHECK(parsed == a, "algorithm %d parse", a);
   }
+  CHECK(strcmp(collective_algorithm_name(COLLECTIVE_ALGORITHM_PAIRWISE), "pairwise") == 0 &&
+            strcmp(collective_algorithm_name(COLLECTIVE_ALGORITHM_BRUCK), "bruck") == 0,
+        "the C enum's all_to_all algorithms by name");
   CHECK(strcmp(collective_kind_name(COLLECTIVE_KIND_REDUCE_SCATTER), "reduce_scatter") == 0,
         "kind");
   static const char* const kKindNames[] = {
@@ -653,8 +656,8 @@ static void test_names(void) {
   CHECK(collective_kind_name(COLLECTIVE_KIND_SCATTER_V + 1) == NULL,
         "a kind past the enum has a name");
   CHECK(collective_dtype_name(8) == NULL && collective_op_name(-1) == NULL &&
-            collective_algorithm_name(7) == NULL && collective_status_name(7) == NULL &&
-            collective_dtype_size(8) == 0,
+            collective_algorithm_name(COLLECTIVE_ALGORITHM_BRUCK + 1) == NULL &&
+            collective_status_name(7) == NULL && collective_dtype_size(8) == 0,
         "names outside the enums");
   int parsed = -1;
   expect_failure("parse unknown", collective_parse_dtype("float128", &parsed),

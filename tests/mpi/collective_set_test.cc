@@ -467,10 +467,40 @@ TEST(CollectiveSetRefusal, AlgorithmThatDoesNotServeAKindNamesBoth) {
   for (std::size_t i = 0; comm.size() > 1 && i < p; ++i) ASSERT_EQ(recv[i], kUntouched);
 }
 
+// AUTO serves all_to_all and all_to_all_v with an algorithm of the library
+// chosen by its cost estimate (pairwise, bruck, or one that opts in later),
+// never by falling back to the mpi baseline.
+TEST(CollectiveSetAuto, AllToAllIsNotLeftToMpi) {
+  Communicator comm = Communicator::world();
+  if (comm.size() == 1) GTEST_SKIP() << "one rank: nothing to choose";
+  const auto p = static_cast<std::size_t>(comm.size());
+  for (std::size_t count : {1, 4096}) {
+    std::vector<std::int64_t> send(p * count, comm.rank()), recv(p * count, kUntouched);
+    comm.all_to_all(send.data(), recv.data(), count, DataType::kInt64);
+    EXPECT_NE(collective::to_string(comm.last_algorithm()), "mpi")
+        << "all_to_all count=" << count << " rank " << comm.rank();
+    for (std::size_t i = 0; i < recv.size(); ++i) {
+      ASSERT_EQ(recv[i], static_cast<std::int64_t>(i / count))
+          << "all_to_all count=" << count << ": rank " << comm.rank() << " index " << i;
+    }
+  }
+  std::vector<std::size_t> counts(p, 3), displs(p);
+  for (std::size_t q = 0; q < p; ++q) displs[q] = 3 * q;
+  std::vector<std::int64_t> send(3 * p, comm.rank()), recv(3 * p, kUntouched);
+  comm.all_to_all_v(send.data(), counts, displs, recv.data(), counts, displs, DataType::kInt64);
+  EXPECT_NE(collective::to_string(comm.last_algorithm()), "mpi")
+      << "all_to_all_v rank " << comm.rank();
+  for (std::size_t i = 0; i < recv.size(); ++i) {
+    ASSERT_EQ(recv[i], static_cast<std::int64_t>(i / 3))
+        << "all_to_all_v: rank " << comm.rank() << " index " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Algorithms, CollectiveSetTest,
                          ::testing::Values(Algorithm::kAuto, Algorithm::kMpi, Algorithm::kRing,
                                            Algorithm::kRecursiveDoubling, Algorithm::kSharedMemory,
-                                           Algorithm::kHierarchical),
+                                           Algorithm::kHierarchical, Algorithm::kPairwise,
+                                           Algorithm::kBruck),
                          [](const auto& info) {
                            return std::string(collective::to_string(info.param));
                          });

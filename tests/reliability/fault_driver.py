@@ -155,6 +155,29 @@ def stop_past_timeout(args):
         finish(run)
 
 
+def stop_past_timeout_all_to_all(args, algorithm):
+    # The all_to_all algorithms wait through the same PeerExchange as the
+    # ring: a stopped peer is a TimeoutError naming it and the algorithm, on
+    # every survivor. Without validation, so that the wait is the
+    # algorithm's own and not the cross-rank check's.
+    run = MpiRun(args, ["loop_all_to_all", VICTIM, 60, algorithm], timeout_s=3, recovery=True,
+                 validate=False)
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
+        stopped = time.time()
+        os.kill(run.pids[VICTIM], signal.SIGSTOP)
+        seconds = expect_errors(run, ("TimeoutError",),
+                                ["all_to_all #", "timed out after 3 s (%s)" % algorithm,
+                                 victim_needle(run), "stopped"], 6, stopped)
+        signal_if_alive(run.pids[VICTIM], signal.SIGCONT)
+        run.wait_exit(20)
+        return ("survivors of %s all_to_all raised TimeoutError naming the stopped rank %.2f s "
+                "after SIGSTOP (timeout 3 s)" % (algorithm, seconds))
+    finally:
+        finish(run)
+
+
 def stop_past_timeout_return(args):
     # The survivors time out on a stopped rank and return from main:
     # Environment's destructor must not wait in MPI_Finalize for the stopped
@@ -640,6 +663,8 @@ SCENARIOS = {
     "stop_then_resume": stop_then_resume,
     "stop_past_timeout": stop_past_timeout,
     "stop_past_timeout_return": stop_past_timeout_return,
+    "stop_past_timeout_all_to_all_pairwise": lambda a: stop_past_timeout_all_to_all(a, "pairwise"),
+    "stop_past_timeout_all_to_all_bruck": lambda a: stop_past_timeout_all_to_all(a, "bruck"),
     "kill9_then_reclaim": kill9_then_reclaim,
     "allocated_sigterm_mpirun": lambda a: allocated_then_signalled(a, "sigterm_mpirun"),
     "allocated_sigint_mpirun": lambda a: allocated_then_signalled(a, "sigint_mpirun"),

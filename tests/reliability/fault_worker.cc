@@ -21,6 +21,9 @@
 //   loop_return  as loop, but a rank that fails returns from main (printing
 //                RETURNING) instead of _exit(3): Environment's destructor
 //                must end the process within a bound
+//   loop_all_to_all  as loop, with all_to_all of 16 int32 per block in the
+//                algorithm named (rank 0's decision to stop travels in an
+//                all_to_all too, so every call is one)
 //   skip_call    30 calls alternating all_reduce and broadcast; the victim
 //                skips call #20 (the ranks then disagree at #20)
 //   two_comms    two communicators; after 4 calls on each, the victim calls
@@ -32,7 +35,9 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <span>
 #include <cstdio>
 #include <cstdlib>
@@ -124,6 +129,42 @@ int main(int argc, char** argv) {
       return 0;
     }
     const auto start = std::chrono::steady_clock::now();
+    if (scenario == "loop_all_to_all") {
+      collective::AllToAllOptions forced;
+      forced.algorithm = options.algorithm;
+      const auto p = static_cast<std::size_t>(comm.size());
+      constexpr std::size_t kBlock = 16;
+      std::vector<std::int32_t> out(p * kBlock), in(p * kBlock);
+      for (;;) {
+        for (int i = 0; i < 100; ++i) {
+          for (std::size_t k = 0; k < out.size(); ++k) {
+            out[k] = static_cast<std::int32_t>(rank * 100000 + k);
+          }
+          comm.all_to_all(out.data(), in.data(), kBlock, collective::DataType::kInt32, forced);
+          ++calls;
+          for (std::size_t q = 0; q < p; ++q) {
+            const auto expected = static_cast<std::int32_t>(q * 100000 + rank * kBlock);
+            if (in[q * kBlock] != expected) {
+              say("WRONG rank=" + std::to_string(rank) + " from=" + std::to_string(q) +
+                  " value=" + std::to_string(in[q * kBlock]));
+              std::_Exit(4);
+            }
+          }
+        }
+        if (calls % 1000 == 0) {
+          say("PROGRESS rank=" + std::to_string(rank) + " calls=" + std::to_string(calls));
+        }
+        const std::int32_t mine =
+            rank == 0 &&
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() <
+                seconds;
+        std::fill(out.begin(), out.end(), mine);
+        comm.all_to_all(out.data(), in.data(), kBlock, collective::DataType::kInt32, forced);
+        if (!in[0]) break;  // block 0 is rank 0's
+      }
+      say("DONE rank=" + std::to_string(rank) + " calls=" + std::to_string(calls));
+      return 0;
+    }
     for (;;) {
       for (int i = 0; i < 100; ++i) {
         for (std::size_t k = 0; k < values.size(); ++k)

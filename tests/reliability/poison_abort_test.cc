@@ -173,6 +173,42 @@ TEST_F(PoisonAbortTest, AbortFromAnotherThreadReleasesABlockedCall) {
   }
 }
 
+// The same for all_to_all's algorithms, which wait through the same
+// PeerExchange (with COLLECTIVE_VALIDATE=0, collective_reliability_novalidate_np*,
+// the wait that the abort releases is the algorithm's own).
+TEST_F(PoisonAbortTest, AbortFromAnotherThreadReleasesABlockedAllToAll) {
+  if (size < 2) GTEST_SKIP() << "needs 2 ranks";
+  for (Algorithm algorithm : {Algorithm::kPairwise, Algorithm::kBruck}) {
+    comm = world.split(0, rank);
+    if (rank != 0) continue;
+    SCOPED_TRACE(std::string(to_string(algorithm)));
+    AllToAllOptions options;
+    options.algorithm = algorithm;
+    options.timeout = std::chrono::seconds(60);
+    const auto p = static_cast<std::size_t>(comm.size());
+    std::vector<float> send(16 * p, 1.0f), recv(16 * p, -1.0f);
+    bool saw_call = false;
+    std::chrono::steady_clock::time_point aborted_at;
+    std::thread aborter([&] {
+      saw_call = wait_until([&] { return call_in_progress(comm); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      aborted_at = std::chrono::steady_clock::now();
+      comm.abort("shutting down the trainer");
+    });
+    const auto raised = expect_raises<CommunicationError>(
+        [&] { comm.all_to_all(send.data(), recv.data(), 16, DataType::kFloat32, options); },
+        {"all_to_all #0", "aborted by Communicator::abort", "while", "shutting down the trainer"},
+        rank);
+    const auto returned_at = std::chrono::steady_clock::now();
+    aborter.join();
+    ASSERT_TRUE(saw_call) << "rank 0: the call never started";
+    EXPECT_GE(returned_at, aborted_at) << "rank 0: the call ended before the abort";
+    EXPECT_LT(std::chrono::duration<double>(returned_at - aborted_at).count(), 5.0)
+        << "abort did not release the call promptly";
+    EXPECT_TRUE(comm.aborted());
+  }
+}
+
 TEST_F(PoisonAbortTest, AbortBeforeAnyCall) {
   comm.abort("");
   EXPECT_TRUE(comm.aborted());

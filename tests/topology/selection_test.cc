@@ -200,6 +200,52 @@ std::string eth0(const char* bits_per_second) {
          bits_per_second + "}]";
 }
 
+Request all_to_all(std::size_t block_bytes) {
+  Request request;
+  request.kind = CollectiveKind::kAllToAll;
+  request.type = DataType::kInt8;
+  request.count = block_bytes;
+  return request;
+}
+
+// all_to_all across nodes: Bruck's ceil(log2 p) rounds beat pairwise's p-1
+// messages for small blocks once p is large enough, pairwise (each byte
+// sent once) wins for large ones; at 2 hosts x 2 ranks pairwise's 3
+// messages go out at once and it wins at every size. Every estimate grows
+// with the block.
+TEST(Selection, AllToAllPicksBruckForSmallBlocksAndPairwiseForLargeOnes) {
+  const Topology sixteen = four_alike(eth0("10000000000"));
+  const auto many = detached(sixteen);
+  EXPECT_EQ(chosen(all_to_all(8), *many), Algorithm::kBruck);
+  EXPECT_EQ(chosen(all_to_all(64), *many), Algorithm::kBruck);
+  EXPECT_EQ(chosen(all_to_all(MiB), *many), Algorithm::kPairwise);
+  EXPECT_EQ(chosen(all_to_all(64 * MiB), *many), Algorithm::kPairwise);
+  const auto netns = detached(Topology::parse(
+      R"({"nodes": [{"host": "h1", "processing_units": 2, "nics": [{"name": "veth0", "kind": "ethernet"}], "ranks": [0, 1]},
+                    {"host": "h2", "processing_units": 2, "nics": [{"name": "veth1", "kind": "ethernet"}], "ranks": [2, 3]}]})",
+      "netns"));
+  for (std::size_t bytes = 1; bytes <= 64 * MiB; bytes *= 4) {
+    EXPECT_EQ(chosen(all_to_all(bytes), *netns), Algorithm::kPairwise) << bytes;
+  }
+  for (const Topology* topology : {&sixteen, netns->topology.get()}) {
+    for (const Algorithm algorithm : {Algorithm::kPairwise, Algorithm::kBruck}) {
+      double previous = 0.0;
+      for (std::size_t bytes = 1; bytes <= GiB; bytes *= 2) {
+        const auto seconds = model_seconds(algorithm, all_to_all(bytes), *topology);
+        ASSERT_TRUE(seconds) << to_string(algorithm);
+        EXPECT_GT(*seconds, previous) << to_string(algorithm) << " " << bytes;
+        previous = *seconds;
+      }
+    }
+  }
+  // all_to_all_v: pairwise alone, whatever this rank's counts.
+  Request v;
+  v.kind = CollectiveKind::kAllToAllV;
+  v.type = DataType::kInt8;
+  EXPECT_EQ(chosen(v, *many), Algorithm::kPairwise);
+  EXPECT_EQ(chosen(v, *netns), Algorithm::kPairwise);
+}
+
 TEST(CostModel, NetworkBandwidthComesFromTheLinkSpeed) {
   const Topology slow = four_alike(eth0("1000000000"));    // 1 Gb/s
   const Topology ten = four_alike(eth0("10000000000"));    // 10 Gb/s, the assumed speed

@@ -16,11 +16,13 @@ enum class Algorithm : int {
   kSharedMemory,       // ranks of one node through a shared segment
   kHierarchical,       // shared memory inside nodes, ring across nodes
   kNccl,               // NVIDIA NCCL on device buffers
+  kPairwise,           // all_to_all(_v): p-1 exchange steps, one block each
+  kBruck,              // all_to_all of small blocks: ceil(log2 p) rounds
 };
-inline constexpr int kNumAlgorithms = 7;
+inline constexpr int kNumAlgorithms = 9;
 
 // "auto", "ring", "recursive_doubling", "mpi", "shared_memory",
-// "hierarchical", "nccl".
+// "hierarchical", "nccl", "pairwise", "bruck".
 COLLECTIVE_API std::string_view to_string(Algorithm algorithm);
 COLLECTIVE_API std::optional<Algorithm> parse_algorithm(std::string_view name);
 

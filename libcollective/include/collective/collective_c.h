@@ -66,7 +66,9 @@ typedef enum collective_algorithm {
   COLLECTIVE_ALGORITHM_MPI = 3,
   COLLECTIVE_ALGORITHM_SHARED_MEMORY = 4,
   COLLECTIVE_ALGORITHM_HIERARCHICAL = 5,
-  COLLECTIVE_ALGORITHM_NCCL = 6
+  COLLECTIVE_ALGORITHM_NCCL = 6,
+  COLLECTIVE_ALGORITHM_PAIRWISE = 7,
+  COLLECTIVE_ALGORITHM_BRUCK = 8
 } collective_algorithm_t;
 
 /* Collective kinds, for collective_comm_choose_algorithm. */

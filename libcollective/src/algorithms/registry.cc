@@ -5,8 +5,10 @@
 
 #include "collective/errors.h"
 
+#include "algorithms/bruck.h"
 #include "algorithms/hierarchical.h"
 #include "algorithms/mpi_passthrough.h"
+#include "algorithms/pairwise.h"
 #include "algorithms/recursive_doubling.h"
 #include "algorithms/ring.h"
 #include "algorithms/shared_memory.h"
@@ -46,6 +48,8 @@ const RecursiveDoublingAlgorithm kRecursiveDoubling;
 const MpiPassthroughAlgorithm kMpi;
 const SharedMemoryAlgorithm kSharedMemory;
 const HierarchicalAlgorithm kHierarchical;
+const PairwiseAlgorithm kPairwise;
+const BruckAlgorithm kBruck;
 #ifdef COLLECTIVE_HAVE_NCCL
 const NcclAlgorithm kNccl;  // last: AUTO reaches it for device buffers, which the others refuse
 #endif
@@ -56,6 +60,8 @@ const auto kAlgorithms = std::to_array<const CollectiveAlgorithm*>({
     &kHierarchical,
     &kRingAlgorithm,
     &kRecursiveDoubling,
+    &kPairwise,
+    &kBruck,
     &kMpi,
 #ifdef COLLECTIVE_HAVE_NCCL
     &kNccl,

@@ -36,7 +36,8 @@ constexpr std::array<std::size_t, kNumDataTypes> kDataTypeSizes = {2, 2, 4, 8, 1
 constexpr std::array<std::string_view, kNumReduceOps> kReduceOpNames = {"sum", "mean", "min", "max",
                                                                         "prod"};
 constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmNames = {
-    "auto", "ring", "recursive_doubling", "mpi", "shared_memory", "hierarchical", "nccl"};
+    "auto",         "ring", "recursive_doubling", "mpi",  "shared_memory",
+    "hierarchical", "nccl", "pairwise",           "bruck"};
 constexpr std::array<std::string_view, kNumCollectiveKinds> kCollectiveNames = [] {
   std::array<std::string_view, kNumCollectiveKinds> names{};
   for (std::size_t i = 0; i < names.size(); ++i) names[i] = kCollectiveTable[i].name;

@@ -101,6 +101,26 @@ double flat_step_seconds(const Topology& topology, const Shape& shape, double by
   return seconds;
 }
 
+double message_latency_seconds(const Topology& topology, const Shape& shape) {
+  const double local = link_cost(LinkKind::kLocalMpi, topology).latency_seconds;
+  if (shape.nodes <= 1) return local;
+  return std::max(local, link_cost(LinkKind::kNetwork, topology).latency_seconds);
+}
+
+double spread_exchange_seconds(const Topology& topology, const Shape& shape, double bytes) {
+  if (shape.ranks < 2) return 0.0;
+  // A rank of the busiest node has per_node - 1 peers beside it.
+  const double peers = shape.ranks - 1.0;
+  const double off_node = shape.nodes > 1 ? (shape.ranks - shape.per_node) / peers : 0.0;
+  const LinkCost local = link_cost(LinkKind::kLocalMpi, topology);
+  double seconds = bytes * (1.0 - off_node) / local.bytes_per_second * shape.oversubscription;
+  if (shape.nodes > 1) {
+    const LinkCost net = link_cost(LinkKind::kNetwork, topology);
+    seconds = std::max(seconds, shape.per_node * bytes * off_node / net.bytes_per_second);
+  }
+  return seconds;
+}
+
 Shape node_shape(std::size_t bytes, const Topology& topology, int node) {
   Shape shape{};
   shape.bytes = static_cast<double>(bytes);

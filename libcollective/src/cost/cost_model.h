@@ -141,5 +141,12 @@ double node_work_seconds(const Shape& shape, double streamed, double cached, dou
 // per processing unit: copies are CPU work) and the NIC shared by `flows`
 // ranks of a node.
 double flat_step_seconds(const Topology& topology, const Shape& shape, double bytes, int flows);
+// The latency of one message: the network's when the call spans nodes.
+double message_latency_seconds(const Topology& topology, const Shape& shape);
+// Every rank sending `bytes` in all, spread evenly over the other p-1 ranks
+// at once (all_to_all's exchanges): the slower of the local MPI copies
+// (stretched by the ranks per processing unit) and the busiest node's
+// off-node share through its NIC.
+double spread_exchange_seconds(const Topology& topology, const Shape& shape, double bytes);
 
 }  // namespace collective::internal
