@@ -367,6 +367,24 @@ int collective_scatter_v(collective_comm_t comm, const void* send, const size_t*
   });
 }
 
+int collective_send(collective_comm_t comm, const void* buffer, size_t count, int dtype, int peer,
+                    int tag, const collective_options_t* options) {
+  return with_comm("collective_send", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::PointToPointOptions>(options);
+    converted.tag = tag;
+    c.send(buffer, count, static_cast<collective::DataType>(dtype), peer, converted);
+  });
+}
+
+int collective_recv(collective_comm_t comm, void* buffer, size_t count, int dtype, int peer,
+                    int tag, const collective_options_t* options) {
+  return with_comm("collective_recv", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::PointToPointOptions>(options);
+    converted.tag = tag;
+    c.recv(buffer, count, static_cast<collective::DataType>(dtype), peer, converted);
+  });
+}
+
 int collective_comm_choose_algorithm(collective_comm_t comm, int kind, size_t count, int dtype,
                                      int requested, int* algorithm) {
   const char* operation = "collective_comm_choose_algorithm";

@@ -110,6 +110,7 @@ module collective
   public :: collective_all_to_all, collective_all_to_all_v, collective_all_gather_v
   public :: collective_reduce_scatter_v, collective_gather, collective_gather_v
   public :: collective_scatter, collective_scatter_v
+  public :: collective_send, collective_recv
   public :: collective_comm_choose_algorithm, collective_comm_last_algorithm
   public :: collective_comm_sequence_number, collective_comm_abort, collective_comm_aborted
   public :: collective_dtype_size, collective_built_with_nccl
@@ -348,6 +349,26 @@ module collective
       integer(c_int), value :: dtype, root
       type(collective_options), intent(in) :: options
     end function collective_scatter_v
+
+    ! Point-to-point (not collective): docs/errors.md.
+    integer(c_int) function collective_send(comm, buffer, count, dtype, peer, tag, options) &
+        bind(C, name="collective_send")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: buffer
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, peer, tag
+      type(collective_options), intent(in) :: options
+    end function collective_send
+    integer(c_int) function collective_recv(comm, buffer, count, dtype, peer, tag, options) &
+        bind(C, name="collective_recv")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: buffer
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, peer, tag
+      type(collective_options), intent(in) :: options
+    end function collective_recv
 
     integer(c_int) function collective_comm_choose_algorithm(comm, kind, count, dtype, requested, &
                                                              algorithm) &

@@ -476,6 +476,39 @@ static void test_new_collectives(collective_comm_t comm) {
 }
 
 /* Forced algorithms through the options struct, and its defaults. */
+/* send and recv around the ring (even ranks send first: sends are
+ * synchronous), every element checked; then a count mismatch between
+ * ranks 0 and 1 is COLLECTIVE_ERR_MISMATCH on both, the buffer untouched. */
+static void test_point_to_point(collective_comm_t comm) {
+  if (g_size < 2) return;
+  const int next = (g_rank + 1) % g_size, previous = (g_rank + g_size - 1) % g_size;
+  int32_t out[1001], in[1002];
+  for (int i = 0; i < 1001; ++i) out[i] = g_rank * 100000 + i;
+  for (int i = 0; i < 1002; ++i) in[i] = -1;
+  for (int turn = 0; turn < 2; ++turn) {
+    if ((g_rank % 2 == 0) == (turn == 0)) {
+      CHECK_OK(collective_send(comm, out, 1001, COLLECTIVE_INT32, next, 7, NULL));
+    } else {
+      CHECK_OK(collective_recv(comm, in, 1001, COLLECTIVE_INT32, previous, 7, NULL));
+    }
+  }
+  for (int i = 0; i < 1001; ++i) {
+    CHECK(in[i] == previous * 100000 + i, "recv index %d: expected %d, actual %d", i,
+          previous * 100000 + i, (int)in[i]);
+  }
+  CHECK(in[1001] == -1, "recv wrote past its count");
+  if (g_rank <= 1) {
+    for (int i = 0; i < 1002; ++i) in[i] = -1;
+    const int status = g_rank == 0 ? collective_send(comm, out, 5, COLLECTIVE_INT32, 1, 0, NULL)
+                                   : collective_recv(comm, in, 6, COLLECTIVE_INT32, 0, 0, NULL);
+    CHECK(status == COLLECTIVE_ERR_MISMATCH, "count mismatch gave %s: %s",
+          collective_status_name(status), collective_last_error());
+    CHECK(strstr(collective_last_error(), "rank 0's send #1 of 5 x int32") != NULL,
+          "mismatch text: %s", collective_last_error());
+    for (int i = 0; i < 1002; ++i) CHECK(in[i] == -1, "buffer touched at %d", i);
+  }
+}
+
 static void test_options(collective_comm_t comm) {
   collective_options_t defaults = COLLECTIVE_OPTIONS_INIT, initialized;
   memset(&initialized, 0x5a, sizeof initialized);
@@ -697,6 +730,7 @@ int main(int argc, char** argv) {
   test_reductions(world);
   test_data_movement(from_fint);
   test_new_collectives(world);
+  test_point_to_point(world);
   test_options(world);
 
   /* A split communicator: even and odd ranks. */

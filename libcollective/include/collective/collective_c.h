@@ -246,6 +246,21 @@ int collective_scatter_v(collective_comm_t comm, const void* send, const size_t*
                          const size_t* send_displacements, void* recv, size_t recv_count, int dtype,
                          int root, const collective_options_t* options);
 
+/* --- Point-to-point ---------------------------------------------------- */
+
+/* count elements of dtype to (from) rank `peer` of comm (not the caller).
+ * Not collective. The k-th send from rank i to rank j pairs with j's k-th
+ * recv from i, in program order: tag (>= 0), count and dtype must agree,
+ * else both ranks get COLLECTIVE_ERR_MISMATCH naming both calls and recv's
+ * buffer is untouched. collective_send returns once the peer accepted the
+ * message (a synchronous send); a peer that never calls is
+ * COLLECTIVE_ERR_TIMEOUT naming it. options: timeout (algorithm AUTO or
+ * MPI; host buffers). docs/errors.md, "Point-to-point send and recv". */
+int collective_send(collective_comm_t comm, const void* buffer, size_t count, int dtype, int peer,
+                    int tag, const collective_options_t* options);
+int collective_recv(collective_comm_t comm, void* buffer, size_t count, int dtype, int peer,
+                    int tag, const collective_options_t* options);
+
 /* --- Introspection and control ----------------------------------------- */
 
 /* The algorithm a call with these arguments would run (collective_algorithm_t). */

@@ -187,25 +187,34 @@ class MpiCall {
     });
   }
 
+  // In place, all_to_all(v) sends from a copy of the buffer rather than
+  // MPI_IN_PLACE: Open MPI 4.1's MPI_Ialltoallv (what calls below
+  // MPI_THREAD_MULTIPLE use) sends in-place blocks to the wrong ranks at 4
+  // ranks, and MPI's own in-place forms copy the buffer anyway.
+  const std::byte* copy_of_recv(std::size_t elements) {
+    std::byte* copy = state_.scratch_in.get(elements * element_);
+    if (elements > 0) std::memcpy(copy, request_.recv, elements * element_);
+    return copy;
+  }
+
   void all_to_all() {
     const std::size_t block = request_.count;
-    const bool in_place = request_.in_place();
+    const void* send = request_.in_place() ? copy_of_recv(size_ * block) : request_.send;
     if (block <= piece_) {
-      const void* source = in_place ? MPI_IN_PLACE : request_.send;
       const int n = static_cast<int>(block);
       collective_call(
           "MPI_Alltoall",
           [&] {
-            return MPI_Alltoall(source, n, datatype_, request_.recv, n, datatype_, state_.comm);
+            return MPI_Alltoall(send, n, datatype_, request_.recv, n, datatype_, state_.comm);
           },
           [&](MPI_Request* r) {
-            return MPI_Ialltoall(source, n, datatype_, request_.recv, n, datatype_, state_.comm, r);
+            return MPI_Ialltoall(send, n, datatype_, request_.recv, n, datatype_, state_.comm, r);
           });
       return;
     }
     std::vector<Block> blocks(size_);
     for (std::size_t q = 0; q < size_; ++q) blocks[q] = Block{q * block, block};
-    exchange_in_rounds("MPI_Alltoallw", blocks, blocks, in_place, rounds_for(block));
+    exchange_in_rounds("MPI_Alltoallw", send, blocks, blocks, rounds_for(block));
   }
 
   void all_to_all_v() {
@@ -214,29 +223,31 @@ class MpiCall {
     const auto send_displs = in_place ? request_.recv_displacements : request_.send_displacements;
     std::vector<Block> to(size_);
     std::vector<Block> from(size_);
+    std::size_t extent = 0;
     for (std::size_t q = 0; q < size_; ++q) {
       to[q] = Block{send_displs[q], send_counts[q]};
       from[q] = Block{request_.recv_displacements[q], request_.recv_counts[q]};
+      if (from[q].count > 0) extent = std::max(extent, from[q].displacement + from[q].count);
     }
+    const void* send = in_place ? copy_of_recv(extent) : request_.send;
     const std::size_t rounds = agreed_rounds(to, from);
     if (rounds == 0) {
       std::vector<int> sc, sd, rc, rd;
       to_ints(to, sc, sd);
       to_ints(from, rc, rd);
-      const void* source = in_place ? MPI_IN_PLACE : request_.send;
       collective_call(
           "MPI_Alltoallv",
           [&] {
-            return MPI_Alltoallv(source, sc.data(), sd.data(), datatype_, request_.recv, rc.data(),
+            return MPI_Alltoallv(send, sc.data(), sd.data(), datatype_, request_.recv, rc.data(),
                                  rd.data(), datatype_, state_.comm);
           },
           [&](MPI_Request* r) {
-            return MPI_Ialltoallv(source, sc.data(), sd.data(), datatype_, request_.recv, rc.data(),
+            return MPI_Ialltoallv(send, sc.data(), sd.data(), datatype_, request_.recv, rc.data(),
                                   rd.data(), datatype_, state_.comm, r);
           });
       return;
     }
-    exchange_in_rounds("MPI_Alltoallw", to, from, in_place, rounds);
+    exchange_in_rounds("MPI_Alltoallw", send, to, from, rounds);
   }
 
   void all_gather_v() {
@@ -271,7 +282,7 @@ class MpiCall {
           });
       return;
     }
-    exchange_in_rounds("MPI_Alltoallw", to, from, false, rounds);
+    exchange_in_rounds("MPI_Alltoallw", request_.send, to, from, rounds);
   }
 
   void gather(bool vector) {
@@ -288,7 +299,7 @@ class MpiCall {
     if (in_place) to[root_index] = from[root_index] = Block{};
     const std::size_t rounds = vector ? agreed_rounds(to, from)
                                       : (request_.count <= piece_ ? 0 : rounds_for(request_.count));
-    if (rounds > 0) return exchange_in_rounds("MPI_Alltoallw", to, from, false, rounds);
+    if (rounds > 0) return exchange_in_rounds("MPI_Alltoallw", request_.send, to, from, rounds);
     const void* source = in_place ? MPI_IN_PLACE : request_.send;
     const int n = static_cast<int>(request_.count);
     void* target = root ? request_.recv : nullptr;
@@ -339,7 +350,7 @@ class MpiCall {
     if (in_place) to[root_index] = from[root_index] = Block{};
     const std::size_t rounds = vector ? agreed_rounds(to, from)
                                       : (request_.count <= piece_ ? 0 : rounds_for(request_.count));
-    if (rounds > 0) return exchange_in_rounds("MPI_Alltoallw", to, from, false, rounds);
+    if (rounds > 0) return exchange_in_rounds("MPI_Alltoallw", request_.send, to, from, rounds);
     void* target = in_place ? MPI_IN_PLACE : request_.recv;
     const void* source = root ? request_.send : nullptr;
     const int n = static_cast<int>(request_.count);
@@ -501,8 +512,8 @@ class MpiCall {
   // elements [k * piece_, (k + 1) * piece_) of every block, each described
   // by a datatype at its byte offset (MPI_Aint: no int limit on where a
   // block starts, and no count above a piece).
-  void exchange_in_rounds(const char* call, const std::vector<Block>& to,
-                          const std::vector<Block>& from, bool in_place, std::size_t rounds) {
+  void exchange_in_rounds(const char* call, const void* send, const std::vector<Block>& to,
+                          const std::vector<Block>& from, std::size_t rounds) {
     std::vector<int> send_counts(size_), recv_counts(size_), zeros(size_, 0);
     std::vector<MPI_Datatype> send_types(size_, MPI_BYTE), recv_types(size_, MPI_BYTE);
     for (std::size_t round = 0; round < rounds; ++round) {
@@ -525,20 +536,19 @@ class MpiCall {
       {
         const MpiLock lock;
         for (std::size_t q = 0; q < size_; ++q) {
-          if (!in_place) describe(to[q], send_counts[q], send_types[q]);
+          describe(to[q], send_counts[q], send_types[q]);
           describe(from[q], recv_counts[q], recv_types[q]);
         }
       }
-      const void* source = in_place ? MPI_IN_PLACE : request_.send;
       collective_call(
           call,
           [&] {
-            return MPI_Alltoallw(source, send_counts.data(), zeros.data(), send_types.data(),
+            return MPI_Alltoallw(send, send_counts.data(), zeros.data(), send_types.data(),
                                  request_.recv, recv_counts.data(), zeros.data(), recv_types.data(),
                                  state_.comm);
           },
           [&](MPI_Request* r) {
-            return MPI_Ialltoallw(source, send_counts.data(), zeros.data(), send_types.data(),
+            return MPI_Ialltoallw(send, send_counts.data(), zeros.data(), send_types.data(),
                                   request_.recv, recv_counts.data(), zeros.data(),
                                   recv_types.data(), state_.comm, r);
           });
