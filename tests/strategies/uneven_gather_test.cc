@@ -10,7 +10,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cstdlib>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -304,6 +306,38 @@ TEST_P(UnevenGather, WrongNumberOfValuesOnOneWorker) {
       [&] { strategy().gather(PerReplica<Tensor>(values), 0); }, cause))
       << where("count");
   expect_still_gathers(*this, strategy(), n());
+}
+
+// More than 2^31 elements: worker 0 gives 2^31 + 3 uint8 rows, worker 1
+// five (strategies_uneven_gather_large_np2, label "large"; rank 0 peaked at
+// 8.4 GB resident, so it runs only when STRATEGIES_LARGE_GATHER=1).
+TEST(LargeGather, MoreThan2To31Elements) {
+  if (std::getenv("STRATEGIES_LARGE_GATHER") == nullptr) {
+    GTEST_SKIP() << "set STRATEGIES_LARGE_GATHER=1 (strategies_uneven_gather_large_np2)";
+  }
+  if (world_size() != 2) GTEST_SKIP() << "runs at 2 ranks";
+  CommunicationOptions options;
+  options.timeout_seconds = 300;
+  MultiWorkerMirroredStrategy strategy(options);
+  const std::int64_t first_rows = (std::int64_t{1} << 31) + 3;
+  const std::int64_t rows = world_rank() == 0 ? first_rows : 5;
+  const auto element = [](std::int64_t i) { return static_cast<std::uint8_t>(i % 251); };
+  Tensor mine(DataType::kUInt8, {rows});
+  {
+    std::span<std::uint8_t> values = mine.values<std::uint8_t>();
+    const std::int64_t start = world_rank() == 0 ? 0 : first_rows;
+    for (std::int64_t i = 0; i < rows; ++i)
+      values[static_cast<std::size_t>(i)] = element(start + i);
+  }
+  const Tensor gathered = strategy.gather(PerReplica<Tensor>({mine}), 0);
+  mine = Tensor();
+  ASSERT_EQ(gathered.shape(), Shape{first_rows + 5}) << "worker " << world_rank();
+  const std::span<const std::uint8_t> values = gathered.values<std::uint8_t>();
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::uint8_t want = element(static_cast<std::int64_t>(i));
+    ASSERT_EQ(values[i], want) << "worker " << world_rank() << ", index " << i << " expected "
+                               << int(want) << " actual " << int(values[i]);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, UnevenGather,
