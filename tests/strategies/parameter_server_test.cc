@@ -517,6 +517,44 @@ TEST(ParameterServer, LocalReplicasReduceBeforeOnePush) {
   }
 }
 
+// gather and ReplicaContext::all_gather inside a scheduled function
+// concatenate the worker's own replicas (workers never wait for each
+// other), of different lengths: replica r gives r + 1 rows of value r.
+TEST(ParameterServer, GatherStaysOnTheWorker) {
+  Communicator world = Communicator::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";
+  constexpr int kReplicas = 2;
+  cd::RemoteFunctions functions;
+  const auto step = functions.add("gather_on_local_replicas", [](cd::ClosureArguments& args) {
+    cd::Strategy& strategy = args.strategy();
+    const cd::PerReplica<cd::Tensor> inside = strategy.run([] {
+      cd::ReplicaContext& context = *cd::get_replica_context();
+      const int r = context.local_replica_id();
+      const cd::Tensor rows = filled(DataType::kInt32, {r + 1, 2}, r);
+      return context.all_gather(rows, 0);
+    });
+    return strategy.gather(inside, 0);
+  });
+  cd::MPIClusterResolver resolver(world, ps_for(world.size()));
+  cd::ParameterServerOptions options;
+  options.num_local_replicas = kReplicas;
+  cd::ParameterServerStrategy strategy(resolver, functions, options);
+  if (!strategy.is_coordinator()) return;
+  auto scope = strategy.scope();
+  cd::ClusterCoordinator coordinator(strategy);
+  std::vector<cd::RemoteValue> results;
+  for (int s = 0; s < 2 * strategy.num_workers(); ++s)
+    results.push_back(coordinator.schedule(step, {}));
+  coordinator.join();
+  // Each replica's all_gather is [0 0; 1 1; 1 1]; the gather stacks both.
+  const std::vector<std::int32_t> once = {0, 0, 1, 1, 1, 1};
+  std::vector<std::int32_t> want = once;
+  want.insert(want.end(), once.begin(), once.end());
+  for (const cd::Tensor& result : coordinator.fetch(results)) {
+    expect_equal(result, cd::Tensor(want, {6, 2}), "the gather of one worker's replicas");
+  }
+}
+
 TEST(ParameterServerLayout, LocalReplicasMustBePositive) {
   Communicator world = Communicator::world();
   if (world.size() < 3) GTEST_SKIP() << "needs a chief, a ps and a worker";

@@ -59,20 +59,23 @@ std::vector<Tensor> RendezvousRun::all_reduce(int local_replica, ReduceOp op,
 Tensor RendezvousRun::all_gather(int local_replica, const Tensor& value, int axis) {
   struct Payload {
     const Tensor* in;
+    int axis;
     Tensor out;
   };
-  Payload payload{&value, {}};
-  // Dimensions along axis may differ between replicas; the rest must not
-  // (gather checks), so the signature names dtype, rank and axis only.
-  const std::string signature =
-      "ReplicaContext.all_gather(" + std::string(to_string(value.dtype())) + ", rank " +
-      std::to_string(value.rank()) + ", axis " + std::to_string(axis) + ")";
+  Payload payload{&value, axis, {}};
+  // The replicas' values and axes are checked by the gather, alike on
+  // every worker, so the signature names the call only: a disagreement
+  // raises the gather's error on every worker instead of this worker's.
+  const std::string signature = "ReplicaContext.all_gather";
   rendezvous_.sync(local_replica, signature, &payload, [&](std::span<void* const> payloads) {
     const CallPurpose purpose("ReplicaContext.all_gather");
-    std::vector<Tensor> replicas;
-    for (void* p : payloads) replicas.push_back(*static_cast<Payload*>(p)->in);
-    const Tensor gathered =
-        impl_.gather(PerReplica<Tensor>(std::move(replicas)), axis, "ReplicaContext.all_gather");
+    std::vector<const Tensor*> values;
+    std::vector<int> axes;
+    for (void* p : payloads) {
+      values.push_back(static_cast<Payload*>(p)->in);
+      axes.push_back(static_cast<Payload*>(p)->axis);
+    }
+    const Tensor gathered = impl_.gather_views(values, axes, "ReplicaContext.all_gather");
     for (void* p : payloads) static_cast<Payload*>(p)->out = gathered;
   });
   return std::move(payload.out);

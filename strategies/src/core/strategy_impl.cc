@@ -7,6 +7,7 @@
 #include "collective/errors.h"
 #include "base/call_purpose.h"
 #include "core/context_stack.h"
+#include "core/replica_gather.h"
 #include "values/element_math.h"
 #include "reduce/worker_calls.h"
 
@@ -162,114 +163,29 @@ Tensor StrategyImpl::broadcast_from_chief(const Tensor& value, const std::string
 
 Tensor StrategyImpl::gather(const PerReplica<Tensor>& value, int axis,
                             const std::string& operation) {
-  if (value.num_replicas() != static_cast<std::size_t>(num_local_replicas)) {
-    throw InvalidArgumentError(operation, error_rank(),
-                               "got " + std::to_string(value.num_replicas()) +
-                                   " per-replica values for " + std::to_string(num_local_replicas) +
-                                   " local replicas");
-  }
-  const Tensor& first = value[0];
-  if (first.rank() == 0) {
-    throw InvalidArgumentError(operation, error_rank(),
-                               "cannot gather scalars along an axis; reshape them to [1] first");
-  }
-  const int dim = normalize_axis(axis, first.rank(), operation, error_rank());
-  for (std::size_t r = 0; r < value.num_replicas(); ++r) {
-    const Tensor& t = value[r];
-    bool compatible = t.dtype() == first.dtype() && t.rank() == first.rank();
-    for (int d = 0; compatible && d < t.rank(); ++d) {
-      if (d != dim && t.dim(d) != first.dim(d)) compatible = false;
-    }
-    if (!compatible) {
-      throw InvalidArgumentError(
-          operation, error_rank(),
-          "local replica " + std::to_string(r) + " holds " + t.debug_string() +
-              ", which cannot be concatenated along axis " + std::to_string(axis) +
-              " with replica 0's " + first.debug_string());
-    }
-  }
-  Tensor local = concat(value.values(), dim);
-  if (num_workers == 1) return local;
+  std::vector<const Tensor*> views;
+  views.reserve(value.num_replicas());
+  for (const Tensor& replica_value : value.values()) views.push_back(&replica_value);
+  const std::vector<int> axes(views.size(), axis);
+  return gather_views(views, axes, operation);
+}
 
-  // Across workers: agree on dtype and shape, pad along the axis to the
-  // longest worker's length, all-gather the bytes, drop the padding.
-  WorkerCalls::Session calls = worker_calls->session();
-  AllGatherOptions options;
-  options.algorithm = host_algorithm_for(communication_options.implementation, operation);
-  options.timeout = timeout;
-  options.memory = MemoryKind::kHost;
-  const std::size_t workers = static_cast<std::size_t>(num_workers);
-  std::vector<std::int64_t> header{static_cast<std::int64_t>(local.dtype()), local.rank()};
-  std::vector<std::int64_t> headers(2 * workers);
-  calls.all_gather(header.data(), headers.data(), 2, DataType::kInt64, options);
-  for (std::size_t w = 0; w < workers; ++w) {
-    if (headers[2 * w] != header[0] || headers[2 * w + 1] != header[1]) {
-      throw MismatchError(operation, error_rank(),
-                          "worker " + std::to_string(w) + " gathers a rank " +
-                              std::to_string(headers[2 * w + 1]) + " " +
-                              std::string(to_string(static_cast<DataType>(headers[2 * w]))) +
-                              " value, this worker a rank " + std::to_string(header[1]) + " " +
-                              std::string(to_string(local.dtype())) + " value");
-    }
-  }
-  const std::size_t rank = static_cast<std::size_t>(local.rank());
-  std::vector<std::int64_t> dims(local.shape().begin(), local.shape().end());
-  std::vector<std::int64_t> all_dims(rank * workers);
-  calls.all_gather(dims.data(), all_dims.data(), rank, DataType::kInt64, options);
-  std::int64_t longest = 0;
-  for (std::size_t w = 0; w < workers; ++w) {
-    for (std::size_t d = 0; d < rank; ++d) {
-      if (static_cast<int>(d) != dim && all_dims[w * rank + d] != dims[d]) {
-        throw MismatchError(
-            operation, error_rank(),
-            "worker " + std::to_string(w) + " gathers dimension " + std::to_string(d) +
-                " of size " + std::to_string(all_dims[w * rank + d]) + ", this worker " +
-                std::to_string(dims[d]) + " (only axis " + std::to_string(axis) + " may differ)");
-      }
-    }
-    longest = std::max(longest, all_dims[w * rank + static_cast<std::size_t>(dim)]);
-  }
-  Shape padded_shape = local.shape();
-  padded_shape[static_cast<std::size_t>(dim)] = longest;
-  Tensor padding(local.dtype(), [&] {
-    Shape s = local.shape();
-    s[static_cast<std::size_t>(dim)] = longest - local.dim(dim);
-    return s;
-  }());
-  const Tensor padded = concat({local, padding}, dim);
-  std::vector<std::byte> gathered(padded.num_bytes() * workers);
-  calls.all_gather(padded.raw_data(), gathered.data(), padded.num_bytes(), DataType::kUInt8,
-                   options);
-  std::vector<Tensor> parts;
-  parts.reserve(workers);
-  for (std::size_t w = 0; w < workers; ++w) {
-    Tensor worker_padded(local.dtype(), padded_shape);
-    if (padded.num_bytes() > 0) {
-      std::memcpy(worker_padded.raw_data(), gathered.data() + w * padded.num_bytes(),
-                  padded.num_bytes());
-    }
-    // Keep the first all_dims[w][dim] entries along the axis.
-    Shape kept_shape = padded_shape;
-    kept_shape[static_cast<std::size_t>(dim)] = all_dims[w * rank + static_cast<std::size_t>(dim)];
-    Tensor kept(local.dtype(), kept_shape);
-    std::size_t outer = 1;
-    for (int d = 0; d < dim; ++d)
-      outer *= static_cast<std::size_t>(padded_shape[static_cast<std::size_t>(d)]);
-    std::size_t inner_bytes = element_size(local.dtype());
-    for (std::size_t d = static_cast<std::size_t>(dim) + 1; d < rank; ++d) {
-      inner_bytes *= static_cast<std::size_t>(padded_shape[d]);
-    }
-    const std::size_t padded_row = static_cast<std::size_t>(longest) * inner_bytes;
-    const std::size_t kept_row =
-        static_cast<std::size_t>(kept_shape[static_cast<std::size_t>(dim)]) * inner_bytes;
-    for (std::size_t o = 0; o < outer && kept_row > 0; ++o) {
-      std::memcpy(static_cast<std::byte*>(kept.raw_data()) + o * kept_row,
-                  static_cast<const std::byte*>(worker_padded.raw_data()) + o * padded_row,
-                  kept_row);
-    }
-    parts.push_back(std::move(kept));
-  }
-  return concat(parts, dim);
+Tensor StrategyImpl::gather_views(std::span<const Tensor* const> values, std::span<const int> axes,
+                                  const std::string& operation) {
+  // Without cross-worker calls (one worker, or ParameterServerStrategy,
+  // whose workers never wait for each other) the gather stays on this
+  // worker, as its reductions do.
+  const bool across_workers = num_workers > 1 && worker_calls != nullptr;
+  GatherSetting setting;
+  setting.num_local_replicas = num_local_replicas;
+  setting.num_workers = across_workers ? num_workers : 1;
+  setting.worker_index = across_workers ? worker_index : 0;
+  setting.worker_calls = worker_calls.get();
+  setting.algorithm = across_workers
+                          ? host_algorithm_for(communication_options.implementation, operation)
+                          : Algorithm::kAuto;
+  setting.timeout = timeout;
+  return gather_replicas(setting, values, axes, operation);
 }
 
 void StrategyImpl::require_cross_replica(const std::string& operation) const {

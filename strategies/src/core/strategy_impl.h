@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -96,8 +97,13 @@ struct StrategyImpl {
   Tensor reduce_to(ReduceOp op, const PerReplica<Tensor>& value);
   // Cross-replica operations refuse to run inside a replica function.
   void require_cross_replica(const std::string& operation) const;
-  // Every replica's value of every worker concatenated along axis.
+  // Every replica's value of every worker concatenated along axis
+  // (replica_gather.h: the rules, checked alike on every worker).
   Tensor gather(const PerReplica<Tensor>& value, int axis, const std::string& operation);
+  // The same with each local replica's value and axis as it passed them
+  // (ReplicaContext.all_gather), read in place.
+  Tensor gather_views(std::span<const Tensor* const> values, std::span<const int> axes,
+                      const std::string& operation);
   // Worker 0's value on every worker (one broadcast), after checking that
   // every worker passes the same dtype and shape (MismatchError naming
   // `what` otherwise, on every worker). value on one worker: returned as is.

@@ -118,6 +118,16 @@ void WorkerCalls::Session::all_gather(const void* input, void* output, std::size
   });
 }
 
+void WorkerCalls::Session::all_gather_v(const void* send, std::size_t send_count, void* recv,
+                                        std::span<const std::size_t> recv_counts,
+                                        std::span<const std::size_t> recv_displacements,
+                                        DataType type, AllGatherOptions options) {
+  tagged(options, [&](const AllGatherOptions& tagged_options) {
+    owner_.communicator_.all_gather_v(send, send_count, recv, recv_counts, recv_displacements, type,
+                                      tagged_options);
+  });
+}
+
 void WorkerCalls::Session::broadcast(void* buffer, std::size_t count, DataType type,
                                      BroadcastOptions options) {
   tagged(options, [&](const BroadcastOptions& tagged_options) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "collective/communicator.h"
@@ -50,6 +51,12 @@ class WorkerCalls {
                     AllReduceOptions options);
     void all_gather(const void* input, void* output, std::size_t count, DataType type,
                     AllGatherOptions options);
+    // Communicator::all_gather_v: worker q's send_count elements land at
+    // recv + recv_displacements[q]; recv_counts agree on every worker.
+    void all_gather_v(const void* send, std::size_t send_count, void* recv,
+                      std::span<const std::size_t> recv_counts,
+                      std::span<const std::size_t> recv_displacements, DataType type,
+                      AllGatherOptions options);
     void broadcast(void* buffer, std::size_t count, DataType type, BroadcastOptions options);
 
    private:

@@ -90,7 +90,8 @@ class ReplicaContext {
   // Several values in one call; packed like CrossDeviceOps::batch_reduce.
   std::vector<Tensor> all_reduce(ReduceOp op, const std::vector<Tensor>& values);
 
-  // Every replica's value concatenated along axis, in replica id order.
+  // Every replica's value concatenated along axis, in replica id order; the
+  // lengths along axis may differ, as in Strategy::gather (same rules).
   Tensor all_gather(const Tensor& value, int axis);
 
   // Leaves the replica context: once every local replica has called

@@ -106,7 +106,9 @@ class Strategy {
   std::vector<Tensor> experimental_local_results(const Tensor& value) const { return {value}; }
 
   // Concatenates every replica's value along axis, in replica id order
-  // (all workers). Dimensions other than axis must agree.
+  // (all workers). The lengths along axis may differ (zero included); dtype,
+  // rank, axis and the other dimensions must agree, else every worker raises
+  // InvalidArgumentError or MismatchError naming the replicas and shapes.
   Tensor gather(const PerReplica<Tensor>& value, int axis);
 
   // Replicas over which gradients are aggregated: workers x local replicas.
