@@ -65,7 +65,7 @@ std::vector<Geometry> geometries_for(const BenchOptions& options, const Collecti
                                      std::size_t element_bytes, int ranks) {
   std::vector<Geometry> result;
   for (const std::size_t bytes : options.sizes()) {
-    const Geometry geometry = c.geometry(bytes, element_bytes, ranks);
+    const Geometry geometry = c.geometry_for_bytes(bytes, element_bytes, ranks);
     if (!result.empty() && result.back().count == geometry.count) continue;
     result.push_back(geometry);
   }
@@ -107,7 +107,7 @@ void SweepDriver::run() {
       std::vector<Step> steps;
       for (const Geometry& geometry : geometries_for(options, c, element_size(type), ranks)) {
         if (options.baseline_mpi) {
-          if (const char* limit = c.mpi_limit(geometry)) {
+          if (const char* limit = mpi_limit(c, geometry)) {
             throw BenchError("--baseline mpi cannot run " + std::string(to_string(kind)) + " at " +
                              std::to_string(geometry.bytes) + " B of " +
                              std::string(to_string(type)) + ": " + limit + "; lower -e");
@@ -177,15 +177,17 @@ std::uint64_t SweepDriver::check_once(const CollectiveCase& c, const Geometry& g
                                       const CallArgs& args, Implementation implementation) {
   fill_sentinel(args.type, Region{args.recv_base, geometry.recv_elements, 0});
   fill_inputs(c.pattern(args), args.rank, c.input(args));
+  ResultLayout result;
   if (implementation == Implementation::kLibrary) {
     c.run(context_.communicator, args);
-    // The highest rank holding a result (the root for reduce) is corrupted.
-    const int holder = c.kind() == CollectiveKind::kReduce ? args.root : args.ranks - 1;
-    injector_.maybe_corrupt(args.type, c.result(args, implementation), args.rank == holder);
+    result = c.result(args);
+    injector_.maybe_corrupt(args.type, Region{result.data, result.elements(), 0},
+                            args.rank == c.result_holder(args));
   } else {
-    c.run_mpi(context_.mpi, args);
+    run_mpi(c, context_.mpi, args);
+    result = mpi_result(c, args);
   }
-  const WrongElements wrong = c.check(args, implementation);
+  const WrongElements wrong = c.check(args, result);
   if (wrong.count > 0) {
     std::ostringstream what;
     what << (implementation == Implementation::kMpi ? "MPI baseline " : "") << to_string(c.kind())
@@ -205,7 +207,7 @@ PlacementResult SweepDriver::measure_placement(const CollectiveCase& c, const Ge
   result.measured = true;
   result.in_place = in_place;
   args.in_place = in_place;
-  c.place(args, geometry);
+  c.place(args);
 
   std::uint64_t baseline_wrong = 0;
   if (options.check) {
@@ -221,7 +223,7 @@ PlacementResult SweepDriver::measure_placement(const CollectiveCase& c, const Ge
   fill_timing_values(args.type, args.op, Region{args.send_base, geometry.send_elements, 0});
   fill_timing_values(args.type, args.op, Region{args.recv_base, geometry.recv_elements, 0});
   auto ours = [&] { c.run(context_.communicator, args); };
-  auto theirs = [&] { c.run_mpi(context_.mpi, args); };
+  auto theirs = [&] { run_mpi(c, context_.mpi, args); };
   for (int i = 0; i < options.warmup_iters; ++i) {
     ours();
     if (options.baseline_mpi) theirs();

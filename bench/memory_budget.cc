@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "byte_size.h"
-#include "collective_case.h"
+#include "shared_cases.h"
 #include "driver.h"
 #include "results.h"
 
@@ -105,7 +105,8 @@ MemoryNeed buffers_needed_per_rank(const BenchOptions& options, int ranks, std::
       continue;
     }
     for (CollectiveKind kind : options.collectives) {
-      const Geometry geometry = make_collective_case(kind)->geometry(largest, element, ranks);
+      const Geometry geometry =
+          make_collective_case(kind)->geometry_for_bytes(largest, element, ranks);
       const std::optional<std::size_t> bytes = add(
           add(multiply(geometry.send_elements, element), multiply(geometry.recv_elements, element)),
           timings);

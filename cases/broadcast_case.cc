@@ -5,28 +5,29 @@
 
 #include "collective_case.h"
 
-namespace collective::bench {
+namespace collective::cases {
 namespace {
 
 class BroadcastCase final : public CollectiveCase {
  public:
   CollectiveKind kind() const override { return CollectiveKind::kBroadcast; }
+  std::string_view nccl_tests_name() const override { return "broadcast"; }
+  bool reduces() const override { return false; }
+  bool rooted() const override { return true; }
 
   double bus_factor(int ranks) const override {
     (void)ranks;
     return 1.0;
   }
 
-  Geometry geometry(std::size_t bytes, std::size_t element_bytes, int ranks) const override {
+  Geometry geometry(std::size_t count, std::size_t element_bytes, int ranks) const override {
     (void)ranks;
-    const std::size_t count = bytes / element_bytes;
     return Geometry{count, 0, count, count * element_bytes};
   }
 
   bool has_out_of_place() const override { return false; }
 
-  void place(CallArgs& args, const Geometry& geometry) const override {
-    (void)geometry;
+  void place(CallArgs& args) const override {
     args.send = args.recv_base;
     args.recv = args.recv_base;
   }
@@ -36,9 +37,8 @@ class BroadcastCase final : public CollectiveCase {
     return Region{args.recv_base, args.count, 0};
   }
 
-  Region result(const CallArgs& args, Implementation implementation) const override {
-    (void)implementation;
-    return Region{args.recv_base, args.count, 0};
+  ResultLayout result(const CallArgs& args) const override {
+    return ResultLayout{args.recv_base, {ResultPart{0, args.count, args.root, 0}}};
   }
 
   void run(Communicator& communicator, const CallArgs& args) const override {
@@ -47,20 +47,10 @@ class BroadcastCase final : public CollectiveCase {
     options.root = args.root;
     communicator.broadcast(args.recv, args.count, args.type, options);
   }
-
-  void run_mpi(const MpiBaseline& mpi, const CallArgs& args) const override {
-    const std::size_t element = element_size(args.type);
-    auto* buffer = static_cast<std::byte*>(args.recv);
-    MpiBaseline::for_each_piece(args.count, [&](std::size_t first, int count) {
-      mpi.check(MPI_Bcast(buffer + first * element, count, MpiBaseline::datatype(args.type),
-                          args.root, mpi.comm()),
-                "MPI_Bcast");
-    });
-  }
 };
 
 }  // namespace
 
 std::unique_ptr<CollectiveCase> make_broadcast_case() { return std::make_unique<BroadcastCase>(); }
 
-}  // namespace collective::bench
+}  // namespace collective::cases

@@ -5,23 +5,24 @@
 
 #include "collective_case.h"
 
-namespace collective::bench {
+namespace collective::cases {
 namespace {
 
 class AllReduceCase final : public CollectiveCase {
  public:
   CollectiveKind kind() const override { return CollectiveKind::kAllReduce; }
+  std::string_view nccl_tests_name() const override { return "allreduce"; }
+  bool reduces() const override { return true; }
+  bool rooted() const override { return false; }
 
   double bus_factor(int ranks) const override { return 2.0 * (ranks - 1) / ranks; }
 
-  Geometry geometry(std::size_t bytes, std::size_t element_bytes, int ranks) const override {
+  Geometry geometry(std::size_t count, std::size_t element_bytes, int ranks) const override {
     (void)ranks;
-    const std::size_t count = bytes / element_bytes;
     return Geometry{count, count, count, count * element_bytes};
   }
 
-  void place(CallArgs& args, const Geometry& geometry) const override {
-    (void)geometry;
+  void place(CallArgs& args) const override {
     args.send = args.send_base;
     args.recv = args.in_place ? args.send_base : args.recv_base;
   }
@@ -30,9 +31,8 @@ class AllReduceCase final : public CollectiveCase {
     return Region{args.send_base, args.count, 0};
   }
 
-  Region result(const CallArgs& args, Implementation implementation) const override {
-    (void)implementation;
-    return Region{args.recv, args.count, 0};
+  ResultLayout result(const CallArgs& args) const override {
+    return ResultLayout{args.recv, {ResultPart{0, args.count, kReducedOverRanks, 0}}};
   }
 
   void run(Communicator& communicator, const CallArgs& args) const override {
@@ -42,24 +42,10 @@ class AllReduceCase final : public CollectiveCase {
     options.deterministic = args.deterministic;
     communicator.all_reduce(args.send, args.recv, args.count, args.type, options);
   }
-
-  void run_mpi(const MpiBaseline& mpi, const CallArgs& args) const override {
-    const std::size_t element = element_size(args.type);
-    const auto* send = static_cast<const std::byte*>(args.send);
-    auto* recv = static_cast<std::byte*>(args.recv);
-    MpiBaseline::for_each_piece(args.count, [&](std::size_t first, int count) {
-      const void* source = args.in_place ? MPI_IN_PLACE : send + first * element;
-      mpi.check(
-          MPI_Allreduce(source, recv + first * element, count, MpiBaseline::datatype(args.type),
-                        mpi.op(args.type, args.op), mpi.comm()),
-          "MPI_Allreduce");
-    });
-    mpi.finish_mean(args.recv, args.count, args.type, args.op);
-  }
 };
 
 }  // namespace
 
 std::unique_ptr<CollectiveCase> make_all_reduce_case() { return std::make_unique<AllReduceCase>(); }
 
-}  // namespace collective::bench
+}  // namespace collective::cases
