@@ -241,7 +241,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
        "...), a comma list, or all")
       ("op,o", po::value<std::string>()->default_value("sum"),
        "sum, mean, min, max, prod, a comma list, or all (reducing collectives only)")
-      ("root,r", po::value<std::string>()->default_value("0"), "root rank of broadcast and reduce")
+      ("root,r", po::value<std::string>()->default_value("0"),
+       "root rank of the rooted collectives (broadcast, reduce, gather, scatter, ...)")
+      ("uneven", po::value<std::string>()->default_value("1"),
+       "N: in the collectives with per-rank counts (alltoallv, all_gather_v, reduce_scatter_v, "
+       "gather_v, scatter_v) rank 0's count is N times the others' (0: rank 0 has none)")
       ("iters,n", po::value<std::string>()->default_value("20"), "timed iterations per size")
       ("warmup_iters,w", po::value<std::string>()->default_value("5"),
        "untimed iterations before timing")
@@ -351,6 +355,14 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   options.datatypes = parse_datatypes(text("datatype"));
   options.ops = parse_ops(text("op"));
   options.root = parse_integer<int>("-r/--root", text("root"), 0);
+  options.uneven = parse_integer<std::size_t>("--uneven", text("uneven"), 0);
+  if (given("uneven") &&
+      std::none_of(options.collectives.begin(), options.collectives.end(), [](CollectiveKind kind) {
+        return make_collective_case(kind)->per_rank_counts();
+      })) {
+    throw UsageError(
+        "--uneven applies to the collectives with per-rank counts only; -C names none");
+  }
   parse_algorithms(text("algorithm"), options);
 
   const std::string baseline = lower(text("baseline"));

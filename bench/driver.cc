@@ -62,10 +62,10 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
 }
 
 std::vector<Geometry> geometries_for(const BenchOptions& options, const CollectiveCase& c,
-                                     std::size_t element_bytes, int ranks) {
+                                     std::size_t element_bytes, const cases::Shape& shape) {
   std::vector<Geometry> result;
   for (const std::size_t bytes : options.sizes()) {
-    const Geometry geometry = c.geometry_for_bytes(bytes, element_bytes, ranks);
+    const Geometry geometry = c.geometry_for_bytes(bytes, element_bytes, shape);
     if (!result.empty() && result.back().count == geometry.count) continue;
     result.push_back(geometry);
   }
@@ -105,7 +105,8 @@ void SweepDriver::run() {
     }
     for (DataType type : options.datatypes) {
       std::vector<Step> steps;
-      for (const Geometry& geometry : geometries_for(options, c, element_size(type), ranks)) {
+      const cases::Shape shape{ranks, context_.communicator.rank(), options.uneven};
+      for (const Geometry& geometry : geometries_for(options, c, element_size(type), shape)) {
         if (options.baseline_mpi) {
           if (const char* limit = mpi_limit(c, geometry)) {
             throw BenchError("--baseline mpi cannot run " + std::string(to_string(kind)) + " at " +
@@ -167,16 +168,17 @@ SizeRow SweepDriver::measure(const CollectiveCase& c, const Geometry& geometry, 
   args.deterministic = context_.options.deterministic;
   args.rank = context_.communicator.rank();
   args.ranks = context_.communicator.size();
+  args.uneven = context_.options.uneven;
 
   if (c.has_out_of_place()) row.out_of_place = measure_placement(c, geometry, args, false);
-  row.in_place = measure_placement(c, geometry, args, true);
+  if (c.has_in_place()) row.in_place = measure_placement(c, geometry, args, true);
   return row;
 }
 
 std::uint64_t SweepDriver::check_once(const CollectiveCase& c, const Geometry& geometry,
                                       const CallArgs& args, Implementation implementation) {
   fill_sentinel(args.type, Region{args.recv_base, geometry.recv_elements, 0});
-  fill_inputs(c.pattern(args), args.rank, c.input(args));
+  for (const Region& input : c.inputs(args)) fill_inputs(c.pattern(args), args.rank, input);
   ResultLayout result;
   if (implementation == Implementation::kLibrary) {
     c.run(context_.communicator, args);

@@ -60,7 +60,7 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
 
 // Sizes rounded as the collective rounds them, duplicates removed.
 std::vector<Geometry> geometries_for(const BenchOptions& options, const CollectiveCase& c,
-                                     std::size_t element_bytes, int ranks);
+                                     std::size_t element_bytes, const cases::Shape& shape);
 
 // One timed iteration: barrier, then the call, on this rank's clock.
 double timed_seconds(MPI_Comm comm, const auto& call) {

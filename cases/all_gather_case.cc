@@ -18,8 +18,9 @@ class AllGatherCase final : public CollectiveCase {
 
   double bus_factor(int ranks) const override { return static_cast<double>(ranks - 1) / ranks; }
 
-  Geometry geometry(std::size_t count, std::size_t element_bytes, int ranks) const override {
-    const auto n = static_cast<std::size_t>(ranks);
+  Geometry geometry(std::size_t count, std::size_t element_bytes,
+                    const Shape& shape) const override {
+    const auto n = static_cast<std::size_t>(shape.ranks);
     return Geometry{count, count, count * n, count * n * element_bytes};
   }
 
@@ -32,8 +33,8 @@ class AllGatherCase final : public CollectiveCase {
 
   // The input's indices are its place in the gathered buffer: a block in
   // the wrong place is wrong.
-  Region input(const CallArgs& args) const override {
-    return Region{const_cast<void*>(args.send), args.count, block_of(args, args.rank)};
+  std::vector<Region> inputs(const CallArgs& args) const override {
+    return {Region{const_cast<void*>(args.send), args.count, block_of(args, args.rank)}};
   }
 
   ResultLayout result(const CallArgs& args) const override {
@@ -52,8 +53,8 @@ class AllGatherCase final : public CollectiveCase {
   }
 
  protected:
-  std::size_t elements_per_count(int ranks) const override {
-    return static_cast<std::size_t>(ranks);
+  std::size_t elements_per_count(const Shape& shape) const override {
+    return static_cast<std::size_t>(shape.ranks);
   }
 
  private:

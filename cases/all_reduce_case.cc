@@ -17,8 +17,9 @@ class AllReduceCase final : public CollectiveCase {
 
   double bus_factor(int ranks) const override { return 2.0 * (ranks - 1) / ranks; }
 
-  Geometry geometry(std::size_t count, std::size_t element_bytes, int ranks) const override {
-    (void)ranks;
+  Geometry geometry(std::size_t count, std::size_t element_bytes,
+                    const Shape& shape) const override {
+    (void)shape;
     return Geometry{count, count, count, count * element_bytes};
   }
 
@@ -27,8 +28,8 @@ class AllReduceCase final : public CollectiveCase {
     args.recv = args.in_place ? args.send_base : args.recv_base;
   }
 
-  Region input(const CallArgs& args) const override {
-    return Region{args.send_base, args.count, 0};
+  std::vector<Region> inputs(const CallArgs& args) const override {
+    return {Region{args.send_base, args.count, 0}};
   }
 
   ResultLayout result(const CallArgs& args) const override {

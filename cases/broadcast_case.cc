@@ -20,8 +20,9 @@ class BroadcastCase final : public CollectiveCase {
     return 1.0;
   }
 
-  Geometry geometry(std::size_t count, std::size_t element_bytes, int ranks) const override {
-    (void)ranks;
+  Geometry geometry(std::size_t count, std::size_t element_bytes,
+                    const Shape& shape) const override {
+    (void)shape;
     return Geometry{count, 0, count, count * element_bytes};
   }
 
@@ -32,9 +33,9 @@ class BroadcastCase final : public CollectiveCase {
     args.recv = args.recv_base;
   }
 
-  Region input(const CallArgs& args) const override {
+  std::vector<Region> inputs(const CallArgs& args) const override {
     if (args.rank != args.root) return {};
-    return Region{args.recv_base, args.count, 0};
+    return {Region{args.recv_base, args.count, 0}};
   }
 
   ResultLayout result(const CallArgs& args) const override {

@@ -6,8 +6,11 @@
 namespace collective::cases {
 
 Geometry CollectiveCase::geometry_for_bytes(std::size_t bytes, std::size_t element_bytes,
-                                            int ranks) const {
-  return geometry(bytes / (element_bytes * elements_per_count(ranks)), element_bytes, ranks);
+                                            const Shape& shape) const {
+  const std::size_t per_count = elements_per_count(shape);
+  // uneven 0 with one rank: no element stands for the count.
+  const std::size_t count = per_count == 0 ? 0 : bytes / (element_bytes * per_count);
+  return geometry(count, element_bytes, shape);
 }
 
 ValuePattern CollectiveCase::pattern(const CallArgs& args) const {

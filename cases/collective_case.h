@@ -13,11 +13,22 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "collective/communicator.h"
 #include "value_pattern.h"
 
 namespace collective::cases {
+
+// Who a call's geometry is for: the rank count, this rank, and for the
+// collectives with per-rank counts (the v-variants) how many times the
+// base count rank 0 contributes (the others contribute the base count;
+// 0: rank 0 contributes nothing).
+struct Shape {
+  int ranks = 1;
+  int rank = 0;
+  std::size_t uneven = 1;
+};
 
 // Element counts of one call on one rank.
 struct Geometry {
@@ -43,6 +54,14 @@ struct CallArgs {
   bool in_place = false;
   int rank = 0;
   int ranks = 1;
+  std::size_t uneven = 1;  // Shape::uneven
+  // The v-variants' counts and displacements (elements), set by place().
+  std::vector<std::size_t> send_counts;
+  std::vector<std::size_t> send_displacements;
+  std::vector<std::size_t> recv_counts;
+  std::vector<std::size_t> recv_displacements;
+
+  Shape shape() const { return Shape{ranks, rank, uneven}; }
 };
 
 class CollectiveCase {
@@ -50,26 +69,36 @@ class CollectiveCase {
   virtual ~CollectiveCase() = default;
 
   virtual CollectiveKind kind() const = 0;
-  // nccl-tests' name (-C allreduce); the library's (all_reduce) is to_string(kind()).
+  // The library's name (all_reduce; sendrecv for the send/recv pair).
+  virtual std::string_view name() const { return to_string(kind()); }
+  // nccl-tests' name (-C allreduce), or the library's where nccl-tests has none.
   virtual std::string_view nccl_tests_name() const = 0;
   virtual bool reduces() const = 0;
   virtual bool rooted() const = 0;
+  // Whether counts differ by rank (Shape::uneven applies).
+  virtual bool per_rank_counts() const { return false; }
 
   // nccl-tests' factor from algorithm bandwidth to bus bandwidth.
   virtual double bus_factor(int ranks) const = 0;
-  // The buffers of a call with this count.
-  virtual Geometry geometry(std::size_t count, std::size_t element_bytes, int ranks) const = 0;
+  // The buffers of a call with this count on shape.rank; `bytes` is the
+  // same on every rank.
+  virtual Geometry geometry(std::size_t count, std::size_t element_bytes,
+                            const Shape& shape) const = 0;
   // The call whose reported size is `bytes`, rounded down as nccl-tests
-  // rounds it (to whole elements, and for reduce_scatter and all_gather to
-  // whole blocks of `ranks` elements).
-  Geometry geometry_for_bytes(std::size_t bytes, std::size_t element_bytes, int ranks) const;
-  // broadcast has one buffer: only its in-place form exists.
+  // rounds it (to whole elements, and where the size covers every rank's
+  // block to whole blocks).
+  Geometry geometry_for_bytes(std::size_t bytes, std::size_t element_bytes,
+                              const Shape& shape) const;
+  // broadcast has one buffer: only its in-place form exists; sendrecv
+  // has no in-place form.
   virtual bool has_out_of_place() const { return true; }
+  virtual bool has_in_place() const { return true; }
 
-  // Fills send/recv from the bases for the placement (args.in_place).
+  // Fills send/recv (and the v-variants' counts and displacements) from
+  // the bases for the placement (args.in_place).
   virtual void place(CallArgs& args) const = 0;
-  // Where this rank's input lives (empty on broadcast's non-roots).
-  virtual Region input(const CallArgs& args) const = 0;
+  // Where this rank's inputs live (none on broadcast's non-roots).
+  virtual std::vector<Region> inputs(const CallArgs& args) const = 0;
   // Where this rank's result lives after the call and what it must hold
   // (no parts on reduce's non-roots).
   virtual ResultLayout result(const CallArgs& args) const = 0;
@@ -88,8 +117,8 @@ class CollectiveCase {
 
  protected:
   // How many elements of the reported size one unit of `count` stands for.
-  virtual std::size_t elements_per_count(int ranks) const {
-    (void)ranks;
+  virtual std::size_t elements_per_count(const Shape& shape) const {
+    (void)shape;
     return 1;
   }
 };

@@ -20,8 +20,9 @@ class ReduceCase final : public CollectiveCase {
     return 1.0;
   }
 
-  Geometry geometry(std::size_t count, std::size_t element_bytes, int ranks) const override {
-    (void)ranks;
+  Geometry geometry(std::size_t count, std::size_t element_bytes,
+                    const Shape& shape) const override {
+    (void)shape;
     return Geometry{count, count, count, count * element_bytes};
   }
 
@@ -30,8 +31,8 @@ class ReduceCase final : public CollectiveCase {
     args.recv = args.in_place && args.rank == args.root ? args.send_base : args.recv_base;
   }
 
-  Region input(const CallArgs& args) const override {
-    return Region{args.send_base, args.count, 0};
+  std::vector<Region> inputs(const CallArgs& args) const override {
+    return {Region{args.send_base, args.count, 0}};
   }
 
   ResultLayout result(const CallArgs& args) const override {

@@ -18,8 +18,9 @@ class ReduceScatterCase final : public CollectiveCase {
 
   double bus_factor(int ranks) const override { return static_cast<double>(ranks - 1) / ranks; }
 
-  Geometry geometry(std::size_t count, std::size_t element_bytes, int ranks) const override {
-    const auto n = static_cast<std::size_t>(ranks);
+  Geometry geometry(std::size_t count, std::size_t element_bytes,
+                    const Shape& shape) const override {
+    const auto n = static_cast<std::size_t>(shape.ranks);
     return Geometry{count, count * n, count, count * n * element_bytes};
   }
 
@@ -30,8 +31,8 @@ class ReduceScatterCase final : public CollectiveCase {
                               : args.recv_base;
   }
 
-  Region input(const CallArgs& args) const override {
-    return Region{args.send_base, args.count * static_cast<std::size_t>(args.ranks), 0};
+  std::vector<Region> inputs(const CallArgs& args) const override {
+    return {Region{args.send_base, args.count * static_cast<std::size_t>(args.ranks), 0}};
   }
 
   ResultLayout result(const CallArgs& args) const override {
@@ -47,8 +48,8 @@ class ReduceScatterCase final : public CollectiveCase {
   }
 
  protected:
-  std::size_t elements_per_count(int ranks) const override {
-    return static_cast<std::size_t>(ranks);
+  std::size_t elements_per_count(const Shape& shape) const override {
+    return static_cast<std::size_t>(shape.ranks);
   }
 
  private:

@@ -96,6 +96,16 @@ typename E::Storage expected_reduction(const ValuePattern& pattern, std::uint64_
   }
 }
 
+// What no correct result holds: NaN, or the type's maximum.
+template <typename E>
+typename E::Storage sentinel() {
+  if constexpr (E::kFloating) {
+    return E::from_double(std::numeric_limits<double>::quiet_NaN());
+  } else {
+    return std::numeric_limits<typename E::Storage>::max();
+  }
+}
+
 // The expected values of a part, one period long at most: element j of
 // the part must equal block[j % block.size()] (inputs repeat with
 // kValuePeriod along the index).
@@ -201,14 +211,7 @@ void fill_inputs(const ValuePattern& pattern, int rank, Region region) {
 void fill_sentinel(DataType type, Region region) {
   visit_type(type, [&](auto element) {
     using E = decltype(element);
-    using Storage = typename E::Storage;
-    Storage sentinel{};
-    if constexpr (E::kFloating) {
-      sentinel = E::from_double(std::numeric_limits<double>::quiet_NaN());
-    } else {
-      sentinel = std::numeric_limits<Storage>::max();
-    }
-    std::fill_n(static_cast<Storage*>(region.data), region.count, sentinel);
+    std::fill_n(static_cast<typename E::Storage*>(region.data), region.count, sentinel<E>());
   });
 }
 
@@ -241,7 +244,10 @@ WrongElements check_result(const ValuePattern& pattern, const ResultLayout& resu
     using E = decltype(element);
     for (const ResultPart& part : result.parts) {
       if (part.count == 0) continue;
-      if (part.from_rank == kReducedOverRanks) {
+      if (part.from_rank == kUntouched) {
+        compare_part<E>(
+            result.data, part, [](std::size_t) { return sentinel<E>(); }, wrong);
+      } else if (part.from_rank == kReducedOverRanks) {
         compare_part<E>(
             result.data, part,
             [&](std::size_t j) { return expected_reduction<E>(pattern, part.first_index + j); },

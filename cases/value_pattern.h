@@ -38,10 +38,14 @@ struct Region {
 
 // Marks a result part that holds op over every rank's inputs.
 inline constexpr int kReducedOverRanks = -1;
+// Marks a result part the call must leave alone: it still holds what
+// fill_sentinel wrote (the gaps between a v-variant's blocks).
+inline constexpr int kUntouched = -2;
 
 // A run of result elements that come from one place: elements offset ..
 // offset+count-1 of the result buffer hold the input of `from_rank` (or
-// the reduction over every rank) at indices first_index, first_index+1, ...
+// the reduction over every rank, or the sentinel) at indices first_index,
+// first_index+1, ...
 struct ResultPart {
   std::size_t offset = 0;
   std::size_t count = 0;

@@ -59,6 +59,7 @@ struct SweepCase {
   std::optional<ReduceOp> op;  // the reducing collectives
   std::size_t count = 0;
   Root root = Root::kNone;  // the rooted collectives
+  std::size_t uneven = 1;   // the collectives with per-rank counts (Shape::uneven)
   bool in_place = false;
 };
 
@@ -90,10 +91,11 @@ std::string root_name(Root root) {
 // AllReduce_ring_float32_sum_count7_inplace
 std::string test_name(const ::testing::TestParamInfo<SweepCase>& info) {
   const SweepCase& c = info.param;
-  std::string name = camel_case(to_string(c.kind)) + "_" + std::string(to_string(c.algorithm)) +
-                     "_" + std::string(to_string(c.type));
+  std::string name = camel_case(cases::make_collective_case(c.kind)->name()) + "_" +
+                     std::string(to_string(c.algorithm)) + "_" + std::string(to_string(c.type));
   if (c.op) name += "_" + std::string(to_string(*c.op));
   name += "_count" + std::to_string(c.count) + root_name(c.root);
+  if (c.uneven != 1) name += "_uneven" + std::to_string(c.uneven);
   name += c.in_place ? "_inplace" : "_outofplace";
   return name;
 }
@@ -126,17 +128,23 @@ std::vector<SweepCase> every_combination() {
     const auto c = cases::make_collective_case(kind);
     std::vector<std::optional<ReduceOp>> ops{std::nullopt};
     if (c->reduces()) ops.assign(std::begin(kOps), std::end(kOps));
-    std::vector<bool> placements{true};
-    if (c->has_out_of_place()) placements = {false, true};
+    std::vector<bool> placements;
+    if (c->has_out_of_place()) placements.push_back(false);
+    if (c->has_in_place()) placements.push_back(true);
+    // Per-rank counts: rank 0 with 4 times the others', and with none.
+    std::vector<std::size_t> uneven{1};
+    if (c->per_rank_counts()) uneven = {4, 0};
     for (int a = 0; a < kNumAlgorithms; ++a) {
       for (const DataType type : kTypes) {
         for (const auto& op : ops) {
           for (const std::size_t count : kCounts) {
             for (const Root root : roots_of(*c)) {
-              for (const bool in_place : placements) {
-                const SweepCase sweep{kind,    static_cast<Algorithm>(a), type, op, count, root,
-                                      in_place};
-                if (served(world, sweep)) result.push_back(sweep);
+              for (const std::size_t factor : uneven) {
+                for (const bool in_place : placements) {
+                  const SweepCase sweep{
+                      kind, static_cast<Algorithm>(a), type, op, count, root, factor, in_place};
+                  if (served(world, sweep)) result.push_back(sweep);
+                }
               }
             }
           }
@@ -189,7 +197,8 @@ TEST_P(CollectiveSweep, Exact) {
   const auto c = cases::make_collective_case(sweep.kind);
   const int ranks = communicator.size();
   const std::size_t element = element_size(sweep.type);
-  const Geometry geometry = c->geometry(sweep.count, element, ranks);
+  const cases::Shape shape{ranks, communicator.rank(), sweep.uneven};
+  const Geometry geometry = c->geometry(sweep.count, element, shape);
   std::byte* send = send_buffer(geometry.send_elements * element);
   std::byte* recv = recv_buffer(geometry.recv_elements * element);
 
@@ -204,12 +213,15 @@ TEST_P(CollectiveSweep, Exact) {
   args.in_place = sweep.in_place;
   args.rank = communicator.rank();
   args.ranks = ranks;
+  args.uneven = sweep.uneven;
   c->place(args);
 
   // A value no correct result holds, then this rank's inputs (in place,
   // they overwrite part of it).
   cases::fill_sentinel(sweep.type, Region{recv, geometry.recv_elements, 0});
-  cases::fill_inputs(c->pattern(args), args.rank, c->input(args));
+  for (const Region& input : c->inputs(args)) {
+    cases::fill_inputs(c->pattern(args), args.rank, input);
+  }
   c->run(communicator, args);
 
   const WrongElements wrong = c->check(args);
