@@ -78,7 +78,15 @@ void run_mpi(const CollectiveCase& c, const MpiBaseline& mpi, const CallArgs& ar
     case CollectiveKind::kAllGather: return all_gather(mpi, args);
     case CollectiveKind::kBroadcast: return broadcast(mpi, args);
     case CollectiveKind::kReduce: return reduce(mpi, args);
-    case CollectiveKind::kBarrier: break;
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kAllToAllV:
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kReduceScatterV:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kScatterV: break;
   }
   throw std::invalid_argument("--baseline mpi has no MPI call for " +
                               std::string(to_string(c.kind())));
@@ -101,7 +109,15 @@ const char* mpi_limit(const CollectiveCase& c, const Geometry& geometry) {
     case CollectiveKind::kAllReduce:
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
-    case CollectiveKind::kBarrier: return nullptr;
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kAllToAllV:
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kReduceScatterV:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kScatterV: return nullptr;
   }
   return nullptr;
 }

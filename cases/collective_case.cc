@@ -40,7 +40,15 @@ std::unique_ptr<CollectiveCase> make_collective_case(CollectiveKind kind) {
     case CollectiveKind::kAllGather: return make_all_gather_case();
     case CollectiveKind::kBroadcast: return make_broadcast_case();
     case CollectiveKind::kReduce: return make_reduce_case();
-    case CollectiveKind::kBarrier: break;
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kAllToAllV:
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kReduceScatterV:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kScatterV: break;
   }
   throw std::invalid_argument(std::string(to_string(kind)) + " has no collective case");
 }

@@ -43,6 +43,11 @@ if("thread" IN_LIST COLLECTIVE_SANITIZE)
 endif()
 if(COLLECTIVE_WERROR)
   list(APPEND COLLECTIVE_WARNING_OPTIONS -Werror)
+else()
+  # Always an error, in every build: a switch over an enum that misses an
+  # enumerator. An algorithm's run() names every CollectiveKind, so a new
+  # collective cannot reach a switch that silently returns.
+  list(APPEND COLLECTIVE_WARNING_OPTIONS $<$<COMPILE_LANGUAGE:C,CXX>:-Werror=switch>)
 endif()
 
 # Applies the warning set to every compiled target defined in `dir` and the

@@ -115,7 +115,7 @@ TEST_F(ForcedNcclOnHostBuffers, EveryCollectiveRaisesUnsupportedNamingNccl) {
   collective::BarrierOptions barrier;
   barrier.algorithm = Algorithm::kNccl;
   expect_unsupported(
-      "barrier", [&] { world.barrier(barrier); }, "nccl has no barrier");
+      "barrier", [&] { world.barrier(barrier); }, "nccl does not implement barrier");
 }
 
 TEST_F(ForcedNcclOnHostBuffers, DeclaredHostMemoryRaisesTooAndCommunicatorStaysUsable) {

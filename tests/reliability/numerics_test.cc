@@ -73,6 +73,14 @@ class NumericsTest : public ::testing::Test {
       case CollectiveKind::kBroadcast:
       case CollectiveKind::kReduce:
       case CollectiveKind::kBarrier:
+      case CollectiveKind::kAllToAll:
+      case CollectiveKind::kAllToAllV:
+      case CollectiveKind::kAllGatherV:
+      case CollectiveKind::kReduceScatterV:
+      case CollectiveKind::kGather:
+      case CollectiveKind::kGatherV:
+      case CollectiveKind::kScatter:
+      case CollectiveKind::kScatterV:
       default: {
         ReduceOptions options;
         options.algorithm = c.algorithm;

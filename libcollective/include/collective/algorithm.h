@@ -25,6 +25,9 @@ COLLECTIVE_API std::string_view to_string(Algorithm algorithm);
 COLLECTIVE_API std::optional<Algorithm> parse_algorithm(std::string_view name);
 
 // The collective operations, as named in errors, logs and the benchmark.
+// Their properties (reduces? rooted? how counts and blocks relate, the
+// in-place form, the MPI counterpart) are one table:
+// collective/in_tree/collectives.h.
 enum class CollectiveKind : int {
   kAllReduce = 0,
   kReduceScatter,
@@ -32,7 +35,16 @@ enum class CollectiveKind : int {
   kBroadcast,
   kReduce,
   kBarrier,
+  kAllToAll,
+  kAllToAllV,
+  kAllGatherV,
+  kReduceScatterV,
+  kGather,
+  kGatherV,
+  kScatter,
+  kScatterV,
 };
+inline constexpr int kNumCollectiveKinds = 14;
 COLLECTIVE_API std::string_view to_string(CollectiveKind kind);
 COLLECTIVE_API std::optional<CollectiveKind> parse_collective_kind(std::string_view name);
 

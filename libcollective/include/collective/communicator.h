@@ -55,10 +55,20 @@ struct CommunicatorAccess;
 // finish fails with TimeoutError after its timeout; it never hangs forever.
 // Errors, and which of them leave the communicator usable: docs/errors.md.
 //
-// Counts are element counts (size_t; above 2^31 is fine). In-place forms:
-//   all_reduce / reduce:  send == recv
-//   reduce_scatter:       recv == send + rank * recv_count elements
-//   all_gather:           send == recv + rank * send_count elements
+// Counts and displacements are element counts (size_t; above 2^31 is
+// fine). The v-forms take one count (and displacement, in elements from the
+// start of the buffer) per rank, as spans of size() entries. In-place forms:
+//   all_reduce / reduce:       send == recv
+//   reduce_scatter:            recv == send + rank * recv_count elements
+//   reduce_scatter_v:          recv == send + (recv_counts[0] + ... + recv_counts[rank-1])
+//   all_gather:                send == recv + rank * send_count elements
+//   all_gather_v:              send == recv + recv_displacements[rank]
+//   all_to_all / all_to_all_v: send == recv (all_to_all_v then sends what
+//                              recv_counts and recv_displacements describe)
+//   gather (root):             send == recv + root * send_count
+//   gather_v (root):           send == recv + recv_displacements[root]
+//   scatter (root):            recv == send + root * recv_count
+//   scatter_v (root):          recv == send + send_displacements[root]
 class COLLECTIVE_API Communicator {
  public:
   // MPI_COMM_WORLD (duplicated). MPI must be initialized (see Environment).
@@ -132,6 +142,60 @@ class COLLECTIVE_API Communicator {
               const ReduceOptions& options = {});
 
   void barrier(const BarrierOptions& options = {});
+
+  // send and recv hold size() * count elements: block q of send goes to
+  // rank q, block q of recv comes from rank q.
+  void all_to_all(const void* send, void* recv, std::size_t count, DataType type,
+                  const AllToAllOptions& options = {});
+
+  // send_counts[q] elements from send + send_displacements[q] go to rank q;
+  // recv_counts[q] elements from rank q land at recv + recv_displacements[q].
+  // send_counts[q] on this rank must equal recv_counts[this rank] on rank q.
+  // In place (send == recv) the send spans are ignored and may be empty.
+  void all_to_all_v(const void* send, std::span<const std::size_t> send_counts,
+                    std::span<const std::size_t> send_displacements, void* recv,
+                    std::span<const std::size_t> recv_counts,
+                    std::span<const std::size_t> recv_displacements, DataType type,
+                    const AllToAllOptions& options = {});
+
+  // Rank q's send_count elements land at recv + recv_displacements[q] on
+  // every rank; recv_counts (the same on every rank) says how many each
+  // sends, so recv_counts[rank()] == send_count.
+  void all_gather_v(const void* send, std::size_t send_count, void* recv,
+                    std::span<const std::size_t> recv_counts,
+                    std::span<const std::size_t> recv_displacements, DataType type,
+                    const AllGatherOptions& options = {});
+
+  // send holds recv_counts[0] + ... + recv_counts[size()-1] elements, block
+  // q after the blocks before it; rank q receives block q of the reduction.
+  // recv_counts is the same on every rank.
+  void reduce_scatter_v(const void* send, void* recv, std::span<const std::size_t> recv_counts,
+                        DataType type, const ReduceScatterOptions& options = {});
+
+  // recv on options.root (size() * send_count elements) gets every rank's
+  // send block in rank order; recv is ignored (may be null) elsewhere.
+  void gather(const void* send, void* recv, std::size_t send_count, DataType type,
+              const GatherOptions& options = {});
+
+  // Rank q's send_count elements land at recv + recv_displacements[q] on
+  // the root, which expects recv_counts[q] of them; the spans and recv are
+  // ignored (may be empty or null) off the root.
+  void gather_v(const void* send, std::size_t send_count, void* recv,
+                std::span<const std::size_t> recv_counts,
+                std::span<const std::size_t> recv_displacements, DataType type,
+                const GatherOptions& options = {});
+
+  // Block q of send (size() * recv_count elements) on options.root goes to
+  // rank q; send is ignored (may be null) elsewhere.
+  void scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
+               const ScatterOptions& options = {});
+
+  // send_counts[q] elements from send + send_displacements[q] on the root go
+  // to rank q, which expects recv_count of them; the spans and send are
+  // ignored (may be empty or null) off the root.
+  void scatter_v(const void* send, std::span<const std::size_t> send_counts,
+                 std::span<const std::size_t> send_displacements, void* recv,
+                 std::size_t recv_count, DataType type, const ScatterOptions& options = {});
 
   // Typed conveniences.
   template <typename T>

@@ -77,4 +77,17 @@ struct ReduceOptions : CommonOptions {
 
 struct BarrierOptions : CommonOptions {};
 
+// all_to_all and all_to_all_v.
+struct AllToAllOptions : CommonOptions {};
+
+// gather and gather_v.
+struct GatherOptions : CommonOptions {
+  int root = 0;
+};
+
+// scatter and scatter_v.
+struct ScatterOptions : CommonOptions {
+  int root = 0;
+};
+
 }  // namespace collective

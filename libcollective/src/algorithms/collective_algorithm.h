@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 
 #include "collective/algorithm.h"
@@ -28,8 +29,15 @@ class CollectiveAlgorithm {
   virtual Algorithm id() const = 0;
   const char* name() const;
 
-  // Must give the same answer on every rank for the same request.
-  virtual Support supports(const Request& request, const CommunicatorState& state) const = 0;
+  // The collectives this algorithm implements (it opts in to each). Every
+  // other kind is refused by supports() with "ring does not implement
+  // all_to_all (it serves all_reduce, ...)", and run() never sees it.
+  virtual std::span<const CollectiveKind> serves() const = 0;
+  bool serves(CollectiveKind kind) const;
+
+  // Whether it serves the kind, then supports_served(). Must give the same
+  // answer on every rank for the same request.
+  Support supports(const Request& request, const CommunicatorState& state) const;
 
   // Seconds this algorithm needs for `request` on `topology`, for AUTO
   // (cost/cost_model.h has the shared link costs and constants); nullopt
@@ -54,6 +62,16 @@ class CollectiveAlgorithm {
   // Runs the collective. The request has been validated, the communicator
   // has at least two ranks, and supports() said yes.
   virtual void run(const Request& request, CommunicatorState& state) const = 0;
+
+ protected:
+  // supports() for a kind in serves(): whether this request can be served
+  // (buffers, topology, options). Same answer on every rank.
+  virtual Support supports_served(const Request& request, const CommunicatorState& state) const = 0;
+
+  // For the cases of run()'s switch that serves() excludes (the switch
+  // names every kind, so that a new kind is a compile error until each
+  // algorithm decides): raises UnsupportedError, as supports() would have.
+  [[noreturn]] void refuse_unserved(const Request& request, const CommunicatorState& state) const;
 };
 
 }  // namespace collective::internal

@@ -1,5 +1,6 @@
 #include "algorithms/hierarchical.h"
 
+#include <array>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -16,11 +17,13 @@
 
 namespace collective::internal {
 
-Support HierarchicalAlgorithm::supports(const Request& request,
-                                        const CommunicatorState& state) const {
-  if (request.kind != CollectiveKind::kAllReduce) {
-    return Support::no("hierarchical implements all_reduce only (use ring or mpi)");
-  }
+std::span<const CollectiveKind> HierarchicalAlgorithm::serves() const {
+  static constexpr std::array kServed = {CollectiveKind::kAllReduce};
+  return kServed;
+}
+
+Support HierarchicalAlgorithm::supports_served(const Request& request,
+                                               const CommunicatorState& state) const {
   if (request.memory == MemoryKind::kDevice) {
     return Support::no("hierarchical serves host buffers only; device buffers need nccl");
   }

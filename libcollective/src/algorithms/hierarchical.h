@@ -26,7 +26,8 @@ namespace collective::internal {
 class HierarchicalAlgorithm final : public CollectiveAlgorithm {
  public:
   Algorithm id() const override { return Algorithm::kHierarchical; }
-  Support supports(const Request& request, const CommunicatorState& state) const override;
+  std::span<const CollectiveKind> serves() const override;
+  Support supports_served(const Request& request, const CommunicatorState& state) const override;
   std::optional<double> estimate_seconds(const Request& request,
                                          const Topology& topology) const override;
   bool carries_check(const Request& request, CommunicatorState& state) const override;

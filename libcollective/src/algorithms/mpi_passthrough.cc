@@ -1,11 +1,14 @@
 #include "algorithms/mpi_passthrough.h"
 
+#include <array>
 #include <algorithm>
 #include <climits>
 #include <cstring>
+#include <numeric>
 #include <string_view>
 #include <vector>
 
+#include "collective/in_tree/collectives.h"
 #include "transport/mpi/mpi_datatypes.h"
 #include "core/env_params.h"
 #include "core/log.h"
@@ -50,7 +53,8 @@ class MpiCall {
         datatype_(mpi_datatype(request.type)),
         op_(mpi_op(request.type, request.op)),
         piece_(std::max<std::size_t>(
-            1, std::min<std::size_t>(env_params().max_message_bytes / element_, INT_MAX))) {}
+            1, std::min<std::size_t>(env_params().max_message_bytes / element_, INT_MAX))),
+        size_(static_cast<std::size_t>(state.size)) {}
 
   void all_reduce() {
     const auto* send = static_cast<const std::byte*>(request_.send);
@@ -183,6 +187,258 @@ class MpiCall {
     });
   }
 
+  void all_to_all() {
+    const std::size_t block = request_.count;
+    const bool in_place = request_.in_place();
+    if (block <= piece_) {
+      const void* source = in_place ? MPI_IN_PLACE : request_.send;
+      const int n = static_cast<int>(block);
+      collective_call(
+          "MPI_Alltoall",
+          [&] {
+            return MPI_Alltoall(source, n, datatype_, request_.recv, n, datatype_, state_.comm);
+          },
+          [&](MPI_Request* r) {
+            return MPI_Ialltoall(source, n, datatype_, request_.recv, n, datatype_, state_.comm, r);
+          });
+      return;
+    }
+    std::vector<Block> blocks(size_);
+    for (std::size_t q = 0; q < size_; ++q) blocks[q] = Block{q * block, block};
+    exchange_in_rounds("MPI_Alltoallw", blocks, blocks, in_place, rounds_for(block));
+  }
+
+  void all_to_all_v() {
+    const bool in_place = request_.in_place();
+    const auto send_counts = in_place ? request_.recv_counts : request_.send_counts;
+    const auto send_displs = in_place ? request_.recv_displacements : request_.send_displacements;
+    std::vector<Block> to(size_);
+    std::vector<Block> from(size_);
+    for (std::size_t q = 0; q < size_; ++q) {
+      to[q] = Block{send_displs[q], send_counts[q]};
+      from[q] = Block{request_.recv_displacements[q], request_.recv_counts[q]};
+    }
+    const std::size_t rounds = agreed_rounds(to, from);
+    if (rounds == 0) {
+      std::vector<int> sc, sd, rc, rd;
+      to_ints(to, sc, sd);
+      to_ints(from, rc, rd);
+      const void* source = in_place ? MPI_IN_PLACE : request_.send;
+      collective_call(
+          "MPI_Alltoallv",
+          [&] {
+            return MPI_Alltoallv(source, sc.data(), sd.data(), datatype_, request_.recv, rc.data(),
+                                 rd.data(), datatype_, state_.comm);
+          },
+          [&](MPI_Request* r) {
+            return MPI_Ialltoallv(source, sc.data(), sd.data(), datatype_, request_.recv, rc.data(),
+                                  rd.data(), datatype_, state_.comm, r);
+          });
+      return;
+    }
+    exchange_in_rounds("MPI_Alltoallw", to, from, in_place, rounds);
+  }
+
+  void all_gather_v() {
+    const auto own = static_cast<std::size_t>(state_.rank);
+    const bool in_place = request_.in_place(state_.rank);
+    std::vector<Block> to(size_);
+    std::vector<Block> from(size_);
+    for (std::size_t q = 0; q < size_; ++q) {
+      to[q] = Block{0, request_.count};
+      from[q] = Block{request_.recv_displacements[q], request_.recv_counts[q]};
+    }
+    if (in_place) to[own] = from[own] = Block{};
+    const std::size_t rounds = agreed_rounds(to, from);
+    if (rounds == 0) {
+      std::vector<int> rc, rd;
+      to_ints(from, rc, rd);
+      if (in_place) {  // MPI's in-place form keeps the own block where recv has it
+        rc[own] = static_cast<int>(request_.recv_counts[own]);
+        rd[own] = static_cast<int>(request_.recv_displacements[own]);
+      }
+      const void* source = in_place ? MPI_IN_PLACE : request_.send;
+      const int n = static_cast<int>(request_.count);
+      collective_call(
+          "MPI_Allgatherv",
+          [&] {
+            return MPI_Allgatherv(source, n, datatype_, request_.recv, rc.data(), rd.data(),
+                                  datatype_, state_.comm);
+          },
+          [&](MPI_Request* r) {
+            return MPI_Iallgatherv(source, n, datatype_, request_.recv, rc.data(), rd.data(),
+                                   datatype_, state_.comm, r);
+          });
+      return;
+    }
+    exchange_in_rounds("MPI_Alltoallw", to, from, false, rounds);
+  }
+
+  void gather(bool vector) {
+    const bool root = state_.rank == request_.root;
+    const bool in_place = request_.in_place(state_.rank);
+    const auto root_index = static_cast<std::size_t>(request_.root);
+    std::vector<Block> to(size_);
+    std::vector<Block> from(size_);
+    to[root_index] = Block{0, request_.count};
+    for (std::size_t q = 0; root && q < size_; ++q) {
+      from[q] = vector ? Block{request_.recv_displacements[q], request_.recv_counts[q]}
+                       : Block{q * request_.count, request_.count};
+    }
+    if (in_place) to[root_index] = from[root_index] = Block{};
+    const std::size_t rounds = vector ? agreed_rounds(to, from)
+                                      : (request_.count <= piece_ ? 0 : rounds_for(request_.count));
+    if (rounds > 0) return exchange_in_rounds("MPI_Alltoallw", to, from, false, rounds);
+    const void* source = in_place ? MPI_IN_PLACE : request_.send;
+    const int n = static_cast<int>(request_.count);
+    void* target = root ? request_.recv : nullptr;
+    if (!vector) {
+      collective_call(
+          "MPI_Gather",
+          [&] {
+            return MPI_Gather(source, n, datatype_, target, n, datatype_, request_.root,
+                              state_.comm);
+          },
+          [&](MPI_Request* r) {
+            return MPI_Igather(source, n, datatype_, target, n, datatype_, request_.root,
+                               state_.comm, r);
+          });
+      return;
+    }
+    std::vector<int> rc, rd;
+    if (root) {
+      to_ints(from, rc, rd);
+      if (in_place) {
+        rc[root_index] = static_cast<int>(request_.recv_counts[root_index]);
+        rd[root_index] = static_cast<int>(request_.recv_displacements[root_index]);
+      }
+    }
+    collective_call(
+        "MPI_Gatherv",
+        [&] {
+          return MPI_Gatherv(source, n, datatype_, target, rc.data(), rd.data(), datatype_,
+                             request_.root, state_.comm);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Igatherv(source, n, datatype_, target, rc.data(), rd.data(), datatype_,
+                              request_.root, state_.comm, r);
+        });
+  }
+
+  void scatter(bool vector) {
+    const bool root = state_.rank == request_.root;
+    const bool in_place = request_.in_place(state_.rank);
+    const auto root_index = static_cast<std::size_t>(request_.root);
+    std::vector<Block> to(size_);
+    std::vector<Block> from(size_);
+    from[root_index] = Block{0, request_.count};
+    for (std::size_t q = 0; root && q < size_; ++q) {
+      to[q] = vector ? Block{request_.send_displacements[q], request_.send_counts[q]}
+                     : Block{q * request_.count, request_.count};
+    }
+    if (in_place) to[root_index] = from[root_index] = Block{};
+    const std::size_t rounds = vector ? agreed_rounds(to, from)
+                                      : (request_.count <= piece_ ? 0 : rounds_for(request_.count));
+    if (rounds > 0) return exchange_in_rounds("MPI_Alltoallw", to, from, false, rounds);
+    void* target = in_place ? MPI_IN_PLACE : request_.recv;
+    const void* source = root ? request_.send : nullptr;
+    const int n = static_cast<int>(request_.count);
+    if (!vector) {
+      collective_call(
+          "MPI_Scatter",
+          [&] {
+            return MPI_Scatter(source, n, datatype_, target, n, datatype_, request_.root,
+                               state_.comm);
+          },
+          [&](MPI_Request* r) {
+            return MPI_Iscatter(source, n, datatype_, target, n, datatype_, request_.root,
+                                state_.comm, r);
+          });
+      return;
+    }
+    std::vector<int> sc, sd;
+    if (root) {
+      to_ints(to, sc, sd);
+      if (in_place) {
+        sc[root_index] = static_cast<int>(request_.send_counts[root_index]);
+        sd[root_index] = static_cast<int>(request_.send_displacements[root_index]);
+      }
+    }
+    collective_call(
+        "MPI_Scatterv",
+        [&] {
+          return MPI_Scatterv(source, sc.data(), sd.data(), datatype_, target, n, datatype_,
+                              request_.root, state_.comm);
+        },
+        [&](MPI_Request* r) {
+          return MPI_Iscatterv(source, sc.data(), sd.data(), datatype_, target, n, datatype_,
+                               request_.root, state_.comm, r);
+        });
+  }
+
+  // MPI_Reduce_scatter in pieces of at most piece_ elements per block:
+  // piece k of every block is staged contiguously, reduced and scattered.
+  // In place, MPI would want the whole input in recv: the input stays in
+  // send and the result goes through scratch, as for reduce_scatter.
+  void reduce_scatter_v() {
+    const auto* send = static_cast<const std::byte*>(request_.send);
+    auto* recv = static_cast<std::byte*>(request_.recv);
+    const auto counts = request_.recv_counts;
+    std::size_t largest = 0;
+    std::vector<std::size_t> offsets(size_);
+    std::size_t total = 0;
+    for (std::size_t q = 0; q < size_; ++q) {
+      offsets[q] = total;
+      total += counts[q];
+      largest = std::max(largest, counts[q]);
+    }
+    const std::size_t own = counts[static_cast<std::size_t>(state_.rank)];
+    const bool in_place = request_.in_place(state_.rank);
+    if (largest <= piece_) {
+      std::vector<int> rc(size_);
+      for (std::size_t q = 0; q < size_; ++q) rc[q] = static_cast<int>(counts[q]);
+      std::byte* target = in_place ? state_.scratch_work.get(own * element_) : recv;
+      collective_call(
+          "MPI_Reduce_scatter",
+          [&] { return MPI_Reduce_scatter(send, target, rc.data(), datatype_, op_, state_.comm); },
+          [&](MPI_Request* r) {
+            return MPI_Ireduce_scatter(send, target, rc.data(), datatype_, op_, state_.comm, r);
+          });
+      if (in_place && own > 0) std::memcpy(recv, target, own * element_);
+    } else {
+      std::vector<int> rc(size_);
+      for (std::size_t first = 0; first < largest; first += piece_) {
+        std::size_t staged = 0;
+        for (std::size_t q = 0; q < size_; ++q) {
+          const std::size_t n = counts[q] > first ? std::min(piece_, counts[q] - first) : 0;
+          rc[q] = static_cast<int>(n);
+          staged += n;
+        }
+        const auto mine = static_cast<std::size_t>(rc[static_cast<std::size_t>(state_.rank)]);
+        std::byte* staging = state_.scratch_work.get((staged + mine) * element_);
+        std::size_t at = 0;
+        for (std::size_t q = 0; q < size_; ++q) {
+          const auto n = static_cast<std::size_t>(rc[q]);
+          std::memcpy(staging + at * element_, send + (offsets[q] + first) * element_,
+                      n * element_);
+          at += n;
+        }
+        std::byte* result = staging + staged * element_;
+        collective_call(
+            "MPI_Reduce_scatter",
+            [&] {
+              return MPI_Reduce_scatter(staging, result, rc.data(), datatype_, op_, state_.comm);
+            },
+            [&](MPI_Request* r) {
+              return MPI_Ireduce_scatter(staging, result, rc.data(), datatype_, op_, state_.comm,
+                                         r);
+            });
+        if (mine > 0) std::memcpy(recv + first * element_, result, mine * element_);
+      }
+    }
+    finish_mean(recv, own);
+  }
+
   void barrier() {
     collective_call(
         "MPI_Barrier", [&] { return MPI_Barrier(state_.comm); },
@@ -190,6 +446,107 @@ class MpiCall {
   }
 
  private:
+  // One peer's block of a buffer, in elements.
+  struct Block {
+    std::size_t displacement = 0;
+    std::size_t count = 0;
+  };
+
+  std::size_t rounds_for(std::size_t count) const { return (count + piece_ - 1) / piece_; }
+
+  // The v-forms' layouts differ by rank, so whether MPI's v-call can take
+  // them (every count within a piece, every displacement an int) is agreed
+  // on by an MPI_Allreduce first. 0: it can; else the rounds of
+  // exchange_in_rounds that the largest block needs.
+  std::size_t agreed_rounds(const std::vector<Block>& to, const std::vector<Block>& from) {
+    std::uint64_t rounds = 0;
+    bool pieces = false;
+    for (const auto* side : {&to, &from}) {
+      for (const Block& block : *side) {
+        rounds = std::max<std::uint64_t>(rounds, rounds_for(block.count));
+        pieces |= block.count > piece_ || block.displacement > static_cast<std::size_t>(INT_MAX);
+      }
+    }
+    std::uint64_t mine = pieces ? std::max<std::uint64_t>(rounds, 1) : 0;
+    std::uint64_t agreed = 0;
+    collective_call(
+        "MPI_Allreduce",
+        [&] { return MPI_Allreduce(&mine, &agreed, 1, MPI_UINT64_T, MPI_MAX, state_.comm); },
+        [&](MPI_Request* r) {
+          return MPI_Iallreduce(&mine, &agreed, 1, MPI_UINT64_T, MPI_MAX, state_.comm, r);
+        });
+    if (agreed == 0) return 0;
+    // Every rank needs as many rounds as the largest block anywhere.
+    mine = rounds;
+    collective_call(
+        "MPI_Allreduce",
+        [&] { return MPI_Allreduce(&mine, &agreed, 1, MPI_UINT64_T, MPI_MAX, state_.comm); },
+        [&](MPI_Request* r) {
+          return MPI_Iallreduce(&mine, &agreed, 1, MPI_UINT64_T, MPI_MAX, state_.comm, r);
+        });
+    return std::max<std::uint64_t>(agreed, 1);
+  }
+
+  void to_ints(const std::vector<Block>& blocks, std::vector<int>& counts,
+               std::vector<int>& displacements) const {
+    counts.resize(blocks.size());
+    displacements.resize(blocks.size());
+    for (std::size_t q = 0; q < blocks.size(); ++q) {
+      counts[q] = static_cast<int>(blocks[q].count);
+      displacements[q] = static_cast<int>(blocks[q].displacement);
+    }
+  }
+
+  // Moves the blocks in `rounds` MPI_Alltoallw calls: round k moves
+  // elements [k * piece_, (k + 1) * piece_) of every block, each described
+  // by a datatype at its byte offset (MPI_Aint: no int limit on where a
+  // block starts, and no count above a piece).
+  void exchange_in_rounds(const char* call, const std::vector<Block>& to,
+                          const std::vector<Block>& from, bool in_place, std::size_t rounds) {
+    std::vector<int> send_counts(size_), recv_counts(size_), zeros(size_, 0);
+    std::vector<MPI_Datatype> send_types(size_, MPI_BYTE), recv_types(size_, MPI_BYTE);
+    for (std::size_t round = 0; round < rounds; ++round) {
+      const std::size_t first = round * piece_;
+      std::vector<MPI_Datatype> made;
+      auto describe = [&](const Block& block, int& count, MPI_Datatype& type) {
+        count = 0;
+        type = MPI_BYTE;
+        if (block.count <= first) return;
+        const int n = static_cast<int>(std::min(piece_, block.count - first));
+        const int lengths[1] = {n};
+        const MPI_Aint offsets[1] = {
+            static_cast<MPI_Aint>((block.displacement + first) * element_)};
+        check(MPI_Type_create_hindexed(1, lengths, offsets, datatype_, &type),
+              "MPI_Type_create_hindexed");
+        check(MPI_Type_commit(&type), "MPI_Type_commit");
+        made.push_back(type);
+        count = 1;
+      };
+      {
+        const MpiLock lock;
+        for (std::size_t q = 0; q < size_; ++q) {
+          if (!in_place) describe(to[q], send_counts[q], send_types[q]);
+          describe(from[q], recv_counts[q], recv_types[q]);
+        }
+      }
+      const void* source = in_place ? MPI_IN_PLACE : request_.send;
+      collective_call(
+          call,
+          [&] {
+            return MPI_Alltoallw(source, send_counts.data(), zeros.data(), send_types.data(),
+                                 request_.recv, recv_counts.data(), zeros.data(), recv_types.data(),
+                                 state_.comm);
+          },
+          [&](MPI_Request* r) {
+            return MPI_Ialltoallw(source, send_counts.data(), zeros.data(), send_types.data(),
+                                  request_.recv, recv_counts.data(), zeros.data(),
+                                  recv_types.data(), state_.comm, r);
+          });
+      const MpiLock lock;
+      for (MPI_Datatype& type : made) MPI_Type_free(&type);
+    }
+  }
+
   // At MPI_THREAD_MULTIPLE, MPI's blocking collective. Below it the
   // library holds its MPI lock around each MPI call, and a blocking
   // collective under the lock would stop this rank's other threads, whose
@@ -237,12 +594,10 @@ class MpiCall {
   const MPI_Datatype datatype_;
   const MPI_Op op_;
   const std::size_t piece_;  // elements per MPI call
+  const std::size_t size_;   // ranks
 };
 
-bool is_reduction(CollectiveKind kind) {
-  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter ||
-         kind == CollectiveKind::kReduce;
-}
+bool is_reduction(CollectiveKind kind) { return traits_of(kind).reduces; }
 
 // float16 and bfloat16 SUM, MEAN and PROD keep their partials in float32
 // (kernels/float32_partials.h): MPI reduces a float32 copy with its own
@@ -256,8 +611,12 @@ bool reduces_float32_copy(const Request& request, const CommunicatorState& state
 
 void run_on_float32_copy(const Request& request, CommunicatorState& state) {
   const auto p = static_cast<std::size_t>(state.size);
-  const std::size_t in_count =
-      request.kind == CollectiveKind::kReduceScatter ? request.count * p : request.count;
+  std::size_t in_count = request.count;
+  if (request.kind == CollectiveKind::kReduceScatter) in_count = request.count * p;
+  if (request.kind == CollectiveKind::kReduceScatterV) {
+    in_count =
+        std::accumulate(request.recv_counts.begin(), request.recv_counts.end(), std::size_t{0});
+  }
   const std::size_t out_count = request.count;
   float* wide_in =
       reinterpret_cast<float*>(state.scratch_in.get((in_count + out_count) * sizeof(float)));
@@ -272,6 +631,7 @@ void run_on_float32_copy(const Request& request, CommunicatorState& state) {
   if (request.kind == CollectiveKind::kAllReduce) call.all_reduce();
   if (request.kind == CollectiveKind::kReduceScatter) call.reduce_scatter();
   if (request.kind == CollectiveKind::kReduce) call.reduce();
+  if (request.kind == CollectiveKind::kReduceScatterV) call.reduce_scatter_v();
   if (request.kind != CollectiveKind::kReduce || state.rank == request.root) {
     round_from_float32(request.recv, wide_out, out_count, request.type,
                        request.op == ReduceOp::kMean ? state.size : 1);
@@ -280,8 +640,19 @@ void run_on_float32_copy(const Request& request, CommunicatorState& state) {
 
 }  // namespace
 
-Support MpiPassthroughAlgorithm::supports(const Request& request,
-                                          const CommunicatorState& state) const {
+// Every collective: MPI has each one.
+std::span<const CollectiveKind> MpiPassthroughAlgorithm::serves() const {
+  static constexpr auto kServed = [] {
+    std::array<CollectiveKind, kNumCollectiveKinds> kinds{};
+    for (int k = 0; k < kNumCollectiveKinds; ++k)
+      kinds[static_cast<std::size_t>(k)] = static_cast<CollectiveKind>(k);
+    return kinds;
+  }();
+  return kServed;
+}
+
+Support MpiPassthroughAlgorithm::supports_served(const Request& request,
+                                                 const CommunicatorState& state) const {
   (void)state;
   if (request.memory == MemoryKind::kDevice) {
     return Support::no(
@@ -308,6 +679,14 @@ void MpiPassthroughAlgorithm::run(const Request& request, CommunicatorState& sta
     case CollectiveKind::kBroadcast: return call.broadcast();
     case CollectiveKind::kReduce: return call.reduce();
     case CollectiveKind::kBarrier: return call.barrier();
+    case CollectiveKind::kAllToAll: return call.all_to_all();
+    case CollectiveKind::kAllToAllV: return call.all_to_all_v();
+    case CollectiveKind::kAllGatherV: return call.all_gather_v();
+    case CollectiveKind::kReduceScatterV: return call.reduce_scatter_v();
+    case CollectiveKind::kGather: return call.gather(false);
+    case CollectiveKind::kGatherV: return call.gather(true);
+    case CollectiveKind::kScatter: return call.scatter(false);
+    case CollectiveKind::kScatterV: return call.scatter(true);
   }
 }
 

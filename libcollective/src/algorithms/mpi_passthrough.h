@@ -12,7 +12,8 @@ namespace collective::internal {
 class MpiPassthroughAlgorithm final : public CollectiveAlgorithm {
  public:
   Algorithm id() const override { return Algorithm::kMpi; }
-  Support supports(const Request& request, const CommunicatorState& state) const override;
+  std::span<const CollectiveKind> serves() const override;
+  Support supports_served(const Request& request, const CommunicatorState& state) const override;
   void run(const Request& request, CommunicatorState& state) const override;
 };
 

@@ -1,5 +1,6 @@
 #include "algorithms/recursive_doubling.h"
 
+#include <array>
 #include "cost/cost_model.h"
 
 #include <algorithm>
@@ -225,13 +226,14 @@ void dissemination_barrier(const Request& request, CommunicatorState& state) {
 
 }  // namespace
 
-Support RecursiveDoublingAlgorithm::supports(const Request& request,
-                                             const CommunicatorState& state) const {
+std::span<const CollectiveKind> RecursiveDoublingAlgorithm::serves() const {
+  static constexpr std::array kServed = {CollectiveKind::kAllReduce, CollectiveKind::kBarrier};
+  return kServed;
+}
+
+Support RecursiveDoublingAlgorithm::supports_served(const Request& request,
+                                                    const CommunicatorState& state) const {
   (void)state;
-  if (request.kind != CollectiveKind::kAllReduce && request.kind != CollectiveKind::kBarrier) {
-    return Support::no(
-        "recursive_doubling implements all_reduce and barrier only (use ring or mpi)");
-  }
   if (request.memory == MemoryKind::kDevice) {
     return Support::no("recursive_doubling serves host buffers only; device buffers need nccl");
   }

@@ -15,7 +15,8 @@ namespace collective::internal {
 class RecursiveDoublingAlgorithm final : public CollectiveAlgorithm {
  public:
   Algorithm id() const override { return Algorithm::kRecursiveDoubling; }
-  Support supports(const Request& request, const CommunicatorState& state) const override;
+  std::span<const CollectiveKind> serves() const override;
+  Support supports_served(const Request& request, const CommunicatorState& state) const override;
   std::optional<double> estimate_seconds(const Request& request,
                                          const Topology& topology) const override;
   bool carries_check(const Request& request, CommunicatorState& state) const override;

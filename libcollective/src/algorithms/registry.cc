@@ -1,6 +1,9 @@
 #include "algorithms/registry.h"
 
+#include <algorithm>
 #include <array>
+
+#include "collective/errors.h"
 
 #include "algorithms/hierarchical.h"
 #include "algorithms/mpi_passthrough.h"
@@ -14,6 +17,26 @@
 namespace collective::internal {
 
 const char* CollectiveAlgorithm::name() const { return to_string(id()).data(); }
+
+bool CollectiveAlgorithm::serves(CollectiveKind kind) const {
+  return std::ranges::find(serves(), kind) != serves().end();
+}
+
+Support CollectiveAlgorithm::supports(const Request& request,
+                                      const CommunicatorState& state) const {
+  if (serves(request.kind)) return supports_served(request, state);
+  std::string served;
+  for (const CollectiveKind kind : serves()) {
+    served += (served.empty() ? "" : ", ") + std::string(to_string(kind));
+  }
+  return Support::no(std::string(name()) + " does not implement " +
+                     std::string(to_string(request.kind)) + " (it serves " + served + ")");
+}
+
+void CollectiveAlgorithm::refuse_unserved(const Request& request,
+                                          const CommunicatorState& state) const {
+  throw UnsupportedError(request.label(), state.rank, supports(request, state).reason);
+}
 
 namespace {
 

@@ -1,5 +1,6 @@
 #include "algorithms/ring.h"
 
+#include <array>
 #include "cost/cost_model.h"
 
 #include <algorithm>
@@ -500,11 +501,16 @@ class RingRun {
 
 }  // namespace
 
-Support RingAlgorithm::supports(const Request& request, const CommunicatorState& state) const {
+std::span<const CollectiveKind> RingAlgorithm::serves() const {
+  static constexpr std::array kServed = {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
+                                         CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
+                                         CollectiveKind::kReduce};
+  return kServed;
+}
+
+Support RingAlgorithm::supports_served(const Request& request,
+                                       const CommunicatorState& state) const {
   (void)state;
-  if (request.kind == CollectiveKind::kBarrier) {
-    return Support::no("ring does not implement barrier (use recursive_doubling or mpi)");
-  }
   if (request.memory == MemoryKind::kDevice) {
     return Support::no("ring serves host buffers only; device buffers need nccl");
   }
@@ -530,7 +536,15 @@ void RingAlgorithm::run(const Request& request, CommunicatorState& state) const 
     case CollectiveKind::kAllGather: return ring.all_gather();
     case CollectiveKind::kReduce: return ring.reduce();
     case CollectiveKind::kBroadcast: return ring.broadcast();
-    case CollectiveKind::kBarrier: break;
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kAllToAllV:
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kReduceScatterV:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kScatterV: refuse_unserved(request, state);
   }
 }
 

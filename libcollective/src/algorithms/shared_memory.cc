@@ -1,5 +1,6 @@
 #include "algorithms/shared_memory.h"
 
+#include <array>
 #include "algorithms/node_phases.h"
 #include "transport/shm/node_segment.h"
 #include "core/env_params.h"
@@ -53,11 +54,13 @@ bool shared_memory_redundant(std::size_t bytes, const Topology& topology, int no
 
 }  // namespace
 
-Support SharedMemoryAlgorithm::supports(const Request& request,
-                                        const CommunicatorState& state) const {
-  if (request.kind != CollectiveKind::kAllReduce) {
-    return Support::no("shared_memory implements all_reduce only (use ring or mpi)");
-  }
+std::span<const CollectiveKind> SharedMemoryAlgorithm::serves() const {
+  static constexpr std::array kServed = {CollectiveKind::kAllReduce};
+  return kServed;
+}
+
+Support SharedMemoryAlgorithm::supports_served(const Request& request,
+                                               const CommunicatorState& state) const {
   if (request.memory == MemoryKind::kDevice) {
     return Support::no("shared_memory serves host buffers only; device buffers need nccl");
   }

@@ -15,7 +15,8 @@ namespace collective::internal {
 class SharedMemoryAlgorithm final : public CollectiveAlgorithm {
  public:
   Algorithm id() const override { return Algorithm::kSharedMemory; }
-  Support supports(const Request& request, const CommunicatorState& state) const override;
+  std::span<const CollectiveKind> serves() const override;
+  Support supports_served(const Request& request, const CommunicatorState& state) const override;
   std::optional<double> estimate_seconds(const Request& request,
                                          const Topology& topology) const override;
   // Inputs that fit the inline box travel with the call's fingerprint.

@@ -317,6 +317,91 @@ void Communicator::barrier(const BarrierOptions& options) {
   internal::run_collective(state(), request, options);
 }
 
+void Communicator::all_to_all(const void* send, void* recv, std::size_t count, DataType type,
+                              const AllToAllOptions& options) {
+  Request request = make_request(CollectiveKind::kAllToAll, send, recv, count, type);
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::all_to_all_v(const void* send, std::span<const std::size_t> send_counts,
+                                std::span<const std::size_t> send_displacements, void* recv,
+                                std::span<const std::size_t> recv_counts,
+                                std::span<const std::size_t> recv_displacements, DataType type,
+                                const AllToAllOptions& options) {
+  Request request = make_request(CollectiveKind::kAllToAllV, send, recv, 0, type);
+  if (send != recv) {  // in place, the send side is recv's layout
+    request.send_counts = send_counts;
+    request.send_displacements = send_displacements;
+  }
+  request.recv_counts = recv_counts;
+  request.recv_displacements = recv_displacements;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::all_gather_v(const void* send, std::size_t send_count, void* recv,
+                                std::span<const std::size_t> recv_counts,
+                                std::span<const std::size_t> recv_displacements, DataType type,
+                                const AllGatherOptions& options) {
+  Request request = make_request(CollectiveKind::kAllGatherV, send, recv, send_count, type);
+  request.recv_counts = recv_counts;
+  request.recv_displacements = recv_displacements;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::reduce_scatter_v(const void* send, void* recv,
+                                    std::span<const std::size_t> recv_counts, DataType type,
+                                    const ReduceScatterOptions& options) {
+  // The count of this rank's block, for the logs and the single-rank copy;
+  // a recv_counts of the wrong length is refused by the argument checks.
+  const int rank = state().rank;
+  const std::size_t own =
+      rank >= 0 && static_cast<std::size_t>(rank) < recv_counts.size() ? recv_counts[rank] : 0;
+  Request request = make_request(CollectiveKind::kReduceScatterV, send, recv, own, type);
+  request.recv_counts = recv_counts;
+  request.op = options.op;
+  request.deterministic = options.deterministic;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::gather(const void* send, void* recv, std::size_t send_count, DataType type,
+                          const GatherOptions& options) {
+  Request request = make_request(CollectiveKind::kGather, send, recv, send_count, type);
+  request.root = options.root;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::gather_v(const void* send, std::size_t send_count, void* recv,
+                            std::span<const std::size_t> recv_counts,
+                            std::span<const std::size_t> recv_displacements, DataType type,
+                            const GatherOptions& options) {
+  Request request = make_request(CollectiveKind::kGatherV, send, recv, send_count, type);
+  request.root = options.root;
+  if (state().rank == options.root) {  // ignored elsewhere
+    request.recv_counts = recv_counts;
+    request.recv_displacements = recv_displacements;
+  }
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
+                           const ScatterOptions& options) {
+  Request request = make_request(CollectiveKind::kScatter, send, recv, recv_count, type);
+  request.root = options.root;
+  internal::run_collective(state(), request, options);
+}
+
+void Communicator::scatter_v(const void* send, std::span<const std::size_t> send_counts,
+                             std::span<const std::size_t> send_displacements, void* recv,
+                             std::size_t recv_count, DataType type, const ScatterOptions& options) {
+  Request request = make_request(CollectiveKind::kScatterV, send, recv, recv_count, type);
+  request.root = options.root;
+  if (state().rank == options.root) {  // ignored elsewhere
+    request.send_counts = send_counts;
+    request.send_displacements = send_displacements;
+  }
+  internal::run_collective(state(), request, options);
+}
+
 Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
                                          Algorithm requested, bool deterministic) const {
   constexpr const char* kOperation = "Communicator::choose_algorithm";
@@ -329,7 +414,7 @@ Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count,
                                    std::to_string(value) + ")");
   };
   const int kind_value = static_cast<int>(kind);
-  if (kind_value < 0 || kind_value > static_cast<int>(CollectiveKind::kBarrier)) {
+  if (kind_value < 0 || kind_value >= kNumCollectiveKinds) {
     refuse("collective kind", "CollectiveKind", kind_value);
   }
   const int type_value = static_cast<int>(type);

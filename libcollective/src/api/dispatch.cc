@@ -8,6 +8,7 @@
 
 #include "api/call_recording.h"
 #include "collective/errors.h"
+#include "collective/in_tree/collectives.h"
 #include "core/coarse_clock.h"
 #include "core/env_params.h"
 #include "core/exclusive_use.h"
@@ -33,9 +34,7 @@ void apply_options(Request& request, const CommonOptions& options) {
     request.requested = *env_params().forced_algorithm;
   }
   request.forced = request.requested != Algorithm::kAuto;
-  const bool reducing = request.kind == CollectiveKind::kAllReduce ||
-                        request.kind == CollectiveKind::kReduceScatter ||
-                        request.kind == CollectiveKind::kReduce;
+  const bool reducing = traits_of(request.kind).reduces;
   request.deterministic = reducing && (request.deterministic || env_params().deterministic);
   request.memory = options.memory;
   request.call_tag = options.call_tag;
@@ -44,23 +43,41 @@ void apply_options(Request& request, const CommonOptions& options) {
   if (options.timeout.count() < 0) request.timeout = options.timeout;  // rejected by validation
 }
 
-// One rank: the result is the input (MEAN divides by one).
+// One rank: the result is the input (MEAN divides by one): this rank's
+// own block moves from where send holds it to where recv wants it.
 void run_single_rank(const Request& request, int rank) {
-  const std::size_t bytes = request.bytes();
-  if (bytes == 0 || request.recv == nullptr || request.send == request.recv) return;
+  std::size_t from = 0;  // elements into send
+  std::size_t to = 0;    // elements into recv
+  std::size_t count = request.count;
   switch (request.kind) {
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kBarrier: return;
     case CollectiveKind::kAllReduce:
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
     case CollectiveKind::kReduce:
-      if (request.memory == MemoryKind::kDevice) {
-        gpu::copy_device_bytes(request.recv, request.send, bytes, request.label(), rank);
-      } else {
-        std::memmove(request.recv, request.send, bytes);
-      }
-      return;
-    case CollectiveKind::kBroadcast:
-    case CollectiveKind::kBarrier: return;
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kReduceScatterV: break;
+    case CollectiveKind::kAllToAllV:
+      count = request.recv_counts[0];
+      to = request.recv_displacements[0];
+      from = request.send == request.recv ? to : request.send_displacements[0];
+      break;
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kGatherV: to = request.recv_displacements[0]; break;
+    case CollectiveKind::kScatterV: from = request.send_displacements[0]; break;
+  }
+  const std::size_t bytes = count * request.element_bytes();
+  if (bytes == 0 || request.in_place(rank)) return;
+  const auto* source = static_cast<const std::byte*>(request.send) + from * request.element_bytes();
+  auto* target = static_cast<std::byte*>(request.recv) + to * request.element_bytes();
+  if (source == target) return;
+  if (request.memory == MemoryKind::kDevice) {
+    gpu::copy_device_bytes(target, source, bytes, request.label(), rank);
+  } else {
+    std::memmove(target, source, bytes);
   }
 }
 

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "collective/errors.h"
+#include "collective/in_tree/collectives.h"
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_thread_level.h"
@@ -154,13 +155,8 @@ void append_ranks(std::string& out, const std::vector<int>& ranks) {
   out += ']';
 }
 
-bool has_op(CollectiveKind kind) {
-  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter ||
-         kind == CollectiveKind::kReduce;
-}
-bool has_root(CollectiveKind kind) {
-  return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kReduce;
-}
+bool has_op(CollectiveKind kind) { return traits_of(kind).reduces; }
+bool has_root(CollectiveKind kind) { return traits_of(kind).rooted; }
 
 const char* state_name(CallState state) {
   switch (state) {

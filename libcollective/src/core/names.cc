@@ -7,6 +7,7 @@
 
 #include "collective/algorithm.h"
 #include "collective/errors.h"
+#include "collective/in_tree/collectives.h"
 #include "collective/types.h"
 
 namespace collective {
@@ -36,8 +37,11 @@ constexpr std::array<std::string_view, kNumReduceOps> kReduceOpNames = {"sum", "
                                                                         "prod"};
 constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmNames = {
     "auto", "ring", "recursive_doubling", "mpi", "shared_memory", "hierarchical", "nccl"};
-constexpr std::array<std::string_view, 6> kCollectiveNames = {
-    "all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "barrier"};
+constexpr std::array<std::string_view, kNumCollectiveKinds> kCollectiveNames = [] {
+  std::array<std::string_view, kNumCollectiveKinds> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = kCollectiveTable[i].name;
+  return names;
+}();
 
 template <std::size_t N>
 std::string_view name_or_unknown(const std::array<std::string_view, N>& names, int index) {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "collective/algorithm.h"
@@ -22,9 +23,17 @@ struct Request {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   const void* send = nullptr;
   void* recv = nullptr;
-  // Meaning per kind, as in Communicator: all_reduce/broadcast/reduce: the
-  // buffer's element count; reduce_scatter: recv_count; all_gather: send_count.
+  // The call's count argument (collective/in_tree/collectives.h names it per
+  // kind: count, recv_count or send_count); for all_to_all_v 0 and for
+  // reduce_scatter_v recv_counts[rank], which have none.
   std::size_t count = 0;
+  // The v-forms' per-rank counts and displacements, in elements; empty for
+  // the other kinds and where the call ignores them (off the root, the send
+  // side of an in-place all_to_all_v).
+  std::span<const std::size_t> send_counts;
+  std::span<const std::size_t> send_displacements;
+  std::span<const std::size_t> recv_counts;
+  std::span<const std::size_t> recv_displacements;
   DataType type = DataType::kFloat32;
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
@@ -51,6 +60,10 @@ struct Request {
   std::size_t element_bytes() const;
   // Bytes of one rank's contribution (the `count` above times element size).
   std::size_t bytes() const { return count * element_bytes(); }
+  // Whether the call is in its kind's in-place form on rank `rank`
+  // (collective/in_tree/collectives.h, InPlaceForm).
+  bool in_place(int rank) const;
+  // Kinds whose in-place form is send == recv.
   bool in_place() const;
   // "all_reduce #17", used as the operation in every error and log line.
   std::string label() const;

@@ -6,19 +6,52 @@
 #include <sstream>
 #include <vector>
 
+#include "collective/in_tree/collectives.h"
 #include "collective/types.h"
 #include "core/rank_list.h"
 
 namespace collective::internal {
 namespace {
 
-bool has_op(CollectiveKind kind) {
-  return kind == CollectiveKind::kAllReduce || kind == CollectiveKind::kReduceScatter ||
-         kind == CollectiveKind::kReduce;
+bool has_op(CollectiveKind kind) { return traits_of(kind).reduces; }
+
+bool has_root(CollectiveKind kind) { return traits_of(kind).rooted; }
+
+// FNV-1a over the values: the v-forms whose recv_counts every rank must
+// hold alike compare this, not the counts themselves.
+std::uint64_t hash_counts(std::span<const std::size_t> counts) {
+  std::uint64_t hash = 14695981039346656037ull;
+  for (const std::size_t value : counts) {
+    for (int byte = 0; byte < 8; ++byte) {
+      hash ^= (static_cast<std::uint64_t>(value) >> (8 * byte)) & 0xff;
+      hash *= 1099511628211ull;
+    }
+  }
+  return hash;
 }
 
-bool has_root(CollectiveKind kind) {
-  return kind == CollectiveKind::kBroadcast || kind == CollectiveKind::kReduce;
+// What the fingerprint's count field holds: the count every rank passes
+// alike, or for all_gather_v and reduce_scatter_v a hash of recv_counts
+// (the same on every rank). The other v-forms' counts differ by rank and
+// are compared pair by pair, not here.
+std::uint64_t agreed_count(const Request& request) {
+  switch (request.kind) {
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kAllToAllV:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatterV: return 0;
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kReduceScatterV: return hash_counts(request.recv_counts);
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kScatter: return request.count;
+  }
+  return request.count;
 }
 
 CallFingerprint describe_call(const Request& request, int rank) {
@@ -28,7 +61,7 @@ CallFingerprint describe_call(const Request& request, int rank) {
   print.rank = rank;
   print.kind = static_cast<std::int8_t>(request.kind);
   const bool barrier = request.kind == CollectiveKind::kBarrier;
-  print.count = barrier ? 0 : request.count;
+  print.count = agreed_count(request);
   print.type = barrier ? -1 : static_cast<std::int8_t>(request.type);
   print.op = has_op(request.kind) ? static_cast<std::int8_t>(request.op) : -1;
   print.root = has_root(request.kind) ? request.root : -1;
@@ -66,7 +99,16 @@ bool same_call(const CallFingerprint& a, const CallFingerprint& b) {
 void print_field(std::ostream& out, const CallFingerprint& print, Field field) {
   switch (field) {
     case kKind: out << to_string(static_cast<CollectiveKind>(print.kind)); return;
-    case kCount: out << "count=" << print.count; return;
+    case kCount:
+      if (traits_of(static_cast<CollectiveKind>(print.kind)).geometry ==
+          CollectiveGeometry::kVector) {
+        char hex[19];
+        std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(print.count));
+        out << "recv_counts=(hash " << hex << ")";
+      } else {
+        out << "count=" << print.count;
+      }
+      return;
     case kType: out << "type=" << to_string(static_cast<DataType>(print.type)); return;
     case kOp:
       if (print.op < 0) out << "op=none";

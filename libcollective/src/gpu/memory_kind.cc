@@ -3,6 +3,7 @@
 #include <string>
 
 #include "collective/errors.h"
+#include "collective/in_tree/collectives.h"
 #include "gpu/device_runtime.h"
 
 namespace collective::internal::gpu {
@@ -50,13 +51,17 @@ MemoryKind resolve_memory_kind(const Request& request, int rank) {
   // ignored off the root; a broadcast has one buffer.
   Buffer buffers[2];
   int used = 0;
-  if (request.count > 0 && request.kind != CollectiveKind::kBarrier) {
-    const bool root = rank == request.root;
-    if (request.kind != CollectiveKind::kBroadcast && request.send != nullptr) {
+  const CollectiveTraits& traits = traits_of(request.kind);
+  const bool vector = traits.geometry == CollectiveGeometry::kVector;
+  if ((request.count > 0 || vector) && traits.geometry != CollectiveGeometry::kNone) {
+    const bool root = !traits.rooted || rank == request.root;
+    auto used_here = [&](BufferUse use) {
+      return use == BufferUse::kEveryRank || (use == BufferUse::kRootOnly && root);
+    };
+    if (used_here(traits.send_use) && request.send != nullptr) {
       buffers[used++] = Buffer{"send", request.send, locate(request.send)};
     }
-    const bool recv_used = request.kind != CollectiveKind::kReduce || root;
-    if (recv_used && request.recv != nullptr) {
+    if (used_here(traits.recv_use) && request.recv != nullptr) {
       buffers[used++] = Buffer{request.kind == CollectiveKind::kBroadcast ? "broadcast" : "recv",
                                request.recv, locate(request.recv)};
     }

@@ -27,9 +27,18 @@ Algorithm preferred(const Request& request) {
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
     case CollectiveKind::kBroadcast:
-    case CollectiveKind::kReduce:
-    default: return Algorithm::kRing;
+    case CollectiveKind::kReduce: return Algorithm::kRing;
+    // Served by MPI alone until an algorithm of the library opts in.
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kAllToAllV:
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kReduceScatterV:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kScatterV: return Algorithm::kMpi;
   }
+  return Algorithm::kRing;
 }
 
 std::string shape_text(const Topology& topology) {

@@ -1,5 +1,6 @@
 #include "algorithms/nccl/nccl.h"
 
+#include <array>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -62,7 +63,16 @@ void run_flat(const Request& request, NcclCommunicator& nccl, int rank) {
       break;
     }
     case CollectiveKind::kBarrier:
-      throw UnsupportedError(request.label(), rank, "nccl has no barrier");
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kAllToAllV:
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kReduceScatterV:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kScatterV:
+      throw UnsupportedError(request.label(), rank,
+                             "nccl does not implement " + std::string(to_string(request.kind)));
   }
   nccl.synchronize(request, "the NCCL collective");
 }
@@ -147,11 +157,16 @@ class NcclSteps final : public HierarchicalSteps {
 
 }  // namespace
 
-Support NcclAlgorithm::supports(const Request& request, const CommunicatorState& state) const {
+std::span<const CollectiveKind> NcclAlgorithm::serves() const {
+  static constexpr std::array kServed = {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
+                                         CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
+                                         CollectiveKind::kReduce};
+  return kServed;
+}
+
+Support NcclAlgorithm::supports_served(const Request& request,
+                                       const CommunicatorState& state) const {
   (void)state;
-  if (request.kind == CollectiveKind::kBarrier) {
-    return Support::no("nccl has no barrier (use recursive_doubling or mpi)");
-  }
   if (request.memory != MemoryKind::kDevice) {
     return Support::no(
         "nccl serves CUDA device buffers only, and this call's buffers are host memory");

@@ -23,7 +23,8 @@ namespace collective::internal {
 class NcclAlgorithm final : public CollectiveAlgorithm {
  public:
   Algorithm id() const override { return Algorithm::kNccl; }
-  Support supports(const Request& request, const CommunicatorState& state) const override;
+  std::span<const CollectiveKind> serves() const override;
+  Support supports_served(const Request& request, const CommunicatorState& state) const override;
   void run(const Request& request, CommunicatorState& state) const override;
 };
 

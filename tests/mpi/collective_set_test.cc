@@ -1,0 +1,396 @@
+// The collectives beyond the first six (all_to_all(_v), all_gather_v,
+// reduce_scatter_v, gather(_v), scatter(_v)) through every algorithm that
+// serves them, at counts 0, 1 and odd, uneven per-rank counts with zeros,
+// in place and not, every element checked. Registered a second time with
+// COLLECTIVE_MAX_MESSAGE_BYTES=4096, which sends the mpi algorithm's calls
+// through its pieces (MPI_Alltoallw rounds at byte displacements).
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "collective/collective.h"
+
+namespace {
+
+using collective::Algorithm;
+using collective::Communicator;
+using collective::DataType;
+
+// What rank `from` sends rank `to`, element i: unique per (from, to, i).
+std::int64_t value(int from, int to, std::size_t i) {
+  return static_cast<std::int64_t>(from) * 1000003 + to * 1009 + static_cast<std::int64_t>(i) + 1;
+}
+
+// Uneven counts with zeros: what rank `from` sends rank `to`.
+std::size_t uneven(int from, int to, std::size_t base) {
+  return (static_cast<std::size_t>(from) * 3 + static_cast<std::size_t>(to) + base) % 5 * base / 2;
+}
+
+std::vector<std::size_t> displacements_of(const std::vector<std::size_t>& counts, std::size_t gap) {
+  std::vector<std::size_t> displacements(counts.size());
+  std::size_t at = gap;  // leaves untouched gaps to catch stray writes
+  for (std::size_t q = 0; q < counts.size(); ++q) {
+    displacements[q] = at;
+    at += counts[q] + gap;
+  }
+  return displacements;
+}
+
+constexpr std::int64_t kUntouched = -7;
+
+// Every element of `actual` against `expected`, naming rank and index.
+void expect_elements(const std::vector<std::int64_t>& actual,
+                     const std::vector<std::int64_t>& expected, const std::string& what, int rank) {
+  ASSERT_EQ(actual.size(), expected.size()) << what << " rank " << rank;
+  for (std::size_t i = 0; i < actual.size(); ++i) {
+    ASSERT_EQ(actual[i], expected[i]) << what << ": rank " << rank << " index " << i << " expected "
+                                      << expected[i] << " actual " << actual[i];
+  }
+}
+
+class CollectiveSetTest : public ::testing::TestWithParam<Algorithm> {
+ protected:
+  void SetUp() override {
+    comm_ = Communicator::world();
+    rank_ = comm_.rank();
+    size_ = comm_.size();
+  }
+  // Algorithms that do not serve a kind are skipped for it.
+  bool served(collective::CollectiveKind kind) {
+    if (GetParam() == Algorithm::kAuto) return true;
+    try {
+      return comm_.choose_algorithm(kind, 1, DataType::kInt64, GetParam()) == GetParam();
+    } catch (const collective::UnsupportedError&) {
+      return false;
+    }
+  }
+  std::string what(const char* name, std::size_t count, bool in_place) const {
+    return std::string(name) + " algorithm=" + std::string(collective::to_string(GetParam())) +
+           " count=" + std::to_string(count) + (in_place ? " in place" : "");
+  }
+
+  Communicator comm_ = Communicator::world();
+  int rank_ = 0;
+  int size_ = 1;
+};
+
+TEST_P(CollectiveSetTest, AllToAll) {
+  if (!served(collective::CollectiveKind::kAllToAll)) GTEST_SKIP();
+  const auto p = static_cast<std::size_t>(size_);
+  for (std::size_t count : {0, 1, 7, 1100}) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::int64_t> send(p * count), recv(p * count, kUntouched), expected(p * count);
+      for (std::size_t q = 0; q < p; ++q) {
+        for (std::size_t i = 0; i < count; ++i) {
+          send[q * count + i] = value(rank_, static_cast<int>(q), i);
+          expected[q * count + i] = value(static_cast<int>(q), rank_, i);
+        }
+      }
+      collective::AllToAllOptions options;
+      options.algorithm = GetParam();
+      if (in_place) {
+        comm_.all_to_all(send.data(), send.data(), count, DataType::kInt64, options);
+        expect_elements(send, expected, what("all_to_all", count, true), rank_);
+      } else {
+        comm_.all_to_all(send.data(), recv.data(), count, DataType::kInt64, options);
+        expect_elements(recv, expected, what("all_to_all", count, false), rank_);
+      }
+    }
+  }
+}
+
+TEST_P(CollectiveSetTest, AllToAllV) {
+  if (!served(collective::CollectiveKind::kAllToAllV)) GTEST_SKIP();
+  const auto p = static_cast<std::size_t>(size_);
+  for (std::size_t base : {0, 1, 3, 700}) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::size_t> send_counts(p), recv_counts(p);
+      for (std::size_t q = 0; q < p; ++q) {
+        send_counts[q] = uneven(rank_, static_cast<int>(q), base);
+        recv_counts[q] = uneven(static_cast<int>(q), rank_, base);
+      }
+      const auto send_displs = displacements_of(send_counts, 2);
+      const auto recv_displs = displacements_of(recv_counts, 3);
+      const std::size_t send_extent = send_displs.back() + send_counts.back() + 2;
+      const std::size_t recv_extent = recv_displs.back() + recv_counts.back() + 3;
+      std::vector<std::int64_t> send(send_extent, kUntouched), recv(recv_extent, kUntouched);
+      std::vector<std::int64_t> expected(recv_extent, kUntouched);
+      for (std::size_t q = 0; q < p; ++q) {
+        for (std::size_t i = 0; i < recv_counts[q]; ++i) {
+          expected[recv_displs[q] + i] = value(static_cast<int>(q), rank_, i);
+        }
+      }
+      collective::AllToAllOptions options;
+      options.algorithm = GetParam();
+      if (in_place) {
+        // In place recv's layout is what goes out too, so this rank's count
+        // for q must equal q's count for this rank: a symmetric layout.
+        std::vector<std::size_t> counts(p);
+        for (std::size_t q = 0; q < p; ++q) {
+          counts[q] = (static_cast<std::size_t>(rank_) + q + base) % 4;
+        }
+        const auto displs = displacements_of(counts, 1);
+        std::vector<std::int64_t> buffer(displs.back() + counts.back() + 1, kUntouched);
+        std::vector<std::int64_t> want(buffer.size(), kUntouched);
+        for (std::size_t q = 0; q < p; ++q) {
+          for (std::size_t i = 0; i < counts[q]; ++i) {
+            buffer[displs[q] + i] = value(rank_, static_cast<int>(q), i);
+            want[displs[q] + i] = value(static_cast<int>(q), rank_, i);
+          }
+        }
+        comm_.all_to_all_v(buffer.data(), {}, {}, buffer.data(), counts, displs, DataType::kInt64,
+                           options);
+        expect_elements(buffer, want, what("all_to_all_v", base, true), rank_);
+        continue;
+      }
+      for (std::size_t q = 0; q < p; ++q) {
+        for (std::size_t i = 0; i < send_counts[q]; ++i) {
+          send[send_displs[q] + i] = value(rank_, static_cast<int>(q), i);
+        }
+      }
+      comm_.all_to_all_v(send.data(), send_counts, send_displs, recv.data(), recv_counts,
+                         recv_displs, DataType::kInt64, options);
+      expect_elements(recv, expected, what("all_to_all_v", base, false), rank_);
+    }
+  }
+}
+
+TEST_P(CollectiveSetTest, AllGatherV) {
+  if (!served(collective::CollectiveKind::kAllGatherV)) GTEST_SKIP();
+  const auto p = static_cast<std::size_t>(size_);
+  for (std::size_t base : {0, 1, 3, 700}) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::size_t> counts(p);
+      for (std::size_t q = 0; q < p; ++q) counts[q] = uneven(static_cast<int>(q), 0, base);
+      const auto displs = displacements_of(counts, 2);
+      const std::size_t extent = displs.back() + counts.back() + 2;
+      std::vector<std::int64_t> recv(extent, kUntouched), expected(extent, kUntouched);
+      for (std::size_t q = 0; q < p; ++q) {
+        for (std::size_t i = 0; i < counts[q]; ++i) {
+          expected[displs[q] + i] = value(static_cast<int>(q), 0, i);
+        }
+      }
+      const std::size_t mine = counts[static_cast<std::size_t>(rank_)];
+      std::vector<std::int64_t> send(mine);
+      for (std::size_t i = 0; i < mine; ++i) send[i] = value(rank_, 0, i);
+      collective::AllGatherOptions options;
+      options.algorithm = GetParam();
+      if (in_place) {
+        std::copy(
+            send.begin(), send.end(),
+            recv.begin() + static_cast<std::ptrdiff_t>(displs[static_cast<std::size_t>(rank_)]));
+        comm_.all_gather_v(recv.data() + displs[static_cast<std::size_t>(rank_)], mine, recv.data(),
+                           counts, displs, DataType::kInt64, options);
+      } else {
+        comm_.all_gather_v(send.data(), mine, recv.data(), counts, displs, DataType::kInt64,
+                           options);
+      }
+      expect_elements(recv, expected, what("all_gather_v", base, in_place), rank_);
+    }
+  }
+}
+
+TEST_P(CollectiveSetTest, ReduceScatterV) {
+  if (!served(collective::CollectiveKind::kReduceScatterV)) GTEST_SKIP();
+  const auto p = static_cast<std::size_t>(size_);
+  for (std::size_t base : {0, 1, 3, 700}) {
+    for (bool in_place : {false, true}) {
+      std::vector<std::size_t> counts(p);
+      for (std::size_t q = 0; q < p; ++q) counts[q] = uneven(static_cast<int>(q), 1, base);
+      const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+      std::vector<std::size_t> offsets(p);
+      std::exclusive_scan(counts.begin(), counts.end(), offsets.begin(), std::size_t{0});
+      std::vector<std::int64_t> send(total);
+      for (std::size_t i = 0; i < total; ++i) send[i] = value(rank_, 0, i);
+      const auto own = static_cast<std::size_t>(rank_);
+      std::vector<std::int64_t> expected(counts[own]);
+      for (std::size_t i = 0; i < counts[own]; ++i) {
+        std::int64_t sum = 0;
+        for (int r = 0; r < size_; ++r) sum += value(r, 0, offsets[own] + i);
+        expected[i] = sum;
+      }
+      collective::ReduceScatterOptions options;
+      options.algorithm = GetParam();
+      std::vector<std::int64_t> recv(counts[own], kUntouched);
+      if (in_place) {
+        comm_.reduce_scatter_v(send.data(), send.data() + offsets[own], counts, DataType::kInt64,
+                               options);
+        recv.assign(send.begin() + static_cast<std::ptrdiff_t>(offsets[own]),
+                    send.begin() + static_cast<std::ptrdiff_t>(offsets[own] + counts[own]));
+      } else {
+        comm_.reduce_scatter_v(send.data(), recv.data(), counts, DataType::kInt64, options);
+      }
+      expect_elements(recv, expected, what("reduce_scatter_v", base, in_place), rank_);
+    }
+  }
+}
+
+TEST_P(CollectiveSetTest, GatherAndScatter) {
+  const auto p = static_cast<std::size_t>(size_);
+  const bool gather = served(collective::CollectiveKind::kGather);
+  const bool scatter = served(collective::CollectiveKind::kScatter);
+  if (!gather && !scatter) GTEST_SKIP();
+  for (int root = 0; root < size_; ++root) {
+    for (std::size_t count : {0, 1, 7, 1100}) {
+      for (bool in_place : {false, true}) {
+        const bool is_root = rank_ == root;
+        if (gather) {
+          std::vector<std::int64_t> send(count), recv(is_root ? p * count : 0, kUntouched);
+          for (std::size_t i = 0; i < count; ++i) send[i] = value(rank_, root, i);
+          std::vector<std::int64_t> expected(recv.size());
+          for (std::size_t q = 0; is_root && q < p; ++q) {
+            for (std::size_t i = 0; i < count; ++i) {
+              expected[q * count + i] = value(static_cast<int>(q), root, i);
+            }
+          }
+          collective::GatherOptions options;
+          options.algorithm = GetParam();
+          options.root = root;
+          if (in_place && is_root) {
+            std::copy(
+                send.begin(), send.end(),
+                recv.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(root) * count));
+            comm_.gather(recv.data() + static_cast<std::size_t>(root) * count, recv.data(), count,
+                         DataType::kInt64, options);
+          } else {
+            comm_.gather(send.data(), is_root ? recv.data() : nullptr, count, DataType::kInt64,
+                         options);
+          }
+          expect_elements(recv, expected,
+                          what("gather", count, in_place) + " root " + std::to_string(root), rank_);
+        }
+        if (scatter) {
+          std::vector<std::int64_t> send(is_root ? p * count : 0), recv(count, kUntouched);
+          for (std::size_t q = 0; is_root && q < p; ++q) {
+            for (std::size_t i = 0; i < count; ++i) {
+              send[q * count + i] = value(root, static_cast<int>(q), i);
+            }
+          }
+          std::vector<std::int64_t> expected(count);
+          for (std::size_t i = 0; i < count; ++i) expected[i] = value(root, rank_, i);
+          collective::ScatterOptions options;
+          options.algorithm = GetParam();
+          options.root = root;
+          if (in_place && is_root) {
+            std::int64_t* own = send.data() + static_cast<std::size_t>(root) * count;
+            comm_.scatter(send.data(), own, count, DataType::kInt64, options);
+            recv.assign(own, own + count);
+          } else {
+            comm_.scatter(is_root ? send.data() : nullptr, recv.data(), count, DataType::kInt64,
+                          options);
+          }
+          expect_elements(recv, expected,
+                          what("scatter", count, in_place) + " root " + std::to_string(root),
+                          rank_);
+        }
+      }
+    }
+  }
+}
+
+TEST_P(CollectiveSetTest, GatherVAndScatterV) {
+  const auto p = static_cast<std::size_t>(size_);
+  const bool gather = served(collective::CollectiveKind::kGatherV);
+  const bool scatter = served(collective::CollectiveKind::kScatterV);
+  if (!gather && !scatter) GTEST_SKIP();
+  for (int root = 0; root < size_; ++root) {
+    for (std::size_t base : {0, 1, 3, 700}) {
+      for (bool in_place : {false, true}) {
+        const bool is_root = rank_ == root;
+        std::vector<std::size_t> counts(p);
+        for (std::size_t q = 0; q < p; ++q) counts[q] = uneven(static_cast<int>(q), root, base);
+        const auto displs = displacements_of(counts, 2);
+        const std::size_t extent = displs.back() + counts.back() + 2;
+        const std::size_t mine = counts[static_cast<std::size_t>(rank_)];
+        const std::size_t at_root = displs[static_cast<std::size_t>(root)];
+        if (gather) {
+          std::vector<std::int64_t> send(mine), recv(is_root ? extent : 0, kUntouched);
+          for (std::size_t i = 0; i < mine; ++i) send[i] = value(rank_, root, i);
+          std::vector<std::int64_t> expected(recv.size(), kUntouched);
+          for (std::size_t q = 0; is_root && q < p; ++q) {
+            for (std::size_t i = 0; i < counts[q]; ++i) {
+              expected[displs[q] + i] = value(static_cast<int>(q), root, i);
+            }
+          }
+          collective::GatherOptions options;
+          options.algorithm = GetParam();
+          options.root = root;
+          if (in_place && is_root) {
+            std::copy(send.begin(), send.end(),
+                      recv.begin() + static_cast<std::ptrdiff_t>(at_root));
+            comm_.gather_v(recv.data() + at_root, mine, recv.data(), counts, displs,
+                           DataType::kInt64, options);
+          } else if (is_root) {
+            comm_.gather_v(send.data(), mine, recv.data(), counts, displs, DataType::kInt64,
+                           options);
+          } else {  // off the root the spans and recv are ignored
+            comm_.gather_v(send.data(), mine, nullptr, {}, {}, DataType::kInt64, options);
+          }
+          expect_elements(recv, expected,
+                          what("gather_v", base, in_place) + " root " + std::to_string(root),
+                          rank_);
+        }
+        if (scatter) {
+          std::vector<std::int64_t> send(is_root ? extent : 0, kUntouched), recv(mine, kUntouched);
+          for (std::size_t q = 0; is_root && q < p; ++q) {
+            for (std::size_t i = 0; i < counts[q]; ++i) {
+              send[displs[q] + i] = value(root, static_cast<int>(q), i);
+            }
+          }
+          std::vector<std::int64_t> expected(mine);
+          for (std::size_t i = 0; i < mine; ++i) expected[i] = value(root, rank_, i);
+          collective::ScatterOptions options;
+          options.algorithm = GetParam();
+          options.root = root;
+          if (in_place && is_root) {
+            comm_.scatter_v(send.data(), counts, displs, send.data() + at_root, mine,
+                            DataType::kInt64, options);
+            recv.assign(send.begin() + static_cast<std::ptrdiff_t>(at_root),
+                        send.begin() + static_cast<std::ptrdiff_t>(at_root + mine));
+          } else if (is_root) {
+            comm_.scatter_v(send.data(), counts, displs, recv.data(), mine, DataType::kInt64,
+                            options);
+          } else {
+            comm_.scatter_v(nullptr, {}, {}, recv.data(), mine, DataType::kInt64, options);
+          }
+          expect_elements(recv, expected,
+                          what("scatter_v", base, in_place) + " root " + std::to_string(root),
+                          rank_);
+        }
+      }
+    }
+  }
+}
+
+// An algorithm that does not serve a kind refuses it with a sentence that
+// names both, on every rank, before any buffer is touched.
+TEST(CollectiveSetRefusal, AlgorithmThatDoesNotServeAKindNamesBoth) {
+  Communicator comm = Communicator::world();
+  const auto p = static_cast<std::size_t>(comm.size());
+  std::vector<std::int64_t> send(p, 5), recv(p, kUntouched);
+  collective::AllToAllOptions options;
+  options.algorithm = Algorithm::kRing;
+  try {
+    comm.all_to_all(send.data(), recv.data(), 1, DataType::kInt64, options);
+    if (comm.size() > 1) FAIL() << "ring served all_to_all";
+  } catch (const collective::UnsupportedError& error) {
+    EXPECT_NE(std::string(error.what()).find("ring does not implement all_to_all"),
+              std::string::npos)
+        << error.what();
+  }
+  for (std::size_t i = 0; comm.size() > 1 && i < p; ++i) ASSERT_EQ(recv[i], kUntouched);
+}
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, CollectiveSetTest,
+                         ::testing::Values(Algorithm::kAuto, Algorithm::kMpi, Algorithm::kRing,
+                                           Algorithm::kRecursiveDoubling, Algorithm::kSharedMemory,
+                                           Algorithm::kHierarchical),
+                         [](const auto& info) {
+                           return std::string(collective::to_string(info.param));
+                         });
+
+}  // namespace
