@@ -45,16 +45,17 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
   }
   for (Algorithm algorithm : context.options.algorithms) {
     if (std::find(result.begin(), result.end(), algorithm) != result.end()) continue;
-    if (algorithm != Algorithm::kAuto) {
-      try {
-        context.communicator.choose_algorithm(kind, count, type, algorithm,
-                                              context.options.deterministic);
-      } catch (const UnsupportedError& error) {
-        throw BenchError("-a " + std::string(to_string(algorithm)) + " cannot run " +
-                         std::string(to_string(kind)) + " of " + std::to_string(count) + " " +
-                         std::string(to_string(type)) + ": " + error.cause() +
-                         " (-a all runs every algorithm that can)");
-      }
+    // AUTO too: with no algorithm that can serve the call (a deterministic
+    // reduce_scatter_v today) the run is refused before it starts.
+    try {
+      context.communicator.choose_algorithm(kind, count, type, algorithm,
+                                            context.options.deterministic);
+    } catch (const UnsupportedError& error) {
+      throw BenchError(
+          "-a " + std::string(to_string(algorithm)) + " cannot run " +
+          std::string(to_string(kind)) + " of " + std::to_string(count) + " " +
+          std::string(to_string(type)) + ": " + error.cause() +
+          (algorithm == Algorithm::kAuto ? "" : " (-a all runs every algorithm that can)"));
     }
     result.push_back(algorithm);
   }
@@ -108,7 +109,7 @@ void SweepDriver::run() {
       const cases::Shape shape{ranks, context_.communicator.rank(), options.uneven};
       for (const Geometry& geometry : geometries_for(options, c, element_size(type), shape)) {
         if (options.baseline_mpi) {
-          if (const char* limit = mpi_limit(c, geometry)) {
+          if (const char* limit = mpi_limit(c, geometry, shape)) {
             throw BenchError("--baseline mpi cannot run " + std::string(to_string(kind)) + " at " +
                              std::to_string(geometry.bytes) + " B of " +
                              std::string(to_string(type)) + ": " + limit + "; lower -e");

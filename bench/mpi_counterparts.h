@@ -17,6 +17,6 @@ ResultLayout mpi_result(const CollectiveCase& c, const CallArgs& args);
 
 // nullptr when MPI's int counts can express the call; else the reason.
 // Single-buffer calls are split into pieces of INT_MAX elements instead.
-const char* mpi_limit(const CollectiveCase& c, const Geometry& geometry);
+const char* mpi_limit(const CollectiveCase& c, const Geometry& geometry, const cases::Shape& shape);
 
 }  // namespace collective::bench

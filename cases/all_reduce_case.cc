@@ -11,11 +11,6 @@ namespace {
 class AllReduceCase final : public CollectiveCase {
  public:
   CollectiveKind kind() const override { return CollectiveKind::kAllReduce; }
-  std::string_view nccl_tests_name() const override { return "allreduce"; }
-  bool reduces() const override { return true; }
-  bool rooted() const override { return false; }
-
-  double bus_factor(int ranks) const override { return 2.0 * (ranks - 1) / ranks; }
 
   Geometry geometry(std::size_t count, std::size_t element_bytes,
                     const Shape& shape) const override {

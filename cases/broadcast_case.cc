@@ -11,14 +11,6 @@ namespace {
 class BroadcastCase final : public CollectiveCase {
  public:
   CollectiveKind kind() const override { return CollectiveKind::kBroadcast; }
-  std::string_view nccl_tests_name() const override { return "broadcast"; }
-  bool reduces() const override { return false; }
-  bool rooted() const override { return true; }
-
-  double bus_factor(int ranks) const override {
-    (void)ranks;
-    return 1.0;
-  }
 
   Geometry geometry(std::size_t count, std::size_t element_bytes,
                     const Shape& shape) const override {

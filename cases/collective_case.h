@@ -64,22 +64,30 @@ struct CallArgs {
   Shape shape() const { return Shape{ranks, rank, uneven}; }
 };
 
+// The address of element `index` of a buffer of `type`.
+inline std::byte* element_at(void* base, std::size_t index, DataType type) {
+  return static_cast<std::byte*>(base) + index * element_size(type);
+}
+
 class CollectiveCase {
  public:
   virtual ~CollectiveCase() = default;
 
   virtual CollectiveKind kind() const = 0;
-  // The library's name (all_reduce; sendrecv for the send/recv pair).
-  virtual std::string_view name() const { return to_string(kind()); }
-  // nccl-tests' name (-C allreduce), or the library's where nccl-tests has none.
-  virtual std::string_view nccl_tests_name() const = 0;
-  virtual bool reduces() const = 0;
-  virtual bool rooted() const = 0;
+  // The rest of what describes a collective is the library's one table
+  // (collective/in_tree/collectives.h): its name, whether it reduces or
+  // has a root, nccl-tests' name and bus-bandwidth factor.
+  std::string_view name() const;
+  // nccl-tests' name (-C allreduce), or the library's where nccl-tests has
+  // none (all_to_all_v).
+  std::string_view nccl_tests_name() const;
+  bool reduces() const;
+  bool rooted() const;
   // Whether counts differ by rank (Shape::uneven applies).
   virtual bool per_rank_counts() const { return false; }
 
   // nccl-tests' factor from algorithm bandwidth to bus bandwidth.
-  virtual double bus_factor(int ranks) const = 0;
+  double bus_factor(int ranks) const;
   // The buffers of a call with this count on shape.rank; `bytes` is the
   // same on every rank.
   virtual Geometry geometry(std::size_t count, std::size_t element_bytes,
@@ -89,8 +97,7 @@ class CollectiveCase {
   // block to whole blocks).
   Geometry geometry_for_bytes(std::size_t bytes, std::size_t element_bytes,
                               const Shape& shape) const;
-  // broadcast has one buffer: only its in-place form exists; sendrecv
-  // has no in-place form.
+  // broadcast has one buffer: only its in-place form exists.
   virtual bool has_out_of_place() const { return true; }
   virtual bool has_in_place() const { return true; }
 
@@ -127,7 +134,8 @@ class CollectiveCase {
 std::span<const CollectiveKind> kinds_with_cases();
 // The case of `kind`; std::invalid_argument for a kind without one.
 std::unique_ptr<CollectiveCase> make_collective_case(CollectiveKind kind);
-// A kind by nccl-tests' name (allreduce) or the library's (all_reduce).
+// A kind by nccl-tests' name (allreduce), the library's (all_reduce), or
+// the library's without underscores, as nccl-tests spells (alltoallv).
 std::optional<CollectiveKind> parse_case_name(std::string_view name);
 
 std::unique_ptr<CollectiveCase> make_all_reduce_case();
@@ -135,5 +143,13 @@ std::unique_ptr<CollectiveCase> make_reduce_scatter_case();
 std::unique_ptr<CollectiveCase> make_all_gather_case();
 std::unique_ptr<CollectiveCase> make_broadcast_case();
 std::unique_ptr<CollectiveCase> make_reduce_case();
+std::unique_ptr<CollectiveCase> make_all_to_all_case();
+std::unique_ptr<CollectiveCase> make_all_to_all_v_case();
+std::unique_ptr<CollectiveCase> make_all_gather_v_case();
+std::unique_ptr<CollectiveCase> make_reduce_scatter_v_case();
+std::unique_ptr<CollectiveCase> make_gather_case();
+std::unique_ptr<CollectiveCase> make_gather_v_case();
+std::unique_ptr<CollectiveCase> make_scatter_case();
+std::unique_ptr<CollectiveCase> make_scatter_v_case();
 
 }  // namespace collective::cases

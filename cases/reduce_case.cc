@@ -11,14 +11,6 @@ namespace {
 class ReduceCase final : public CollectiveCase {
  public:
   CollectiveKind kind() const override { return CollectiveKind::kReduce; }
-  std::string_view nccl_tests_name() const override { return "reduce"; }
-  bool reduces() const override { return true; }
-  bool rooted() const override { return true; }
-
-  double bus_factor(int ranks) const override {
-    (void)ranks;
-    return 1.0;
-  }
 
   Geometry geometry(std::size_t count, std::size_t element_bytes,
                     const Shape& shape) const override {

@@ -12,11 +12,6 @@ namespace {
 class ReduceScatterCase final : public CollectiveCase {
  public:
   CollectiveKind kind() const override { return CollectiveKind::kReduceScatter; }
-  std::string_view nccl_tests_name() const override { return "reducescatter"; }
-  bool reduces() const override { return true; }
-  bool rooted() const override { return false; }
-
-  double bus_factor(int ranks) const override { return static_cast<double>(ranks - 1) / ranks; }
 
   Geometry geometry(std::size_t count, std::size_t element_bytes,
                     const Shape& shape) const override {

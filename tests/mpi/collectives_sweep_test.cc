@@ -32,7 +32,12 @@ using cases::WrongElements;
 
 // 0, 1, odd, one short of a power of two, and past 2^20 (every algorithm's
 // chunking, segment and slot boundaries at these sizes).
-const std::size_t kCounts[] = {0, 1, 7, 1023, (std::size_t{1} << 20) + 3};
+const std::vector<std::size_t> kCounts = {0, 1, 7, 1023, (std::size_t{1} << 20) + 3};
+// With per-rank counts rank 0 holds 4 times the count: past 2^18 keeps its
+// block at the size of the others' largest, and the sweep's time near theirs.
+const std::vector<std::size_t> kPerRankCounts = {0, 1, 7, 1023, (std::size_t{1} << 18) + 3};
+// Per-rank counts: rank 0 with 4 times the others', and with none.
+const std::vector<std::size_t> kUneven = {4, 0};
 const DataType kTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                            DataType::kFloat64, DataType::kInt8,     DataType::kUInt8,
                            DataType::kInt32,   DataType::kInt64};
@@ -108,10 +113,8 @@ std::vector<Root> roots_of(const CollectiveCase& c) {
   return {Root::kFirst, Root::kLast, Root::kMiddle};
 }
 
-// Whether `algorithm` serves the combination on `communicator` (auto
-// always does: it must pick one that works).
+// Whether the combination's (named) algorithm serves it on `communicator`.
 bool served(const Communicator& communicator, const SweepCase& sweep) {
-  if (sweep.algorithm == Algorithm::kAuto) return true;
   try {
     communicator.choose_algorithm(sweep.kind, sweep.count, sweep.type, sweep.algorithm);
     return true;
@@ -131,20 +134,27 @@ std::vector<SweepCase> every_combination() {
     std::vector<bool> placements;
     if (c->has_out_of_place()) placements.push_back(false);
     if (c->has_in_place()) placements.push_back(true);
-    // Per-rank counts: rank 0 with 4 times the others', and with none.
-    std::vector<std::size_t> uneven{1};
-    if (c->per_rank_counts()) uneven = {4, 0};
-    for (int a = 0; a < kNumAlgorithms; ++a) {
-      for (const DataType type : kTypes) {
-        for (const auto& op : ops) {
-          for (const std::size_t count : kCounts) {
-            for (const Root root : roots_of(*c)) {
-              for (const std::size_t factor : uneven) {
-                for (const bool in_place : placements) {
-                  const SweepCase sweep{
-                      kind, static_cast<Algorithm>(a), type, op, count, root, factor, in_place};
-                  if (served(world, sweep)) result.push_back(sweep);
+    const std::vector<std::size_t> uneven =
+        c->per_rank_counts() ? kUneven : std::vector<std::size_t>{1};
+    for (const DataType type : kTypes) {
+      for (const auto& op : ops) {
+        for (const std::size_t count : c->per_rank_counts() ? kPerRankCounts : kCounts) {
+          for (const Root root : roots_of(*c)) {
+            for (const std::size_t factor : uneven) {
+              for (const bool in_place : placements) {
+                SweepCase sweep{kind, Algorithm::kAuto, type, op, count, root, factor, in_place};
+                // The algorithms that serve it, and auto where it has a
+                // choice among them (with one, auto is that one again).
+                std::vector<SweepCase> served_by;
+                for (int a = 1; a < kNumAlgorithms; ++a) {
+                  sweep.algorithm = static_cast<Algorithm>(a);
+                  if (served(world, sweep)) served_by.push_back(sweep);
                 }
+                if (served_by.size() > 1) {
+                  sweep.algorithm = Algorithm::kAuto;
+                  result.push_back(sweep);
+                }
+                result.insert(result.end(), served_by.begin(), served_by.end());
               }
             }
           }
