@@ -6,9 +6,11 @@
 #include <cctype>
 #include <charconv>
 #include <limits>
+#include <span>
 #include <sstream>
 
 #include "byte_size.h"
+#include "shared_cases.h"
 
 namespace collective::bench {
 namespace po = boost::program_options;
@@ -91,21 +93,18 @@ std::vector<ReduceOp> parse_ops(const std::string& text) {
 }
 
 std::vector<CollectiveKind> parse_collectives(const std::string& text) {
-  static constexpr CollectiveKind kBenchmarked[] = {
-      CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather,
-      CollectiveKind::kBroadcast, CollectiveKind::kReduce};
+  const std::span<const CollectiveKind> cased = kinds_with_cases();
+  if (lower(text) == "all") return {cased.begin(), cased.end()};
   std::vector<CollectiveKind> kinds;
-  if (lower(text) == "all") return {std::begin(kBenchmarked), std::end(kBenchmarked)};
-  for (std::string name : split_list(lower(text))) {
-    // nccl-tests spells them without the underscore.
-    if (name == "allreduce") name = "all_reduce";
-    if (name == "reducescatter") name = "reduce_scatter";
-    if (name == "allgather") name = "all_gather";
-    const auto kind = parse_collective_kind(name);
-    if (!kind || *kind == CollectiveKind::kBarrier) {
-      throw UsageError("-C/--collective: '" + name +
-                       "' is not benchmarked (all_reduce, reduce_scatter, all_gather, broadcast, "
-                       "reduce or all)");
+  for (const std::string& name : split_list(lower(text))) {
+    const auto kind = parse_case_name(name);
+    if (!kind) {
+      std::string known;
+      for (const CollectiveKind k : cased) {
+        known += std::string(make_collective_case(k)->nccl_tests_name()) + " (" +
+                 std::string(to_string(k)) + "), ";
+      }
+      throw UsageError("-C/--collective: '" + name + "' is not benchmarked (" + known + "or all)");
     }
     kinds.push_back(*kind);
   }
@@ -231,7 +230,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   po::options_description run("What to run");
   run.add_options()
       ("collective,C", po::value<std::string>()->default_value("all_reduce"),
-       "all_reduce, reduce_scatter, all_gather, broadcast, reduce, a comma list, or all")
+       "nccl-tests' name (allreduce, reducescatter, allgather, broadcast, reduce) or the "
+       "library's (all_reduce, ...), a comma list, or all")
       ("algorithm,a", po::value<std::string>()->default_value("auto"),
        "an algorithm name (ring, recursive_doubling, mpi, shared_memory, hierarchical, nccl), "
        "auto, a comma list, or all (one row per algorithm that supports the call; all,auto "
@@ -241,7 +241,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
        "...), a comma list, or all")
       ("op,o", po::value<std::string>()->default_value("sum"),
        "sum, mean, min, max, prod, a comma list, or all (reducing collectives only)")
-      ("root,r", po::value<std::string>()->default_value("0"), "root rank of broadcast and reduce")
+      ("root,r", po::value<std::string>()->default_value("0"),
+       "root rank of the rooted collectives (broadcast, reduce, gather, scatter, ...)")
+      ("uneven", po::value<std::string>()->default_value("1"),
+       "N: in the collectives with per-rank counts (alltoallv, all_gather_v, reduce_scatter_v, "
+       "gather_v, scatter_v) rank 0's count is N times the others' (0: rank 0 has none)")
       ("iters,n", po::value<std::string>()->default_value("20"), "timed iterations per size")
       ("warmup_iters,w", po::value<std::string>()->default_value("5"),
        "untimed iterations before timing")
@@ -351,6 +355,14 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   options.datatypes = parse_datatypes(text("datatype"));
   options.ops = parse_ops(text("op"));
   options.root = parse_integer<int>("-r/--root", text("root"), 0);
+  options.uneven = parse_integer<std::size_t>("--uneven", text("uneven"), 0);
+  if (given("uneven") &&
+      std::none_of(options.collectives.begin(), options.collectives.end(), [](CollectiveKind kind) {
+        return make_collective_case(kind)->per_rank_counts();
+      })) {
+    throw UsageError(
+        "--uneven applies to the collectives with per-rank counts only; -C names none");
+  }
   parse_algorithms(text("algorithm"), options);
 
   const std::string baseline = lower(text("baseline"));

@@ -36,6 +36,9 @@ struct BenchOptions {
   std::vector<DataType> datatypes{DataType::kFloat32};
   std::vector<ReduceOp> ops{ReduceOp::kSum};
   int root = 0;
+  // --uneven N: in the collectives with per-rank counts (the v-variants),
+  // rank 0's count is N times the others' (0: rank 0 contributes nothing).
+  std::size_t uneven = 1;
   // Named algorithms (auto included) to run, in order. With all_algorithms
   // every concrete algorithm that supports the call runs first.
   std::vector<Algorithm> algorithms{Algorithm::kAuto};

@@ -45,16 +45,17 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
   }
   for (Algorithm algorithm : context.options.algorithms) {
     if (std::find(result.begin(), result.end(), algorithm) != result.end()) continue;
-    if (algorithm != Algorithm::kAuto) {
-      try {
-        context.communicator.choose_algorithm(kind, count, type, algorithm,
-                                              context.options.deterministic);
-      } catch (const UnsupportedError& error) {
-        throw BenchError("-a " + std::string(to_string(algorithm)) + " cannot run " +
-                         std::string(to_string(kind)) + " of " + std::to_string(count) + " " +
-                         std::string(to_string(type)) + ": " + error.cause() +
-                         " (-a all runs every algorithm that can)");
-      }
+    // AUTO too: with no algorithm that can serve the call (a deterministic
+    // reduce_scatter_v today) the run is refused before it starts.
+    try {
+      context.communicator.choose_algorithm(kind, count, type, algorithm,
+                                            context.options.deterministic);
+    } catch (const UnsupportedError& error) {
+      throw BenchError(
+          "-a " + std::string(to_string(algorithm)) + " cannot run " +
+          std::string(to_string(kind)) + " of " + std::to_string(count) + " " +
+          std::string(to_string(type)) + ": " + error.cause() +
+          (algorithm == Algorithm::kAuto ? "" : " (-a all runs every algorithm that can)"));
     }
     result.push_back(algorithm);
   }
@@ -62,10 +63,10 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
 }
 
 std::vector<Geometry> geometries_for(const BenchOptions& options, const CollectiveCase& c,
-                                     std::size_t element_bytes, int ranks) {
+                                     std::size_t element_bytes, const cases::Shape& shape) {
   std::vector<Geometry> result;
   for (const std::size_t bytes : options.sizes()) {
-    const Geometry geometry = c.geometry(bytes, element_bytes, ranks);
+    const Geometry geometry = c.geometry_for_bytes(bytes, element_bytes, shape);
     if (!result.empty() && result.back().count == geometry.count) continue;
     result.push_back(geometry);
   }
@@ -105,9 +106,10 @@ void SweepDriver::run() {
     }
     for (DataType type : options.datatypes) {
       std::vector<Step> steps;
-      for (const Geometry& geometry : geometries_for(options, c, element_size(type), ranks)) {
+      const cases::Shape shape{ranks, context_.communicator.rank(), options.uneven};
+      for (const Geometry& geometry : geometries_for(options, c, element_size(type), shape)) {
         if (options.baseline_mpi) {
-          if (const char* limit = c.mpi_limit(geometry)) {
+          if (const char* limit = mpi_limit(c, geometry, shape)) {
             throw BenchError("--baseline mpi cannot run " + std::string(to_string(kind)) + " at " +
                              std::to_string(geometry.bytes) + " B of " +
                              std::string(to_string(type)) + ": " + limit + "; lower -e");
@@ -167,25 +169,28 @@ SizeRow SweepDriver::measure(const CollectiveCase& c, const Geometry& geometry, 
   args.deterministic = context_.options.deterministic;
   args.rank = context_.communicator.rank();
   args.ranks = context_.communicator.size();
+  args.uneven = context_.options.uneven;
 
   if (c.has_out_of_place()) row.out_of_place = measure_placement(c, geometry, args, false);
-  row.in_place = measure_placement(c, geometry, args, true);
+  if (c.has_in_place()) row.in_place = measure_placement(c, geometry, args, true);
   return row;
 }
 
 std::uint64_t SweepDriver::check_once(const CollectiveCase& c, const Geometry& geometry,
                                       const CallArgs& args, Implementation implementation) {
   fill_sentinel(args.type, Region{args.recv_base, geometry.recv_elements, 0});
-  fill_inputs(c.pattern(args), args.rank, c.input(args));
+  for (const Region& input : c.inputs(args)) fill_inputs(c.pattern(args), args.rank, input);
+  ResultLayout result;
   if (implementation == Implementation::kLibrary) {
     c.run(context_.communicator, args);
-    // The highest rank holding a result (the root for reduce) is corrupted.
-    const int holder = c.kind() == CollectiveKind::kReduce ? args.root : args.ranks - 1;
-    injector_.maybe_corrupt(args.type, c.result(args, implementation), args.rank == holder);
+    result = c.result(args);
+    injector_.maybe_corrupt(args.type, Region{result.data, result.elements(), 0},
+                            args.rank == c.result_holder(args));
   } else {
-    c.run_mpi(context_.mpi, args);
+    run_mpi(c, context_.mpi, args);
+    result = mpi_result(c, args);
   }
-  const WrongElements wrong = c.check(args, implementation);
+  const WrongElements wrong = c.check(args, result);
   if (wrong.count > 0) {
     std::ostringstream what;
     what << (implementation == Implementation::kMpi ? "MPI baseline " : "") << to_string(c.kind())
@@ -205,7 +210,7 @@ PlacementResult SweepDriver::measure_placement(const CollectiveCase& c, const Ge
   result.measured = true;
   result.in_place = in_place;
   args.in_place = in_place;
-  c.place(args, geometry);
+  c.place(args);
 
   std::uint64_t baseline_wrong = 0;
   if (options.check) {
@@ -221,7 +226,7 @@ PlacementResult SweepDriver::measure_placement(const CollectiveCase& c, const Ge
   fill_timing_values(args.type, args.op, Region{args.send_base, geometry.send_elements, 0});
   fill_timing_values(args.type, args.op, Region{args.recv_base, geometry.recv_elements, 0});
   auto ours = [&] { c.run(context_.communicator, args); };
-  auto theirs = [&] { c.run_mpi(context_.mpi, args); };
+  auto theirs = [&] { run_mpi(c, context_.mpi, args); };
   for (int i = 0; i < options.warmup_iters; ++i) {
     ours();
     if (options.baseline_mpi) theirs();

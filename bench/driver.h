@@ -12,8 +12,8 @@
 #include "aligned_buffer.h"
 #include "bench_options.h"
 #include "collective/communicator.h"
-#include "collective_case.h"
 #include "mpi_baseline.h"
+#include "mpi_counterparts.h"
 #include "progress.h"
 #include "report.h"
 #include "results.h"
@@ -27,6 +27,9 @@ class BenchError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// Which side of the run produced a result: the library or --baseline mpi.
+enum class Implementation { kLibrary, kMpi };
 
 struct BenchContext {
   const BenchOptions& options;
@@ -57,7 +60,7 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
 
 // Sizes rounded as the collective rounds them, duplicates removed.
 std::vector<Geometry> geometries_for(const BenchOptions& options, const CollectiveCase& c,
-                                     std::size_t element_bytes, int ranks);
+                                     std::size_t element_bytes, const cases::Shape& shape);
 
 // One timed iteration: barrier, then the call, on this rank's clock.
 double timed_seconds(MPI_Comm comm, const auto& call) {

@@ -7,7 +7,7 @@
 #include <limits>
 
 #include "byte_size.h"
-#include "collective_case.h"
+#include "shared_cases.h"
 #include "driver.h"
 #include "results.h"
 
@@ -105,13 +105,18 @@ MemoryNeed buffers_needed_per_rank(const BenchOptions& options, int ranks, std::
       continue;
     }
     for (CollectiveKind kind : options.collectives) {
-      const Geometry geometry = make_collective_case(kind)->geometry(largest, element, ranks);
-      const std::optional<std::size_t> bytes = add(
-          add(multiply(geometry.send_elements, element), multiply(geometry.recv_elements, element)),
-          timings);
-      if (larger(bytes, need.bytes)) {
-        need = {bytes, std::string(to_string(kind)) + " of " + format_byte_size(geometry.bytes) +
-                           " of " + std::string(to_string(type)) + " (send and receive buffers)"};
+      // The rank with the most: rank 0 (--uneven), the root, or another.
+      for (const int rank : {0, options.root, ranks - 1}) {
+        const cases::Shape shape{ranks, rank, options.uneven};
+        const Geometry geometry =
+            make_collective_case(kind)->geometry_for_bytes(largest, element, shape);
+        const std::optional<std::size_t> bytes = add(add(multiply(geometry.send_elements, element),
+                                                         multiply(geometry.recv_elements, element)),
+                                                     timings);
+        if (larger(bytes, need.bytes)) {
+          need = {bytes, std::string(to_string(kind)) + " of " + format_byte_size(geometry.bytes) +
+                             " of " + std::string(to_string(type)) + " (send and receive buffers)"};
+        }
       }
     }
   }

@@ -19,7 +19,7 @@
 #include <string>
 
 #include "bench_options.h"
-#include "collective_case.h"
+#include "shared_cases.h"
 #include "results.h"
 
 namespace collective::bench {

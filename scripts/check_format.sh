@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that every C and C++ source of the project (libcollective/,
-# strategies/, bench/, tests/, tools/) is formatted as .clang-format says,
+# strategies/, bench/, cases/, tests/, tools/) is formatted as .clang-format says,
 # without changing any file. Exits non-zero naming each file that is not,
 # with clang-format's first complaints about it. Needs clang-format 14
 # (Debian's clang-format, scripts/install_deps.sh); CLANG_FORMAT overrides.
@@ -32,7 +32,7 @@ if (($# > 0)); then
   files=("$@")
 else
   patterns=()
-  for folder in libcollective strategies bench tests tools; do
+  for folder in libcollective strategies bench cases tests tools; do
     for extension in h cc c cpp; do patterns+=("$folder/*.$extension"); done
   done
   mapfile -t files < <(git ls-files -- "${patterns[@]}")

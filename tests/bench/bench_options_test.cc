@@ -115,10 +115,23 @@ TEST(BenchOptions, ListsAndAll) {
   EXPECT_EQ(options({"-o", "all"}).ops.size(), static_cast<std::size_t>(kNumReduceOps));
   EXPECT_EQ(options({"-d", "bf16,int8"}).datatypes,
             (std::vector<DataType>{DataType::kBFloat16, DataType::kInt8}));
-  EXPECT_EQ(options({"-C", "all"}).collectives.size(), 5u);
+  // Every collective with a case (cases/), barrier aside.
+  EXPECT_EQ(options({"-C", "all"}).collectives.size(),
+            static_cast<std::size_t>(kNumCollectiveKinds) - 1);
   EXPECT_EQ(options({"-C", "allreduce,reducescatter,allgather"}).collectives,
             (std::vector<CollectiveKind>{CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter,
                                          CollectiveKind::kAllGather}));
+  // nccl-tests' names, the library's, and the library's without underscores.
+  EXPECT_EQ(options({"-C",
+                     "alltoall,alltoallv,all_gather_v,reducescatterv,gather,gatherv,scatter,"
+                     "scatter_v"})
+                .collectives,
+            (std::vector<CollectiveKind>{
+                CollectiveKind::kAllToAll, CollectiveKind::kAllToAllV, CollectiveKind::kAllGatherV,
+                CollectiveKind::kReduceScatterV, CollectiveKind::kGather, CollectiveKind::kGatherV,
+                CollectiveKind::kScatter, CollectiveKind::kScatterV}));
+  EXPECT_EQ(options({"-C", "alltoallv", "--uneven", "4"}).uneven, 4u);
+  EXPECT_EQ(options({"-C", "gather_v", "--uneven", "0"}).uneven, 0u);
   EXPECT_EQ(options({"--collective", "broadcast"}).collectives,
             std::vector<CollectiveKind>{CollectiveKind::kBroadcast});
   const BenchOptions all = options({"-a", "all"});
@@ -159,7 +172,9 @@ TEST(BenchOptions, RefusalsNameTheFlag) {
   EXPECT_NE(refusal({"-o", "xor"}).find("-o/--op"), std::string::npos);
   EXPECT_NE(refusal({"-r", "-1"}).find("-r/--root"), std::string::npos);
   EXPECT_NE(refusal({"-C", "barrier"}).find("-C/--collective"), std::string::npos);
-  EXPECT_NE(refusal({"-C", "alltoall"}).find("-C/--collective"), std::string::npos);
+  EXPECT_NE(refusal({"-C", "sendrecv"}).find("-C/--collective"), std::string::npos);
+  EXPECT_NE(refusal({"-C", "alltoall", "--uneven", "4"}).find("--uneven"), std::string::npos);
+  EXPECT_NE(refusal({"-C", "alltoallv", "--uneven", "-1"}).find("--uneven"), std::string::npos);
   const std::string algorithm = refusal({"-a", "butterfly"});
   EXPECT_NE(algorithm.find("-a/--algorithm"), std::string::npos);
   EXPECT_NE(algorithm.find("recursive_doubling"), std::string::npos);  // lists the known ones
@@ -222,7 +237,7 @@ TEST(BenchOptions, BytesPerPackBelongsToFusion) {
 TEST(BenchOptions, GenerateRulesSweepsEveryCollectiveAndAlgorithm) {
   const BenchOptions o = options({"--generate-rules", "rules.json"});
   EXPECT_EQ(o.rules_file, "rules.json");
-  EXPECT_EQ(o.collectives.size(), 5u);
+  EXPECT_EQ(o.collectives.size(), static_cast<std::size_t>(kNumCollectiveKinds) - 1);
   EXPECT_TRUE(o.all_algorithms);
   const BenchOptions narrowed =
       options({"--generate-rules", "r.json", "-C", "all_reduce", "-a", "ring,recursive_doubling"});

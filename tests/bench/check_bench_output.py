@@ -14,7 +14,13 @@ import sys
 
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
                  "int8": 1, "uint8": 1, "int32": 4, "int64": 8}
-COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce")
+COLLECTIVES = ("all_reduce", "reduce_scatter", "all_gather", "broadcast", "reduce", "all_to_all",
+               "all_to_all_v", "all_gather_v", "reduce_scatter_v", "gather", "gather_v", "scatter",
+               "scatter_v", "sendrecv")
+# The collectives whose size covers every rank's block (cases/: the
+# v-variants at --uneven 1, which these runs use).
+BLOCKED = ("reduce_scatter", "all_gather", "all_to_all", "all_to_all_v", "all_gather_v",
+           "reduce_scatter_v", "gather", "gather_v", "scatter", "scatter_v")
 ALGORITHMS = ("ring", "recursive_doubling", "mpi", "shared_memory", "hierarchical", "nccl",
               "pairwise", "bruck")
 REQUIRED = ("collective", "bytes", "count", "dtype", "op", "algorithm", "inplace", "time_us",
@@ -34,7 +40,7 @@ def close(a, b, what, row):
 def bus_factor(collective, ranks):
     if collective == "all_reduce":
         return 2.0 * (ranks - 1) / ranks
-    if collective in ("reduce_scatter", "all_gather"):
+    if collective in BLOCKED:
         return (ranks - 1) / ranks
     return 1.0
 
@@ -52,7 +58,7 @@ def check_row(row, ranks, baseline):
         fail(f"'algorithm' must name what ran, not '{row['algorithm']}'")
     if row["dtype"] not in ELEMENT_BYTES:
         fail(f"unknown dtype in {row}")
-    blocks = ranks if row["collective"] in ("reduce_scatter", "all_gather") else 1
+    blocks = ranks if row["collective"] in BLOCKED else 1
     if row.get("mode", "collective") == "collective":
         expected_bytes = row["count"] * ELEMENT_BYTES[row["dtype"]] * blocks
         if row["bytes"] != expected_bytes:

@@ -12,7 +12,7 @@
 #include "element_types.h"
 #include "value_pattern.h"
 
-namespace collective::bench {
+namespace collective::cases {
 namespace {
 
 constexpr int kRankCounts[] = {1, 2, 3, 4, 5, 7, 8, 16, 64};
@@ -100,7 +100,7 @@ TEST_P(PatternTest, AcceptsEveryOrderAndCatchesACorruptElement) {
       corrupt_element(type, region, 17);
       const WrongElements one = check_reduction(pattern, region);
       EXPECT_EQ(one.count, 1u) << to_string(type) << " " << to_string(op) << " at " << ranks;
-      EXPECT_EQ(one.first_index, kFirst + 17);
+      EXPECT_EQ(one.first_index, 17u);  // the position in the result buffer
     });
   }
 }
@@ -168,23 +168,63 @@ TEST(CopyPattern, AllGatherLayoutAndMisplacedBlocks) {
     visit_type(type, [&](auto element) {
       using E = decltype(element);
       std::vector<typename E::Storage> gathered(block * ranks);
+      ResultLayout by_block{gathered.data(), {}};
       for (int r = 0; r < ranks; ++r) {
-        fill_inputs(pattern, r, Region{gathered.data() + r * block, block, r * block});
+        const std::size_t first = static_cast<std::size_t>(r) * block;
+        fill_inputs(pattern, r, Region{gathered.data() + first, block, first});
+        by_block.parts.push_back(ResultPart{first, block, r, first});
       }
-      const CopySource by_block{-1, block};
-      Region all{gathered.data(), gathered.size(), 0};
-      EXPECT_EQ(check_copy(pattern, all, by_block).count, 0u) << to_string(type);
+      EXPECT_EQ(check_result(pattern, by_block).count, 0u) << to_string(type);
+      EXPECT_EQ(check_result(pattern, by_block).checked, block * ranks) << to_string(type);
       // Blocks 0 and 1 swapped: most elements differ.
       std::swap_ranges(gathered.begin(), gathered.begin() + block, gathered.begin() + block);
-      EXPECT_GT(check_copy(pattern, all, by_block).count, block) << to_string(type);
+      EXPECT_GT(check_result(pattern, by_block).count, block) << to_string(type);
       // Broadcast from root 2 is checked against rank 2's input only.
       std::vector<typename E::Storage> broadcast(block);
       fill_inputs(pattern, 2, Region{broadcast.data(), block, 0});
-      EXPECT_EQ(check_copy(pattern, Region{broadcast.data(), block, 0}, CopySource{2, 1}).count,
-                0u);
-      EXPECT_GT(check_copy(pattern, Region{broadcast.data(), block, 0}, CopySource{1, 1}).count,
+      EXPECT_EQ(check_result(pattern, {broadcast.data(), {ResultPart{0, block, 2, 0}}}).count, 0u);
+      EXPECT_GT(check_result(pattern, {broadcast.data(), {ResultPart{0, block, 1, 0}}}).count,
                 block / 2);
     });
+  }
+}
+
+// Fills and checks work a period at a time: inputs repeat with
+// kValuePeriod, a fill equals input() element by element across period
+// boundaries, and every wrong element is counted however far in it lies.
+TEST(PeriodicPattern, FillsAndChecksAcrossPeriods) {
+  const std::uint64_t first = kValuePeriod - 5;  // the fill starts just before a boundary
+  const std::size_t count = 2 * kValuePeriod + 11;
+  for (const DataType type : {DataType::kBFloat16, DataType::kInt8, DataType::kFloat64}) {
+    for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kProd}) {
+      const ValuePattern pattern = ValuePattern::reduction(type, op, 3);
+      for (std::uint64_t i = 0; i < 100; ++i) {
+        ASSERT_EQ(pattern.input(1, i), pattern.input(1, i + kValuePeriod)) << i;
+      }
+      visit_type(type, [&](auto element) {
+        using E = decltype(element);
+        std::vector<typename E::Storage> filled(count);
+        fill_inputs(pattern, 2, Region{filled.data(), count, first});
+        for (std::size_t j = 0; j < count; ++j) {
+          ASSERT_EQ(filled[j], from_integer<E>(pattern.input(2, first + j)))
+              << to_string(type) << " element " << j;
+        }
+        const ResultLayout layout{filled.data(), {ResultPart{0, count, 2, first}}};
+        EXPECT_EQ(check_result(pattern, layout).count, 0u);
+        // Wrong elements in the first, second and last period.
+        for (const std::size_t j : {std::size_t{3}, std::size_t{kValuePeriod + 100}, count - 1}) {
+          corrupt_element(type, Region{filled.data(), count, first}, j);
+        }
+        const WrongElements wrong = check_result(pattern, layout);
+        EXPECT_EQ(wrong.count, 3u) << to_string(type) << " " << to_string(op);
+        EXPECT_EQ(wrong.checked, count);
+        EXPECT_EQ(wrong.first_index, 3u);
+        EXPECT_NE(describe_wrong(wrong, 2).find("rank 2: 3 of " + std::to_string(count) +
+                                                " elements wrong; first at index 3: expected "),
+                  std::string::npos)
+            << describe_wrong(wrong, 2);
+      });
+    }
   }
 }
 
@@ -217,4 +257,4 @@ TEST(Inputs, AreSmallIntegersThatDifferByRankAndIndex) {
 }
 
 }  // namespace
-}  // namespace collective::bench
+}  // namespace collective::cases

@@ -3,6 +3,8 @@
 //    failures (prefixed with their rank) and nothing else.
 //  - A failure on any rank fails the process on every rank (the exit code
 //    is agreed with MPI_Allreduce), so ctest sees it whichever rank failed.
+//  - MPI is running before GoogleTest starts, and every rank registers
+//    the same tests.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -35,8 +37,11 @@ class RankFailurePrinter : public testing::EmptyTestEventListener {
 }  // namespace
 
 int main(int argc, char** argv) {
-  testing::InitGoogleTest(&argc, argv);
+  // MPI first: a parameterised suite may ask the library which algorithms
+  // serve its cases when GoogleTest evaluates its parameters, which
+  // InitGoogleTest does (collectives_sweep_test.cc).
   collective::Environment environment(argc, argv);
+  testing::InitGoogleTest(&argc, argv);
   int rank = 0;
   int size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);

@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
 #include "element_types.h"
 
-namespace collective::bench {
+namespace collective::cases {
 namespace {
 
 // SplitMix64's finalizer: a bijection on 64 bits with full avalanche.
@@ -95,24 +96,48 @@ typename E::Storage expected_reduction(const ValuePattern& pattern, std::uint64_
   }
 }
 
+// What no correct result holds: NaN, or the type's maximum.
+template <typename E>
+typename E::Storage sentinel() {
+  if constexpr (E::kFloating) {
+    return E::from_double(std::numeric_limits<double>::quiet_NaN());
+  } else {
+    return std::numeric_limits<typename E::Storage>::max();
+  }
+}
+
+// The expected values of a part, one period long at most: element j of
+// the part must equal block[j % block.size()] (inputs repeat with
+// kValuePeriod along the index).
 template <typename E, typename Expected>
-WrongElements compare(Region result, Expected expected) {
+std::vector<typename E::Storage> one_period(std::size_t count, Expected expected) {
+  std::vector<typename E::Storage> block(std::min<std::size_t>(count, kValuePeriod));
+  for (std::size_t j = 0; j < block.size(); ++j) block[j] = expected(j);
+  return block;
+}
+
+// Compares a block at a time by bytes, and element by element (by value:
+// -0 equals 0) only where the bytes differ.
+template <typename E, typename Expected>
+void compare_part(const void* data, const ResultPart& part, Expected expected,
+                  WrongElements& wrong) {
   using Storage = typename E::Storage;
-  WrongElements wrong;
-  const auto* data = static_cast<const Storage*>(result.data);
-  for (std::size_t i = 0; i < result.count; ++i) {
-    const std::uint64_t index = result.first_index + i;
-    const Storage want = expected(index);
-    if (!same<E>(data[i], want)) {
+  const auto block = one_period<E>(part.count, expected);
+  const auto* actual = static_cast<const Storage*>(data) + part.offset;
+  wrong.checked += part.count;
+  for (std::size_t first = 0; first < part.count; first += block.size()) {
+    const std::size_t length = std::min(block.size(), part.count - first);
+    if (std::memcmp(actual + first, block.data(), length * sizeof(Storage)) == 0) continue;
+    for (std::size_t j = 0; j < length; ++j) {
+      if (same<E>(actual[first + j], block[j])) continue;
       if (wrong.count == 0) {
-        wrong.first_index = index;
-        wrong.first_expected = describe<E>(want);
-        wrong.first_actual = describe<E>(data[i]);
+        wrong.first_index = part.offset + first + j;
+        wrong.first_expected = describe<E>(block[j]);
+        wrong.first_actual = describe<E>(actual[first + j]);
       }
       ++wrong.count;
     }
   }
-  return wrong;
 }
 
 }  // namespace
@@ -132,7 +157,8 @@ ValuePattern ValuePattern::copy(DataType type, int ranks) {
   return ValuePattern(type, ReduceOp::kSum, ranks, false);
 }
 
-std::int64_t ValuePattern::input(int rank, std::uint64_t index) const {
+std::int64_t ValuePattern::input(int rank, std::uint64_t global_index) const {
+  const std::uint64_t index = global_index % kValuePeriod;
   const std::uint64_t h = hash(index, static_cast<std::uint64_t>(rank));
   if (!reduction_) {
     // |value| <= 100: exact in bfloat16 (8 significant bits) and int8.
@@ -171,9 +197,13 @@ std::int64_t ValuePattern::input(int rank, std::uint64_t index) const {
 void fill_inputs(const ValuePattern& pattern, int rank, Region region) {
   visit_type(pattern.type(), [&](auto element) {
     using E = decltype(element);
+    const auto block = one_period<E>(region.count, [&](std::size_t j) {
+      return from_integer<E>(pattern.input(rank, region.first_index + j));
+    });
     auto* data = static_cast<typename E::Storage*>(region.data);
-    for (std::size_t i = 0; i < region.count; ++i) {
-      data[i] = from_integer<E>(pattern.input(rank, region.first_index + i));
+    for (std::size_t first = 0; first < region.count; first += block.size()) {
+      const std::size_t length = std::min(block.size(), region.count - first);
+      std::copy_n(block.data(), length, data + first);
     }
   });
 }
@@ -181,14 +211,7 @@ void fill_inputs(const ValuePattern& pattern, int rank, Region region) {
 void fill_sentinel(DataType type, Region region) {
   visit_type(type, [&](auto element) {
     using E = decltype(element);
-    using Storage = typename E::Storage;
-    Storage sentinel{};
-    if constexpr (E::kFloating) {
-      sentinel = E::from_double(std::numeric_limits<double>::quiet_NaN());
-    } else {
-      sentinel = std::numeric_limits<Storage>::max();
-    }
-    std::fill_n(static_cast<Storage*>(region.data), region.count, sentinel);
+    std::fill_n(static_cast<typename E::Storage*>(region.data), region.count, sentinel<E>());
   });
 }
 
@@ -200,21 +223,52 @@ void fill_timing_values(DataType type, ReduceOp op, Region region) {
   });
 }
 
-WrongElements check_reduction(const ValuePattern& pattern, Region result) {
-  return visit_type(pattern.type(), [&](auto element) {
-    using E = decltype(element);
-    return compare<E>(result,
-                      [&](std::uint64_t index) { return expected_reduction<E>(pattern, index); });
-  });
+std::size_t ResultLayout::elements() const {
+  std::size_t total = 0;
+  for (const ResultPart& part : parts) total += part.count;
+  return total;
 }
 
-WrongElements check_copy(const ValuePattern& pattern, Region result, CopySource source) {
-  return visit_type(pattern.type(), [&](auto element) {
+std::string describe_wrong(const WrongElements& wrong, int rank) {
+  if (wrong.count == 0) return {};
+  std::ostringstream text;
+  text << "rank " << rank << ": " << wrong.count << " of " << wrong.checked << " element"
+       << (wrong.checked == 1 ? "" : "s") << " wrong; first at index " << wrong.first_index
+       << ": expected " << wrong.first_expected << ", actual " << wrong.first_actual;
+  return text.str();
+}
+
+WrongElements check_result(const ValuePattern& pattern, const ResultLayout& result) {
+  WrongElements wrong;
+  visit_type(pattern.type(), [&](auto element) {
     using E = decltype(element);
-    return compare<E>(result, [&](std::uint64_t index) {
-      return from_integer<E>(pattern.input(source.rank_of(index), index));
-    });
+    for (const ResultPart& part : result.parts) {
+      if (part.count == 0) continue;
+      if (part.from_rank == kUntouched) {
+        compare_part<E>(
+            result.data, part, [](std::size_t) { return sentinel<E>(); }, wrong);
+      } else if (part.from_rank == kReducedOverRanks) {
+        compare_part<E>(
+            result.data, part,
+            [&](std::size_t j) { return expected_reduction<E>(pattern, part.first_index + j); },
+            wrong);
+      } else {
+        compare_part<E>(
+            result.data, part,
+            [&](std::size_t j) {
+              return from_integer<E>(pattern.input(part.from_rank, part.first_index + j));
+            },
+            wrong);
+      }
+    }
   });
+  return wrong;
+}
+
+WrongElements check_reduction(const ValuePattern& pattern, Region result) {
+  return check_result(
+      pattern, ResultLayout{result.data,
+                            {ResultPart{0, result.count, kReducedOverRanks, result.first_index}}});
 }
 
 void corrupt_element(DataType type, Region region, std::size_t index) {
@@ -233,4 +287,4 @@ void corrupt_element(DataType type, Region region, std::size_t index) {
   });
 }
 
-}  // namespace collective::bench
+}  // namespace collective::cases

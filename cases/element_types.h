@@ -9,7 +9,7 @@
 #include "collective/types.h"
 #include "collective/in_tree/half_precision.h"
 
-namespace collective::bench {
+namespace collective::cases {
 
 template <typename StorageType, bool Floating, bool Signed>
 struct ElementBase {
@@ -66,4 +66,4 @@ decltype(auto) visit_type(DataType type, F&& f) {
   return std::forward<F>(f)(Element<DataType::kFloat32>{});
 }
 
-}  // namespace collective::bench
+}  // namespace collective::cases

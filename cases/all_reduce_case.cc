@@ -1,0 +1,47 @@
+// all_reduce: every rank gets op over all ranks' buffers.
+// busbw = algbw * 2(n-1)/n: a bandwidth-optimal all-reduce moves 2(n-1)/n
+// of the buffer through each rank's link (reduce-scatter, then all-gather).
+#include <cstddef>
+
+#include "collective_case.h"
+
+namespace collective::cases {
+namespace {
+
+class AllReduceCase final : public CollectiveCase {
+ public:
+  CollectiveKind kind() const override { return CollectiveKind::kAllReduce; }
+
+  Geometry geometry(std::size_t count, std::size_t element_bytes,
+                    const Shape& shape) const override {
+    (void)shape;
+    return Geometry{count, count, count, count * element_bytes};
+  }
+
+  void place(CallArgs& args) const override {
+    args.send = args.send_base;
+    args.recv = args.in_place ? args.send_base : args.recv_base;
+  }
+
+  std::vector<Region> inputs(const CallArgs& args) const override {
+    return {Region{args.send_base, args.count, 0}};
+  }
+
+  ResultLayout result(const CallArgs& args) const override {
+    return ResultLayout{args.recv, {ResultPart{0, args.count, kReducedOverRanks, 0}}};
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    AllReduceOptions options;
+    options.algorithm = args.algorithm;
+    options.op = args.op;
+    options.deterministic = args.deterministic;
+    communicator.all_reduce(args.send, args.recv, args.count, args.type, options);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<CollectiveCase> make_all_reduce_case() { return std::make_unique<AllReduceCase>(); }
+
+}  // namespace collective::cases
