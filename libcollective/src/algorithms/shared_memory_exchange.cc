@@ -1,0 +1,333 @@
+#include "algorithms/shared_memory_exchange.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include "core/trace.h"
+#include "kernels/streaming_copy.h"
+#include "transport/shm/node_segment.h"
+#include "transport/shm/shared_allocation.h"
+
+namespace collective::internal {
+namespace {
+
+using Flag = NodeSegment::Flag;
+
+constexpr std::size_t kLineBytes = 64;
+
+// The header a rank puts in its box before an all_to_all_v: the largest
+// block it sends (every rank then knows how many rounds the call takes),
+// whether the offsets of its blocks follow (its peers may then read them
+// from its buffer), and those offsets, one per local rank.
+struct BoxHeader {
+  std::uint64_t largest_block;
+  std::uint64_t offsets_follow;
+};
+constexpr std::size_t kMaxOffsetsInBox = (kInlineBytes - sizeof(BoxHeader)) / sizeof(std::uint64_t);
+
+// One side of this rank's exchange, in bytes, indexed by local rank.
+struct Blocks {
+  std::vector<std::size_t> offset;
+  std::vector<std::size_t> bytes;
+};
+
+struct Exchange {
+  const std::byte* send = nullptr;
+  std::byte* recv = nullptr;
+  bool in_place = false;
+  Blocks out;  // this rank's block for each local rank, in send
+  Blocks in;   // each local rank's block for this rank, in recv
+  // Where each peer's block for this rank starts in that peer's buffer,
+  // for the peers that publish their buffer (a shared allocation).
+  std::vector<std::size_t> peer_offset;
+};
+
+Exchange exchange_of(const Request& request, const NodeSegment& segment, int rank) {
+  const std::size_t element = request.element_bytes();
+  const auto ranks = static_cast<std::size_t>(segment.local_size());
+  Exchange x;
+  x.in_place = request.in_place(rank);
+  x.recv = static_cast<std::byte*>(request.recv);
+  x.send = x.in_place ? x.recv : static_cast<const std::byte*>(request.send);
+  for (Blocks* side : {&x.out, &x.in}) {
+    side->offset.resize(ranks);
+    side->bytes.resize(ranks);
+  }
+  x.peer_offset.resize(ranks);
+  const std::size_t block = request.count * element;
+  const auto own = static_cast<std::size_t>(segment.comm_rank(segment.local_rank()));
+  for (std::size_t q = 0; q < ranks; ++q) {
+    const auto c = static_cast<std::size_t>(segment.comm_rank(static_cast<int>(q)));
+    if (request.kind == CollectiveKind::kAllToAll) {
+      x.out.offset[q] = x.in.offset[q] = c * block;
+      x.out.bytes[q] = x.in.bytes[q] = block;
+      x.peer_offset[q] = own * block;
+      continue;
+    }
+    x.in.offset[q] = request.recv_displacements[c] * element;
+    x.in.bytes[q] = request.recv_counts[c] * element;
+    // In place, recv's layout is what goes out too (the send spans are empty).
+    x.out.offset[q] = x.in_place ? x.in.offset[q] : request.send_displacements[c] * element;
+    x.out.bytes[q] = x.in_place ? x.in.bytes[q] : request.send_counts[c] * element;
+  }
+  return x;
+}
+
+std::size_t send_extent(const Exchange& x) {
+  std::size_t extent = 0;
+  for (std::size_t q = 0; q < x.out.bytes.size(); ++q) {
+    if (x.out.bytes[q] != 0) extent = std::max(extent, x.out.offset[q] + x.out.bytes[q]);
+  }
+  return extent;
+}
+
+std::size_t largest_peer_block(const Exchange& x, int own) {
+  std::size_t largest = 0;
+  for (std::size_t q = 0; q < x.out.bytes.size(); ++q) {
+    if (static_cast<int>(q) != own) largest = std::max(largest, x.out.bytes[q]);
+  }
+  return largest;
+}
+
+void copy_own_block(const Exchange& x, int own) {
+  const auto r = static_cast<std::size_t>(own);
+  // In place the block is already where it belongs; the argument checks
+  // made send_counts[rank] == recv_counts[rank].
+  if (x.in_place || x.in.bytes[r] == 0) return;
+  std::memcpy(x.recv + x.in.offset[r], x.send + x.out.offset[r],
+              std::min(x.in.bytes[r], x.out.bytes[r]));
+}
+
+// Equal blocks that all fit one rank's box: every rank writes its blocks
+// there, then reads its own block from every peer's box. One hand-off.
+void exchange_in_boxes(NodeSegment& segment, const Exchange& x, const Request& request) {
+  const int r = segment.local_rank();
+  const int ranks = segment.local_size();
+  const std::size_t block = x.in.bytes[static_cast<std::size_t>(r)];
+  const std::uint64_t round = segment.begin_round();
+  segment.wait_slot_free(round, request);
+  std::byte* box = segment.inline_data(r, round);
+  for (int q = 0; q < ranks; ++q) {
+    if (q == r) continue;
+    std::memcpy(box + static_cast<std::size_t>(q) * block,
+                x.send + x.out.offset[static_cast<std::size_t>(q)], block);
+  }
+  segment.publish_inline(round);
+  // After the box is filled: in place, the blocks that go out are read
+  // before any block that comes in overwrites them.
+  copy_own_block(x, r);
+  for (int q = 0; q < ranks; ++q) {
+    if (q == r) continue;
+    segment.wait_inline(q, round, request);
+    std::memcpy(x.recv + x.in.offset[static_cast<std::size_t>(q)],
+                segment.inline_data(q, round) + static_cast<std::size_t>(r) * block, block);
+  }
+  segment.finish_round(round);
+}
+
+// all_to_all_v's first hand-off: every rank learns the largest block of
+// the call (so all take the same rounds) and, where the node is small
+// enough for the offsets to fit the box, where each peer's block for it
+// lies in that peer's buffer. Returns the largest block.
+std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& request,
+                            bool with_offsets) {
+  const int r = segment.local_rank();
+  const int ranks = segment.local_size();
+  const std::uint64_t round = segment.begin_round();
+  segment.wait_slot_free(round, request);
+  std::byte* box = segment.inline_data(r, round);
+  const BoxHeader mine{largest_peer_block(x, r), with_offsets ? 1u : 0u};
+  std::memcpy(box, &mine, sizeof(mine));
+  if (with_offsets) {
+    for (int q = 0; q < ranks; ++q) {
+      const std::uint64_t offset = x.out.offset[static_cast<std::size_t>(q)];
+      std::memcpy(box + sizeof(BoxHeader) + static_cast<std::size_t>(q) * sizeof(offset), &offset,
+                  sizeof(offset));
+    }
+  }
+  segment.publish_inline(round);
+  copy_own_block(x, r);
+  std::size_t largest = mine.largest_block;
+  for (int q = 0; q < ranks; ++q) {
+    if (q == r) continue;
+    segment.wait_inline(q, round, request);
+    const std::byte* theirs = segment.inline_data(q, round);
+    BoxHeader header{};
+    std::memcpy(&header, theirs, sizeof(header));
+    largest = std::max<std::size_t>(largest, header.largest_block);
+    if (header.offsets_follow != 0) {
+      std::uint64_t offset = 0;
+      std::memcpy(&offset,
+                  theirs + sizeof(BoxHeader) + static_cast<std::size_t>(r) * sizeof(offset),
+                  sizeof(offset));
+      x.peer_offset[static_cast<std::size_t>(q)] = offset;
+    }
+  }
+  segment.finish_round(round);
+  return largest;
+}
+
+// Bytes of piece k of a block of `total` bytes cut into pieces of `piece`.
+std::size_t piece_length(std::size_t total, std::size_t k, std::size_t piece) {
+  const std::size_t start = k * piece;
+  return start >= total ? 0 : std::min(piece, total - start);
+}
+
+// The rounds through the staging slots. Each pass of the loop does what
+// the flags allow: stage round g (this rank's piece of every peer's block,
+// in the peer's part of its slot) once every rank has read round
+// g - depth; read round g (its piece of every peer's block, into recv)
+// once every rank has staged it. A rank whose send buffer is a shared
+// allocation stages nothing: its peers read its blocks in place, and it
+// returns only after every peer has read its last round.
+void exchange_in_rounds(NodeSegment& segment, const Exchange& x, const Request& request,
+                        std::size_t largest, bool offer_in_place, std::size_t streaming_bytes) {
+  const int r = segment.local_rank();
+  const int ranks = segment.local_size();
+  // Every peer's part of a slot holds whole cache lines (slots hold at
+  // least 64 bytes per local rank: NodeSegment::of).
+  const std::size_t piece = std::max(
+      kLineBytes, segment.slot_bytes() / static_cast<std::size_t>(ranks) / kLineBytes * kLineBytes);
+  const std::uint64_t rounds = (largest + piece - 1) / piece;
+  if (rounds == 0) return;
+  std::optional<SharedRange> shared;
+  if (offer_in_place && !x.in_place) {
+    if (const std::size_t extent = send_extent(x); extent != 0) {
+      shared = shared_allocations().find(x.send, extent);
+    }
+  }
+  std::size_t received = 0;
+  for (const std::size_t bytes : x.in.bytes) received += bytes;
+  // Outputs beyond this rank's share of the cache go straight to memory.
+  const auto copy_out =
+      received >= streaming_bytes
+          ? streaming_copy
+          : +[](void* to, const void* from, std::size_t bytes) { std::memcpy(to, from, bytes); };
+
+  const std::uint64_t first = segment.reserve_rounds(rounds);
+  const std::uint64_t end = first + rounds;
+  const std::uint64_t depth = kSegmentDepth;
+  std::uint64_t next_stage = first;
+  std::uint64_t next_read = first;
+  unsigned idle_passes = 0;
+  EventSleeper sleeper(segment.event());
+  // Whom the last pass waited for, for the timeout message.
+  int blocking = r;
+  Flag blocking_flag = Flag::kPosted;
+  std::uint64_t blocking_round = first;
+  auto all_reached = [&](Flag flag, std::uint64_t round) {
+    for (int q = 0; q < ranks; ++q) {
+      if (q != r && !segment.reached(q, flag, round)) {
+        blocking = q;
+        blocking_flag = flag;
+        blocking_round = round;
+        return false;
+      }
+    }
+    return true;
+  };
+
+  while (next_read < end) {
+    bool progressed = false;
+    // Stage: this rank read round g - depth itself (g < next_read + depth)
+    // and so did every peer; in place, piece k of each outgoing block is
+    // staged before piece k of the incoming one overwrites it.
+    if (next_stage < end && next_stage < next_read + depth &&
+        (next_stage <= depth || all_reached(Flag::kDone, next_stage - depth))) {
+      const std::size_t k = next_stage - first;
+      if (shared) {
+        segment.publish_input(next_stage, &*shared);
+      } else {
+        segment.publish_input(next_stage, nullptr);
+        const TraceScope traced("shm copy-in");
+        std::byte* slot = segment.staging(r, next_stage);
+        for (int q = 0; q < ranks; ++q) {
+          const auto peer = static_cast<std::size_t>(q);
+          const std::size_t length = q == r ? 0 : piece_length(x.out.bytes[peer], k, piece);
+          if (length == 0) continue;
+          std::memcpy(slot + peer * piece, x.send + x.out.offset[peer] + k * piece, length);
+        }
+      }
+      segment.publish(Flag::kPosted, next_stage);
+      ++next_stage;
+      progressed = true;
+    }
+    if (next_read < next_stage && all_reached(Flag::kPosted, next_read)) {
+      const std::size_t k = next_read - first;
+      const TraceScope traced("shm copy-out");
+      for (int q = 0; q < ranks; ++q) {
+        const auto peer = static_cast<std::size_t>(q);
+        const std::size_t length = q == r ? 0 : piece_length(x.in.bytes[peer], k, piece);
+        if (length == 0) continue;
+        const std::byte* in_place = segment.peer_input(q, next_read, request);
+        const std::byte* from = in_place != nullptr ? in_place + x.peer_offset[peer] + k * piece
+                                                    : segment.staging(q, next_read) +
+                                                          static_cast<std::size_t>(r) * piece;
+        copy_out(x.recv + x.in.offset[peer] + k * piece, from, length);
+      }
+      segment.finish_round(next_read);
+      ++next_read;
+      progressed = true;
+    }
+    if (progressed) {
+      idle_passes = 0;
+      sleeper.stop();
+    } else {
+      segment.stall(blocking, blocking_flag, blocking_round, request, idle_passes, sleeper);
+    }
+  }
+  if (shared) {
+    // Peers read this rank's send buffer: it is the caller's again only
+    // once every peer is through the last round.
+    for (int q = 0; q < ranks; ++q) {
+      if (q != r) segment.wait(q, Flag::kDone, end - 1, request);
+    }
+  }
+}
+
+// A request whose size makes NodeSegment::of give slots that hold a piece
+// of `block` bytes for every local rank (up to COLLECTIVE_SHM_SLOT_BYTES).
+// `block` is the same on every rank, so every rank decides alike.
+Request sized_for_blocks(const Request& request, std::size_t block, int ranks) {
+  Request sized = request;
+  const std::size_t element = request.element_bytes();
+  const std::size_t per_rank = (block + element - 1) / element;
+  sized.count = per_rank > SIZE_MAX / static_cast<std::size_t>(ranks)
+                    ? SIZE_MAX / element
+                    : per_rank * static_cast<std::size_t>(ranks);
+  return sized;
+}
+
+}  // namespace
+
+void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
+                              std::size_t streaming_bytes) {
+  if (request.kind == CollectiveKind::kAllToAll) {
+    if (request.count == 0) return;
+    const int ranks = state.size;
+    const std::size_t block = request.bytes();
+    NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, block, ranks), state);
+    const Exchange x = exchange_of(request, segment, state.rank);
+    if (block * static_cast<std::size_t>(segment.local_size()) <= kInlineBytes) {
+      return exchange_in_boxes(segment, x, request);
+    }
+    copy_own_block(x, segment.local_rank());
+    return exchange_in_rounds(segment, x, request, block, true, streaming_bytes);
+  }
+  // all_to_all_v: the rounds depend on every rank's counts, which only the
+  // first hand-off tells.
+  NodeSegment& first = NodeSegment::of(request, state);
+  Exchange x = exchange_of(request, first, state.rank);
+  const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxOffsetsInBox;
+  const std::size_t largest = agree_on_blocks(first, x, request, with_offsets);
+  if (largest == 0) return;
+  // May make the segment again with larger slots (every rank at this
+  // point, with the same size): `first` is not used past here.
+  NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, largest, state.size), state);
+  exchange_in_rounds(segment, x, request, largest, with_offsets, streaming_bytes);
+}
+
+}  // namespace collective::internal

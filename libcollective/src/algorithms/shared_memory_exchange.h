@@ -1,0 +1,21 @@
+// All-to-all inside one node through the node's segment (docs/algorithms.md,
+// "shared_memory: all_to_all and all_to_all_v"): every rank's block for each
+// peer goes through its staging slots in pieces of slot / L bytes, rounds
+// pipelined kSegmentDepth deep, or is read straight from the sender's
+// buffer when that lies in a Communicator::allocate allocation (one copy).
+// Small all_to_all calls travel in the inline boxes: one hand-off.
+#pragma once
+
+#include <cstddef>
+
+#include "core/communicator_state.h"
+#include "core/request.h"
+
+namespace collective::internal {
+
+// Runs an all_to_all or all_to_all_v whose ranks all share one node. A rank
+// receiving at least `streaming_bytes` writes them with non-temporal stores.
+void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
+                              std::size_t streaming_bytes);
+
+}  // namespace collective::internal
