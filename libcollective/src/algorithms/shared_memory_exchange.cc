@@ -20,13 +20,18 @@ constexpr std::size_t kLineBytes = 64;
 
 // The header a rank puts in its box before an all_to_all_v: the largest
 // block it sends (every rank then knows how many rounds the call takes),
-// whether the offsets of its blocks follow (its peers may then read them
-// from its buffer), and those offsets, one per local rank.
+// whether the offset and length of each of its blocks follow (its peers may
+// then read them from its buffer, never past what it sends), and those,
+// one pair per local rank.
 struct BoxHeader {
   std::uint64_t largest_block;
   std::uint64_t offsets_follow;
 };
-constexpr std::size_t kMaxOffsetsInBox = (kInlineBytes - sizeof(BoxHeader)) / sizeof(std::uint64_t);
+struct BlockPlace {
+  std::uint64_t offset;
+  std::uint64_t bytes;
+};
+constexpr std::size_t kMaxPlacesInBox = (kInlineBytes - sizeof(BoxHeader)) / sizeof(BlockPlace);
 
 // One side of this rank's exchange, in bytes, indexed by local rank.
 struct Blocks {
@@ -40,9 +45,10 @@ struct Exchange {
   bool in_place = false;
   Blocks out;  // this rank's block for each local rank, in send
   Blocks in;   // each local rank's block for this rank, in recv
-  // Where each peer's block for this rank starts in that peer's buffer,
-  // for the peers that publish their buffer (a shared allocation).
+  // Where each peer's block for this rank lies in that peer's buffer, for
+  // the peers that publish their buffer (a shared allocation).
   std::vector<std::size_t> peer_offset;
+  std::vector<std::size_t> peer_bytes;
 };
 
 Exchange exchange_of(const Request& request, const NodeSegment& segment, int rank) {
@@ -57,6 +63,7 @@ Exchange exchange_of(const Request& request, const NodeSegment& segment, int ran
     side->bytes.resize(ranks);
   }
   x.peer_offset.resize(ranks);
+  x.peer_bytes.resize(ranks);
   const std::size_t block = request.count * element;
   const auto own = static_cast<std::size_t>(segment.comm_rank(segment.local_rank()));
   for (std::size_t q = 0; q < ranks; ++q) {
@@ -65,6 +72,7 @@ Exchange exchange_of(const Request& request, const NodeSegment& segment, int ran
       x.out.offset[q] = x.in.offset[q] = c * block;
       x.out.bytes[q] = x.in.bytes[q] = block;
       x.peer_offset[q] = own * block;
+      x.peer_bytes[q] = block;
       continue;
     }
     x.in.offset[q] = request.recv_displacements[c] * element;
@@ -143,9 +151,9 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
   std::memcpy(box, &mine, sizeof(mine));
   if (with_offsets) {
     for (int q = 0; q < ranks; ++q) {
-      const std::uint64_t offset = x.out.offset[static_cast<std::size_t>(q)];
-      std::memcpy(box + sizeof(BoxHeader) + static_cast<std::size_t>(q) * sizeof(offset), &offset,
-                  sizeof(offset));
+      const auto peer = static_cast<std::size_t>(q);
+      const BlockPlace place{x.out.offset[peer], x.out.bytes[peer]};
+      std::memcpy(box + sizeof(BoxHeader) + peer * sizeof(place), &place, sizeof(place));
     }
   }
   segment.publish_inline(round);
@@ -159,11 +167,11 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
     std::memcpy(&header, theirs, sizeof(header));
     largest = std::max<std::size_t>(largest, header.largest_block);
     if (header.offsets_follow != 0) {
-      std::uint64_t offset = 0;
-      std::memcpy(&offset,
-                  theirs + sizeof(BoxHeader) + static_cast<std::size_t>(r) * sizeof(offset),
-                  sizeof(offset));
-      x.peer_offset[static_cast<std::size_t>(q)] = offset;
+      BlockPlace place{};
+      std::memcpy(&place, theirs + sizeof(BoxHeader) + static_cast<std::size_t>(r) * sizeof(place),
+                  sizeof(place));
+      x.peer_offset[static_cast<std::size_t>(q)] = place.offset;
+      x.peer_bytes[static_cast<std::size_t>(q)] = place.bytes;
     }
   }
   segment.finish_round(round);
@@ -260,9 +268,15 @@ void exchange_in_rounds(NodeSegment& segment, const Exchange& x, const Request& 
       const TraceScope traced("shm copy-out");
       for (int q = 0; q < ranks; ++q) {
         const auto peer = static_cast<std::size_t>(q);
-        const std::size_t length = q == r ? 0 : piece_length(x.in.bytes[peer], k, piece);
+        std::size_t length = q == r ? 0 : piece_length(x.in.bytes[peer], k, piece);
         if (length == 0) continue;
         const std::byte* in_place = segment.peer_input(q, next_read, request);
+        // Never past the peer's block, even when the ranks disagree on the
+        // counts (the cross-rank check off): its allocation may end there.
+        if (in_place != nullptr) {
+          length = std::min(length, piece_length(x.peer_bytes[peer], k, piece));
+          if (length == 0) continue;
+        }
         const std::byte* from = in_place != nullptr ? in_place + x.peer_offset[peer] + k * piece
                                                     : segment.staging(q, next_read) +
                                                           static_cast<std::size_t>(r) * piece;
@@ -321,7 +335,7 @@ void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
   // first hand-off tells.
   NodeSegment& first = NodeSegment::of(request, state);
   Exchange x = exchange_of(request, first, state.rank);
-  const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxOffsetsInBox;
+  const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxPlacesInBox;
   const std::size_t largest = agree_on_blocks(first, x, request, with_offsets);
   if (largest == 0) return;
   // May make the segment again with larger slots (every rank at this
