@@ -218,6 +218,37 @@ TEST_P(CollectiveSetTest, AllToAllEdgeShapes) {
   }
 }
 
+// Ranks that disagree on a small all_to_all's count (whose send buffers
+// ride with the cross-rank check in the shared-memory boxes) get a
+// MismatchError on every rank, the receive buffer untouched; the
+// communicator stays usable.
+TEST_P(CollectiveSetTest, AllToAllCountMismatch) {
+  if (!served(collective::CollectiveKind::kAllToAll) || size_ < 2) GTEST_SKIP();
+  const auto p = static_cast<std::size_t>(size_);
+  collective::AllToAllOptions options;
+  options.algorithm = GetParam();
+  std::vector<std::int64_t> send(2 * p, rank_), recv(2 * p, kUntouched);
+  // A first call that agrees makes the node's segment (the check then goes
+  // through it).
+  comm_.all_to_all(send.data(), recv.data(), 1, DataType::kInt64, options);
+  std::fill(recv.begin(), recv.end(), kUntouched);
+  const std::size_t count = rank_ == 0 ? 2 : 1;
+  bool raised = false;
+  try {
+    comm_.all_to_all(send.data(), recv.data(), count, DataType::kInt64, options);
+  } catch (const collective::MismatchError&) {
+    raised = true;
+  }
+  EXPECT_TRUE(raised) << "rank " << rank_ << ": no MismatchError for counts 2 against 1";
+  for (std::size_t i = 0; i < recv.size(); ++i) {
+    ASSERT_EQ(recv[i], kUntouched) << "rank " << rank_ << " index " << i << " touched";
+  }
+  comm_.all_to_all(send.data(), recv.data(), 1, DataType::kInt64, options);
+  for (std::size_t q = 0; q < p; ++q) {
+    ASSERT_EQ(recv[q], static_cast<std::int64_t>(q)) << "rank " << rank_ << " index " << q;
+  }
+}
+
 // all_to_all_v where the last rank alone sends large blocks (the others
 // learn the call's rounds from its counts), the others send 0-2 bytes, and
 // send buffers from Communicator::allocate.

@@ -99,6 +99,13 @@ Support SharedMemoryAlgorithm::supports_served(const Request& request,
 }
 
 bool SharedMemoryAlgorithm::carries_check(const Request& request, CommunicatorState& state) const {
+  if (request.kind == CollectiveKind::kAllToAll) {
+    // The send buffer rides with the fingerprint when it fits the box and
+    // the segment serves the call as it is (a rank whose call differs
+    // would never join a setup).
+    return all_to_all_fits_boxes(request, state.size) && node_board(state) != nullptr &&
+           node_segment_serves_without_setup(request, state);
+  }
   return request.kind == CollectiveKind::kAllReduce && request.count > 0 &&
          request.bytes() <= kInlineBytes && node_board(state) != nullptr &&
          shared_memory_redundant(request.bytes(), *state.topology,

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/trace.h"
+#include "cross_rank_check/node_board_check.h"
 #include "kernels/streaming_copy.h"
 #include "transport/shm/node_segment.h"
 #include "transport/shm/shared_allocation.h"
@@ -109,31 +110,34 @@ void copy_own_block(const Exchange& x, int own) {
               std::min(x.in.bytes[r], x.out.bytes[r]));
 }
 
-// Equal blocks that all fit one rank's box: every rank writes its blocks
-// there, then reads its own block from every peer's box. One hand-off.
-void exchange_in_boxes(NodeSegment& segment, const Exchange& x, const Request& request) {
+// Equal blocks that all fit one rank's box: every rank's whole send buffer
+// is in its box of `round` (posted by post_send_buffer, or by the
+// cross-rank check that carried it); each rank copies its block out of
+// every peer's box. In place works: every box was filled before any block
+// comes in.
+void read_boxes(NodeSegment& segment, const Exchange& x, const Request& request,
+                std::uint64_t round) {
   const int r = segment.local_rank();
   const int ranks = segment.local_size();
   const std::size_t block = x.in.bytes[static_cast<std::size_t>(r)];
-  const std::uint64_t round = segment.begin_round();
-  segment.wait_slot_free(round, request);
-  std::byte* box = segment.inline_data(r, round);
-  for (int q = 0; q < ranks; ++q) {
-    if (q == r) continue;
-    std::memcpy(box + static_cast<std::size_t>(q) * block,
-                x.send + x.out.offset[static_cast<std::size_t>(q)], block);
-  }
-  segment.publish_inline(round);
-  // After the box is filled: in place, the blocks that go out are read
-  // before any block that comes in overwrites them.
   copy_own_block(x, r);
   for (int q = 0; q < ranks; ++q) {
     if (q == r) continue;
     segment.wait_inline(q, round, request);
+    // The box holds the peer's send buffer: its block for this rank at
+    // this rank's place in it.
     std::memcpy(x.recv + x.in.offset[static_cast<std::size_t>(q)],
-                segment.inline_data(q, round) + static_cast<std::size_t>(r) * block, block);
+                segment.inline_data(q, round) + x.peer_offset[static_cast<std::size_t>(q)], block);
   }
   segment.finish_round(round);
+}
+
+std::uint64_t post_send_buffer(NodeSegment& segment, const Request& request, std::size_t bytes) {
+  const std::uint64_t round = segment.begin_round();
+  segment.wait_slot_free(round, request);
+  std::memcpy(segment.inline_data(segment.local_rank(), round), request.send, bytes);
+  segment.publish_inline(round);
+  return round;
 }
 
 // all_to_all_v's first hand-off: every rank learns the largest block of
@@ -317,16 +321,33 @@ Request sized_for_blocks(const Request& request, std::size_t block, int ranks) {
 
 }  // namespace
 
+bool all_to_all_fits_boxes(const Request& request, int ranks) {
+  return request.kind == CollectiveKind::kAllToAll && request.count > 0 &&
+         request.bytes() <= kInlineBytes / static_cast<std::size_t>(ranks);
+}
+
 void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
                               std::size_t streaming_bytes) {
+  if (request.carried_check != nullptr) {
+    // The send buffer rides in the box with the fingerprint; once the
+    // check agrees, every rank's is there.
+    NodeSegment& segment = *node_board(state);
+    const Exchange x = exchange_of(request, segment, state.rank);
+    const std::uint64_t round =
+        check_on_node(segment, *request.carried_check, request, state,
+                      {static_cast<const std::byte*>(request.send),
+                       request.bytes() * static_cast<std::size_t>(segment.local_size())});
+    return read_boxes(segment, x, request, round);
+  }
   if (request.kind == CollectiveKind::kAllToAll) {
     if (request.count == 0) return;
     const int ranks = state.size;
     const std::size_t block = request.bytes();
     NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, block, ranks), state);
     const Exchange x = exchange_of(request, segment, state.rank);
-    if (block * static_cast<std::size_t>(segment.local_size()) <= kInlineBytes) {
-      return exchange_in_boxes(segment, x, request);
+    if (all_to_all_fits_boxes(request, ranks)) {
+      const std::size_t bytes = block * static_cast<std::size_t>(ranks);
+      return read_boxes(segment, x, request, post_send_buffer(segment, request, bytes));
     }
     copy_own_block(x, segment.local_rank());
     return exchange_in_rounds(segment, x, request, block, true, streaming_bytes);

@@ -13,6 +13,11 @@
 
 namespace collective::internal {
 
+// Whether an all_to_all's whole send buffer fits one inline box at
+// `ranks` ranks: it then goes in one hand-off, which can carry the
+// cross-rank check too (request.carried_check).
+bool all_to_all_fits_boxes(const Request& request, int ranks);
+
 // Runs an all_to_all or all_to_all_v whose ranks all share one node. A rank
 // receiving at least `streaming_bytes` writes them with non-temporal stores.
 void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
