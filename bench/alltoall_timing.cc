@@ -10,7 +10,9 @@
 // size and repetition every variant runs `iters` calls in turn (MPI first,
 // then the library's, then the copy); a variant's time is the slowest
 // rank's mean; the table shows medians over the repetitions and x_mpi =
-// mpi time / library time (above 1: the library is faster). The copy
+// mpi time / library time (above 1: the library is faster); the best_
+// columns are the fastest repetitions' times and ratios, the nearer ones to
+// a quiet machine's when other jobs load this one. The copy
 // column is the time every rank needs, all at once, to memcpy its send
 // buffer into its receive buffer: reading the one and writing the other
 // once, which no all_to_all can avoid. --allocated puts the send buffers
@@ -168,7 +170,8 @@ int main(int argc, char** argv) {
     for (const Algorithm algorithm : options.algorithms) {
       std::printf(" %16s %7s", (std::string(to_string(algorithm)) + "_us").c_str(), "x_mpi");
     }
-    std::printf(" %10s %8s %s\n", "copy_us", "x_copy", "auto_ran");
+    std::printf(" %10s %8s %11s %12s %10s %11s %s\n", "copy_us", "x_copy", "best_mpi_us",
+                "best_lib_us", "best_x_mpi", "best_x_copy", "auto_ran");
   }
 
   bool all_correct = true;
@@ -217,7 +220,13 @@ int main(int argc, char** argv) {
         if (a == 0) first = t;
         std::printf(" %16.2f %7.2f", t * 1e6, mpi / t);
       }
-      std::printf(" %10.2f %8.2f %s\n", copy * 1e6, first / copy, ran.c_str());
+      // The fastest repetitions, of MPI and of the first algorithm.
+      const double best_mpi = *std::min_element(mpi_times.begin(), mpi_times.end());
+      const double best_lib = *std::min_element(library_times[0].begin(), library_times[0].end());
+      const double best_copy = *std::min_element(copy_times.begin(), copy_times.end());
+      std::printf(" %10.2f %8.2f %11.2f %12.2f %10.2f %11.2f %s\n", copy * 1e6, first / copy,
+                  best_mpi * 1e6, best_lib * 1e6, best_mpi / best_lib, best_lib / best_copy,
+                  ran.c_str());
       std::fflush(stdout);
     }
   }
