@@ -251,46 +251,51 @@ TEST_P(CollectiveSetTest, AllToAllCountMismatch) {
 
 // all_to_all_v where the last rank alone sends large blocks (the others
 // learn the call's rounds from its counts), the others send 0-2 bytes, and
-// send buffers from Communicator::allocate.
+// send buffers from Communicator::allocate; blocks below and above the size
+// from which shared_memory reads by cross-memory attach.
 TEST_P(CollectiveSetTest, AllToAllVOneLargeSender) {
   if (!served(collective::CollectiveKind::kAllToAllV)) GTEST_SKIP();
   const auto p = static_cast<std::size_t>(size_);
   const int large = size_ - 1;
-  auto sends = [&](int from, int to) -> std::size_t {
-    return from == large ? 50001 + static_cast<std::size_t>(to)
-                         : static_cast<std::size_t>(from + to) % 3;
-  };
-  for (bool allocated : {false, true}) {
-    std::vector<std::size_t> send_counts(p), recv_counts(p);
-    for (std::size_t q = 0; q < p; ++q) {
-      send_counts[q] = sends(rank_, static_cast<int>(q));
-      recv_counts[q] = sends(static_cast<int>(q), rank_);
-    }
-    const auto send_displs = displacements_of(send_counts, 5);
-    const auto recv_displs = displacements_of(recv_counts, 3);
-    const std::size_t send_extent = send_displs.back() + send_counts.back() + 5;
-    const std::size_t recv_extent = recv_displs.back() + recv_counts.back() + 3;
-    std::vector<std::uint8_t> owned(send_extent, kUntouchedByte);
-    auto* send = allocated ? static_cast<std::uint8_t*>(comm_.allocate(send_extent)) : owned.data();
-    std::vector<std::uint8_t> recv(recv_extent, kUntouchedByte),
-        expected(recv_extent, kUntouchedByte);
-    for (std::size_t q = 0; q < p; ++q) {
-      for (std::size_t i = 0; i < send_counts[q]; ++i) {
-        send[send_displs[q] + i] = byte_value(rank_, static_cast<int>(q), i);
+  // Below and above 64 KiB (where shared_memory reads by cross-memory attach).
+  for (std::size_t big : {50001, 70001}) {
+    auto sends = [&](int from, int to) -> std::size_t {
+      return from == large ? big + static_cast<std::size_t>(to)
+                           : static_cast<std::size_t>(from + to) % 3;
+    };
+    for (bool allocated : {false, true}) {
+      std::vector<std::size_t> send_counts(p), recv_counts(p);
+      for (std::size_t q = 0; q < p; ++q) {
+        send_counts[q] = sends(rank_, static_cast<int>(q));
+        recv_counts[q] = sends(static_cast<int>(q), rank_);
       }
-      for (std::size_t i = 0; i < recv_counts[q]; ++i) {
-        expected[recv_displs[q] + i] = byte_value(static_cast<int>(q), rank_, i);
+      const auto send_displs = displacements_of(send_counts, 5);
+      const auto recv_displs = displacements_of(recv_counts, 3);
+      const std::size_t send_extent = send_displs.back() + send_counts.back() + 5;
+      const std::size_t recv_extent = recv_displs.back() + recv_counts.back() + 3;
+      std::vector<std::uint8_t> owned(send_extent, kUntouchedByte);
+      auto* send =
+          allocated ? static_cast<std::uint8_t*>(comm_.allocate(send_extent)) : owned.data();
+      std::vector<std::uint8_t> recv(recv_extent, kUntouchedByte),
+          expected(recv_extent, kUntouchedByte);
+      for (std::size_t q = 0; q < p; ++q) {
+        for (std::size_t i = 0; i < send_counts[q]; ++i) {
+          send[send_displs[q] + i] = byte_value(rank_, static_cast<int>(q), i);
+        }
+        for (std::size_t i = 0; i < recv_counts[q]; ++i) {
+          expected[recv_displs[q] + i] = byte_value(static_cast<int>(q), rank_, i);
+        }
       }
+      collective::AllToAllOptions options;
+      options.algorithm = GetParam();
+      comm_.all_to_all_v(send, send_counts, send_displs, recv.data(), recv_counts, recv_displs,
+                         DataType::kUInt8, options);
+      expect_bytes(
+          recv.data(), expected,
+          what("all_to_all_v one large sender", big, false) + (allocated ? " allocated send" : ""),
+          rank_);
+      if (allocated) comm_.deallocate(send);
     }
-    collective::AllToAllOptions options;
-    options.algorithm = GetParam();
-    comm_.all_to_all_v(send, send_counts, send_displs, recv.data(), recv_counts, recv_displs,
-                       DataType::kUInt8, options);
-    expect_bytes(
-        recv.data(), expected,
-        what("all_to_all_v one large sender", 50001, false) + (allocated ? " allocated send" : ""),
-        rank_);
-    if (allocated) comm_.deallocate(send);
   }
 }
 

@@ -649,6 +649,11 @@ SCENARIOS = {
         validate=False),
     "stop_past_timeout_all_to_all": lambda a: stop_past_timeout(
         a, ("loop_all_to_all", "shared_memory"), validate=False),
+    "kill_mid_loop_recovery_all_to_all_large": lambda a: kill_mid_loop(
+        a, recovery=True, algorithm="shared_memory", worker_scenario="loop_all_to_all_large",
+        validate=False),
+    "stop_past_timeout_all_to_all_large": lambda a: stop_past_timeout(
+        a, ("loop_all_to_all_large", "shared_memory"), validate=False),
     "stop_past_timeout_return": stop_past_timeout_return,
     "kill9_then_reclaim": kill9_then_reclaim,
     "allocated_sigterm_mpirun": lambda a: allocated_then_signalled(a, "sigterm_mpirun"),

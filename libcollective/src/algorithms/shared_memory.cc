@@ -57,15 +57,21 @@ bool shared_memory_redundant(std::size_t bytes, const Topology& topology, int no
 // = L blocks per rank: its send buffer read once and its receive buffer
 // written once, (L-1)/L of n staged and read back through the cache, and a
 // hand-off per round, kSegmentDepth rounds in flight; small calls take one
-// hand-off through the boxes. all_to_all_v's counts differ by rank and the
-// estimate must not (selection is the same on every rank): it is the
-// hand-off of its header and one round.
+// hand-off through the boxes, blocks of kCrossMemoryAttachBytes two and
+// one copy (where the kernel refuses it, the slots' rounds cost more than
+// this says; on one node no other algorithm has an estimate anyway). all_to_all_v's counts differ
+// by rank and the estimate must not (selection is the same on every rank): it is the hand-off of
+// its header and one round.
 double all_to_all_seconds(const Request& request, const Shape& shape) {
   const double local = shape.per_node;
   if (request.kind == CollectiveKind::kAllToAllV)
     return kCallSeconds + 2.0 * handoff_seconds(shape);
   const double n = shape.bytes * local;
   if (n <= static_cast<double>(kInlineBytes)) return kCallSeconds + handoff_seconds(shape);
+  // By cross-memory attach: two hand-offs, one copy of the buffer.
+  if (shape.bytes >= static_cast<double>(kCrossMemoryAttachBytes)) {
+    return kCallSeconds + 2.0 * handoff_seconds(shape) + node_work_seconds(shape, n + n, 0.0, 0.0);
+  }
   const double moved = n * (local - 1.0) / local;
   return kCallSeconds + handoff_seconds(shape) * std::min(slot_rounds(n), double{kSegmentDepth}) +
          node_work_seconds(shape, n + n, moved + moved, 0.0);

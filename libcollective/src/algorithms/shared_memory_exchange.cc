@@ -3,9 +3,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <cerrno>
 #include <optional>
+#include <string>
 #include <vector>
 
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/log.h"
 #include "core/trace.h"
 #include "cross_rank_check/node_board_check.h"
 #include "kernels/streaming_copy.h"
@@ -27,6 +33,11 @@ constexpr std::size_t kLineBytes = 64;
 struct BoxHeader {
   std::uint64_t largest_block;
   std::uint64_t offsets_follow;
+  // Peers may read its send buffer with process_vm_readv (not in place:
+  // its blocks stay as they are until every peer is through): where.
+  std::uint64_t readable;
+  std::int64_t pid;
+  std::uint64_t send_address;
 };
 struct BlockPlace {
   std::uint64_t offset;
@@ -50,6 +61,11 @@ struct Exchange {
   // the peers that publish their buffer (a shared allocation).
   std::vector<std::size_t> peer_offset;
   std::vector<std::size_t> peer_bytes;
+  // From the header hand-off: each peer's process and send buffer, and
+  // whether every rank's send buffer may be read directly.
+  std::vector<std::int64_t> peer_pid;
+  std::vector<std::uint64_t> peer_address;
+  bool all_readable = false;
 };
 
 Exchange exchange_of(const Request& request, const NodeSegment& segment, int rank) {
@@ -65,6 +81,8 @@ Exchange exchange_of(const Request& request, const NodeSegment& segment, int ran
   }
   x.peer_offset.resize(ranks);
   x.peer_bytes.resize(ranks);
+  x.peer_pid.resize(ranks);
+  x.peer_address.resize(ranks);
   const std::size_t block = request.count * element;
   const auto own = static_cast<std::size_t>(segment.comm_rank(segment.local_rank()));
   for (std::size_t q = 0; q < ranks; ++q) {
@@ -151,7 +169,9 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
   const std::uint64_t round = segment.begin_round();
   segment.wait_slot_free(round, request);
   std::byte* box = segment.inline_data(r, round);
-  const BoxHeader mine{largest_peer_block(x, r), with_offsets ? 1u : 0u};
+  const BoxHeader mine{largest_peer_block(x, r), with_offsets ? 1u : 0u, x.in_place ? 0u : 1u,
+                       static_cast<std::int64_t>(getpid()),
+                       reinterpret_cast<std::uintptr_t>(x.send)};
   std::memcpy(box, &mine, sizeof(mine));
   if (with_offsets) {
     for (int q = 0; q < ranks; ++q) {
@@ -163,6 +183,7 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
   segment.publish_inline(round);
   copy_own_block(x, r);
   std::size_t largest = mine.largest_block;
+  x.all_readable = mine.readable != 0;
   for (int q = 0; q < ranks; ++q) {
     if (q == r) continue;
     segment.wait_inline(q, round, request);
@@ -170,6 +191,9 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
     BoxHeader header{};
     std::memcpy(&header, theirs, sizeof(header));
     largest = std::max<std::size_t>(largest, header.largest_block);
+    x.all_readable = x.all_readable && header.readable != 0;
+    x.peer_pid[static_cast<std::size_t>(q)] = header.pid;
+    x.peer_address[static_cast<std::size_t>(q)] = header.send_address;
     if (header.offsets_follow != 0) {
       BlockPlace place{};
       std::memcpy(&place, theirs + sizeof(BoxHeader) + static_cast<std::size_t>(r) * sizeof(place),
@@ -180,6 +204,87 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
   }
   segment.finish_round(round);
   return largest;
+}
+
+// Reads this rank's block from every peer's send buffer with
+// process_vm_readv. False, with the reason, when the kernel refuses.
+bool read_peers_directly(const NodeSegment& segment, const Exchange& x, std::string& refusal) {
+  const TraceScope traced("shm cross-memory read");
+  const int r = segment.local_rank();
+  for (int q = 0; q < segment.local_size(); ++q) {
+    const auto peer = static_cast<std::size_t>(q);
+    if (q == r) continue;
+    std::size_t done = 0;
+    const std::size_t length = std::min(x.in.bytes[peer], x.peer_bytes[peer]);
+    while (done < length) {
+      iovec local{x.recv + x.in.offset[peer] + done, length - done};
+      iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(x.peer_address[peer] +
+                                                                       x.peer_offset[peer] + done)),
+                   length - done};
+      const ssize_t moved =
+          process_vm_readv(static_cast<pid_t>(x.peer_pid[peer]), &local, 1, &remote, 1, 0);
+      if (moved < 0 && errno == EINTR) continue;
+      if (moved <= 0) {
+        refusal = "process_vm_readv from local rank " + std::to_string(q) + " (pid " +
+                  std::to_string(x.peer_pid[peer]) +
+                  "): " + (moved < 0 ? std::strerror(errno) : "no bytes moved");
+        return false;
+      }
+      done += static_cast<std::size_t>(moved);
+    }
+  }
+  return true;
+}
+
+// One hand-off of a yes/no from every rank; true when all said yes.
+bool all_agree(NodeSegment& segment, const Request& request, bool mine) {
+  const int r = segment.local_rank();
+  const std::uint64_t round = segment.begin_round();
+  segment.wait_slot_free(round, request);
+  const std::uint64_t yes = mine ? 1 : 0;
+  std::memcpy(segment.inline_data(r, round), &yes, sizeof(yes));
+  segment.publish_inline(round);
+  bool all = mine;
+  for (int q = 0; q < segment.local_size(); ++q) {
+    if (q == r) continue;
+    segment.wait_inline(q, round, request);
+    std::uint64_t theirs = 0;
+    std::memcpy(&theirs, segment.inline_data(q, round), sizeof(theirs));
+    all = all && theirs != 0;
+  }
+  segment.finish_round(round);
+  return all;
+}
+
+// Whether this call may go by cross-memory attach: blocks large enough,
+// every send buffer readable (none in place), the places known, and the
+// kernel has not refused on this communicator. The same on every rank.
+bool use_cross_memory_attach(const Exchange& x, std::size_t largest, bool with_offsets,
+                             const CommunicatorState& state) {
+  const auto* resource = state.resources.find<NodeSegmentResource>();
+  return largest >= kCrossMemoryAttachBytes && x.all_readable && with_offsets &&
+         (resource == nullptr || !resource->cross_memory_attach_refused);
+}
+
+// Every rank reads its blocks from its peers' send buffers (one copy, by
+// the kernel), then says so in a second hand-off, after which every send
+// buffer is its caller's again. When the kernel refused any rank (no
+// ptrace permission between the ranks: Yama, seccomp), every rank learns
+// it in that hand-off, logs it once for the communicator, and returns
+// false: the call, and every later one, goes through the slots.
+bool exchange_by_cross_memory_attach(NodeSegment& segment, const Exchange& x,
+                                     const Request& request, CommunicatorState& state) {
+  std::string refusal;
+  const bool mine = read_peers_directly(segment, x, refusal);
+  if (all_agree(segment, request, mine)) return true;
+  state.resources.find<NodeSegmentResource>()->cross_memory_attach_refused = true;
+  COLLECTIVE_LOG(kWarn, request.label()
+                            << " (rank " << state.rank
+                            << "): cross-memory attach between the node's ranks was refused ("
+                            << (mine ? std::string("on another rank") : refusal)
+                            << "); shared_memory's all_to_all goes through the node segment's "
+                               "slots on this communicator from now on");
+  return false;
 }
 
 // Bytes of piece k of a block of `total` bytes cut into pieces of `piece`.
@@ -349,7 +454,19 @@ void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
       const std::size_t bytes = block * static_cast<std::size_t>(ranks);
       return read_boxes(segment, x, request, post_send_buffer(segment, request, bytes));
     }
-    copy_own_block(x, segment.local_rank());
+    if (block >= kCrossMemoryAttachBytes) {
+      // The header hand-off tells whether every rank's send buffer may be
+      // read directly (not in place anywhere), and copies the own block.
+      Exchange direct = x;
+      const bool with_offsets = static_cast<std::size_t>(segment.local_size()) <= kMaxPlacesInBox;
+      agree_on_blocks(segment, direct, request, with_offsets);
+      if (use_cross_memory_attach(direct, block, with_offsets, state) &&
+          exchange_by_cross_memory_attach(segment, direct, request, state)) {
+        return;
+      }
+    } else {
+      copy_own_block(x, segment.local_rank());
+    }
     return exchange_in_rounds(segment, x, request, block, true, streaming_bytes);
   }
   // all_to_all_v: the rounds depend on every rank's counts, which only the
@@ -359,6 +476,10 @@ void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
   const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxPlacesInBox;
   const std::size_t largest = agree_on_blocks(first, x, request, with_offsets);
   if (largest == 0) return;
+  if (use_cross_memory_attach(x, largest, with_offsets, state) &&
+      exchange_by_cross_memory_attach(first, x, request, state)) {
+    return;
+  }
   // May make the segment again with larger slots (every rank at this
   // point, with the same size): `first` is not used past here.
   NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, largest, state.size), state);
