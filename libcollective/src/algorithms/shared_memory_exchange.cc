@@ -132,20 +132,24 @@ void copy_own_block(const Exchange& x, int own) {
 // is in its box of `round` (posted by post_send_buffer, or by the
 // cross-rank check that carried it); each rank copies its block out of
 // every peer's box. In place works: every box was filled before any block
-// comes in.
-void read_boxes(NodeSegment& segment, const Exchange& x, const Request& request,
-                std::uint64_t round) {
+// comes in. Latency-bound: no Exchange (its vectors would cost more than
+// the copies).
+void read_boxes(NodeSegment& segment, const Request& request, std::uint64_t round) {
   const int r = segment.local_rank();
   const int ranks = segment.local_size();
-  const std::size_t block = x.in.bytes[static_cast<std::size_t>(r)];
-  copy_own_block(x, r);
+  const std::size_t block = request.bytes();
+  const std::size_t own = static_cast<std::size_t>(segment.comm_rank(r)) * block;
+  auto* recv = static_cast<std::byte*>(request.recv);
+  if (request.send != request.recv) {
+    std::memcpy(recv + own, static_cast<const std::byte*>(request.send) + own, block);
+  }
   for (int q = 0; q < ranks; ++q) {
     if (q == r) continue;
     segment.wait_inline(q, round, request);
     // The box holds the peer's send buffer: its block for this rank at
     // this rank's place in it.
-    std::memcpy(x.recv + x.in.offset[static_cast<std::size_t>(q)],
-                segment.inline_data(q, round) + x.peer_offset[static_cast<std::size_t>(q)], block);
+    std::memcpy(recv + static_cast<std::size_t>(segment.comm_rank(q)) * block,
+                segment.inline_data(q, round) + own, block);
   }
   segment.finish_round(round);
 }
@@ -437,23 +441,22 @@ void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
     // The send buffer rides in the box with the fingerprint; once the
     // check agrees, every rank's is there.
     NodeSegment& segment = *node_board(state);
-    const Exchange x = exchange_of(request, segment, state.rank);
     const std::uint64_t round =
         check_on_node(segment, *request.carried_check, request, state,
                       {static_cast<const std::byte*>(request.send),
                        request.bytes() * static_cast<std::size_t>(segment.local_size())});
-    return read_boxes(segment, x, request, round);
+    return read_boxes(segment, request, round);
   }
   if (request.kind == CollectiveKind::kAllToAll) {
     if (request.count == 0) return;
     const int ranks = state.size;
     const std::size_t block = request.bytes();
     NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, block, ranks), state);
-    const Exchange x = exchange_of(request, segment, state.rank);
     if (all_to_all_fits_boxes(request, ranks)) {
       const std::size_t bytes = block * static_cast<std::size_t>(ranks);
-      return read_boxes(segment, x, request, post_send_buffer(segment, request, bytes));
+      return read_boxes(segment, request, post_send_buffer(segment, request, bytes));
     }
+    const Exchange x = exchange_of(request, segment, state.rank);
     if (block >= kCrossMemoryAttachBytes) {
       // The header hand-off tells whether every rank's send buffer may be
       // read directly (not in place anywhere), and copies the own block.
