@@ -5,6 +5,7 @@
 #include <cstring>
 #include <cerrno>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,11 +48,25 @@ constexpr std::size_t kMaxPlacesInBox = (kInlineBytes - sizeof(BoxHeader)) / siz
 
 // One side of this rank's exchange, in bytes, indexed by local rank.
 struct Blocks {
-  std::vector<std::size_t> offset;
-  std::vector<std::size_t> bytes;
+  std::span<std::size_t> offset;
+  std::span<std::size_t> bytes;
 };
 
+// Not copyable: the spans point into its one allocation (one per call,
+// not eight).
 struct Exchange {
+  explicit Exchange(std::size_t ranks) : storage(8 * ranks) {
+    std::size_t* next = storage.data();
+    for (std::span<std::size_t>* part : {&out.offset, &out.bytes, &in.offset, &in.bytes,
+                                         &peer_offset, &peer_bytes, &peer_pid, &peer_address}) {
+      *part = {next, ranks};
+      next += ranks;
+    }
+  }
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  std::vector<std::size_t> storage;
   const std::byte* send = nullptr;
   std::byte* recv = nullptr;
   bool in_place = false;
@@ -59,30 +74,21 @@ struct Exchange {
   Blocks in;   // each local rank's block for this rank, in recv
   // Where each peer's block for this rank lies in that peer's buffer, for
   // the peers that publish their buffer (a shared allocation).
-  std::vector<std::size_t> peer_offset;
-  std::vector<std::size_t> peer_bytes;
+  std::span<std::size_t> peer_offset;
+  std::span<std::size_t> peer_bytes;
   // From the header hand-off: each peer's process and send buffer, and
   // whether every rank's send buffer may be read directly.
-  std::vector<std::int64_t> peer_pid;
-  std::vector<std::uint64_t> peer_address;
+  std::span<std::size_t> peer_pid;
+  std::span<std::size_t> peer_address;
   bool all_readable = false;
 };
 
-Exchange exchange_of(const Request& request, const NodeSegment& segment, int rank) {
+void fill_exchange(Exchange& x, const Request& request, const NodeSegment& segment, int rank) {
   const std::size_t element = request.element_bytes();
   const auto ranks = static_cast<std::size_t>(segment.local_size());
-  Exchange x;
   x.in_place = request.in_place(rank);
   x.recv = static_cast<std::byte*>(request.recv);
   x.send = x.in_place ? x.recv : static_cast<const std::byte*>(request.send);
-  for (Blocks* side : {&x.out, &x.in}) {
-    side->offset.resize(ranks);
-    side->bytes.resize(ranks);
-  }
-  x.peer_offset.resize(ranks);
-  x.peer_bytes.resize(ranks);
-  x.peer_pid.resize(ranks);
-  x.peer_address.resize(ranks);
   const std::size_t block = request.count * element;
   const auto own = static_cast<std::size_t>(segment.comm_rank(segment.local_rank()));
   for (std::size_t q = 0; q < ranks; ++q) {
@@ -100,7 +106,6 @@ Exchange exchange_of(const Request& request, const NodeSegment& segment, int ran
     x.out.offset[q] = x.in_place ? x.in.offset[q] : request.send_displacements[c] * element;
     x.out.bytes[q] = x.in_place ? x.in.bytes[q] : request.send_counts[c] * element;
   }
-  return x;
 }
 
 std::size_t send_extent(const Exchange& x) {
@@ -196,7 +201,7 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
     std::memcpy(&header, theirs, sizeof(header));
     largest = std::max<std::size_t>(largest, header.largest_block);
     x.all_readable = x.all_readable && header.readable != 0;
-    x.peer_pid[static_cast<std::size_t>(q)] = header.pid;
+    x.peer_pid[static_cast<std::size_t>(q)] = static_cast<std::size_t>(header.pid);
     x.peer_address[static_cast<std::size_t>(q)] = header.send_address;
     if (header.offsets_follow != 0) {
       BlockPlace place{};
@@ -456,15 +461,15 @@ void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
       const std::size_t bytes = block * static_cast<std::size_t>(ranks);
       return read_boxes(segment, request, post_send_buffer(segment, request, bytes));
     }
-    const Exchange x = exchange_of(request, segment, state.rank);
+    Exchange x(static_cast<std::size_t>(segment.local_size()));
+    fill_exchange(x, request, segment, state.rank);
     if (block >= kCrossMemoryAttachBytes) {
       // The header hand-off tells whether every rank's send buffer may be
       // read directly (not in place anywhere), and copies the own block.
-      Exchange direct = x;
       const bool with_offsets = static_cast<std::size_t>(segment.local_size()) <= kMaxPlacesInBox;
-      agree_on_blocks(segment, direct, request, with_offsets);
-      if (use_cross_memory_attach(direct, block, with_offsets, state) &&
-          exchange_by_cross_memory_attach(segment, direct, request, state)) {
+      agree_on_blocks(segment, x, request, with_offsets);
+      if (use_cross_memory_attach(x, block, with_offsets, state) &&
+          exchange_by_cross_memory_attach(segment, x, request, state)) {
         return;
       }
     } else {
@@ -475,7 +480,8 @@ void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
   // all_to_all_v: the rounds depend on every rank's counts, which only the
   // first hand-off tells.
   NodeSegment& first = NodeSegment::of(request, state);
-  Exchange x = exchange_of(request, first, state.rank);
+  Exchange x(static_cast<std::size_t>(first.local_size()));
+  fill_exchange(x, request, first, state.rank);
   const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxPlacesInBox;
   const std::size_t largest = agree_on_blocks(first, x, request, with_offsets);
   if (largest == 0) return;
