@@ -39,6 +39,9 @@ struct BoxHeader {
   std::uint64_t readable;
   std::int64_t pid;
   std::uint64_t send_address;
+  // Its send buffer lies in a Communicator::allocate allocation (not in
+  // place): peers may map it and read it with memcpy.
+  std::uint64_t shared;
 };
 struct BlockPlace {
   std::uint64_t offset;
@@ -81,6 +84,7 @@ struct Exchange {
   std::span<std::size_t> peer_pid;
   std::span<std::size_t> peer_address;
   bool all_readable = false;
+  bool all_shared = false;
 };
 
 void fill_exchange(Exchange& x, const Request& request, const NodeSegment& segment, int rank) {
@@ -114,6 +118,15 @@ std::size_t send_extent(const Exchange& x) {
     if (x.out.bytes[q] != 0) extent = std::max(extent, x.out.offset[q] + x.out.bytes[q]);
   }
   return extent;
+}
+
+// This rank's send buffer as a shared allocation its peers may map, when
+// it is one (and the call is not in place).
+std::optional<SharedRange> shared_send(const Exchange& x) {
+  if (x.in_place) return std::nullopt;
+  const std::size_t extent = send_extent(x);
+  if (extent == 0) return std::nullopt;
+  return shared_allocations().find(x.send, extent);
 }
 
 std::size_t largest_peer_block(const Exchange& x, int own) {
@@ -178,9 +191,12 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
   const std::uint64_t round = segment.begin_round();
   segment.wait_slot_free(round, request);
   std::byte* box = segment.inline_data(r, round);
-  const BoxHeader mine{largest_peer_block(x, r), with_offsets ? 1u : 0u, x.in_place ? 0u : 1u,
+  const BoxHeader mine{largest_peer_block(x, r),
+                       with_offsets ? 1u : 0u,
+                       x.in_place ? 0u : 1u,
                        static_cast<std::int64_t>(getpid()),
-                       reinterpret_cast<std::uintptr_t>(x.send)};
+                       reinterpret_cast<std::uintptr_t>(x.send),
+                       with_offsets && shared_send(x) ? 1u : 0u};
   std::memcpy(box, &mine, sizeof(mine));
   if (with_offsets) {
     for (int q = 0; q < ranks; ++q) {
@@ -193,6 +209,7 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
   copy_own_block(x, r);
   std::size_t largest = mine.largest_block;
   x.all_readable = mine.readable != 0;
+  x.all_shared = mine.shared != 0;
   for (int q = 0; q < ranks; ++q) {
     if (q == r) continue;
     segment.wait_inline(q, round, request);
@@ -201,6 +218,7 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
     std::memcpy(&header, theirs, sizeof(header));
     largest = std::max<std::size_t>(largest, header.largest_block);
     x.all_readable = x.all_readable && header.readable != 0;
+    x.all_shared = x.all_shared && header.shared != 0;
     x.peer_pid[static_cast<std::size_t>(q)] = static_cast<std::size_t>(header.pid);
     x.peer_address[static_cast<std::size_t>(q)] = header.send_address;
     if (header.offsets_follow != 0) {
@@ -310,21 +328,22 @@ std::size_t piece_length(std::size_t total, std::size_t k, std::size_t piece) {
 // allocation stages nothing: its peers read its blocks in place, and it
 // returns only after every peer has read its last round.
 void exchange_in_rounds(NodeSegment& segment, const Exchange& x, const Request& request,
-                        std::size_t largest, bool offer_in_place, std::size_t streaming_bytes) {
+                        std::size_t largest, bool offer_in_place, std::size_t streaming_bytes,
+                        bool one_round = false) {
   const int r = segment.local_rank();
   const int ranks = segment.local_size();
   // Every peer's part of a slot holds whole cache lines (slots hold at
-  // least 64 bytes per local rank: NodeSegment::of).
-  const std::size_t piece = std::max(
-      kLineBytes, segment.slot_bytes() / static_cast<std::size_t>(ranks) / kLineBytes * kLineBytes);
+  // least 64 bytes per local rank: NodeSegment::of). When every rank's
+  // send buffer is read in place (one_round, agreed), nothing is staged:
+  // one round covers the largest block.
+  const std::size_t piece =
+      one_round ? std::max<std::size_t>(largest, 1)
+                : std::max(kLineBytes, segment.slot_bytes() / static_cast<std::size_t>(ranks) /
+                                           kLineBytes * kLineBytes);
   const std::uint64_t rounds = (largest + piece - 1) / piece;
   if (rounds == 0) return;
-  std::optional<SharedRange> shared;
-  if (offer_in_place && !x.in_place) {
-    if (const std::size_t extent = send_extent(x); extent != 0) {
-      shared = shared_allocations().find(x.send, extent);
-    }
-  }
+  const std::optional<SharedRange> shared =
+      offer_in_place ? shared_send(x) : std::optional<SharedRange>();
   std::size_t received = 0;
   for (const std::size_t bytes : x.in.bytes) received += bytes;
   // Outputs beyond this rank's share of the cache go straight to memory.
@@ -468,6 +487,11 @@ void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
       // read directly (not in place anywhere), and copies the own block.
       const bool with_offsets = static_cast<std::size_t>(segment.local_size()) <= kMaxPlacesInBox;
       agree_on_blocks(segment, x, request, with_offsets);
+      // Every send buffer mapped by its peers: one round of memcpy from
+      // them. Else the kernel's copy where allowed.
+      if (x.all_shared) {
+        return exchange_in_rounds(segment, x, request, block, true, streaming_bytes, true);
+      }
       if (use_cross_memory_attach(x, block, with_offsets, state) &&
           exchange_by_cross_memory_attach(segment, x, request, state)) {
         return;
@@ -485,6 +509,9 @@ void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
   const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxPlacesInBox;
   const std::size_t largest = agree_on_blocks(first, x, request, with_offsets);
   if (largest == 0) return;
+  if (x.all_shared) {
+    return exchange_in_rounds(first, x, request, largest, true, streaming_bytes, true);
+  }
   if (use_cross_memory_attach(x, largest, with_offsets, state) &&
       exchange_by_cross_memory_attach(first, x, request, state)) {
     return;
