@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -182,6 +183,145 @@ TEST_P(CollectiveSetTest, AllToAllV) {
       comm_.all_to_all_v(send.data(), send_counts, send_displs, recv.data(), recv_counts,
                          recv_displs, DataType::kInt64, options);
       expect_elements(recv, expected, what("all_to_all_v", base, false), rank_);
+    }
+  }
+}
+
+// What rank `from` sends rank `to`, byte i, for the 1-byte cases below.
+std::uint8_t byte_value(int from, int to, std::size_t i) {
+  return static_cast<std::uint8_t>(
+      (static_cast<std::size_t>(from) * 31 + static_cast<std::size_t>(to) * 7 + i) % 251);
+}
+
+constexpr std::uint8_t kUntouchedByte = 0xEE;
+
+void expect_bytes(const std::uint8_t* actual, const std::vector<std::uint8_t>& expected,
+                  const std::string& what, int rank) {
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    ASSERT_EQ(int{actual[i]}, int{expected[i]})
+        << what << ": rank " << rank << " index " << i << " expected " << int{expected[i]}
+        << " actual " << int{actual[i]};
+  }
+}
+
+// The shapes the shared-memory exchange has edge cases for, run through
+// every algorithm: 1-byte elements at odd counts (pieces end inside a cache
+// line), blocks of many slot pieces (more rounds than the segment's depth;
+// with 4 KiB slots in collective_set_shm_slots_*), send buffers from
+// Communicator::allocate (peers read them in place), and each call followed
+// by an all_reduce on the same communicator (the rounds go on across kinds).
+TEST_P(CollectiveSetTest, AllToAllEdgeShapes) {
+  if (!served(collective::CollectiveKind::kAllToAll)) GTEST_SKIP();
+  const auto p = static_cast<std::size_t>(size_);
+  for (bool allocated : {false, true}) {
+    for (std::size_t count : {3, 333, 4099, 70001}) {
+      std::vector<std::uint8_t> owned(p * count), expected(p * count);
+      auto* send = allocated ? static_cast<std::uint8_t*>(comm_.allocate(p * count)) : owned.data();
+      std::vector<std::uint8_t> recv(p * count, kUntouchedByte);
+      for (std::size_t q = 0; q < p; ++q) {
+        for (std::size_t i = 0; i < count; ++i) {
+          send[q * count + i] = byte_value(rank_, static_cast<int>(q), i);
+          expected[q * count + i] = byte_value(static_cast<int>(q), rank_, i);
+        }
+      }
+      collective::AllToAllOptions options;
+      options.algorithm = GetParam();
+      comm_.all_to_all(send, recv.data(), count, DataType::kUInt8, options);
+      const std::string shape =
+          what("all_to_all uint8", count, false) + (allocated ? " allocated send" : "");
+      expect_bytes(recv.data(), expected, shape, rank_);
+      // The send buffer is the caller's again: peers that read it in place
+      // are through.
+      for (std::size_t q = 0; q < p; ++q) send[q * count] = 0;
+      std::vector<std::int64_t> sum(300, rank_ + 1);
+      comm_.all_reduce(std::span<std::int64_t>(sum));
+      const auto total = static_cast<std::int64_t>(p * (p + 1) / 2);
+      for (std::size_t i = 0; i < sum.size(); ++i) {
+        ASSERT_EQ(sum[i], total) << shape << ": all_reduce after it, rank " << rank_ << " index "
+                                 << i;
+      }
+      if (allocated) comm_.deallocate(send);
+    }
+  }
+}
+
+// Ranks that disagree on a small all_to_all's count (whose send buffers
+// ride with the cross-rank check in the shared-memory boxes) get a
+// MismatchError on every rank, the receive buffer untouched; the
+// communicator stays usable.
+TEST_P(CollectiveSetTest, AllToAllCountMismatch) {
+  if (!served(collective::CollectiveKind::kAllToAll) || size_ < 2) GTEST_SKIP();
+  const auto p = static_cast<std::size_t>(size_);
+  collective::AllToAllOptions options;
+  options.algorithm = GetParam();
+  std::vector<std::int64_t> send(2 * p, rank_), recv(2 * p, kUntouched);
+  // A first call that agrees makes the node's segment (the check then goes
+  // through it).
+  comm_.all_to_all(send.data(), recv.data(), 1, DataType::kInt64, options);
+  std::fill(recv.begin(), recv.end(), kUntouched);
+  const std::size_t count = rank_ == 0 ? 2 : 1;
+  bool raised = false;
+  try {
+    comm_.all_to_all(send.data(), recv.data(), count, DataType::kInt64, options);
+  } catch (const collective::MismatchError&) {
+    raised = true;
+  }
+  EXPECT_TRUE(raised) << "rank " << rank_ << ": no MismatchError for counts 2 against 1";
+  for (std::size_t i = 0; i < recv.size(); ++i) {
+    ASSERT_EQ(recv[i], kUntouched) << "rank " << rank_ << " index " << i << " touched";
+  }
+  comm_.all_to_all(send.data(), recv.data(), 1, DataType::kInt64, options);
+  for (std::size_t q = 0; q < p; ++q) {
+    ASSERT_EQ(recv[q], static_cast<std::int64_t>(q)) << "rank " << rank_ << " index " << q;
+  }
+}
+
+// all_to_all_v where the last rank alone sends large blocks (the others
+// learn the call's rounds from its counts), the others send 0-2 bytes, and
+// send buffers from Communicator::allocate; blocks below and above the size
+// from which shared_memory reads by cross-memory attach.
+TEST_P(CollectiveSetTest, AllToAllVOneLargeSender) {
+  if (!served(collective::CollectiveKind::kAllToAllV)) GTEST_SKIP();
+  const auto p = static_cast<std::size_t>(size_);
+  const int large = size_ - 1;
+  // Below and above 64 KiB (where shared_memory reads by cross-memory attach).
+  for (std::size_t big : {50001, 70001}) {
+    auto sends = [&](int from, int to) -> std::size_t {
+      return from == large ? big + static_cast<std::size_t>(to)
+                           : static_cast<std::size_t>(from + to) % 3;
+    };
+    for (bool allocated : {false, true}) {
+      std::vector<std::size_t> send_counts(p), recv_counts(p);
+      for (std::size_t q = 0; q < p; ++q) {
+        send_counts[q] = sends(rank_, static_cast<int>(q));
+        recv_counts[q] = sends(static_cast<int>(q), rank_);
+      }
+      const auto send_displs = displacements_of(send_counts, 5);
+      const auto recv_displs = displacements_of(recv_counts, 3);
+      const std::size_t send_extent = send_displs.back() + send_counts.back() + 5;
+      const std::size_t recv_extent = recv_displs.back() + recv_counts.back() + 3;
+      std::vector<std::uint8_t> owned(send_extent, kUntouchedByte);
+      auto* send =
+          allocated ? static_cast<std::uint8_t*>(comm_.allocate(send_extent)) : owned.data();
+      std::vector<std::uint8_t> recv(recv_extent, kUntouchedByte),
+          expected(recv_extent, kUntouchedByte);
+      for (std::size_t q = 0; q < p; ++q) {
+        for (std::size_t i = 0; i < send_counts[q]; ++i) {
+          send[send_displs[q] + i] = byte_value(rank_, static_cast<int>(q), i);
+        }
+        for (std::size_t i = 0; i < recv_counts[q]; ++i) {
+          expected[recv_displs[q] + i] = byte_value(static_cast<int>(q), rank_, i);
+        }
+      }
+      collective::AllToAllOptions options;
+      options.algorithm = GetParam();
+      comm_.all_to_all_v(send, send_counts, send_displs, recv.data(), recv_counts, recv_displs,
+                         DataType::kUInt8, options);
+      expect_bytes(
+          recv.data(), expected,
+          what("all_to_all_v one large sender", big, false) + (allocated ? " allocated send" : ""),
+          rank_);
+      if (allocated) comm_.deallocate(send);
     }
   }
 }
@@ -494,6 +634,23 @@ TEST(CollectiveSetAuto, AllToAllIsNotLeftToMpi) {
     ASSERT_EQ(recv[i], static_cast<std::int64_t>(i / 3))
         << "all_to_all_v: rank " << comm.rank() << " index " << i;
   }
+}
+
+// On one node AUTO takes the shared-memory exchange for all_to_all(_v),
+// at every size (its estimate is the only one there).
+TEST(CollectiveSetSelection, AutoTakesSharedMemoryAllToAllOnOneNode) {
+  Communicator comm = Communicator::world();
+  if (comm.size() < 2 || comm.topology().node_count() != 1) GTEST_SKIP();
+  for (std::size_t count : {std::size_t{1}, std::size_t{1} << 10, std::size_t{1} << 22}) {
+    EXPECT_EQ(comm.choose_algorithm(collective::CollectiveKind::kAllToAll, count, DataType::kUInt8,
+                                    Algorithm::kAuto),
+              Algorithm::kSharedMemory)
+        << "all_to_all count " << count << " rank " << comm.rank();
+  }
+  EXPECT_EQ(comm.choose_algorithm(collective::CollectiveKind::kAllToAllV, 0, DataType::kUInt8,
+                                  Algorithm::kAuto),
+            Algorithm::kSharedMemory)
+      << "all_to_all_v rank " << comm.rank();
 }
 
 INSTANTIATE_TEST_SUITE_P(Algorithms, CollectiveSetTest,

@@ -86,8 +86,9 @@ def victim_needle(run):
 
 # Each scenario returns a one-line summary with the time to surface.
 
-def kill_mid_loop(args, recovery, algorithm="auto"):
-    run = MpiRun(args, ["loop", VICTIM, 60, algorithm], timeout_s=20, recovery=recovery)
+def kill_mid_loop(args, recovery, algorithm="auto", worker_scenario="loop", validate=True):
+    run = MpiRun(args, [worker_scenario, VICTIM, 60, algorithm], timeout_s=20, recovery=recovery,
+                 validate=validate)
     try:
         run.wait_ready()
         run.wait_for(r"PROGRESS rank=\d+ calls=2000", RANKS, 60, what="2000 calls on every rank")
@@ -134,11 +135,12 @@ def stop_then_resume(args):
         finish(run)
 
 
-def stop_past_timeout(args):
+def stop_past_timeout(args, worker_args=("loop",), validate=True):
     # --enable-recovery: the first survivor's non-zero exit must not tear the
     # job down (that resumes the stopped rank and kills the others) before
     # every survivor has raised, each naming a rank that is still stopped.
-    run = MpiRun(args, ["loop", VICTIM, 60], timeout_s=3, recovery=True)
+    run = MpiRun(args, [worker_args[0], VICTIM, 60] + list(worker_args[1:]), timeout_s=3,
+                 recovery=True, validate=validate)
     try:
         run.wait_ready()
         run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
@@ -662,6 +664,19 @@ SCENARIOS = {
     "kill_mid_loop_recovery_ring": lambda a: kill_mid_loop(a, recovery=True, algorithm="ring"),
     "stop_then_resume": stop_then_resume,
     "stop_past_timeout": stop_past_timeout,
+    # The shared-memory all_to_all's own waits (the cross-rank check off, so
+    # that the fault meets the exchange rather than the check before it):
+    # the same errors as all_reduce's.
+    "kill_mid_loop_recovery_all_to_all": lambda a: kill_mid_loop(
+        a, recovery=True, algorithm="shared_memory", worker_scenario="loop_all_to_all",
+        validate=False),
+    "stop_past_timeout_all_to_all": lambda a: stop_past_timeout(
+        a, ("loop_all_to_all", "shared_memory"), validate=False),
+    "kill_mid_loop_recovery_all_to_all_large": lambda a: kill_mid_loop(
+        a, recovery=True, algorithm="shared_memory", worker_scenario="loop_all_to_all_large",
+        validate=False),
+    "stop_past_timeout_all_to_all_large": lambda a: stop_past_timeout(
+        a, ("loop_all_to_all_large", "shared_memory"), validate=False),
     "stop_past_timeout_return": stop_past_timeout_return,
     "stop_past_timeout_all_to_all_pairwise": lambda a: stop_past_timeout_all_to_all(a, "pairwise"),
     "stop_past_timeout_all_to_all_bruck": lambda a: stop_past_timeout_all_to_all(a, "bruck"),

@@ -15,6 +15,9 @@
 //   never_world  the victim never creates the communicator
 //   exit_abrupt  the victim leaves with _exit(0) after 20 calls
 //   exit_clean   the victim returns from main (MPI_Finalize) after 20 calls
+//   loop_all_to_all  as loop, with all_to_all calls of 1 KiB blocks
+//   loop_all_to_all_large  the same with 128 KiB blocks (shared_memory
+//                reads them from the peers by cross-memory attach)
 //   loop_allocated  as loop, with every rank's input in a buffer from
 //                Communicator::allocate (an object in /dev/shm), and an
 //                8 MiB allocation held beside it
@@ -68,6 +71,29 @@ const char* class_of(const collective::Error& error) {
 
 [[noreturn]] void sleep_forever() {
   for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+}
+
+// One all_to_all of `block` floats a block, the first element of every
+// block checked.
+void all_to_all_once(collective::Communicator& comm, collective::Algorithm algorithm,
+                     std::size_t block) {
+  const auto ranks = static_cast<std::size_t>(comm.size());
+  std::vector<float> send(ranks * block), recv(ranks * block, -1.0f);
+  for (std::size_t i = 0; i < send.size(); ++i) {
+    send[i] = static_cast<float>(comm.rank() * 100000 + static_cast<int>(i));
+  }
+  collective::AllToAllOptions options;
+  options.algorithm = algorithm;
+  comm.all_to_all(send.data(), recv.data(), block, collective::DataType::kFloat32, options);
+  for (std::size_t q = 0; q < ranks; ++q) {
+    const float expected =
+        static_cast<float>(static_cast<int>(q) * 100000 + comm.rank() * static_cast<int>(block));
+    if (recv[q * block] != expected) {
+      say("WRONG rank=" + std::to_string(comm.rank()) + " from=" + std::to_string(q) +
+          " value=" + std::to_string(recv[q * block]));
+      std::_Exit(4);
+    }
+  }
 }
 
 }  // namespace
@@ -169,13 +195,18 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 100; ++i) {
         for (std::size_t k = 0; k < values.size(); ++k)
           values[k] = static_cast<float>(rank + k % 7);
-        comm.all_reduce(values.data(), values.data(), values.size(), collective::DataType::kFloat32,
-                        options);
-        ++calls;
-        const float expected = static_cast<float>(comm.size() * (comm.size() - 1) / 2);
-        if (values[0] != expected) {
-          say("WRONG rank=" + std::to_string(rank) + " value=" + std::to_string(values[0]));
-          std::_Exit(4);
+        if (scenario == "loop_all_to_all" || scenario == "loop_all_to_all_large") {
+          all_to_all_once(comm, options.algorithm, scenario == "loop_all_to_all" ? 256 : 32768);
+          ++calls;
+        } else {
+          comm.all_reduce(values.data(), values.data(), values.size(),
+                          collective::DataType::kFloat32, options);
+          ++calls;
+          const float expected = static_cast<float>(comm.size() * (comm.size() - 1) / 2);
+          if (values[0] != expected) {
+            say("WRONG rank=" + std::to_string(rank) + " value=" + std::to_string(values[0]));
+            std::_Exit(4);
+          }
         }
         if ((scenario == "exit_abrupt" || scenario == "exit_clean") && is_victim && calls == 20) {
           say("LEAVING rank=" + std::to_string(rank) + " calls=20");

@@ -108,8 +108,9 @@ class COLLECTIVE_API Communicator {
   const Topology& topology() const;
 
   // `bytes` of memory that ranks on the same node can read directly: a
-  // buffer from here, passed as an all_reduce send buffer (or in place),
-  // spares the shared-memory algorithms the copy into their segment. Local,
+  // buffer from here, passed as an all_reduce send buffer (or in place) or
+  // an all_to_all(_v) send buffer (not in place), spares the shared-memory
+  // algorithms the copy into their segment. Local,
   // not collective; 64-byte aligned; usable by every communicator and as
   // an ordinary buffer anywhere. allocate(0) returns nullptr. Throws
   // CommunicationError when the system refuses the memory.

@@ -2,6 +2,7 @@
 
 #include <array>
 #include "algorithms/node_phases.h"
+#include "algorithms/shared_memory_exchange.h"
 #include "transport/shm/node_segment.h"
 #include "core/env_params.h"
 #include "cost/cost_model.h"
@@ -52,10 +53,35 @@ bool shared_memory_redundant(std::size_t bytes, const Topology& topology, int no
   return redundant_is_cheaper(node_shape(bytes, topology, node));
 }
 
+// all_to_all inside one node of L ranks (shared_memory_exchange.cc), for n
+// = L blocks per rank: its send buffer read once and its receive buffer
+// written once, (L-1)/L of n staged and read back through the cache, and a
+// hand-off per round, kSegmentDepth rounds in flight; small calls take one
+// hand-off through the boxes, blocks of kCrossMemoryAttachBytes two and
+// one copy (where the kernel refuses it, the slots' rounds cost more than
+// this says; on one node no other algorithm has an estimate anyway). all_to_all_v's counts differ
+// by rank and the estimate must not (selection is the same on every rank): it is the hand-off of
+// its header and one round.
+double all_to_all_seconds(const Request& request, const Shape& shape) {
+  const double local = shape.per_node;
+  if (request.kind == CollectiveKind::kAllToAllV)
+    return kCallSeconds + 2.0 * handoff_seconds(shape);
+  const double n = shape.bytes * local;
+  if (n <= static_cast<double>(kInlineBytes)) return kCallSeconds + handoff_seconds(shape);
+  // By cross-memory attach: two hand-offs, one copy of the buffer.
+  if (shape.bytes >= static_cast<double>(kCrossMemoryAttachBytes)) {
+    return kCallSeconds + 2.0 * handoff_seconds(shape) + node_work_seconds(shape, n + n, 0.0, 0.0);
+  }
+  const double moved = n * (local - 1.0) / local;
+  return kCallSeconds + handoff_seconds(shape) * std::min(slot_rounds(n), double{kSegmentDepth}) +
+         node_work_seconds(shape, n + n, moved + moved, 0.0);
+}
+
 }  // namespace
 
 std::span<const CollectiveKind> SharedMemoryAlgorithm::serves() const {
-  static constexpr std::array kServed = {CollectiveKind::kAllReduce};
+  static constexpr std::array kServed = {CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,
+                                         CollectiveKind::kAllToAllV};
   return kServed;
 }
 
@@ -79,12 +105,41 @@ Support SharedMemoryAlgorithm::supports_served(const Request& request,
 }
 
 bool SharedMemoryAlgorithm::carries_check(const Request& request, CommunicatorState& state) const {
-  return request.count > 0 && request.bytes() <= kInlineBytes && node_board(state) != nullptr &&
+  if (request.kind == CollectiveKind::kAllToAll) {
+    // The send buffer rides with the fingerprint when it fits the box and
+    // the segment serves the call as it is (a rank whose call differs
+    // would never join a setup).
+    return all_to_all_fits_boxes(request, state.size) && node_board(state) != nullptr &&
+           node_segment_serves_without_setup(request, state);
+  }
+  return request.kind == CollectiveKind::kAllReduce && request.count > 0 &&
+         request.bytes() <= kInlineBytes && node_board(state) != nullptr &&
          shared_memory_redundant(request.bytes(), *state.topology,
                                  state.topology->node_of(state.rank));
 }
 
 void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state) const {
+  switch (request.kind) {
+    case CollectiveKind::kAllReduce: return all_reduce(request, state);
+    case CollectiveKind::kAllToAll:
+    case CollectiveKind::kAllToAllV:
+      return shared_memory_all_to_all(request, state,
+                                      streaming_threshold(*state.topology, state.rank));
+    case CollectiveKind::kReduceScatter:
+    case CollectiveKind::kAllGather:
+    case CollectiveKind::kBroadcast:
+    case CollectiveKind::kReduce:
+    case CollectiveKind::kBarrier:
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kReduceScatterV:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kScatterV: refuse_unserved(request, state);
+  }
+}
+
+void SharedMemoryAlgorithm::all_reduce(const Request& request, CommunicatorState& state) const {
   if (request.carried_check != nullptr) {
     // The input rides in the box with the fingerprint; once the check
     // agrees, every rank's input is there.
@@ -119,9 +174,13 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
 // kSegmentDepth slots: one round's worth of them counts.
 std::optional<double> SharedMemoryAlgorithm::estimate_seconds(const Request& request,
                                                               const Topology& topology) const {
-  if (topology.size() < 1 || request.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  if (topology.size() < 1) return std::nullopt;
   const Shape shape = shape_of(request, topology);
   if (shape.nodes > 1) return std::nullopt;
+  if (request.kind == CollectiveKind::kAllToAll || request.kind == CollectiveKind::kAllToAllV) {
+    return all_to_all_seconds(request, shape);
+  }
+  if (request.kind != CollectiveKind::kAllReduce) return std::nullopt;
   if (redundant_is_cheaper(shape)) return kCallSeconds + redundant_seconds(shape);
   const double n = shape.bytes;
   const double local = shape.per_node;

@@ -1,4 +1,7 @@
-// Shared-memory all-reduce (docs/topology.md, "shared_memory"): the ranks of
+// Shared-memory collectives on one node: all_reduce here, all_to_all and
+// all_to_all_v in shared_memory_exchange.h.
+//
+// All-reduce (docs/topology.md, "shared_memory"): the ranks of
 // one node reduce through the node's segment. Each rank owns a region of
 // the buffer and reduces it reading every rank's input, then every rank
 // copies every reduced region out; large buffers go through in rounds of
@@ -22,6 +25,9 @@ class SharedMemoryAlgorithm final : public CollectiveAlgorithm {
   // Inputs that fit the inline box travel with the call's fingerprint.
   bool carries_check(const Request& request, CommunicatorState& state) const override;
   void run(const Request& request, CommunicatorState& state) const override;
+
+ private:
+  void all_reduce(const Request& request, CommunicatorState& state) const;
 };
 
 }  // namespace collective::internal

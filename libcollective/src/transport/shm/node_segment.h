@@ -199,6 +199,10 @@ struct NodeSegmentResource final : AlgorithmResources {
   // Why the segment cannot be had (it did not fit in /dev/shm), once every
   // rank learned it: the algorithms that need it then refuse.
   std::optional<std::string> unavailable;
+  // process_vm_readv between the node's ranks was refused (every rank
+  // learned it at the same call): shared_memory's all_to_all uses the
+  // slots only.
+  bool cross_memory_attach_refused = false;
 };
 
 // The communicator's segment when one was made, else nullptr (no call).

@@ -1,0 +1,525 @@
+#include "algorithms/shared_memory_exchange.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <cerrno>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "core/log.h"
+#include "core/trace.h"
+#include "cross_rank_check/node_board_check.h"
+#include "kernels/streaming_copy.h"
+#include "transport/shm/node_segment.h"
+#include "transport/shm/shared_allocation.h"
+
+namespace collective::internal {
+namespace {
+
+using Flag = NodeSegment::Flag;
+
+constexpr std::size_t kLineBytes = 64;
+
+// The header a rank puts in its box before an all_to_all_v: the largest
+// block it sends (every rank then knows how many rounds the call takes),
+// whether the offset and length of each of its blocks follow (its peers may
+// then read them from its buffer, never past what it sends), and those,
+// one pair per local rank.
+struct BoxHeader {
+  std::uint64_t largest_block;
+  std::uint64_t offsets_follow;
+  // Peers may read its send buffer with process_vm_readv (not in place:
+  // its blocks stay as they are until every peer is through): where.
+  std::uint64_t readable;
+  std::int64_t pid;
+  std::uint64_t send_address;
+  // Its send buffer lies in a Communicator::allocate allocation (not in
+  // place): peers may map it and read it with memcpy.
+  std::uint64_t shared;
+};
+struct BlockPlace {
+  std::uint64_t offset;
+  std::uint64_t bytes;
+};
+constexpr std::size_t kMaxPlacesInBox = (kInlineBytes - sizeof(BoxHeader)) / sizeof(BlockPlace);
+
+// One side of this rank's exchange, in bytes, indexed by local rank.
+struct Blocks {
+  std::span<std::size_t> offset;
+  std::span<std::size_t> bytes;
+};
+
+// Not copyable: the spans point into its one allocation (one per call,
+// not eight).
+struct Exchange {
+  explicit Exchange(std::size_t ranks) : storage(8 * ranks) {
+    std::size_t* next = storage.data();
+    for (std::span<std::size_t>* part : {&out.offset, &out.bytes, &in.offset, &in.bytes,
+                                         &peer_offset, &peer_bytes, &peer_pid, &peer_address}) {
+      *part = {next, ranks};
+      next += ranks;
+    }
+  }
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  std::vector<std::size_t> storage;
+  const std::byte* send = nullptr;
+  std::byte* recv = nullptr;
+  bool in_place = false;
+  Blocks out;  // this rank's block for each local rank, in send
+  Blocks in;   // each local rank's block for this rank, in recv
+  // Where each peer's block for this rank lies in that peer's buffer, for
+  // the peers that publish their buffer (a shared allocation).
+  std::span<std::size_t> peer_offset;
+  std::span<std::size_t> peer_bytes;
+  // From the header hand-off: each peer's process and send buffer, and
+  // whether every rank's send buffer may be read directly.
+  std::span<std::size_t> peer_pid;
+  std::span<std::size_t> peer_address;
+  bool all_readable = false;
+  bool all_shared = false;
+};
+
+void fill_exchange(Exchange& x, const Request& request, const NodeSegment& segment, int rank) {
+  const std::size_t element = request.element_bytes();
+  const auto ranks = static_cast<std::size_t>(segment.local_size());
+  x.in_place = request.in_place(rank);
+  x.recv = static_cast<std::byte*>(request.recv);
+  x.send = x.in_place ? x.recv : static_cast<const std::byte*>(request.send);
+  const std::size_t block = request.count * element;
+  const auto own = static_cast<std::size_t>(segment.comm_rank(segment.local_rank()));
+  for (std::size_t q = 0; q < ranks; ++q) {
+    const auto c = static_cast<std::size_t>(segment.comm_rank(static_cast<int>(q)));
+    if (request.kind == CollectiveKind::kAllToAll) {
+      x.out.offset[q] = x.in.offset[q] = c * block;
+      x.out.bytes[q] = x.in.bytes[q] = block;
+      x.peer_offset[q] = own * block;
+      x.peer_bytes[q] = block;
+      continue;
+    }
+    x.in.offset[q] = request.recv_displacements[c] * element;
+    x.in.bytes[q] = request.recv_counts[c] * element;
+    // In place, recv's layout is what goes out too (the send spans are empty).
+    x.out.offset[q] = x.in_place ? x.in.offset[q] : request.send_displacements[c] * element;
+    x.out.bytes[q] = x.in_place ? x.in.bytes[q] : request.send_counts[c] * element;
+  }
+}
+
+std::size_t send_extent(const Exchange& x) {
+  std::size_t extent = 0;
+  for (std::size_t q = 0; q < x.out.bytes.size(); ++q) {
+    if (x.out.bytes[q] != 0) extent = std::max(extent, x.out.offset[q] + x.out.bytes[q]);
+  }
+  return extent;
+}
+
+// This rank's send buffer as a shared allocation its peers may map, when
+// it is one (and the call is not in place).
+std::optional<SharedRange> shared_send(const Exchange& x) {
+  if (x.in_place) return std::nullopt;
+  const std::size_t extent = send_extent(x);
+  if (extent == 0) return std::nullopt;
+  return shared_allocations().find(x.send, extent);
+}
+
+std::size_t largest_peer_block(const Exchange& x, int own) {
+  std::size_t largest = 0;
+  for (std::size_t q = 0; q < x.out.bytes.size(); ++q) {
+    if (static_cast<int>(q) != own) largest = std::max(largest, x.out.bytes[q]);
+  }
+  return largest;
+}
+
+void copy_own_block(const Exchange& x, int own) {
+  const auto r = static_cast<std::size_t>(own);
+  // In place the block is already where it belongs; the argument checks
+  // made send_counts[rank] == recv_counts[rank].
+  if (x.in_place || x.in.bytes[r] == 0) return;
+  std::memcpy(x.recv + x.in.offset[r], x.send + x.out.offset[r],
+              std::min(x.in.bytes[r], x.out.bytes[r]));
+}
+
+// Equal blocks that all fit one rank's box: every rank's whole send buffer
+// is in its box of `round` (posted by post_send_buffer, or by the
+// cross-rank check that carried it); each rank copies its block out of
+// every peer's box. In place works: every box was filled before any block
+// comes in. Latency-bound: no Exchange (its vectors would cost more than
+// the copies).
+void read_boxes(NodeSegment& segment, const Request& request, std::uint64_t round) {
+  const int r = segment.local_rank();
+  const int ranks = segment.local_size();
+  const std::size_t block = request.bytes();
+  const std::size_t own = static_cast<std::size_t>(segment.comm_rank(r)) * block;
+  auto* recv = static_cast<std::byte*>(request.recv);
+  if (request.send != request.recv) {
+    std::memcpy(recv + own, static_cast<const std::byte*>(request.send) + own, block);
+  }
+  for (int q = 0; q < ranks; ++q) {
+    if (q == r) continue;
+    segment.wait_inline(q, round, request);
+    // The box holds the peer's send buffer: its block for this rank at
+    // this rank's place in it.
+    std::memcpy(recv + static_cast<std::size_t>(segment.comm_rank(q)) * block,
+                segment.inline_data(q, round) + own, block);
+  }
+  segment.finish_round(round);
+}
+
+std::uint64_t post_send_buffer(NodeSegment& segment, const Request& request, std::size_t bytes) {
+  const std::uint64_t round = segment.begin_round();
+  segment.wait_slot_free(round, request);
+  std::memcpy(segment.inline_data(segment.local_rank(), round), request.send, bytes);
+  segment.publish_inline(round);
+  return round;
+}
+
+// all_to_all_v's first hand-off: every rank learns the largest block of
+// the call (so all take the same rounds) and, where the node is small
+// enough for the offsets to fit the box, where each peer's block for it
+// lies in that peer's buffer. Returns the largest block.
+std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& request,
+                            bool with_offsets) {
+  const int r = segment.local_rank();
+  const int ranks = segment.local_size();
+  const std::uint64_t round = segment.begin_round();
+  segment.wait_slot_free(round, request);
+  std::byte* box = segment.inline_data(r, round);
+  const BoxHeader mine{largest_peer_block(x, r),
+                       with_offsets ? 1u : 0u,
+                       x.in_place ? 0u : 1u,
+                       static_cast<std::int64_t>(getpid()),
+                       reinterpret_cast<std::uintptr_t>(x.send),
+                       with_offsets && shared_send(x) ? 1u : 0u};
+  std::memcpy(box, &mine, sizeof(mine));
+  if (with_offsets) {
+    for (int q = 0; q < ranks; ++q) {
+      const auto peer = static_cast<std::size_t>(q);
+      const BlockPlace place{x.out.offset[peer], x.out.bytes[peer]};
+      std::memcpy(box + sizeof(BoxHeader) + peer * sizeof(place), &place, sizeof(place));
+    }
+  }
+  segment.publish_inline(round);
+  copy_own_block(x, r);
+  std::size_t largest = mine.largest_block;
+  x.all_readable = mine.readable != 0;
+  x.all_shared = mine.shared != 0;
+  for (int q = 0; q < ranks; ++q) {
+    if (q == r) continue;
+    segment.wait_inline(q, round, request);
+    const std::byte* theirs = segment.inline_data(q, round);
+    BoxHeader header{};
+    std::memcpy(&header, theirs, sizeof(header));
+    largest = std::max<std::size_t>(largest, header.largest_block);
+    x.all_readable = x.all_readable && header.readable != 0;
+    x.all_shared = x.all_shared && header.shared != 0;
+    x.peer_pid[static_cast<std::size_t>(q)] = static_cast<std::size_t>(header.pid);
+    x.peer_address[static_cast<std::size_t>(q)] = header.send_address;
+    if (header.offsets_follow != 0) {
+      BlockPlace place{};
+      std::memcpy(&place, theirs + sizeof(BoxHeader) + static_cast<std::size_t>(r) * sizeof(place),
+                  sizeof(place));
+      x.peer_offset[static_cast<std::size_t>(q)] = place.offset;
+      x.peer_bytes[static_cast<std::size_t>(q)] = place.bytes;
+    }
+  }
+  segment.finish_round(round);
+  return largest;
+}
+
+// Reads this rank's block from every peer's send buffer with
+// process_vm_readv. False, with the reason, when the kernel refuses.
+bool read_peers_directly(const NodeSegment& segment, const Exchange& x, std::string& refusal) {
+  const TraceScope traced("shm cross-memory read");
+  const int r = segment.local_rank();
+  for (int q = 0; q < segment.local_size(); ++q) {
+    const auto peer = static_cast<std::size_t>(q);
+    if (q == r) continue;
+    std::size_t done = 0;
+    const std::size_t length = std::min(x.in.bytes[peer], x.peer_bytes[peer]);
+    while (done < length) {
+      iovec local{x.recv + x.in.offset[peer] + done, length - done};
+      iovec remote{reinterpret_cast<void*>(static_cast<std::uintptr_t>(x.peer_address[peer] +
+                                                                       x.peer_offset[peer] + done)),
+                   length - done};
+      const ssize_t moved =
+          process_vm_readv(static_cast<pid_t>(x.peer_pid[peer]), &local, 1, &remote, 1, 0);
+      if (moved < 0 && errno == EINTR) continue;
+      if (moved <= 0) {
+        refusal = "process_vm_readv from local rank " + std::to_string(q) + " (pid " +
+                  std::to_string(x.peer_pid[peer]) +
+                  "): " + (moved < 0 ? std::strerror(errno) : "no bytes moved");
+        return false;
+      }
+      done += static_cast<std::size_t>(moved);
+    }
+  }
+  return true;
+}
+
+// One hand-off of a yes/no from every rank; true when all said yes.
+bool all_agree(NodeSegment& segment, const Request& request, bool mine) {
+  const int r = segment.local_rank();
+  const std::uint64_t round = segment.begin_round();
+  segment.wait_slot_free(round, request);
+  const std::uint64_t yes = mine ? 1 : 0;
+  std::memcpy(segment.inline_data(r, round), &yes, sizeof(yes));
+  segment.publish_inline(round);
+  bool all = mine;
+  for (int q = 0; q < segment.local_size(); ++q) {
+    if (q == r) continue;
+    segment.wait_inline(q, round, request);
+    std::uint64_t theirs = 0;
+    std::memcpy(&theirs, segment.inline_data(q, round), sizeof(theirs));
+    all = all && theirs != 0;
+  }
+  segment.finish_round(round);
+  return all;
+}
+
+// Whether this call may go by cross-memory attach: blocks large enough,
+// every send buffer readable (none in place), the places known, and the
+// kernel has not refused on this communicator. The same on every rank.
+bool use_cross_memory_attach(const Exchange& x, std::size_t largest, bool with_offsets,
+                             const CommunicatorState& state) {
+  const auto* resource = state.resources.find<NodeSegmentResource>();
+  return largest >= kCrossMemoryAttachBytes && x.all_readable && with_offsets &&
+         (resource == nullptr || !resource->cross_memory_attach_refused);
+}
+
+// Every rank reads its blocks from its peers' send buffers (one copy, by
+// the kernel), then says so in a second hand-off, after which every send
+// buffer is its caller's again. When the kernel refused any rank (no
+// ptrace permission between the ranks: Yama, seccomp), every rank learns
+// it in that hand-off, logs it once for the communicator, and returns
+// false: the call, and every later one, goes through the slots.
+bool exchange_by_cross_memory_attach(NodeSegment& segment, const Exchange& x,
+                                     const Request& request, CommunicatorState& state) {
+  std::string refusal;
+  const bool mine = read_peers_directly(segment, x, refusal);
+  if (all_agree(segment, request, mine)) return true;
+  state.resources.find<NodeSegmentResource>()->cross_memory_attach_refused = true;
+  COLLECTIVE_LOG(kWarn, request.label()
+                            << " (rank " << state.rank
+                            << "): cross-memory attach between the node's ranks was refused ("
+                            << (mine ? std::string("on another rank") : refusal)
+                            << "); shared_memory's all_to_all goes through the node segment's "
+                               "slots on this communicator from now on");
+  return false;
+}
+
+// Bytes of piece k of a block of `total` bytes cut into pieces of `piece`.
+std::size_t piece_length(std::size_t total, std::size_t k, std::size_t piece) {
+  const std::size_t start = k * piece;
+  return start >= total ? 0 : std::min(piece, total - start);
+}
+
+// The rounds through the staging slots. Each pass of the loop does what
+// the flags allow: stage round g (this rank's piece of every peer's block,
+// in the peer's part of its slot) once every rank has read round
+// g - depth; read round g (its piece of every peer's block, into recv)
+// once every rank has staged it. A rank whose send buffer is a shared
+// allocation stages nothing: its peers read its blocks in place, and it
+// returns only after every peer has read its last round.
+void exchange_in_rounds(NodeSegment& segment, const Exchange& x, const Request& request,
+                        std::size_t largest, bool offer_in_place, std::size_t streaming_bytes,
+                        bool one_round = false) {
+  const int r = segment.local_rank();
+  const int ranks = segment.local_size();
+  // Every peer's part of a slot holds whole cache lines (slots hold at
+  // least 64 bytes per local rank: NodeSegment::of). When every rank's
+  // send buffer is read in place (one_round, agreed), nothing is staged:
+  // one round covers the largest block.
+  const std::size_t piece =
+      one_round ? std::max<std::size_t>(largest, 1)
+                : std::max(kLineBytes, segment.slot_bytes() / static_cast<std::size_t>(ranks) /
+                                           kLineBytes * kLineBytes);
+  const std::uint64_t rounds = (largest + piece - 1) / piece;
+  if (rounds == 0) return;
+  const std::optional<SharedRange> shared =
+      offer_in_place ? shared_send(x) : std::optional<SharedRange>();
+  std::size_t received = 0;
+  for (const std::size_t bytes : x.in.bytes) received += bytes;
+  // Outputs beyond this rank's share of the cache go straight to memory.
+  const auto copy_out =
+      received >= streaming_bytes
+          ? streaming_copy
+          : +[](void* to, const void* from, std::size_t bytes) { std::memcpy(to, from, bytes); };
+
+  const std::uint64_t first = segment.reserve_rounds(rounds);
+  const std::uint64_t end = first + rounds;
+  const std::uint64_t depth = kSegmentDepth;
+  std::uint64_t next_stage = first;
+  std::uint64_t next_read = first;
+  unsigned idle_passes = 0;
+  EventSleeper sleeper(segment.event());
+  // Whom the last pass waited for, for the timeout message.
+  int blocking = r;
+  Flag blocking_flag = Flag::kPosted;
+  std::uint64_t blocking_round = first;
+  auto all_reached = [&](Flag flag, std::uint64_t round) {
+    for (int q = 0; q < ranks; ++q) {
+      if (q != r && !segment.reached(q, flag, round)) {
+        blocking = q;
+        blocking_flag = flag;
+        blocking_round = round;
+        return false;
+      }
+    }
+    return true;
+  };
+
+  while (next_read < end) {
+    bool progressed = false;
+    // Stage: this rank read round g - depth itself (g < next_read + depth)
+    // and so did every peer; in place, piece k of each outgoing block is
+    // staged before piece k of the incoming one overwrites it.
+    if (next_stage < end && next_stage < next_read + depth &&
+        (next_stage <= depth || all_reached(Flag::kDone, next_stage - depth))) {
+      const std::size_t k = next_stage - first;
+      if (shared) {
+        segment.publish_input(next_stage, &*shared);
+      } else {
+        segment.publish_input(next_stage, nullptr);
+        const TraceScope traced("shm copy-in");
+        std::byte* slot = segment.staging(r, next_stage);
+        for (int q = 0; q < ranks; ++q) {
+          const auto peer = static_cast<std::size_t>(q);
+          const std::size_t length = q == r ? 0 : piece_length(x.out.bytes[peer], k, piece);
+          if (length == 0) continue;
+          std::memcpy(slot + peer * piece, x.send + x.out.offset[peer] + k * piece, length);
+        }
+      }
+      segment.publish(Flag::kPosted, next_stage);
+      ++next_stage;
+      progressed = true;
+    }
+    if (next_read < next_stage && all_reached(Flag::kPosted, next_read)) {
+      const std::size_t k = next_read - first;
+      const TraceScope traced("shm copy-out");
+      for (int q = 0; q < ranks; ++q) {
+        const auto peer = static_cast<std::size_t>(q);
+        std::size_t length = q == r ? 0 : piece_length(x.in.bytes[peer], k, piece);
+        if (length == 0) continue;
+        const std::byte* in_place = segment.peer_input(q, next_read, request);
+        // Never past the peer's block, even when the ranks disagree on the
+        // counts (the cross-rank check off): its allocation may end there.
+        if (in_place != nullptr) {
+          length = std::min(length, piece_length(x.peer_bytes[peer], k, piece));
+          if (length == 0) continue;
+        }
+        const std::byte* from = in_place != nullptr ? in_place + x.peer_offset[peer] + k * piece
+                                                    : segment.staging(q, next_read) +
+                                                          static_cast<std::size_t>(r) * piece;
+        copy_out(x.recv + x.in.offset[peer] + k * piece, from, length);
+      }
+      segment.finish_round(next_read);
+      ++next_read;
+      progressed = true;
+    }
+    if (progressed) {
+      idle_passes = 0;
+      sleeper.stop();
+    } else {
+      segment.stall(blocking, blocking_flag, blocking_round, request, idle_passes, sleeper);
+    }
+  }
+  if (shared) {
+    // Peers read this rank's send buffer: it is the caller's again only
+    // once every peer is through the last round.
+    for (int q = 0; q < ranks; ++q) {
+      if (q != r) segment.wait(q, Flag::kDone, end - 1, request);
+    }
+  }
+}
+
+// A request whose size makes NodeSegment::of give slots that hold a piece
+// of `block` bytes for every local rank (up to COLLECTIVE_SHM_SLOT_BYTES).
+// `block` is the same on every rank, so every rank decides alike.
+Request sized_for_blocks(const Request& request, std::size_t block, int ranks) {
+  Request sized = request;
+  const std::size_t element = request.element_bytes();
+  const std::size_t per_rank = (block + element - 1) / element;
+  sized.count = per_rank > SIZE_MAX / static_cast<std::size_t>(ranks)
+                    ? SIZE_MAX / element
+                    : per_rank * static_cast<std::size_t>(ranks);
+  return sized;
+}
+
+}  // namespace
+
+bool all_to_all_fits_boxes(const Request& request, int ranks) {
+  return request.kind == CollectiveKind::kAllToAll && request.count > 0 &&
+         request.bytes() <= kInlineBytes / static_cast<std::size_t>(ranks);
+}
+
+void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
+                              std::size_t streaming_bytes) {
+  if (request.carried_check != nullptr) {
+    // The send buffer rides in the box with the fingerprint; once the
+    // check agrees, every rank's is there.
+    NodeSegment& segment = *node_board(state);
+    const std::uint64_t round =
+        check_on_node(segment, *request.carried_check, request, state,
+                      {static_cast<const std::byte*>(request.send),
+                       request.bytes() * static_cast<std::size_t>(segment.local_size())});
+    return read_boxes(segment, request, round);
+  }
+  if (request.kind == CollectiveKind::kAllToAll) {
+    if (request.count == 0) return;
+    const int ranks = state.size;
+    const std::size_t block = request.bytes();
+    NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, block, ranks), state);
+    if (all_to_all_fits_boxes(request, ranks)) {
+      const std::size_t bytes = block * static_cast<std::size_t>(ranks);
+      return read_boxes(segment, request, post_send_buffer(segment, request, bytes));
+    }
+    Exchange x(static_cast<std::size_t>(segment.local_size()));
+    fill_exchange(x, request, segment, state.rank);
+    if (block >= kCrossMemoryAttachBytes) {
+      // The header hand-off tells whether every rank's send buffer may be
+      // read directly (not in place anywhere), and copies the own block.
+      const bool with_offsets = static_cast<std::size_t>(segment.local_size()) <= kMaxPlacesInBox;
+      agree_on_blocks(segment, x, request, with_offsets);
+      // Every send buffer mapped by its peers: one round of memcpy from
+      // them. Else the kernel's copy where allowed.
+      if (x.all_shared) {
+        return exchange_in_rounds(segment, x, request, block, true, streaming_bytes, true);
+      }
+      if (use_cross_memory_attach(x, block, with_offsets, state) &&
+          exchange_by_cross_memory_attach(segment, x, request, state)) {
+        return;
+      }
+    } else {
+      copy_own_block(x, segment.local_rank());
+    }
+    return exchange_in_rounds(segment, x, request, block, true, streaming_bytes);
+  }
+  // all_to_all_v: the rounds depend on every rank's counts, which only the
+  // first hand-off tells.
+  NodeSegment& first = NodeSegment::of(request, state);
+  Exchange x(static_cast<std::size_t>(first.local_size()));
+  fill_exchange(x, request, first, state.rank);
+  const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxPlacesInBox;
+  const std::size_t largest = agree_on_blocks(first, x, request, with_offsets);
+  if (largest == 0) return;
+  if (x.all_shared) {
+    return exchange_in_rounds(first, x, request, largest, true, streaming_bytes, true);
+  }
+  if (use_cross_memory_attach(x, largest, with_offsets, state) &&
+      exchange_by_cross_memory_attach(first, x, request, state)) {
+    return;
+  }
+  // May make the segment again with larger slots (every rank at this
+  // point, with the same size): `first` is not used past here.
+  NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, largest, state.size), state);
+  exchange_in_rounds(segment, x, request, largest, with_offsets, streaming_bytes);
+}
+
+}  // namespace collective::internal

@@ -1,0 +1,33 @@
+// All-to-all inside one node through the node's segment (docs/algorithms.md,
+// "shared_memory: all_to_all and all_to_all_v"): every rank's block for each
+// peer goes through its staging slots in pieces of slot / L bytes, rounds
+// pipelined kSegmentDepth deep, or is read straight from the sender's
+// buffer when that lies in a Communicator::allocate allocation (one copy).
+// Small all_to_all calls travel in the inline boxes: one hand-off.
+#pragma once
+
+#include <cstddef>
+
+#include "core/communicator_state.h"
+#include "core/request.h"
+
+namespace collective::internal {
+
+// Blocks of at least this size go by cross-memory attach where the ranks
+// may use it: a process_vm_readv costs a system call and the pinning of
+// the peer's pages, a few microseconds, which larger blocks amortize (Open
+// MPI's vader switches to it at 32 KiB); it saves the hand-offs of the
+// rounds, one per slot's piece, and the copy into the slot.
+inline constexpr std::size_t kCrossMemoryAttachBytes = 64 * 1024;
+
+// Whether an all_to_all's whole send buffer fits one inline box at
+// `ranks` ranks: it then goes in one hand-off, which can carry the
+// cross-rank check too (request.carried_check).
+bool all_to_all_fits_boxes(const Request& request, int ranks);
+
+// Runs an all_to_all or all_to_all_v whose ranks all share one node. A rank
+// receiving at least `streaming_bytes` writes them with non-temporal stores.
+void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
+                              std::size_t streaming_bytes);
+
+}  // namespace collective::internal
