@@ -138,7 +138,8 @@ class RingRun {
   void all_gather(const ChunkLayout& layout) {
     auto* output = static_cast<std::byte*>(request_.recv);
     std::byte* own = output + layout.offset(r_) * element_;
-    if (static_cast<const void*>(own) != request_.send) {
+    // A rank with no block of its own may pass a null send buffer.
+    if (static_cast<const void*>(own) != request_.send && layout.length(r_) > 0) {
       std::memcpy(own, request_.send, layout.length(r_) * element_);
     }
     all_gather_phase(layout, output, /*own_chunk_sent=*/false);
