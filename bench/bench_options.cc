@@ -101,8 +101,7 @@ std::vector<CollectiveKind> parse_collectives(const std::string& text) {
     if (!kind) {
       std::string known;
       for (const CollectiveKind k : cased) {
-        known += std::string(make_collective_case(k)->nccl_tests_name()) + " (" +
-                 std::string(to_string(k)) + "), ";
+        known += std::string(command_line_name(k)) + " (" + std::string(to_string(k)) + "), ";
       }
       throw UsageError("-C/--collective: '" + name + "' is not benchmarked (" + known + "or all)");
     }
@@ -357,9 +356,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   options.root = parse_integer<int>("-r/--root", text("root"), 0);
   options.uneven = parse_integer<std::size_t>("--uneven", text("uneven"), 0);
   if (given("uneven") &&
-      std::none_of(options.collectives.begin(), options.collectives.end(), [](CollectiveKind kind) {
-        return make_collective_case(kind)->per_rank_counts();
-      })) {
+      std::none_of(options.collectives.begin(), options.collectives.end(),
+                   [](CollectiveKind kind) { return has_per_rank_counts(kind); })) {
     throw UsageError(
         "--uneven applies to the collectives with per-rank counts only; -C names none");
   }

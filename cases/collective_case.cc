@@ -18,10 +18,7 @@ Geometry CollectiveCase::geometry_for_bytes(std::size_t bytes, std::size_t eleme
 
 std::string_view CollectiveCase::name() const { return traits_of(kind()).name; }
 
-std::string_view CollectiveCase::nccl_tests_name() const {
-  const CollectiveTraits& traits = traits_of(kind());
-  return traits.nccl_tests_name.empty() ? traits.name : traits.nccl_tests_name;
-}
+std::string_view CollectiveCase::nccl_tests_name() const { return command_line_name(kind()); }
 
 bool CollectiveCase::reduces() const { return traits_of(kind()).reduces; }
 
@@ -44,16 +41,6 @@ WrongElements CollectiveCase::check(const CallArgs& args, const ResultLayout& la
   return check_result(pattern(args), layout);
 }
 
-std::span<const CollectiveKind> kinds_with_cases() {
-  static constexpr CollectiveKind kKinds[] = {
-      CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kAllGather,
-      CollectiveKind::kBroadcast, CollectiveKind::kReduce,        CollectiveKind::kAllToAll,
-      CollectiveKind::kAllToAllV, CollectiveKind::kAllGatherV,    CollectiveKind::kReduceScatterV,
-      CollectiveKind::kGather,    CollectiveKind::kGatherV,       CollectiveKind::kScatter,
-      CollectiveKind::kScatterV};
-  return kKinds;
-}
-
 std::unique_ptr<CollectiveCase> make_collective_case(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce: return make_all_reduce_case();
@@ -72,22 +59,6 @@ std::unique_ptr<CollectiveCase> make_collective_case(CollectiveKind kind) {
     case CollectiveKind::kBarrier: break;  // no buffers to check
   }
   throw std::invalid_argument(std::string(to_string(kind)) + " has no collective case");
-}
-
-std::optional<CollectiveKind> parse_case_name(std::string_view name) {
-  auto without_underscores = [](std::string_view text) {
-    std::string result(text);
-    std::erase(result, '_');
-    return result;
-  };
-  for (const CollectiveKind kind : kinds_with_cases()) {
-    const auto c = make_collective_case(kind);
-    if (name == c->name() || name == c->nccl_tests_name() ||
-        name == without_underscores(c->name())) {
-      return kind;
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace collective::cases

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "case_names.h"
 #include "collective/communicator.h"
 #include "value_pattern.h"
 
@@ -130,13 +131,8 @@ class CollectiveCase {
   }
 };
 
-// The collectives with a case, in the order "-C all" runs them.
-std::span<const CollectiveKind> kinds_with_cases();
 // The case of `kind`; std::invalid_argument for a kind without one.
 std::unique_ptr<CollectiveCase> make_collective_case(CollectiveKind kind);
-// A kind by nccl-tests' name (allreduce), the library's (all_reduce), or
-// the library's without underscores, as nccl-tests spells (alltoallv).
-std::optional<CollectiveKind> parse_case_name(std::string_view name);
 
 std::unique_ptr<CollectiveCase> make_all_reduce_case();
 std::unique_ptr<CollectiveCase> make_reduce_scatter_case();
