@@ -478,24 +478,18 @@ class MpiCall {
         pieces |= block.count > piece_ || block.displacement > static_cast<std::size_t>(INT_MAX);
       }
     }
-    std::uint64_t mine = pieces ? std::max<std::uint64_t>(rounds, 1) : 0;
-    std::uint64_t agreed = 0;
+    // One MPI_MAX over both: whether any rank needs pieces, and the rounds
+    // the largest block anywhere needs (every rank runs that many).
+    std::uint64_t mine[2] = {pieces ? 1u : 0u, rounds};
+    std::uint64_t agreed[2] = {0, 0};
     collective_call(
         "MPI_Allreduce",
-        [&] { return MPI_Allreduce(&mine, &agreed, 1, MPI_UINT64_T, MPI_MAX, state_.comm); },
+        [&] { return MPI_Allreduce(mine, agreed, 2, MPI_UINT64_T, MPI_MAX, state_.comm); },
         [&](MPI_Request* r) {
-          return MPI_Iallreduce(&mine, &agreed, 1, MPI_UINT64_T, MPI_MAX, state_.comm, r);
+          return MPI_Iallreduce(mine, agreed, 2, MPI_UINT64_T, MPI_MAX, state_.comm, r);
         });
-    if (agreed == 0) return 0;
-    // Every rank needs as many rounds as the largest block anywhere.
-    mine = rounds;
-    collective_call(
-        "MPI_Allreduce",
-        [&] { return MPI_Allreduce(&mine, &agreed, 1, MPI_UINT64_T, MPI_MAX, state_.comm); },
-        [&](MPI_Request* r) {
-          return MPI_Iallreduce(&mine, &agreed, 1, MPI_UINT64_T, MPI_MAX, state_.comm, r);
-        });
-    return std::max<std::uint64_t>(agreed, 1);
+    if (agreed[0] == 0) return 0;
+    return std::max<std::uint64_t>(agreed[1], 1);
   }
 
   void to_ints(const std::vector<Block>& blocks, std::vector<int>& counts,
