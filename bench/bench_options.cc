@@ -256,6 +256,9 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       ("baseline", po::value<std::string>()->default_value("none"),
        "mpi: also time the matching MPI collective on the same buffers, alternating with ours "
        "iteration by iteration, and print its time and our speed-up")
+      ("memory", po::value<std::string>()->default_value("host"),
+       "host, or device: the buffers in CUDA device memory (one GPU per rank, local rank "
+       "modulo the GPUs, as nccl-tests), served by nccl; needs the NCCL path")
       ("fusion", po::value<std::string>(),
        "N: all-reduce N tensors of each size through the strategies layer (CollectiveAllReduce): "
        "reduce one by one against one batch_reduce that packs them; report the ratio. -a auto "
@@ -369,6 +372,23 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   } else if (baseline != "none") {
     throw UsageError("--baseline: '" + baseline + "' is not known (mpi or none)");
   }
+  const std::string memory = lower(text("memory"));
+  if (memory == "device") {
+    options.memory = BufferMemory::kDevice;
+    // The MPI here is not CUDA-aware: MPI cannot be handed device buffers.
+    if (options.baseline_mpi) {
+      throw UsageError("--memory device: --baseline mpi times MPI, which takes host buffers only");
+    }
+    for (Algorithm algorithm : options.algorithms) {
+      if (algorithm != Algorithm::kAuto && algorithm != Algorithm::kNccl) {
+        throw UsageError("--memory device: -a " + std::string(to_string(algorithm)) +
+                         " serves host buffers only; device buffers are served by nccl (-a "
+                         "auto or nccl)");
+      }
+    }
+  } else if (memory != "host") {
+    throw UsageError("--memory: '" + memory + "' is not host or device");
+  }
 
   const std::string format = lower(text("format"));
   if (format == "table") {
@@ -408,6 +428,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
           "--fusion compares our one-by-one and packed all-reduces; it takes no "
           "--baseline");
     }
+    if (options.memory == BufferMemory::kDevice) {
+      throw UsageError(
+          "--fusion measures the strategies layer, whose tensors are host memory; "
+          "it takes no --memory device");
+    }
     // What a strategies user can ask for: CommunicationImplementation AUTO
     // and RING (NCCL on host memory runs the ring too).
     for (Algorithm algorithm : options.algorithms) {
@@ -431,6 +456,11 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
     if (options.rules_file->empty()) throw UsageError("--generate-rules: empty file name");
     if (options.fusion_tensors > 0)
       throw UsageError("--generate-rules and --fusion are separate runs");
+    if (options.memory == BufferMemory::kDevice) {
+      throw UsageError(
+          "--generate-rules: AUTO's rules choose among host algorithms; device "
+          "buffers have one (nccl); give no --memory device");
+    }
     if (options.datatypes.size() != 1 || options.ops.size() != 1) {
       throw UsageError(
           "--generate-rules: rules are per byte size; give one -d/--datatype and one "

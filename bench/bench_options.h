@@ -17,6 +17,9 @@ namespace collective::bench {
 
 enum class OutputFormat { kTable, kCsv, kJson };
 enum class ProgressMode { kAuto, kOn, kOff };
+// Where the timed buffers live: host memory, or CUDA device memory as
+// nccl-tests' (--memory device, served by the nccl algorithm).
+enum class BufferMemory { kHost, kDevice };
 
 struct BenchOptions {
   // Sizes: from min_bytes to max_bytes, multiplying by step_factor, or
@@ -44,6 +47,7 @@ struct BenchOptions {
   std::vector<Algorithm> algorithms{Algorithm::kAuto};
   bool all_algorithms = false;
   bool baseline_mpi = false;
+  BufferMemory memory = BufferMemory::kHost;
   OutputFormat format = OutputFormat::kTable;
   std::optional<std::string> output_file;
   std::optional<double> min_busbw_gbs;

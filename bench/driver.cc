@@ -31,6 +31,17 @@ void report_wrong(const WrongElements& wrong, int rank, const std::string& what)
 std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKind kind,
                                       std::size_t count, DataType type) {
   std::vector<Algorithm> result;
+  if (context.options.memory == BufferMemory::kDevice) {
+    // Only nccl serves device buffers (the parser refused the others), and
+    // choose_algorithm judges host buffers: the library refuses a
+    // collective nccl does not serve at its first call, on every rank.
+    for (Algorithm algorithm : context.options.algorithms) result.push_back(algorithm);
+    if (context.options.all_algorithms &&
+        std::find(result.begin(), result.end(), Algorithm::kNccl) == result.end()) {
+      result.insert(result.begin(), Algorithm::kNccl);
+    }
+    return result;
+  }
   if (context.options.all_algorithms) {
     for (int i = 1; i < kNumAlgorithms; ++i) {
       const auto algorithm = static_cast<Algorithm>(i);
@@ -130,6 +141,10 @@ void SweepDriver::run() {
     const std::size_t element = element_size(unit.type);
     send_.reserve(largest.send_elements * element);
     recv_.reserve(largest.recv_elements * element);
+    if (on_device()) {
+      device_send_.reserve(largest.send_elements * element);
+      device_recv_.reserve(largest.recv_elements * element);
+    }
     for (const Step& step : unit.steps) {
       for (Algorithm algorithm : step.algorithms) {
         context_.progress.update(
@@ -159,8 +174,8 @@ SizeRow SweepDriver::measure(const CollectiveCase& c, const Geometry& geometry, 
   row.requested = algorithm;
 
   CallArgs args;
-  args.send_base = send_.data();
-  args.recv_base = recv_.data();
+  args.send_base = on_device() ? device_send_.data() : send_.data();
+  args.recv_base = on_device() ? device_recv_.data() : recv_.data();
   args.count = geometry.count;
   args.type = type;
   args.op = op.value_or(ReduceOp::kSum);
@@ -176,21 +191,43 @@ SizeRow SweepDriver::measure(const CollectiveCase& c, const Geometry& geometry, 
   return row;
 }
 
+CallArgs SweepDriver::on_host(const CollectiveCase& c, const CallArgs& args) const {
+  if (!on_device()) return args;
+  CallArgs host = args;
+  host.send_base = send_.data();
+  host.recv_base = recv_.data();
+  c.place(host);
+  return host;
+}
+
+void SweepDriver::upload(const Geometry& geometry, DataType type) {
+  device_send_.upload(send_.data(), geometry.send_elements * element_size(type));
+  device_recv_.upload(recv_.data(), geometry.recv_elements * element_size(type));
+}
+
+void SweepDriver::download(const Geometry& geometry, DataType type) {
+  device_send_.download(send_.data(), geometry.send_elements * element_size(type));
+  device_recv_.download(recv_.data(), geometry.recv_elements * element_size(type));
+}
+
 std::uint64_t SweepDriver::check_once(const CollectiveCase& c, const Geometry& geometry,
                                       const CallArgs& args, Implementation implementation) {
-  fill_sentinel(args.type, Region{args.recv_base, geometry.recv_elements, 0});
-  for (const Region& input : c.inputs(args)) fill_inputs(c.pattern(args), args.rank, input);
+  const CallArgs host = on_host(c, args);
+  fill_sentinel(host.type, Region{host.recv_base, geometry.recv_elements, 0});
+  for (const Region& input : c.inputs(host)) fill_inputs(c.pattern(host), host.rank, input);
+  if (on_device()) upload(geometry, args.type);
   ResultLayout result;
   if (implementation == Implementation::kLibrary) {
     c.run(context_.communicator, args);
-    result = c.result(args);
-    injector_.maybe_corrupt(args.type, Region{result.data, result.elements(), 0},
-                            args.rank == c.result_holder(args));
+    if (on_device()) download(geometry, args.type);
+    result = c.result(host);
+    injector_.maybe_corrupt(host.type, Region{result.data, result.elements(), 0},
+                            host.rank == c.result_holder(host));
   } else {
     run_mpi(c, context_.mpi, args);
     result = mpi_result(c, args);
   }
-  const WrongElements wrong = c.check(args, result);
+  const WrongElements wrong = c.check(host, result);
   if (wrong.count > 0) {
     std::ostringstream what;
     what << (implementation == Implementation::kMpi ? "MPI baseline " : "") << to_string(c.kind())
@@ -223,8 +260,10 @@ PlacementResult SweepDriver::measure_placement(const CollectiveCase& c, const Ge
     baseline_wrong = total[1];
   }
 
-  fill_timing_values(args.type, args.op, Region{args.send_base, geometry.send_elements, 0});
-  fill_timing_values(args.type, args.op, Region{args.recv_base, geometry.recv_elements, 0});
+  const CallArgs host = on_host(c, args);
+  fill_timing_values(host.type, host.op, Region{host.send_base, geometry.send_elements, 0});
+  fill_timing_values(host.type, host.op, Region{host.recv_base, geometry.recv_elements, 0});
+  if (on_device()) upload(geometry, args.type);
   auto ours = [&] { c.run(context_.communicator, args); };
   auto theirs = [&] { run_mpi(c, context_.mpi, args); };
   for (int i = 0; i < options.warmup_iters; ++i) {

@@ -11,6 +11,7 @@
 
 #include "aligned_buffer.h"
 #include "bench_options.h"
+#include "device_buffer.h"
 #include "collective/communicator.h"
 #include "mpi_baseline.h"
 #include "mpi_counterparts.h"
@@ -86,11 +87,20 @@ class SweepDriver {
                                     CallArgs args, bool in_place);
   std::uint64_t check_once(const CollectiveCase& c, const Geometry& geometry, const CallArgs& args,
                            Implementation implementation);
+  bool on_device() const { return context_.options.memory == BufferMemory::kDevice; }
+  // The same call over the host buffers: where the bench writes inputs and
+  // reads results (with --memory device, the mirrors of the device ones).
+  CallArgs on_host(const CollectiveCase& c, const CallArgs& args) const;
+  // --memory device: the host mirrors to the device buffers, and back.
+  void upload(const Geometry& geometry, DataType type);
+  void download(const Geometry& geometry, DataType type);
 
   BenchContext& context_;
   ErrorInjector injector_;
-  AlignedBuffer send_;
+  AlignedBuffer send_;  // the call's buffers, or with --memory device their mirrors
   AlignedBuffer recv_;
+  DeviceBuffer device_send_;  // --memory device only
+  DeviceBuffer device_recv_;
   std::vector<SizeRow> rows_;
 };
 

@@ -15,6 +15,7 @@
 
 #include "bench_options.h"
 #include "collective/collective.h"
+#include "device_buffer.h"
 #include "driver.h"
 #include "fusion.h"
 #include "memory_budget.h"
@@ -63,6 +64,70 @@ void finish_file(std::ofstream* file, const std::string& flag, const std::string
   }
 }
 
+// --memory device: every rank takes its GPU (local rank modulo the
+// GPUs) before the first buffer; rank 0 says which, for every rank. A rank
+// without a GPU stops the run on every rank alike, naming CUDA's reason.
+void select_devices(const BenchOptions& options, MPI_Comm comm) {
+  if (options.memory != BufferMemory::kDevice) return;
+  if (!device_buffers_built()) {
+    throw BenchError(
+        "--memory device: this build has no NCCL path (CUDA and NCCL were not found when it "
+        "was configured; docs/gpu.md)");
+  }
+  int rank = 0;
+  int size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const VisibleDevices devices = visible_devices();
+  // The first rank with the fewest devices tells everyone why.
+  struct {
+    int count;
+    int rank;
+  } mine{devices.count, rank}, fewest{};
+  MPI_Allreduce(&mine, &fewest, 1, MPI_2INT, MPI_MINLOC, comm);
+  if (fewest.count == 0) {
+    int length = static_cast<int>(devices.reason.size());
+    MPI_Bcast(&length, 1, MPI_INT, fewest.rank, comm);
+    std::string reason = devices.reason;
+    reason.resize(static_cast<std::size_t>(length));
+    MPI_Bcast(reason.data(), length, MPI_CHAR, fewest.rank, comm);
+    throw BenchError("--memory device: CUDA finds no device on rank " +
+                     std::to_string(fewest.rank) + " (" + reason + ")");
+  }
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int local_rank = 0;
+  int local_size = 1;
+  MPI_Comm_rank(node, &local_rank);
+  MPI_Comm_size(node, &local_size);
+  MPI_Comm_free(&node);
+  // NCCL refuses two ranks of one communicator on one GPU: say so first.
+  struct {
+    int crowded;
+    int rank;
+  } share{local_size > devices.count ? 1 : 0, rank}, worst{};
+  MPI_Allreduce(&share, &worst, 1, MPI_2INT, MPI_MAXLOC, comm);
+  if (worst.crowded) {
+    int counts[2] = {local_size, devices.count};
+    MPI_Bcast(counts, 2, MPI_INT, worst.rank, comm);
+    throw BenchError("--memory device: rank " + std::to_string(worst.rank) + "'s node runs " +
+                     std::to_string(counts[0]) + " ranks on " + std::to_string(counts[1]) +
+                     " GPU(s); NCCL needs one GPU per rank");
+  }
+  const std::string chosen = select_device(local_rank, devices.count);
+  constexpr int kWidth = 128;
+  std::string padded = chosen.substr(0, kWidth - 1);
+  padded.resize(kWidth, '\0');
+  std::string all(rank == 0 ? static_cast<std::size_t>(kWidth) * size : 0, '\0');
+  MPI_Gather(padded.data(), kWidth, MPI_CHAR, all.data(), kWidth, MPI_CHAR, 0, comm);
+  // Beside a table only: a CSV or JSON report on stdout stays parseable.
+  if (rank == 0 && (options.format == OutputFormat::kTable || options.output_file)) {
+    for (int r = 0; r < size; ++r) {
+      std::cout << "# rank " << r << " buffers on GPU " << all.substr(r * kWidth).c_str() << "\n";
+    }
+  }
+}
+
 // Rank 0 opens --output; every rank learns whether it could.
 std::unique_ptr<std::ofstream> open_output(const BenchOptions& options, int rank) {
   int ok = 1;
@@ -82,6 +147,7 @@ int run(const BenchOptions& options) {
   const int rank = world.rank();
   const RunInfo info = gather_run_info(mpi.comm(), options.command_line);
   refuse_runs_that_cannot_fit(options, mpi.comm());
+  select_devices(options, mpi.comm());
 
   std::unique_ptr<std::ofstream> file = open_output(options, rank);
   ReporterGroup reporters;

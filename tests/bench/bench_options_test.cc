@@ -205,6 +205,29 @@ TEST(BenchOptions, RefusesStrayArgumentsNamingThem) {
             std::vector<Algorithm>{Algorithm::kRing});
 }
 
+TEST(BenchOptions, DeviceMemoryIsServedByNcclAlone) {
+  EXPECT_EQ(options({}).memory, BufferMemory::kHost);
+  EXPECT_EQ(options({"--memory", "device"}).memory, BufferMemory::kDevice);
+  EXPECT_EQ(options({"--memory", "DEVICE", "-a", "nccl,auto"}).algorithms,
+            (std::vector<Algorithm>{Algorithm::kNccl, Algorithm::kAuto}));
+  EXPECT_TRUE(options({"--memory", "device", "-a", "all"}).all_algorithms);
+  EXPECT_NE(refusal({"--memory", "gpu"}).find("--memory: 'gpu'"), std::string::npos);
+  // MPI here takes host buffers only; host algorithms refuse device ones.
+  EXPECT_NE(refusal({"--memory", "device", "--baseline", "mpi"}).find("--baseline mpi"),
+            std::string::npos);
+  for (const char* host_only : {"ring", "recursive_doubling", "mpi", "shared_memory",
+                                "hierarchical", "pairwise", "bruck"}) {
+    const std::string why = refusal({"--memory", "device", "-a", host_only});
+    EXPECT_NE(why.find(std::string("-a ") + host_only + " serves host buffers only"),
+              std::string::npos)
+        << why;
+  }
+  EXPECT_NE(refusal({"--memory", "device", "--fusion", "4"}).find("--fusion"), std::string::npos);
+  EXPECT_NE(refusal({"--memory", "device", "--generate-rules", "r.txt", "-a", "nccl"})
+                .find("--generate-rules"),
+            std::string::npos);
+}
+
 TEST(BenchOptions, FusionIsAnAllReduceComparison) {
   const BenchOptions o = options({"--fusion", "16"});
   EXPECT_EQ(o.fusion_tensors, 16u);
@@ -256,12 +279,12 @@ TEST(BenchOptions, InjectErrorIsHiddenFromHelp) {
   EXPECT_TRUE(parsed.options.inject_error);
   EXPECT_TRUE(parsed.show_help);
   EXPECT_EQ(parsed.help_text.find("inject"), std::string::npos);
-  for (const char* flag :
-       {"--minbytes", "--maxbytes",       "--stepfactor",     "--stepbytes",
-        "--iters",    "--warmup_iters",   "--check",          "--datatype",
-        "--op",       "--root",           "--collective",     "--algorithm",
-        "--baseline", "--format",         "--output",         "--min-busbw",
-        "--fusion",   "--bytes-per-pack", "--generate-rules", "--deterministic"}) {
+  for (const char* flag : {"--minbytes", "--maxbytes",       "--stepfactor",     "--stepbytes",
+                           "--iters",    "--warmup_iters",   "--check",          "--datatype",
+                           "--op",       "--root",           "--collective",     "--algorithm",
+                           "--baseline", "--format",         "--output",         "--min-busbw",
+                           "--fusion",   "--bytes-per-pack", "--generate-rules", "--deterministic",
+                           "--memory"}) {
     EXPECT_NE(parsed.help_text.find(flag), std::string::npos) << flag;
   }
 }

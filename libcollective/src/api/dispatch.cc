@@ -45,7 +45,10 @@ void apply_options(Request& request, const CommonOptions& options) {
 }
 
 // One rank: the result is the input (MEAN divides by one): this rank's
-// own block moves from where send holds it to where recv wants it.
+// own block moves from where send holds it to where recv wants it. Device
+// buffers are copied here too, never sent to NCCL: NCCL 2.28.9's one-rank
+// ncclAvg leaves elements unwritten, and its one-rank path was 3 us slower
+// than this copy on an H200 (docs/gpu.md, "What ran where").
 void run_single_rank(const Request& request, int rank) {
   std::size_t from = 0;  // elements into send
   std::size_t to = 0;    // elements into recv
