@@ -123,6 +123,13 @@ int collective_comm_split(collective_comm_t comm, int color, int key, collective
   });
 }
 
+int collective_comm_to_fint(collective_comm_t comm, int* mpi_fortran_handle) {
+  const char* operation = "collective_comm_to_fint";
+  if (mpi_fortran_handle == nullptr) return null_output(operation, comm, "output handle");
+  return with_comm(operation, comm,
+                   [&](collective::Communicator& c) { *mpi_fortran_handle = c.to_mpi(); });
+}
+
 int collective_comm_free(collective_comm_t* comm) {
   const char* operation = "collective_comm_free";
   if (comm == nullptr) {

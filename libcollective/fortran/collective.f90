@@ -101,7 +101,7 @@ module collective
   public :: collective_init, collective_finalize, collective_initialized
   public :: collective_options_init
   public :: collective_copy_last_error_padded, collective_last_status, collective_clear_last_error
-  public :: collective_comm_world, collective_comm_from_fint, collective_comm_split
+  public :: collective_comm_world, collective_comm_from_fint, collective_comm_to_fint, collective_comm_split
   public :: collective_comm_free, collective_comm_rank, collective_comm_size
   public :: collective_comm_node_count, collective_comm_node_of, collective_comm_local_rank
   public :: collective_comm_allocate, collective_comm_deallocate
@@ -158,6 +158,14 @@ module collective
       integer(c_int), value :: mpi_comm
       type(collective_comm), intent(out) :: comm
     end function collective_comm_from_fint
+    ! A new MPI communicator (an integer handle) with comm's group; the
+    ! caller owns it and frees it with MPI_Comm_free.
+    integer(c_int) function collective_comm_to_fint(comm, mpi_comm) &
+        bind(C, name="collective_comm_to_fint")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), intent(out) :: mpi_comm
+    end function collective_comm_to_fint
     integer(c_int) function collective_comm_split(comm, color, key, new_comm) &
         bind(C, name="collective_comm_split")
       import :: c_int, collective_comm

@@ -44,6 +44,49 @@ TEST(CommunicatorTest, WrapsCallerCommunicatorWithoutMixingTraffic) {
   MPI_Comm_free(&mine);
 }
 
+TEST(CommunicatorTest, ToMpiGivesTheCallerItsOwnCommunicatorOfTheSameGroup) {
+  // On a split (odd and even world ranks, reversed) so that the group and
+  // order are not simply MPI_COMM_WORLD's.
+  auto world = Communicator::world();
+  auto half = world.split(world.rank() % 2, -world.rank());
+  MPI_Comm mine = MPI_Comm_f2c(half.to_mpi());
+  int rank = -1;
+  int size = -1;
+  MPI_Comm_rank(mine, &rank);
+  MPI_Comm_size(mine, &size);
+  EXPECT_EQ(rank, half.rank());
+  EXPECT_EQ(size, half.size());
+  MPI_Errhandler handler;
+  MPI_Comm_get_errhandler(mine, &handler);
+  EXPECT_EQ(handler, MPI_ERRORS_ARE_FATAL);
+  MPI_Errhandler_free(&handler);
+  // The caller's message stays on the caller's communicator while the
+  // library runs a collective on its own.
+  int token = 100 + rank;
+  MPI_Request request;
+  MPI_Isend(&token, 1, MPI_INT, (rank + 1) % size, 7, mine, &request);
+  std::vector<int> values(3, world.rank());
+  half.all_reduce(std::span<int>(values.data(), values.size()));
+  int expected = 0;
+  for (int r = world.rank() % 2; r < world.size(); r += 2) expected += r;
+  for (int v : values) EXPECT_EQ(v, expected);
+  int received = -1;
+  MPI_Recv(&received, 1, MPI_INT, (rank + size - 1) % size, 7, mine, MPI_STATUS_IGNORE);
+  MPI_Wait(&request, MPI_STATUS_IGNORE);
+  EXPECT_EQ(received, 100 + (rank + size - 1) % size);
+  MPI_Comm_free(&mine);
+  half.free();
+  auto freed = Communicator::world();
+  freed.free();
+  try {
+    (void)freed.to_mpi();
+    ADD_FAILURE() << "to_mpi on a freed communicator returned";
+  } catch (const InvalidArgumentError& error) {
+    EXPECT_NE(std::string(error.what()).find("Communicator::to_mpi"), std::string::npos)
+        << error.what();
+  }
+}
+
 // from_mpi refuses what it cannot wrap with InvalidArgumentError naming
 // Communicator::from_mpi, on every rank, before any collective MPI call:
 // the job goes on and the next call works.

@@ -154,6 +154,10 @@ int collective_comm_world(collective_comm_t* out);
  * (C: MPI_Comm_c2f(comm); Fortran mpi: the integer; mpi_f08: comm%MPI_VAL).
  * The communicator is duplicated; the caller keeps ownership. Collective. */
 int collective_comm_from_fint(int mpi_fortran_handle, collective_comm_t* out);
+/* A new MPI communicator with comm's group and rank order, as its Fortran
+ * handle (C: MPI_Comm_f2c); the caller owns it (MPI_Comm_free) and the
+ * library never uses it. Collective (Communicator::to_mpi). */
+int collective_comm_to_fint(collective_comm_t comm, int* mpi_fortran_handle);
 /* Ranks with the same color form a new communicator, ordered by key. */
 int collective_comm_split(collective_comm_t comm, int color, int key, collective_comm_t* out);
 /* Frees the handle and sets *comm to NULL; a NULL *comm is a no-op. */

@@ -94,6 +94,15 @@ class COLLECTIVE_API Communicator {
   // rank and its color; this communicator stays usable.
   Communicator split(int color, int key) const;
 
+  // A new MPI communicator with this one's group and rank order, for code
+  // that speaks MPI itself (mpi4py, a library taking an MPI_Comm), as its
+  // Fortran handle: `MPI_Comm c = MPI_Comm_f2c(comm.to_mpi());`. The caller
+  // owns it and frees it with MPI_Comm_free; the library never uses it, so
+  // the caller's traffic on it never mixes with the library's. Its error
+  // handler is MPI's default, MPI_ERRORS_ARE_FATAL. Collective: every rank
+  // calls it; bounded by COLLECTIVE_TIMEOUT like split().
+  int to_mpi() const;
+
   // True on a rank that passed kUndefinedColor to split(): it belongs to no
   // group; rank() is -1, size() 0, and every other call (collectives,
   // split, topology, allocate, choose_algorithm) raises

@@ -156,6 +156,42 @@ Communicator Communicator::from_mpi(int mpi_fortran_handle) {
   return Communicator(duplicate(comm, "Communicator::from_mpi"));
 }
 
+int Communicator::to_mpi() const {
+  CommunicatorState& self = state();
+  constexpr const char* kOperation = "Communicator::to_mpi";
+  if (self.size == 0) throw InvalidArgumentError(kOperation, -1, kNullCommunicator);
+  if (self.freed) {
+    throw InvalidArgumentError(kOperation, self.rank, "the communicator was freed");
+  }
+  if (self.poisoned) {
+    throw CommunicationError(kOperation, self.rank,
+                             "communicator unusable after an earlier failure: " + *self.poisoned);
+  }
+  internal::require_mpi_running(kOperation, self.rank);
+  internal::require_mpi_thread(kOperation, self.rank);
+  const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kSplit);
+  // As every making of a communicator: one duplication of this one at a
+  // time, and below MPI_THREAD_MULTIPLE one making at a time.
+  const internal::ParentTurn parent_turn(self.comm);
+  const internal::CreationTurn creation_turn;
+  internal::agree_on_creation_turn(creation_turn, self.comm, kOperation, self.rank);
+  MPI_Comm copy = MPI_COMM_NULL;
+  MPI_Request request = MPI_REQUEST_NULL;
+  {
+    const internal::MpiLock lock;
+    internal::check_mpi(MPI_Comm_idup(self.comm, &copy, &request), "MPI_Comm_idup", kOperation,
+                        self.rank);
+  }
+  wait_for_all_ranks(request, kOperation, self.rank, "MPI_Comm_idup");
+  {
+    // The duplicate inherits the library's MPI_ERRORS_RETURN; the caller's
+    // communicator gets MPI's default.
+    const internal::MpiLock lock;
+    MPI_Comm_set_errhandler(copy, MPI_ERRORS_ARE_FATAL);
+  }
+  return MPI_Comm_c2f(copy);
+}
+
 internal::CommunicatorState& Communicator::state() const {
   if (!state_) {
     throw InvalidArgumentError("Communicator", -1, "use of a moved-from Communicator");
