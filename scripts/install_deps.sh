@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Installs the Debian packages libcollective needs, only those missing.
 # Idempotent and quiet when everything is there. Runs as root (or through
-# sudo when available). Usage: scripts/install_deps.sh [--with-plot] [--with-fuzz] [--with-mpich]
+# sudo when available). Usage: scripts/install_deps.sh [--with-plot] [--with-fuzz] [--with-mpich] [--with-python]
 # [--with-slurm]. --with-slurm adds Debian's Slurm (controller, node daemon,
 # srun) for scripts/slurm_cluster.sh, which runs its own daemons with its
 # own config; Debian's services need /etc/slurm/slurm.conf, which nothing
 # here writes, so they stay down (munge comes as a dependency, unused).
 # --with-mpich adds Debian's MPICH beside Open MPI, which stays the default
-# (mpicc, mpirun, mpi.h): see the end of this script.
+# (mpicc, mpirun, mpi.h): see the end of this script. --with-python adds
+# what `import collective` needs to build and test (pybind11, numpy, mpi4py,
+# pytest for Debian's /usr/bin/python3; docs/python.md).
 set -euo pipefail
 
 packages=(
@@ -26,6 +28,7 @@ for arg in "$@"; do
     --with-fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --with-mpich) packages+=(mpich libmpich-dev) ;;
     --with-slurm) packages+=(slurmctld slurmd slurm-client) ;;
+    --with-python) packages+=(python3-dev python3-pybind11 python3-numpy python3-mpi4py python3-pytest) ;;
     *) echo "install_deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -9,9 +9,10 @@ cd "$root"
 # shows where the time goes.
 phase() { echo "== $1 ($(date +%T), ${SECONDS} s in)"; }
 # --with-slurm: the Slurm test (tests/slurm, scripts/slurm_cluster.sh).
+# --with-python: the Python binding and its tests (tests/python).
 # Everything is installed here, MPICH too, so that no later step runs apt
 # while the background builds below run.
-extra_install=(--with-plot --with-slurm)
+extra_install=(--with-plot --with-slurm --with-python)
 [[ -x scripts/fuzz.sh ]] && extra_install+=(--with-fuzz)
 with_mpich=0
 [[ -x scripts/test_mpich.sh && ${COLLECTIVE_CI_MPICH:-1} == 1 ]] && with_mpich=1

@@ -1,0 +1,16 @@
+// collective._collective: the native part of `import collective`.
+#include <pybind11/pybind11.h>
+
+#include "collective/collective.h"
+#include "communicator_binding.h"
+#include "mpi_environment.h"
+#include "python_errors.h"
+
+PYBIND11_MODULE(_collective, module) {
+  module.doc() = "libcollective's collectives on Python buffers (see the collective package).";
+  module.attr("__version__") = std::string(collective::version_string());
+  module.attr("built_with_nccl") = collective::built_with_nccl();
+  collective::python::register_errors(module);
+  collective::python::bind_environment(module);
+  collective::python::bind_communicator(module);
+}
