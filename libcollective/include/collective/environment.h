@@ -12,7 +12,7 @@ namespace collective {
 // communication failure (see below).
 inline constexpr int kExitAfterCommunicationFailure = 14;
 
-// Initializes MPI (thread level MPI_THREAD_SERIALIZED) unless the program
+// Initializes MPI (asking for MPI_THREAD_MULTIPLE) unless the program
 // already did, and finalizes it on destruction only if it initialized it.
 // After a communication failure (a TimeoutError, a dead or stopped peer, an
 // abort, an MPI error) MPI_Finalize may wait forever for an unreachable
