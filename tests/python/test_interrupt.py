@@ -25,7 +25,7 @@ def test_ctrl_c_during_a_call_is_raised_when_it_returns(comm):
 
             def interrupt_while_waiting():
                 waiting.wait()
-                time.sleep(0.5)  # rank 0 is inside the barrier by now; its peers come at 2 s
+                time.sleep(0.5)  # rank 0 is inside the barrier by now; its peers come at 3 s
                 os.kill(os.getpid(), signal.SIGINT)
 
             sender = threading.Thread(target=interrupt_while_waiting)
@@ -41,7 +41,7 @@ def test_ctrl_c_during_a_call_is_raised_when_it_returns(comm):
             sender.join()
         else:
             after = []
-            time.sleep(2.0)
+            time.sleep(3.0)
             comm.barrier()
         # The barrier completed on every rank: the next call pairs up (and
         # runs before any assertion, so that a failing rank 0 leaves no
