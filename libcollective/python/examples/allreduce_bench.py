@@ -1,22 +1,32 @@
-"""All-reduce timing from Python: collective's call beside mpi4py's Allreduce.
+"""All-reduce timing from Python: the Python call beside the C++ call and mpi4py's Allreduce.
 
     mpirun -np 2 /usr/bin/python3 libcollective/python/examples/allreduce_bench.py
 
-(with PYTHONPATH=build/python from a build tree, or nothing once installed).
-Each size runs both calls on the same float32 buffers, alternating which goes
-first, and prints the median of each and their ratio, as rank 0 sees them
-(the slowest rank's time of each iteration).
+(with PYTHONPATH=build/python from a build tree, or nothing once installed;
+options: --iters N, --sizes 8,65536,1048576 in bytes).
+
+Each size runs three calls on the same float32 buffers and communicator, in
+a rotating order, each after a barrier:
+  python  comm.all_reduce(send, recv), timed around the Python call;
+  c++     the same C++ Communicator::all_reduce, timed inside C++
+          (collective._collective._time_all_reduce_cxx), so python - c++
+          is what the binding adds;
+  mpi4py  MPI.Allreduce on the same buffers (when mpi4py is present).
+It prints the median of each (the slowest rank's time of each iteration),
+python/c++, python - c++ and mpi4py/python.
 """
+import argparse
 import sys
 import time
 
 import numpy as np
 
 import collective
+from collective._collective import _time_all_reduce_cxx
 
 try:
     from mpi4py import MPI
-except ImportError:  # mpi4py is optional: ours alone
+except ImportError:  # mpi4py is optional
     MPI = None
 
 
@@ -27,37 +37,54 @@ def slowest(comm, seconds):
     return float(out[0])
 
 
+def one_call(which, comm, theirs, send, recv):
+    if which == "python":
+        start = time.perf_counter()
+        comm.all_reduce(send, recv)
+        return time.perf_counter() - start
+    if which == "c++":
+        return _time_all_reduce_cxx(comm, send, recv)
+    start = time.perf_counter()
+    theirs.Allreduce(send, recv)
+    return time.perf_counter() - start
+
+
 def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--iters", type=int, default=200)
+    parser.add_argument("--sizes", default="8,65536,1048576")
+    args = parser.parse_args()
     comm = collective.Communicator.world()
     theirs = comm.to_mpi4py() if MPI else None
-    iters = int(sys.argv[1]) if len(sys.argv) > 1 else 50
+    calls = ["python", "c++"] + (["mpi4py"] if theirs is not None else [])
     if comm.rank == 0:
-        print(f"# {comm.size} ranks, float32 sum, median of {iters} iterations (us)")
-        print(f"{'bytes':>10} {'collective':>11} {'mpi4py':>9} {'mpi4py/ours':>12}")
-    size = 8
-    while size <= 64 << 20:
+        print(f"# {comm.size} ranks, float32 sum, median of {args.iters} iterations (us), "
+              f"Python {sys.version.split()[0]}")
+        print(f"{'bytes':>9} {'python':>9} {'c++':>9} {'py/c++':>7} {'py-c++':>8} "
+              f"{'mpi4py':>9} {'mpi4py/py':>9}")
+    warmup = 10
+    for size in (int(s) for s in args.sizes.split(",")):
         send = np.ones(size // 4, np.float32)
         recv = np.empty_like(send)
-        ours, mpis = [], []
-        for i in range(iters + 5):
-            order = (0, 1) if i % 2 == 0 else (1, 0)
+        times = {which: [] for which in calls}
+        for i in range(args.iters + warmup):
+            order = calls[i % len(calls):] + calls[:i % len(calls)]
             for which in order:
+                recv.fill(0)
                 comm.barrier()
-                start = time.perf_counter()
-                if which == 0:
-                    comm.all_reduce(send, recv)
-                elif theirs is not None:
-                    theirs.Allreduce(send, recv)
-                elapsed = slowest(comm, time.perf_counter() - start)
-                if i >= 5:
-                    (ours if which == 0 else mpis).append(elapsed)
-            if recv[0] != comm.size or recv[-1] != comm.size:
-                raise SystemExit(f"rank {comm.rank}: wrong result at {size} B")
+                elapsed = slowest(comm, one_call(which, comm, theirs, send, recv))
+                if i >= warmup:
+                    times[which].append(elapsed)
+                wrong = np.nonzero(recv != comm.size)[0]
+                if wrong.size:
+                    raise SystemExit(f"rank {comm.rank}: {which} at {size} B: index {wrong[0]} is "
+                                     f"{recv[wrong[0]]}, expected {comm.size}")
         if comm.rank == 0:
-            a = np.median(ours) * 1e6
-            b = np.median(mpis) * 1e6 if theirs is not None else float("nan")
-            print(f"{size:>10} {a:>11.2f} {b:>9.2f} {b / a:>12.2f}")
-        size *= 8
+            med = {which: float(np.median(t)) * 1e6 for which, t in times.items()}
+            mpi = med.get("mpi4py", float("nan"))
+            print(f"{size:>9} {med['python']:>9.2f} {med['c++']:>9.2f} "
+                  f"{med['python'] / med['c++']:>7.2f} {med['python'] - med['c++']:>8.2f} "
+                  f"{mpi:>9.2f} {mpi / med['python']:>9.2f}")
     if theirs is not None:
         theirs.Free()
 

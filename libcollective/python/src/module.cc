@@ -3,6 +3,7 @@
 
 #include "collective/collective.h"
 #include "communicator_binding.h"
+#include "cxx_timing.h"
 #include "mpi_environment.h"
 #include "python_errors.h"
 
@@ -13,4 +14,5 @@ PYBIND11_MODULE(_collective, module) {
   collective::python::register_errors(module);
   collective::python::bind_environment(module);
   collective::python::bind_communicator(module);
+  collective::python::bind_cxx_timing(module);
 }
