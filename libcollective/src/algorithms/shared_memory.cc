@@ -77,11 +77,53 @@ double all_to_all_seconds(const Request& request, const Shape& shape) {
          node_work_seconds(shape, n + n, moved + moved, 0.0);
 }
 
+// all_gather_v, gather and scatter inside one node (the exchange of
+// shared_memory_exchange.cc): a header hand-off, then the busiest rank's
+// `received` bytes (all_gather_v: every rank's; gather: the root's;
+// scatter: the root's `sent`) read from its peers, one copy, by
+// cross-memory attach when the largest block `largest` allows it (and a
+// closing hand-off), else through the slots in rounds (each block staged
+// once, read once). gather_v's and scatter_v's counts are the root's alone
+// and the estimate must be the same on every rank: there it is the header's
+// hand-off and one round's, as for all_to_all_v.
+double gather_scatter_seconds(const Request& request, const Shape& shape) {
+  const double element = static_cast<double>(request.element_bytes());
+  const double local = shape.per_node;
+  double total = 0.0;    // bytes in all blocks
+  double largest = 0.0;  // the largest block
+  double smallest = 0.0;
+  if (request.kind == CollectiveKind::kAllGatherV) {
+    for (std::size_t q = 0; q < request.recv_counts.size(); ++q) {
+      const double block = static_cast<double>(request.recv_counts[q]) * element;
+      total += block;
+      largest = std::max(largest, block);
+      smallest = q == 0 ? block : std::min(smallest, block);
+    }
+  } else if (request.kind == CollectiveKind::kGather || request.kind == CollectiveKind::kScatter) {
+    largest = smallest = shape.bytes;
+    total = shape.bytes * local;
+  } else {
+    return kCallSeconds + 2.0 * handoff_seconds(shape);
+  }
+  if (largest == 0.0) return kCallSeconds + handoff_seconds(shape);
+  // The busiest rank receives every block but the smallest (its own).
+  const double received = total - smallest;
+  if (largest >= static_cast<double>(kCrossMemoryAttachBytes)) {
+    return kCallSeconds + 2.0 * handoff_seconds(shape) +
+           node_work_seconds(shape, received + received, 0.0, 0.0);
+  }
+  return kCallSeconds +
+         handoff_seconds(shape) * (1.0 + std::min(slot_rounds(largest), double{kSegmentDepth})) +
+         node_work_seconds(shape, received, largest + received, 0.0);
+}
+
 }  // namespace
 
 std::span<const CollectiveKind> SharedMemoryAlgorithm::serves() const {
-  static constexpr std::array kServed = {CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,
-                                         CollectiveKind::kAllToAllV};
+  static constexpr std::array kServed = {
+      CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,  CollectiveKind::kAllToAllV,
+      CollectiveKind::kAllGatherV, CollectiveKind::kGather,   CollectiveKind::kGatherV,
+      CollectiveKind::kScatter,    CollectiveKind::kScatterV};
   return kServed;
 }
 
@@ -123,19 +165,19 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
     case CollectiveKind::kAllReduce: return all_reduce(request, state);
     case CollectiveKind::kAllToAll:
     case CollectiveKind::kAllToAllV:
-      return shared_memory_all_to_all(request, state,
-                                      streaming_threshold(*state.topology, state.rank));
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kScatterV:
+      return shared_memory_exchange(request, state,
+                                    streaming_threshold(*state.topology, state.rank));
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
     case CollectiveKind::kBarrier:
-    case CollectiveKind::kAllGatherV:
-    case CollectiveKind::kReduceScatterV:
-    case CollectiveKind::kGather:
-    case CollectiveKind::kGatherV:
-    case CollectiveKind::kScatter:
-    case CollectiveKind::kScatterV: refuse_unserved(request, state);
+    case CollectiveKind::kReduceScatterV: refuse_unserved(request, state);
   }
 }
 
@@ -179,6 +221,11 @@ std::optional<double> SharedMemoryAlgorithm::estimate_seconds(const Request& req
   if (shape.nodes > 1) return std::nullopt;
   if (request.kind == CollectiveKind::kAllToAll || request.kind == CollectiveKind::kAllToAllV) {
     return all_to_all_seconds(request, shape);
+  }
+  if (request.kind == CollectiveKind::kAllGatherV || request.kind == CollectiveKind::kGather ||
+      request.kind == CollectiveKind::kGatherV || request.kind == CollectiveKind::kScatter ||
+      request.kind == CollectiveKind::kScatterV) {
+    return gather_scatter_seconds(request, shape);
   }
   if (request.kind != CollectiveKind::kAllReduce) return std::nullopt;
   if (redundant_is_cheaper(shape)) return kCallSeconds + redundant_seconds(shape);
