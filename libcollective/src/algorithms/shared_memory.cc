@@ -78,17 +78,19 @@ double all_to_all_seconds(const Request& request, const Shape& shape) {
 }
 
 // all_gather_v, gather and scatter inside one node (the exchange of
-// shared_memory_exchange.cc): a header hand-off, then the busiest rank's
-// `received` bytes (all_gather_v: every rank's; gather: the root's;
-// scatter: the root's `sent`) read from its peers, one copy, by
-// cross-memory attach when the largest block `largest` allows it (and a
-// closing hand-off), else through the slots in rounds (each block staged
-// once, read once). gather_v's and scatter_v's counts are the root's alone
-// and the estimate must be the same on every rank: there it is the header's
-// hand-off and one round's, as for all_to_all_v.
-double gather_scatter_seconds(const Request& request, const Shape& shape) {
+// shared_memory_exchange.cc), offered to AUTO only for the single-copy
+// form, a largest block of kCrossMemoryAttachBytes or more: the busiest
+// rank's `received` bytes (all_gather_v: every block but the smallest;
+// gather: the root's, scatter: the root's peers') read from memory and
+// written once, and two hand-offs. Below it the rounds through the slots
+// measured 0.3x MPI's gathers at 32 KiB blocks with the machine loaded
+// (docs/performance.md), the header hand-off and a hand-off a round each
+// waiting on a descheduled peer: there is no estimate, and the ring's
+// (all_gather_v) or the size rule's mpi serves. gather_v's and scatter_v's
+// counts are the root's alone and the estimate must be the same on every
+// rank: none either.
+std::optional<double> gather_scatter_seconds(const Request& request, const Shape& shape) {
   const double element = static_cast<double>(request.element_bytes());
-  const double local = shape.per_node;
   double total = 0.0;    // bytes in all blocks
   double largest = 0.0;  // the largest block
   double smallest = 0.0;
@@ -101,20 +103,14 @@ double gather_scatter_seconds(const Request& request, const Shape& shape) {
     }
   } else if (request.kind == CollectiveKind::kGather || request.kind == CollectiveKind::kScatter) {
     largest = smallest = shape.bytes;
-    total = shape.bytes * local;
+    total = shape.bytes * shape.per_node;
   } else {
-    return kCallSeconds + 2.0 * handoff_seconds(shape);
+    return std::nullopt;
   }
-  if (largest == 0.0) return kCallSeconds + handoff_seconds(shape);
-  // The busiest rank receives every block but the smallest (its own).
+  if (largest < static_cast<double>(kCrossMemoryAttachBytes)) return std::nullopt;
   const double received = total - smallest;
-  if (largest >= static_cast<double>(kCrossMemoryAttachBytes)) {
-    return kCallSeconds + 2.0 * handoff_seconds(shape) +
-           node_work_seconds(shape, received + received, 0.0, 0.0);
-  }
-  return kCallSeconds +
-         handoff_seconds(shape) * (1.0 + std::min(slot_rounds(largest), double{kSegmentDepth})) +
-         node_work_seconds(shape, received, largest + received, 0.0);
+  return kCallSeconds + 2.0 * handoff_seconds(shape) +
+         node_work_seconds(shape, received + received, 0.0, 0.0);
 }
 
 }  // namespace
