@@ -1,4 +1,5 @@
-// shared_memory's all_to_all(_v) when the kernel refuses cross-memory attach
+// shared_memory's all_to_all(_v), all_gather_v, gather_v and scatter_v
+// when the kernel refuses cross-memory attach
 // between the ranks: every rank drops CAP_SYS_PTRACE and the last rank makes
 // itself non-dumpable, so the others' process_vm_readv from it fails with
 // EPERM (the test checks that it does) while its own reads succeed. Every
@@ -39,6 +40,58 @@ void drop_ptrace_capability() {
   ASSERT_EQ(syscall(SYS_capset, &header, data), 0) << std::strerror(errno);
 }
 
+// all_gather_v, gather_v to rank 0 (which reads the guarded rank) and
+// scatter_v from the guarded rank (which the others read), of `count`
+// bytes a block but none from rank 1.
+void gathers_and_scatters(Communicator& comm, std::size_t count, int call) {
+  const int rank = comm.rank();
+  const int size = comm.size();
+  const auto p = static_cast<std::size_t>(size);
+  std::vector<std::size_t> counts(p, count), displs(p);
+  counts[1] = 0;
+  for (std::size_t q = 1; q < p; ++q) displs[q] = displs[q - 1] + counts[q - 1];
+  const std::size_t total = displs[p - 1] + counts[p - 1];
+  const std::size_t own = counts[static_cast<std::size_t>(rank)];
+  std::vector<std::uint8_t> block(own), whole(total, 0xEE);
+  for (std::size_t i = 0; i < own; ++i) block[i] = byte_value(rank, 0, i);
+  auto check_whole = [&](const char* what) {
+    for (std::size_t q = 0; q < p; ++q) {
+      for (std::size_t i = 0; i < counts[q]; ++i) {
+        const std::uint8_t expected = byte_value(static_cast<int>(q), 0, i);
+        ASSERT_EQ(int{whole[displs[q] + i]}, int{expected})
+            << what << " call " << call << " count " << count << ": rank " << rank << " index "
+            << displs[q] + i << " expected " << int{expected} << " actual "
+            << int{whole[displs[q] + i]};
+      }
+    }
+  };
+  collective::AllGatherOptions all_gather;
+  all_gather.algorithm = Algorithm::kSharedMemory;
+  comm.all_gather_v(block.data(), own, whole.data(), counts, displs, DataType::kUInt8, all_gather);
+  check_whole("all_gather_v");
+  collective::GatherOptions gather;
+  gather.algorithm = Algorithm::kSharedMemory;
+  std::fill(whole.begin(), whole.end(), 0xEE);
+  comm.gather_v(block.data(), own, whole.data(), counts, displs, DataType::kUInt8, gather);
+  if (rank == 0) check_whole("gather_v");
+  collective::ScatterOptions scatter;
+  scatter.algorithm = Algorithm::kSharedMemory;
+  scatter.root = size - 1;
+  for (std::size_t q = 0; q < p; ++q) {
+    for (std::size_t i = 0; i < counts[q]; ++i) {
+      whole[displs[q] + i] = byte_value(static_cast<int>(q), 0, i);
+    }
+  }
+  std::vector<std::uint8_t> mine(own, 0xEE);
+  comm.scatter_v(whole.data(), counts, displs, mine.data(), own, DataType::kUInt8, scatter);
+  for (std::size_t i = 0; i < own; ++i) {
+    const std::uint8_t expected = byte_value(rank, 0, i);
+    ASSERT_EQ(int{mine[i]}, int{expected}) << "scatter_v call " << call << " count " << count
+                                           << ": rank " << rank << " index " << i << " expected "
+                                           << int{expected} << " actual " << int{mine[i]};
+  }
+}
+
 TEST(CrossMemoryRefused, AllToAllGoesThroughTheSlots) {
   Communicator comm = Communicator::world();
   const int rank = comm.rank();
@@ -72,6 +125,10 @@ TEST(CrossMemoryRefused, AllToAllGoesThroughTheSlots) {
   for (int call = 0; call < 3; ++call) {
     for (std::size_t count : {std::size_t{70001}, std::size_t{200000}}) {
       std::vector<std::uint8_t> send(p * count), recv(p * count, 0xEE);
+      // The gathers and scatters first: on the first call it is one of
+      // them that meets the refusal.
+      gathers_and_scatters(comm, count, call);
+      if (HasFatalFailure()) return;
       for (std::size_t q = 0; q < p; ++q) {
         for (std::size_t i = 0; i < count; ++i) {
           send[q * count + i] = byte_value(rank, static_cast<int>(q), i);

@@ -1,4 +1,5 @@
-// shared_memory and hierarchical all-reduce under mpirun (1-4 ranks): every
+// shared_memory and hierarchical all-reduce under mpirun (1-4 ranks), and
+// shared_memory's gathers and scatters by AUTO with virtual nodes: every
 // type and op at counts around every boundary (64-byte units, pieces,
 // slots, the small/large switch), in place and not, from library-allocated
 // buffers, with virtual nodes of equal and unequal sizes, bitwise agreement
@@ -10,6 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -327,6 +329,92 @@ TEST(Hierarchical, AutoAgreesOnEveryRankWithVirtualNodes) {
               DataType::kInt32, ReduceOp::kSum, 70001, false);
   }
   ASSERT_TRUE(all_ranks_agree(!HasFailure()));
+}
+
+// AUTO's all_gather_v, gather_v and scatter_v with virtual nodes: every
+// rank runs the same algorithm, never shared_memory across nodes, and
+// shared_memory for an all_gather_v on one node whose largest block takes
+// the single copy (docs/algorithms.md, AUTO); every element arrives.
+// Uneven blocks, none on rank 1, above and below the cross-memory-attach
+// size.
+TEST(SharedMemory, AutoGathersAndScattersWithVirtualNodes) {
+  const int ranks = Communicator::world().size();
+  const auto p = static_cast<std::size_t>(ranks);
+  auto value = [](int from, std::size_t i) {
+    return static_cast<std::int32_t>(from * 1000003 + static_cast<int>(i % 999983));
+  };
+  for (const std::vector<int>& layout : testing_support::node_layouts(ranks)) {
+    Communicator comm = testing_support::with_virtual_nodes(layout);
+    const int rank = comm.rank();
+    for (const std::size_t base : {std::size_t{3}, std::size_t{30001}}) {
+      std::vector<std::size_t> counts(p), displs(p);
+      std::size_t total = 0;
+      for (std::size_t q = 0; q < p; ++q) {
+        counts[q] = q == 1 ? 0 : base * (q + 1);
+        displs[q] = total;
+        total += counts[q];
+      }
+      const std::size_t own = counts[static_cast<std::size_t>(rank)];
+      std::vector<std::int32_t> mine(own), whole(total, -1);
+      for (std::size_t i = 0; i < own; ++i) mine[i] = value(rank, i);
+      const std::string where = std::to_string(layout.size()) + " nodes, base " +
+                                std::to_string(base) + ", rank " + std::to_string(rank);
+      auto check_one_algorithm = [&](const char* what, bool single_copy) {
+        const int used = static_cast<int>(comm.last_algorithm());
+        int low = used;
+        int high = used;
+        MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        EXPECT_EQ(low, high) << what << ", " << where;
+        const bool shared_memory = used == static_cast<int>(Algorithm::kSharedMemory);
+        if (layout.size() > 1) {
+          EXPECT_FALSE(shared_memory) << what << ", " << where;
+        } else if (ranks > 1 && single_copy) {
+          EXPECT_TRUE(shared_memory)
+              << what << ", " << where << " ran " << to_string(comm.last_algorithm());
+        }
+      };
+      auto check_whole = [&](const char* what) {
+        for (std::size_t q = 0; q < p; ++q) {
+          for (std::size_t i = 0; i < counts[q]; ++i) {
+            ASSERT_EQ(whole[displs[q] + i], value(static_cast<int>(q), i))
+                << what << ", " << where << " index " << displs[q] + i << " expected "
+                << value(static_cast<int>(q), i) << " actual " << whole[displs[q] + i];
+          }
+        }
+      };
+      comm.all_gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt32);
+      check_one_algorithm("all_gather_v", base * p * sizeof(std::int32_t) >= 64 * 1024);
+      check_whole("all_gather_v");
+      std::fill(whole.begin(), whole.end(), -1);
+      GatherOptions gather;
+      gather.root = ranks - 1;
+      comm.gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt32, gather);
+      check_one_algorithm("gather_v", false);
+      if (rank == gather.root) check_whole("gather_v");
+      ScatterOptions scatter;
+      scatter.root = 0;
+      if (rank == scatter.root) {
+        for (std::size_t q = 0; q < p; ++q) {
+          for (std::size_t i = 0; i < counts[q]; ++i)
+            whole[displs[q] + i] = value(static_cast<int>(q), i);
+        }
+      }
+      std::vector<std::int32_t> got(own, -1);
+      comm.scatter_v(whole.data(), counts, displs, got.data(), own, DataType::kInt32, scatter);
+      check_one_algorithm("scatter_v", false);
+      if (rank == 0) check_whole("scatter_v source");
+      // In a lambda: a rank that fails goes on with the others' calls.
+      [&] {
+        for (std::size_t i = 0; i < own; ++i) {
+          ASSERT_EQ(got[i], value(rank, i)) << "scatter_v, " << where << " index " << i
+                                            << " expected " << value(rank, i) << " actual "
+                                            << got[i];
+        }
+      }();
+    }
+    ASSERT_TRUE(all_ranks_agree(!HasFailure())) << "layout of " << layout.size() << " nodes";
+  }
 }
 
 }  // namespace

@@ -77,11 +77,49 @@ double all_to_all_seconds(const Request& request, const Shape& shape) {
          node_work_seconds(shape, n + n, moved + moved, 0.0);
 }
 
+// all_gather_v, gather and scatter inside one node (the exchange of
+// shared_memory_exchange.cc), offered to AUTO only for the single-copy
+// form, a largest block of kCrossMemoryAttachBytes or more: the busiest
+// rank's `received` bytes (all_gather_v: every block but the smallest;
+// gather: the root's, scatter: the root's peers') read from memory and
+// written once, and two hand-offs. Below it the rounds through the slots
+// measured 0.3x MPI's gathers at 32 KiB blocks with the machine loaded
+// (docs/performance.md), the header hand-off and a hand-off a round each
+// waiting on a descheduled peer: there is no estimate, and the ring's
+// (all_gather_v) or the size rule's mpi serves. gather_v's and scatter_v's
+// counts are the root's alone and the estimate must be the same on every
+// rank: none either.
+std::optional<double> gather_scatter_seconds(const Request& request, const Shape& shape) {
+  const double element = static_cast<double>(request.element_bytes());
+  double total = 0.0;    // bytes in all blocks
+  double largest = 0.0;  // the largest block
+  double smallest = 0.0;
+  if (request.kind == CollectiveKind::kAllGatherV) {
+    for (std::size_t q = 0; q < request.recv_counts.size(); ++q) {
+      const double block = static_cast<double>(request.recv_counts[q]) * element;
+      total += block;
+      largest = std::max(largest, block);
+      smallest = q == 0 ? block : std::min(smallest, block);
+    }
+  } else if (request.kind == CollectiveKind::kGather || request.kind == CollectiveKind::kScatter) {
+    largest = smallest = shape.bytes;
+    total = shape.bytes * shape.per_node;
+  } else {
+    return std::nullopt;
+  }
+  if (largest < static_cast<double>(kCrossMemoryAttachBytes)) return std::nullopt;
+  const double received = total - smallest;
+  return kCallSeconds + 2.0 * handoff_seconds(shape) +
+         node_work_seconds(shape, received + received, 0.0, 0.0);
+}
+
 }  // namespace
 
 std::span<const CollectiveKind> SharedMemoryAlgorithm::serves() const {
-  static constexpr std::array kServed = {CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,
-                                         CollectiveKind::kAllToAllV};
+  static constexpr std::array kServed = {
+      CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,  CollectiveKind::kAllToAllV,
+      CollectiveKind::kAllGatherV, CollectiveKind::kGather,   CollectiveKind::kGatherV,
+      CollectiveKind::kScatter,    CollectiveKind::kScatterV};
   return kServed;
 }
 
@@ -123,19 +161,19 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
     case CollectiveKind::kAllReduce: return all_reduce(request, state);
     case CollectiveKind::kAllToAll:
     case CollectiveKind::kAllToAllV:
-      return shared_memory_all_to_all(request, state,
-                                      streaming_threshold(*state.topology, state.rank));
+    case CollectiveKind::kAllGatherV:
+    case CollectiveKind::kGather:
+    case CollectiveKind::kGatherV:
+    case CollectiveKind::kScatter:
+    case CollectiveKind::kScatterV:
+      return shared_memory_exchange(request, state,
+                                    streaming_threshold(*state.topology, state.rank));
     case CollectiveKind::kReduceScatter:
     case CollectiveKind::kAllGather:
     case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
     case CollectiveKind::kBarrier:
-    case CollectiveKind::kAllGatherV:
-    case CollectiveKind::kReduceScatterV:
-    case CollectiveKind::kGather:
-    case CollectiveKind::kGatherV:
-    case CollectiveKind::kScatter:
-    case CollectiveKind::kScatterV: refuse_unserved(request, state);
+    case CollectiveKind::kReduceScatterV: refuse_unserved(request, state);
   }
 }
 
@@ -179,6 +217,11 @@ std::optional<double> SharedMemoryAlgorithm::estimate_seconds(const Request& req
   if (shape.nodes > 1) return std::nullopt;
   if (request.kind == CollectiveKind::kAllToAll || request.kind == CollectiveKind::kAllToAllV) {
     return all_to_all_seconds(request, shape);
+  }
+  if (request.kind == CollectiveKind::kAllGatherV || request.kind == CollectiveKind::kGather ||
+      request.kind == CollectiveKind::kGatherV || request.kind == CollectiveKind::kScatter ||
+      request.kind == CollectiveKind::kScatterV) {
+    return gather_scatter_seconds(request, shape);
   }
   if (request.kind != CollectiveKind::kAllReduce) return std::nullopt;
   if (redundant_is_cheaper(shape)) return kCallSeconds + redundant_seconds(shape);

@@ -85,30 +85,84 @@ struct Exchange {
   std::span<std::size_t> peer_address;
   bool all_readable = false;
   bool all_shared = false;
+  // This rank's outgoing blocks stay as they are through the call (every
+  // form but all_to_all's in-place one): peers may read them directly.
+  bool sources_stay = true;
+  // Every rank sends the same block to every peer that takes one
+  // (all_gather_v) or sends to one peer only (gather): it is staged once,
+  // in the whole slot, and each receiver reads it from there.
+  bool one_outgoing_block = false;
 };
 
+// Where this rank's block for local rank q lies in its send buffer (out)
+// and where q's block for it goes in its receive buffer (in), per kind.
+// Blocks a rank neither sends nor receives have 0 bytes.
 void fill_exchange(Exchange& x, const Request& request, const NodeSegment& segment, int rank) {
   const std::size_t element = request.element_bytes();
   const auto ranks = static_cast<std::size_t>(segment.local_size());
+  const CollectiveKind kind = request.kind;
+  const bool all_to_all = kind == CollectiveKind::kAllToAll || kind == CollectiveKind::kAllToAllV;
   x.in_place = request.in_place(rank);
   x.recv = static_cast<std::byte*>(request.recv);
-  x.send = x.in_place ? x.recv : static_cast<const std::byte*>(request.send);
+  // all_to_all's in-place form sends from recv, whose blocks it overwrites;
+  // the gathers' and scatters' own block lies inside the other buffer, and
+  // what goes out is never written by the call.
+  x.send = x.in_place && all_to_all ? x.recv : static_cast<const std::byte*>(request.send);
+  x.sources_stay = !(x.in_place && all_to_all);
+  x.one_outgoing_block = kind == CollectiveKind::kAllGatherV || kind == CollectiveKind::kGather ||
+                         kind == CollectiveKind::kGatherV;
   const std::size_t block = request.count * element;
   const auto own = static_cast<std::size_t>(segment.comm_rank(segment.local_rank()));
+  const bool root = static_cast<int>(own) == request.root;
   for (std::size_t q = 0; q < ranks; ++q) {
     const auto c = static_cast<std::size_t>(segment.comm_rank(static_cast<int>(q)));
-    if (request.kind == CollectiveKind::kAllToAll) {
-      x.out.offset[q] = x.in.offset[q] = c * block;
-      x.out.bytes[q] = x.in.bytes[q] = block;
-      x.peer_offset[q] = own * block;
-      x.peer_bytes[q] = block;
-      continue;
+    const bool to_root = static_cast<int>(c) == request.root;
+    x.out.offset[q] = x.out.bytes[q] = x.in.offset[q] = x.in.bytes[q] = 0;
+    switch (kind) {
+      case CollectiveKind::kAllToAll:
+        x.out.offset[q] = x.in.offset[q] = c * block;
+        x.out.bytes[q] = x.in.bytes[q] = block;
+        x.peer_offset[q] = own * block;
+        x.peer_bytes[q] = block;
+        break;
+      case CollectiveKind::kAllToAllV:
+        x.in.offset[q] = request.recv_displacements[c] * element;
+        x.in.bytes[q] = request.recv_counts[c] * element;
+        // In place, recv's layout is what goes out too (the send spans are empty).
+        x.out.offset[q] = x.in_place ? x.in.offset[q] : request.send_displacements[c] * element;
+        x.out.bytes[q] = x.in_place ? x.in.bytes[q] : request.send_counts[c] * element;
+        break;
+      case CollectiveKind::kAllGatherV:
+        x.out.bytes[q] = block;
+        x.in.offset[q] = request.recv_displacements[c] * element;
+        x.in.bytes[q] = request.recv_counts[c] * element;
+        break;
+      case CollectiveKind::kGather:
+      case CollectiveKind::kGatherV:
+        if (to_root) x.out.bytes[q] = block;
+        if (!root) break;
+        x.in.offset[q] = kind == CollectiveKind::kGather
+                             ? c * block
+                             : request.recv_displacements[c] * element;
+        x.in.bytes[q] = kind == CollectiveKind::kGather ? block : request.recv_counts[c] * element;
+        break;
+      case CollectiveKind::kScatter:
+      case CollectiveKind::kScatterV:
+        if (to_root) x.in.bytes[q] = block;
+        if (!root) break;
+        x.out.offset[q] = kind == CollectiveKind::kScatter
+                              ? c * block
+                              : request.send_displacements[c] * element;
+        x.out.bytes[q] = kind == CollectiveKind::kScatter ? block : request.send_counts[c] * element;
+        break;
+      case CollectiveKind::kAllReduce:
+      case CollectiveKind::kReduceScatter:
+      case CollectiveKind::kAllGather:
+      case CollectiveKind::kBroadcast:
+      case CollectiveKind::kReduce:
+      case CollectiveKind::kBarrier:
+      case CollectiveKind::kReduceScatterV: break;  // not exchanges (shared_memory.cc)
     }
-    x.in.offset[q] = request.recv_displacements[c] * element;
-    x.in.bytes[q] = request.recv_counts[c] * element;
-    // In place, recv's layout is what goes out too (the send spans are empty).
-    x.out.offset[q] = x.in_place ? x.in.offset[q] : request.send_displacements[c] * element;
-    x.out.bytes[q] = x.in_place ? x.in.bytes[q] : request.send_counts[c] * element;
   }
 }
 
@@ -123,7 +177,7 @@ std::size_t send_extent(const Exchange& x) {
 // This rank's send buffer as a shared allocation its peers may map, when
 // it is one (and the call is not in place).
 std::optional<SharedRange> shared_send(const Exchange& x) {
-  if (x.in_place) return std::nullopt;
+  if (!x.sources_stay) return std::nullopt;
   const std::size_t extent = send_extent(x);
   if (extent == 0) return std::nullopt;
   return shared_allocations().find(x.send, extent);
@@ -141,6 +195,7 @@ void copy_own_block(const Exchange& x, int own) {
   const auto r = static_cast<std::size_t>(own);
   // In place the block is already where it belongs; the argument checks
   // made send_counts[rank] == recv_counts[rank].
+  // Likewise for the gathers' and scatters' in-place forms.
   if (x.in_place || x.in.bytes[r] == 0) return;
   std::memcpy(x.recv + x.in.offset[r], x.send + x.out.offset[r],
               std::min(x.in.bytes[r], x.out.bytes[r]));
@@ -193,7 +248,7 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
   std::byte* box = segment.inline_data(r, round);
   const BoxHeader mine{largest_peer_block(x, r),
                        with_offsets ? 1u : 0u,
-                       x.in_place ? 0u : 1u,
+                       x.sources_stay ? 1u : 0u,
                        static_cast<std::int64_t>(getpid()),
                        reinterpret_cast<std::uintptr_t>(x.send),
                        with_offsets && shared_send(x) ? 1u : 0u};
@@ -309,8 +364,8 @@ bool exchange_by_cross_memory_attach(NodeSegment& segment, const Exchange& x,
                             << " (rank " << state.rank
                             << "): cross-memory attach between the node's ranks was refused ("
                             << (mine ? std::string("on another rank") : refusal)
-                            << "); shared_memory's all_to_all goes through the node segment's "
-                               "slots on this communicator from now on");
+                            << "); shared_memory's exchanges (all_to_all, gathers, scatters) go "
+                               "through the node segment's slots on this communicator from now on");
   return false;
 }
 
@@ -336,10 +391,15 @@ void exchange_in_rounds(NodeSegment& segment, const Exchange& x, const Request& 
   // least 64 bytes per local rank: NodeSegment::of). When every rank's
   // send buffer is read in place (one_round, agreed), nothing is staged:
   // one round covers the largest block.
+  // With one outgoing block per rank, that block's piece fills the slot.
   const std::size_t piece =
-      one_round ? std::max<std::size_t>(largest, 1)
-                : std::max(kLineBytes, segment.slot_bytes() / static_cast<std::size_t>(ranks) /
-                                           kLineBytes * kLineBytes);
+      one_round              ? std::max<std::size_t>(largest, 1)
+      : x.one_outgoing_block ? segment.slot_bytes()
+                             : std::max(kLineBytes, segment.slot_bytes() /
+                                                        static_cast<std::size_t>(ranks) /
+                                                        kLineBytes * kLineBytes);
+  // Where a reader finds its piece in a peer's slot.
+  const std::size_t place_in_slot = x.one_outgoing_block ? 0 : static_cast<std::size_t>(r) * piece;
   const std::uint64_t rounds = (largest + piece - 1) / piece;
   if (rounds == 0) return;
   const std::optional<SharedRange> shared =
@@ -393,6 +453,10 @@ void exchange_in_rounds(NodeSegment& segment, const Exchange& x, const Request& 
           const auto peer = static_cast<std::size_t>(q);
           const std::size_t length = q == r ? 0 : piece_length(x.out.bytes[peer], k, piece);
           if (length == 0) continue;
+          if (x.one_outgoing_block) {
+            std::memcpy(slot, x.send + x.out.offset[peer] + k * piece, length);
+            break;  // every peer that takes it reads this one copy
+          }
           std::memcpy(slot + peer * piece, x.send + x.out.offset[peer] + k * piece, length);
         }
       }
@@ -416,7 +480,7 @@ void exchange_in_rounds(NodeSegment& segment, const Exchange& x, const Request& 
         }
         const std::byte* from = in_place != nullptr ? in_place + x.peer_offset[peer] + k * piece
                                                     : segment.staging(q, next_read) +
-                                                          static_cast<std::size_t>(r) * piece;
+                                                          place_in_slot;
         copy_out(x.recv + x.in.offset[peer] + k * piece, from, length);
       }
       segment.finish_round(next_read);
@@ -459,8 +523,8 @@ bool all_to_all_fits_boxes(const Request& request, int ranks) {
          request.bytes() <= kInlineBytes / static_cast<std::size_t>(ranks);
 }
 
-void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
-                              std::size_t streaming_bytes) {
+void shared_memory_exchange(const Request& request, CommunicatorState& state,
+                            std::size_t streaming_bytes) {
   if (request.carried_check != nullptr) {
     // The send buffer rides in the box with the fingerprint; once the
     // check agrees, every rank's is there.
@@ -501,9 +565,13 @@ void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
     }
     return exchange_in_rounds(segment, x, request, block, true, streaming_bytes);
   }
-  // all_to_all_v: the rounds depend on every rank's counts, which only the
-  // first hand-off tells.
-  NodeSegment& first = NodeSegment::of(request, state);
+  // all_to_all_v, all_gather_v, gather(_v), scatter(_v): the rounds depend
+  // on every rank's counts, which only the first hand-off tells. The
+  // segment is looked up at count 0 (the counts differ by rank, and a rank
+  // that would make it again alone would wait for its peers forever).
+  Request unsized = request;
+  unsized.count = 0;
+  NodeSegment& first = NodeSegment::of(unsized, state);
   Exchange x(static_cast<std::size_t>(first.local_size()));
   fill_exchange(x, request, first, state.rank);
   const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxPlacesInBox;

@@ -1,9 +1,13 @@
-// All-to-all inside one node through the node's segment (docs/algorithms.md,
-// "shared_memory: all_to_all and all_to_all_v"): every rank's block for each
-// peer goes through its staging slots in pieces of slot / L bytes, rounds
-// pipelined kSegmentDepth deep, or is read straight from the sender's
-// buffer when that lies in a Communicator::allocate allocation (one copy).
-// Small all_to_all calls travel in the inline boxes: one hand-off.
+// Block exchanges inside one node through the node's segment
+// (docs/algorithms.md, "shared_memory: all_to_all, gathers and scatters"):
+// all_to_all(_v), all_gather_v, gather(_v) and scatter(_v) are each a set
+// of blocks, one per (sender, receiver) pair. Every block goes through the
+// sender's staging slots in pieces (of slot / L bytes; a sender with one
+// block for all, all_gather_v's and gather's, stages it once in the whole
+// slot), rounds pipelined kSegmentDepth deep, or is read straight from the
+// sender's buffer: by cross-memory attach from kCrossMemoryAttachBytes, or
+// with memcpy when it lies in a Communicator::allocate allocation (one
+// copy). Small all_to_all calls travel in the inline boxes: one hand-off.
 #pragma once
 
 #include <cstddef>
@@ -25,9 +29,10 @@ inline constexpr std::size_t kCrossMemoryAttachBytes = 64 * 1024;
 // cross-rank check too (request.carried_check).
 bool all_to_all_fits_boxes(const Request& request, int ranks);
 
-// Runs an all_to_all or all_to_all_v whose ranks all share one node. A rank
-// receiving at least `streaming_bytes` writes them with non-temporal stores.
-void shared_memory_all_to_all(const Request& request, CommunicatorState& state,
-                              std::size_t streaming_bytes);
+// Runs an all_to_all, all_to_all_v, all_gather_v, gather(_v) or
+// scatter(_v) whose ranks all share one node. A rank receiving at least
+// `streaming_bytes` writes them with non-temporal stores.
+void shared_memory_exchange(const Request& request, CommunicatorState& state,
+                            std::size_t streaming_bytes);
 
 }  // namespace collective::internal

@@ -1,0 +1,218 @@
+// shared_memory's all_gather_v, gather, gather_v, scatter and scatter_v
+// (docs/algorithms.md, "shared_memory: all_to_all, gathers and scatters"),
+// forced, on every rank count: uneven blocks with a 0 on rank 1, blocks
+// below and above the cross-memory-attach threshold, in place and not, the
+// root first and last, send buffers from Communicator::allocate (read in
+// place by the peers) and ordinary ones. Every element is checked on every
+// rank, and the call must have run shared_memory.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "collective/collective.h"
+
+namespace {
+
+using collective::Algorithm;
+using collective::Communicator;
+using collective::DataType;
+
+enum class Kind { kAllGatherV, kGather, kGatherV, kScatter, kScatterV };
+
+const char* name_of(Kind kind) {
+  switch (kind) {
+    case Kind::kAllGatherV: return "all_gather_v";
+    case Kind::kGather: return "gather";
+    case Kind::kGatherV: return "gather_v";
+    case Kind::kScatter: return "scatter";
+    case Kind::kScatterV: return "scatter_v";
+  }
+  return "?";
+}
+
+// Element i of the block rank `from` contributes (gathers) or that the root
+// sends to rank `to` (scatters): distinct per block and index.
+std::uint64_t value(int block, std::size_t i) {
+  return (static_cast<std::uint64_t>(block) << 40) ^ (i * 2654435761u + 17);
+}
+
+// The block of rank q: `base` elements times (q + 1), none on rank 1, all
+// equal for the non-v kinds.
+std::size_t block_count(Kind kind, std::size_t base, int q) {
+  if (kind == Kind::kGather || kind == Kind::kScatter) return base;
+  return q == 1 ? 0 : base * static_cast<std::size_t>(q + 1);
+}
+
+// A buffer of 8-byte elements, from Communicator::allocate when `shared`.
+class Buffer {
+ public:
+  Buffer(Communicator& comm, std::size_t count, bool shared) : comm_(comm), count_(count) {
+    if (shared) {
+      data_ = static_cast<std::uint64_t*>(comm.allocate(count * sizeof(std::uint64_t)));
+      shared_ = true;
+    } else {
+      owned_.resize(count);
+      data_ = owned_.data();
+    }
+    for (std::size_t i = 0; i < count; ++i) data_[i] = 0xEEEEEEEEEEEEEEEEull;
+  }
+  ~Buffer() {
+    if (shared_) comm_.deallocate(data_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  std::uint64_t* data() { return count_ == 0 ? nullptr : data_; }
+  std::uint64_t& operator[](std::size_t i) { return data_[i]; }
+
+ private:
+  Communicator& comm_;
+  std::size_t count_;
+  std::vector<std::uint64_t> owned_;
+  std::uint64_t* data_ = nullptr;
+  bool shared_ = false;
+};
+
+void run_case(Communicator& comm, Kind kind, std::size_t base, int root, bool in_place,
+              bool shared) {
+  const int rank = comm.rank();
+  const int size = comm.size();
+  const auto p = static_cast<std::size_t>(size);
+  std::vector<std::size_t> counts(p), displs(p);
+  std::size_t total = 0;
+  for (int q = 0; q < size; ++q) {
+    counts[static_cast<std::size_t>(q)] = block_count(kind, base, q);
+    // A gap of 3 elements between blocks: untouched by the call.
+    displs[static_cast<std::size_t>(q)] = total;
+    total += counts[static_cast<std::size_t>(q)] + 3;
+  }
+  const std::size_t own = counts[static_cast<std::size_t>(rank)];
+  const bool rooted = kind != Kind::kAllGatherV;
+  const bool is_root = !rooted || rank == root;
+  const bool gathers = kind == Kind::kAllGatherV || kind == Kind::kGather || kind == Kind::kGatherV;
+  // The non-v kinds' blocks lie back to back.
+  if (kind == Kind::kGather || kind == Kind::kScatter) {
+    for (std::size_t q = 0; q < p; ++q) displs[q] = q * base;
+    total = p * base;
+  }
+  const DataType type = DataType::kInt64;  // moved, never computed on: any 8 bytes
+  const std::string label = std::string(name_of(kind)) + " base " + std::to_string(base) +
+                            " root " + std::to_string(root) + (in_place ? " in place" : "") +
+                            (shared ? " allocate" : "") + ": rank " + std::to_string(rank);
+
+  if (gathers) {
+    Buffer whole(comm, is_root ? total : 0, false);
+    Buffer mine(comm, own, shared);
+    std::uint64_t* send = mine.data();
+    const std::size_t at = displs[static_cast<std::size_t>(rank)];
+    for (std::size_t i = 0; i < own; ++i) {
+      const std::uint64_t v = value(rank, i);
+      if (in_place && is_root) {
+        whole[at + i] = v;
+      } else {
+        mine[i] = v;
+      }
+    }
+    if (in_place && is_root) send = whole.data() + at;
+    if (kind == Kind::kAllGatherV) {
+      collective::AllGatherOptions options;
+      options.algorithm = Algorithm::kSharedMemory;
+      comm.all_gather_v(send, own, whole.data(), counts, displs, type, options);
+    } else {
+      collective::GatherOptions options;
+      options.algorithm = Algorithm::kSharedMemory;
+      options.root = root;
+      if (kind == Kind::kGather) {
+        comm.gather(send, whole.data(), base, type, options);
+      } else {
+        comm.gather_v(send, own, whole.data(), counts, displs, type, options);
+      }
+    }
+    if (size > 1) {
+      ASSERT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << label;
+    }
+    if (!is_root) return;
+    std::vector<bool> covered(total, false);
+    for (std::size_t q = 0; q < p; ++q) {
+      for (std::size_t i = 0; i < counts[q]; ++i) {
+        const std::uint64_t expected = value(static_cast<int>(q), i);
+        covered[displs[q] + i] = true;
+        ASSERT_EQ(whole[displs[q] + i], expected)
+            << label << " index " << displs[q] + i << " (block " << q << ", element " << i
+            << ") expected " << expected << " actual " << whole[displs[q] + i];
+      }
+    }
+    for (std::size_t i = 0; i < total; ++i) {
+      if (covered[i]) continue;
+      ASSERT_EQ(whole[i], 0xEEEEEEEEEEEEEEEEull) << label << " index " << i << " (a gap) written";
+    }
+    return;
+  }
+  // Scatters.
+  Buffer whole(comm, is_root ? total : 0, shared);
+  Buffer mine(comm, own, false);
+  if (is_root) {
+    for (std::size_t q = 0; q < p; ++q) {
+      for (std::size_t i = 0; i < counts[q]; ++i) whole[displs[q] + i] = value(static_cast<int>(q), i);
+    }
+  }
+  std::uint64_t* recv = in_place && is_root ? whole.data() + displs[static_cast<std::size_t>(rank)]
+                                            : mine.data();
+  collective::ScatterOptions options;
+  options.algorithm = Algorithm::kSharedMemory;
+  options.root = root;
+  if (kind == Kind::kScatter) {
+    comm.scatter(whole.data(), recv, base, type, options);
+  } else {
+    comm.scatter_v(whole.data(), counts, displs, recv, own, type, options);
+  }
+  if (size > 1) {
+    ASSERT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << label;
+  }
+  for (std::size_t i = 0; i < own; ++i) {
+    const std::uint64_t expected = value(rank, i);
+    const std::uint64_t actual = recv[i];
+    ASSERT_EQ(actual, expected) << label << " index " << i << " expected " << expected
+                                << " actual " << actual;
+  }
+  if (is_root) {
+    // The root's send buffer is the caller's: unchanged.
+    for (std::size_t q = 0; q < p; ++q) {
+      for (std::size_t i = 0; i < counts[q]; ++i) {
+        ASSERT_EQ(whole[displs[q] + i], value(static_cast<int>(q), i))
+            << label << " send index " << displs[q] + i << " changed";
+      }
+    }
+  }
+}
+
+TEST(SharedMemoryGatherScatter, EveryFormExact) {
+  Communicator comm = Communicator::world();
+  // Bases: empty, a few elements (the slots), 9000 elements = 72 KB (from
+  // 144 KB on rank 1's right, cross-memory attach), one piece past the
+  // default 1 MiB slot.
+  for (const Kind kind :
+       {Kind::kAllGatherV, Kind::kGather, Kind::kGatherV, Kind::kScatter, Kind::kScatterV}) {
+    for (const std::size_t base : {std::size_t{0}, std::size_t{5}, std::size_t{9000},
+                                   std::size_t{140000}}) {
+      for (const int root : {0, comm.size() - 1}) {
+        if (kind == Kind::kAllGatherV && root != 0) continue;
+        for (const bool in_place : {false, true}) {
+          for (const bool shared : {false, true}) {
+            run_case(comm, kind, base, root, in_place, shared);
+            // Every rank stops at the first case that failed on any.
+            int failed = HasFailure() ? 1 : 0;
+            MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            if (failed != 0) FAIL() << "a rank failed " << name_of(kind) << " base " << base;
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
