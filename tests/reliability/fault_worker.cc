@@ -15,6 +15,8 @@
 //   never_world  the victim never creates the communicator
 //   exit_abrupt  the victim leaves with _exit(0) after 20 calls
 //   exit_clean   the victim returns from main (MPI_Finalize) after 20 calls
+//   loop_async   as loop, each step 4 all_reduce_async in flight, waited in
+//                reverse (a failure comes from Work::wait)
 //   loop_all_to_all  as loop, with all_to_all calls of 1 KiB blocks
 //   loop_all_to_all_large  the same with 128 KiB blocks (shared_memory
 //                reads them from the peers by cross-memory attach)
@@ -44,6 +46,7 @@
 #include <span>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -92,6 +95,47 @@ void all_to_all_once(collective::Communicator& comm, collective::Algorithm algor
       say("WRONG rank=" + std::to_string(comm.rank()) + " from=" + std::to_string(q) +
           " value=" + std::to_string(recv[q * block]));
       std::_Exit(4);
+    }
+  }
+}
+
+// Four all-reduces in flight (all_reduce_async), a little computing, then
+// waited in reverse: a failure comes from wait(). Every element checked.
+void async_batch(collective::Communicator& comm, const collective::AllReduceOptions& options) {
+  constexpr int kCalls = 4;
+  constexpr std::size_t kCount = 1024;
+  std::vector<float> buffers[kCalls];
+  collective::Work works[kCalls];
+  for (int k = 0; k < kCalls; ++k) {
+    buffers[k].assign(kCount, static_cast<float>(comm.rank() + k));
+    works[k] = comm.all_reduce_async(buffers[k].data(), buffers[k].data(), kCount,
+                                     collective::DataType::kFloat32, options);
+  }
+  volatile double sink = 1.0;
+  for (int i = 0; i < 2000; ++i) sink = sink * 1.0000001 + 1e-9;
+  const int size = comm.size();
+  // Every call is waited for; the error reported is the first call's in
+  // program order (the later ones then name it as the earlier failure).
+  std::exception_ptr errors[kCalls];
+  for (int k = kCalls - 1; k >= 0; --k) {
+    try {
+      works[k].wait();
+    } catch (const collective::Error&) {
+      errors[k] = std::current_exception();
+    }
+  }
+  for (int k = 0; k < kCalls; ++k) {
+    if (errors[k]) std::rethrow_exception(errors[k]);
+  }
+  for (int k = kCalls - 1; k >= 0; --k) {
+    const auto expected = static_cast<float>(size * (size - 1) / 2 + size * k);
+    for (std::size_t i = 0; i < kCount; ++i) {
+      if (buffers[k][i] != expected) {
+        say("WRONG rank=" + std::to_string(comm.rank()) + " call=" + std::to_string(k) +
+            " index=" + std::to_string(i) + " expected=" + std::to_string(expected) +
+            " value=" + std::to_string(buffers[k][i]));
+        std::_Exit(4);
+      }
     }
   }
 }
@@ -195,7 +239,10 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 100; ++i) {
         for (std::size_t k = 0; k < values.size(); ++k)
           values[k] = static_cast<float>(rank + k % 7);
-        if (scenario == "loop_all_to_all" || scenario == "loop_all_to_all_large") {
+        if (scenario == "loop_async") {
+          async_batch(comm, options);
+          ++calls;
+        } else if (scenario == "loop_all_to_all" || scenario == "loop_all_to_all_large") {
           all_to_all_once(comm, options.algorithm, scenario == "loop_all_to_all" ? 256 : 32768);
           ++calls;
         } else {
