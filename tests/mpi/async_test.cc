@@ -151,8 +151,8 @@ std::unique_ptr<InFlight> prepare(CollectiveKind kind, std::size_t count, DataTy
     cases::fill_inputs(call->c->pattern(args), args.rank, input);
   }
   call->what = std::string(call->c->name()) + " count " + std::to_string(count) + " " +
-               std::string(collective::to_string(type)) + (in_place ? " in place" : "") +
-               " root " + std::to_string(root) + " uneven " + std::to_string(uneven);
+               std::string(collective::to_string(type)) + (in_place ? " in place" : "") + " root " +
+               std::to_string(root) + " uneven " + std::to_string(uneven);
   return call;
 }
 
@@ -424,8 +424,7 @@ TEST(Async, AbortWithACallInFlight) {
       EXPECT_TRUE(work.wait(60s)) << "rank 0: the aborted call did not end within 60 s";
       ADD_FAILURE() << "rank 0: an aborted call succeeded";
     } catch (const collective::CommunicationError& error) {
-      EXPECT_NE(std::string(error.what()).find("aborted by Communicator::abort"),
-                std::string::npos)
+      EXPECT_NE(std::string(error.what()).find("aborted by Communicator::abort"), std::string::npos)
           << error.what();
     }
     EXPECT_THROW(comm.barrier_async(), collective::CommunicationError);

@@ -52,12 +52,12 @@ struct CommunicatorAccess;
 // result. Each also has an `_async` form that returns at once with a Work
 // (collective/work.h: its contract), completed by the library's progress
 // thread while the caller computes; calls start in the order the program
-// issued them, blocking and `_async` alike, the same on every rank. Every rank of the communicator must call the same collectives in
-// the same order with matching count, type, op and root: before each call
-// the ranks compare what they were asked to do and all raise MismatchError
-// when they disagree (COLLECTIVE_VALIDATE=0 skips this). A call that cannot
-// finish fails with TimeoutError after its timeout; it never hangs forever.
-// Errors, and which of them leave the communicator usable: docs/errors.md.
+// issued them, blocking and `_async` alike, the same on every rank. Every rank of the communicator
+// must call the same collectives in the same order with matching count, type, op and root: before
+// each call the ranks compare what they were asked to do and all raise MismatchError when they
+// disagree (COLLECTIVE_VALIDATE=0 skips this). A call that cannot finish fails with TimeoutError
+// after its timeout; it never hangs forever. Errors, and which of them leave the communicator
+// usable: docs/errors.md.
 //
 // Counts and displacements are element counts (size_t; above 2^31 is
 // fine). The v-forms take one count (and displacement, in elements from the

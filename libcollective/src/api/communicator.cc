@@ -215,7 +215,7 @@ Communicator Communicator::split(int color, int key) const {
   }
   internal::require_mpi_running(kOperation, self.rank);
   internal::require_mpi_thread(kOperation, self.rank);
-  (void)internal::env_params();  // a malformed variable raises before any MPI call
+  (void)internal::env_params();           // a malformed variable raises before any MPI call
   internal::finish_work_in_flight(self);  // program order
   const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kSplit);
   // Below MPI_THREAD_MULTIPLE one making at a time (core/communicator_creation.h).
@@ -325,8 +325,8 @@ Request all_reduce_request(const void* send, void* recv, std::size_t count, Data
   return request;
 }
 
-Request reduce_scatter_request(const void* send, void* recv, std::size_t recv_count,
-                               DataType type, const ReduceScatterOptions& options) {
+Request reduce_scatter_request(const void* send, void* recv, std::size_t recv_count, DataType type,
+                               const ReduceScatterOptions& options) {
   Request request = make_request(CollectiveKind::kReduceScatter, send, recv, recv_count, type);
   request.op = options.op;
   request.deterministic = options.deterministic;
@@ -528,8 +528,8 @@ void Communicator::scatter_v(const void* send, std::span<const std::size_t> send
                options);
 }
 
-Work Communicator::all_reduce_async(const void* send, void* recv, std::size_t count,
-                                    DataType type, const AllReduceOptions& options) {
+Work Communicator::all_reduce_async(const void* send, void* recv, std::size_t count, DataType type,
+                                    const AllReduceOptions& options) {
   return Work(internal::start_async(state(), all_reduce_request(send, recv, count, type, options),
                                     options));
 }
@@ -573,11 +573,11 @@ Work Communicator::all_to_all_v_async(const void* send, std::span<const std::siz
                                       std::span<const std::size_t> recv_counts,
                                       std::span<const std::size_t> recv_displacements,
                                       DataType type, const AllToAllOptions& options) {
-  return Work(internal::start_async(state(),
-                                    all_to_all_v_request(send, send_counts, send_displacements,
-                                                         recv, recv_counts, recv_displacements,
-                                                         type),
-                                    options));
+  return Work(
+      internal::start_async(state(),
+                            all_to_all_v_request(send, send_counts, send_displacements, recv,
+                                                 recv_counts, recv_displacements, type),
+                            options));
 }
 
 Work Communicator::all_gather_v_async(const void* send, std::size_t send_count, void* recv,
@@ -593,12 +593,11 @@ Work Communicator::reduce_scatter_v_async(const void* send, void* recv,
                                           std::span<const std::size_t> recv_counts, DataType type,
                                           const ReduceScatterOptions& options) {
   return Work(internal::start_async(
-      state(), reduce_scatter_v_request(state(), send, recv, recv_counts, type, options),
-      options));
+      state(), reduce_scatter_v_request(state(), send, recv, recv_counts, type, options), options));
 }
 
-Work Communicator::gather_async(const void* send, void* recv, std::size_t send_count,
-                                DataType type, const GatherOptions& options) {
+Work Communicator::gather_async(const void* send, void* recv, std::size_t send_count, DataType type,
+                                const GatherOptions& options) {
   return Work(internal::start_async(
       state(), rooted_request(CollectiveKind::kGather, send, recv, send_count, type, options.root),
       options));
@@ -625,11 +624,11 @@ Work Communicator::scatter_v_async(const void* send, std::span<const std::size_t
                                    std::span<const std::size_t> send_displacements, void* recv,
                                    std::size_t recv_count, DataType type,
                                    const ScatterOptions& options) {
-  return Work(internal::start_async(state(),
-                                    scatter_v_request(state(), send, send_counts,
-                                                      send_displacements, recv, recv_count, type,
-                                                      options),
-                                    options));
+  return Work(
+      internal::start_async(state(),
+                            scatter_v_request(state(), send, send_counts, send_displacements, recv,
+                                              recv_count, type, options),
+                            options));
 }
 
 Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
