@@ -17,6 +17,9 @@
 //   exit_clean   the victim returns from main (MPI_Finalize) after 20 calls
 //   loop_async   as loop, each step 4 all_reduce_async in flight, waited in
 //                reverse (a failure comes from Work::wait)
+//   outstanding_at_exit  8 all_reduce_async left in flight (handles dropped)
+//                when main returns: Environment's destructor finishes them;
+//                an exit handler checks every element (EXACT or WRONG)
 //   loop_all_to_all  as loop, with all_to_all calls of 1 KiB blocks
 //   loop_all_to_all_large  the same with 128 KiB blocks (shared_memory
 //                reads them from the peers by cross-memory attach)
@@ -140,6 +143,52 @@ void async_batch(collective::Communicator& comm, const collective::AllReduceOpti
   }
 }
 
+// outstanding_at_exit: calls left in flight when main returns. The
+// communicator and the buffers are static, so they outlive Environment,
+// whose destructor must finish the calls (on every rank, so that each
+// rank's calls find their peers) before MPI_Finalize; an exit handler then
+// checks every element.
+constexpr int kOutstanding = 8;
+constexpr std::size_t kOutstandingCount = 4099;
+std::vector<std::int64_t> g_outstanding[kOutstanding];
+int g_outstanding_rank = -1;
+int g_outstanding_size = 0;
+
+void check_outstanding() {
+  const std::int64_t rank_sum =
+      static_cast<std::int64_t>(g_outstanding_size) * (g_outstanding_size - 1) / 2;
+  for (int k = 0; k < kOutstanding; ++k) {
+    for (std::size_t i = 0; i < kOutstandingCount; ++i) {
+      const std::int64_t expected =
+          rank_sum + static_cast<std::int64_t>(g_outstanding_size) * (k * 10000 + i);
+      if (g_outstanding[k][i] != expected) {
+        say("WRONG rank=" + std::to_string(g_outstanding_rank) + " call=" + std::to_string(k) +
+            " index=" + std::to_string(i) + " expected=" + std::to_string(expected) +
+            " value=" + std::to_string(g_outstanding[k][i]));
+        std::_Exit(4);
+      }
+    }
+  }
+  say("EXACT rank=" + std::to_string(g_outstanding_rank));
+}
+
+int outstanding_at_exit() {
+  static collective::Communicator comm = collective::Communicator::world();
+  g_outstanding_rank = comm.rank();
+  g_outstanding_size = comm.size();
+  std::atexit(check_outstanding);  // after main's Environment is destroyed
+  for (int k = 0; k < kOutstanding; ++k) {
+    g_outstanding[k].resize(kOutstandingCount);
+    for (std::size_t i = 0; i < kOutstandingCount; ++i) {
+      g_outstanding[k][i] = comm.rank() + static_cast<std::int64_t>(k * 10000 + i);
+    }
+    (void)comm.all_reduce_async(g_outstanding[k].data(), g_outstanding[k].data(),
+                                kOutstandingCount, collective::DataType::kInt64);
+  }
+  say("RETURNING rank=" + std::to_string(comm.rank()) + " with calls in flight");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -160,6 +209,7 @@ int main(int argc, char** argv) {
   say("READY rank=" + std::to_string(world_rank) + " pid=" + std::to_string(getpid()));
   const bool is_victim = world_rank == victim;
   if (scenario == "never_world" && is_victim) sleep_forever();
+  if (scenario == "outstanding_at_exit") return outstanding_at_exit();
 
   long calls = 0;
   try {
