@@ -9,6 +9,7 @@
 #include "collective/in_tree/collectives.h"
 #include "comm_handles.h"
 #include "last_error.h"
+#include "work_handles.h"
 
 namespace collective::capi {
 namespace {
@@ -371,6 +372,243 @@ int collective_scatter_v(collective_comm_t comm, const void* send, const size_t*
     }
     c.scatter_v(send, counts, places, recv, recv_count, static_cast<collective::DataType>(dtype),
                 converted);
+  });
+}
+
+int collective_all_reduce_async(collective_comm_t comm, const void* send, void* recv, size_t count,
+                                int dtype, int op, const collective_options_t* options,
+                                collective_work_t* work) {
+  if (work == nullptr)
+    return null_output("collective_all_reduce_async", comm, "output work handle");
+  *work = nullptr;
+
+  return with_comm("collective_all_reduce_async", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::AllReduceOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    *work = collective::capi::issue_work(
+        c.all_reduce_async(send, recv, count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_reduce_scatter_async(collective_comm_t comm, const void* send, void* recv,
+                                    size_t recv_count, int dtype, int op,
+                                    const collective_options_t* options, collective_work_t* work) {
+  if (work == nullptr)
+    return null_output("collective_reduce_scatter_async", comm, "output work handle");
+  *work = nullptr;
+
+  return with_comm("collective_reduce_scatter_async", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ReduceScatterOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    *work = collective::capi::issue_work(c.reduce_scatter_async(
+        send, recv, recv_count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_all_gather_async(collective_comm_t comm, const void* send, void* recv,
+                                size_t send_count, int dtype, const collective_options_t* options,
+                                collective_work_t* work) {
+  if (work == nullptr)
+    return null_output("collective_all_gather_async", comm, "output work handle");
+  *work = nullptr;
+
+  return with_comm("collective_all_gather_async", comm, [&](collective::Communicator& c) {
+    *work = collective::capi::issue_work(
+        c.all_gather_async(send, recv, send_count, static_cast<collective::DataType>(dtype),
+                           to_options<collective::AllGatherOptions>(options)));
+  });
+}
+
+int collective_broadcast_async(collective_comm_t comm, void* buffer, size_t count, int dtype,
+                               int root, const collective_options_t* options,
+                               collective_work_t* work) {
+  if (work == nullptr) return null_output("collective_broadcast_async", comm, "output work handle");
+  *work = nullptr;
+
+  return with_comm("collective_broadcast_async", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::BroadcastOptions>(options);
+    converted.root = root;
+    *work = collective::capi::issue_work(
+        c.broadcast_async(buffer, count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_reduce_async(collective_comm_t comm, const void* send, void* recv, size_t count,
+                            int dtype, int op, int root, const collective_options_t* options,
+                            collective_work_t* work) {
+  if (work == nullptr) return null_output("collective_reduce_async", comm, "output work handle");
+  *work = nullptr;
+
+  return with_comm("collective_reduce_async", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ReduceOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    converted.root = root;
+    *work = collective::capi::issue_work(
+        c.reduce_async(send, recv, count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_barrier_async(collective_comm_t comm, const collective_options_t* options,
+                             collective_work_t* work) {
+  if (work == nullptr) return null_output("collective_barrier_async", comm, "output work handle");
+  *work = nullptr;
+
+  return with_comm("collective_barrier_async", comm, [&](collective::Communicator& c) {
+    *work = collective::capi::issue_work(
+        c.barrier_async(to_options<collective::BarrierOptions>(options)));
+  });
+}
+
+int collective_all_to_all_async(collective_comm_t comm, const void* send, void* recv, size_t count,
+                                int dtype, const collective_options_t* options,
+                                collective_work_t* work) {
+  if (work == nullptr)
+    return null_output("collective_all_to_all_async", comm, "output work handle");
+  *work = nullptr;
+
+  return with_comm("collective_all_to_all_async", comm, [&](collective::Communicator& c) {
+    *work = collective::capi::issue_work(
+        c.all_to_all_async(send, recv, count, static_cast<collective::DataType>(dtype),
+                           to_options<collective::AllToAllOptions>(options)));
+  });
+}
+
+int collective_all_to_all_v_async(collective_comm_t comm, const void* send,
+                                  const size_t* send_counts, const size_t* send_displacements,
+                                  void* recv, const size_t* recv_counts,
+                                  const size_t* recv_displacements, int dtype,
+                                  const collective_options_t* options, collective_work_t* work) {
+  if (work == nullptr)
+    return null_output("collective_all_to_all_v_async", comm, "output work handle");
+  *work = nullptr;
+
+  const char* operation = "collective_all_to_all_v_async";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    const auto recv_spans = per_rank(operation, c, recv_counts, "recv_counts");
+    const auto recv_places = per_rank(operation, c, recv_displacements, "recv_displacements");
+    // In place (send == recv) the send arrays are ignored and may be NULL.
+    const bool in_place = send == recv && send != nullptr;
+    const auto send_spans = in_place && send_counts == nullptr
+                                ? recv_spans
+                                : per_rank(operation, c, send_counts, "send_counts");
+    const auto send_places = in_place && send_displacements == nullptr
+                                 ? recv_places
+                                 : per_rank(operation, c, send_displacements, "send_displacements");
+    *work = collective::capi::issue_work(
+        c.all_to_all_v_async(send, send_spans, send_places, recv, recv_spans, recv_places,
+                             static_cast<collective::DataType>(dtype),
+                             to_options<collective::AllToAllOptions>(options)));
+  });
+}
+
+int collective_all_gather_v_async(collective_comm_t comm, const void* send, size_t send_count,
+                                  void* recv, const size_t* recv_counts,
+                                  const size_t* recv_displacements, int dtype,
+                                  const collective_options_t* options, collective_work_t* work) {
+  if (work == nullptr)
+    return null_output("collective_all_gather_v_async", comm, "output work handle");
+  *work = nullptr;
+
+  const char* operation = "collective_all_gather_v_async";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    const auto counts = per_rank(operation, c, recv_counts, "recv_counts");
+    const auto places = per_rank(operation, c, recv_displacements, "recv_displacements");
+    *work = collective::capi::issue_work(c.all_gather_v_async(
+        send, send_count, recv, counts, places, static_cast<collective::DataType>(dtype),
+        to_options<collective::AllGatherOptions>(options)));
+  });
+}
+
+int collective_reduce_scatter_v_async(collective_comm_t comm, const void* send, void* recv,
+                                      const size_t* recv_counts, int dtype, int op,
+                                      const collective_options_t* options,
+                                      collective_work_t* work) {
+  if (work == nullptr)
+    return null_output("collective_reduce_scatter_v_async", comm, "output work handle");
+  *work = nullptr;
+
+  const char* operation = "collective_reduce_scatter_v_async";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ReduceScatterOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    *work = collective::capi::issue_work(
+        c.reduce_scatter_v_async(send, recv, per_rank(operation, c, recv_counts, "recv_counts"),
+                                 static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_gather_async(collective_comm_t comm, const void* send, void* recv, size_t send_count,
+                            int dtype, int root, const collective_options_t* options,
+                            collective_work_t* work) {
+  if (work == nullptr) return null_output("collective_gather_async", comm, "output work handle");
+  *work = nullptr;
+
+  return with_comm("collective_gather_async", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::GatherOptions>(options);
+    converted.root = root;
+    *work = collective::capi::issue_work(c.gather_async(
+        send, recv, send_count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_gather_v_async(collective_comm_t comm, const void* send, size_t send_count,
+                              void* recv, const size_t* recv_counts,
+                              const size_t* recv_displacements, int dtype, int root,
+                              const collective_options_t* options, collective_work_t* work) {
+  if (work == nullptr) return null_output("collective_gather_v_async", comm, "output work handle");
+  *work = nullptr;
+
+  const char* operation = "collective_gather_v_async";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::GatherOptions>(options);
+    converted.root = root;
+    // Significant at the root only: elsewhere the arrays may be NULL.
+    const bool at_root = c.rank() == root;
+    std::span<const std::size_t> counts, places;
+    if (at_root) {
+      counts = per_rank(operation, c, recv_counts, "recv_counts");
+      places = per_rank(operation, c, recv_displacements, "recv_displacements");
+    }
+    *work = collective::capi::issue_work(c.gather_v_async(send, send_count, recv, counts, places,
+                                                          static_cast<collective::DataType>(dtype),
+                                                          converted));
+  });
+}
+
+int collective_scatter_async(collective_comm_t comm, const void* send, void* recv,
+                             size_t recv_count, int dtype, int root,
+                             const collective_options_t* options, collective_work_t* work) {
+  if (work == nullptr) return null_output("collective_scatter_async", comm, "output work handle");
+  *work = nullptr;
+
+  return with_comm("collective_scatter_async", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ScatterOptions>(options);
+    converted.root = root;
+    *work = collective::capi::issue_work(c.scatter_async(
+        send, recv, recv_count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_scatter_v_async(collective_comm_t comm, const void* send, const size_t* send_counts,
+                               const size_t* send_displacements, void* recv, size_t recv_count,
+                               int dtype, int root, const collective_options_t* options,
+                               collective_work_t* work) {
+  if (work == nullptr) return null_output("collective_scatter_v_async", comm, "output work handle");
+  *work = nullptr;
+
+  const char* operation = "collective_scatter_v_async";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ScatterOptions>(options);
+    converted.root = root;
+    const bool at_root = c.rank() == root;
+    std::span<const std::size_t> counts, places;
+    if (at_root) {
+      counts = per_rank(operation, c, send_counts, "send_counts");
+      places = per_rank(operation, c, send_displacements, "send_displacements");
+    }
+    *work = collective::capi::issue_work(c.scatter_v_async(send, counts, places, recv, recv_count,
+                                                           static_cast<collective::DataType>(dtype),
+                                                           converted));
   });
 }
 

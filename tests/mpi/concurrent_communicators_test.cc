@@ -328,6 +328,39 @@ void funneled_rule(const Communicator& world) {
   }
 }
 
+// Below MPI_THREAD_MULTIPLE an _async call is refused at once, naming the
+// level, on the main thread too (the progress thread would call MPI beside
+// the program's threads); the communicator stays usable.
+void async_refused_below_multiple(const Communicator& world) {
+  Communicator comm = world.split(0, world.rank());
+  int provided = 0;
+  MPI_Query_thread(&provided);
+  std::int32_t one = 1;
+  std::int32_t sum = 0;
+  try {
+    comm.all_reduce_async(&one, &sum, 1, DataType::kInt32).wait();
+    if (provided < MPI_THREAD_MULTIPLE) {
+      fail("all_reduce_async was not refused below MPI_THREAD_MULTIPLE");
+    }
+  } catch (const InvalidArgumentError& error) {
+    if (provided == MPI_THREAD_MULTIPLE ||
+        std::strstr(error.what(), "needs MPI_THREAD_MULTIPLE") == nullptr ||
+        std::strstr(error.what(), "all_reduce") == nullptr) {
+      fail(std::string("unexpected refusal of all_reduce_async: ") + error.what());
+    }
+  }
+  if (provided == MPI_THREAD_MULTIPLE && sum != comm.size()) {
+    fail("all_reduce_async: expected " + std::to_string(comm.size()) + ", got " +
+         std::to_string(sum));
+  }
+  sum = 0;
+  comm.all_reduce(&one, &sum, 1, DataType::kInt32);
+  if (sum != comm.size()) {
+    fail("all_reduce after the refusal: expected " + std::to_string(comm.size()) + ", got " +
+         std::to_string(sum));
+  }
+}
+
 int level_of(const std::string& mode) {
   if (mode == "multiple") return MPI_THREAD_MULTIPLE;
   if (mode == "serialized") return MPI_THREAD_SERIALIZED;
@@ -340,6 +373,7 @@ int run(const std::string& mode, int threads, std::size_t calls, const std::stri
   const Communicator world = mode == "environment"
                                  ? Communicator::world()
                                  : Communicator::from_mpi(MPI_Comm_c2f(MPI_COMM_WORLD));
+  async_refused_below_multiple(world);
   if (mode == "funneled") {
     funneled_rule(world);
   } else {

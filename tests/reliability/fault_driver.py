@@ -662,6 +662,11 @@ SCENARIOS = {
     "kill_mid_loop_mpi_algorithm": lambda a: kill_mid_loop(a, recovery=False, algorithm="mpi"),
     "kill_mid_loop_recovery": lambda a: kill_mid_loop(a, recovery=True),
     "kill_mid_loop_recovery_ring": lambda a: kill_mid_loop(a, recovery=True, algorithm="ring"),
+    # Calls in flight (all_reduce_async): the same errors, from Work::wait.
+    "kill_mid_loop_async": lambda a: kill_mid_loop(a, recovery=False, worker_scenario="loop_async"),
+    "kill_mid_loop_recovery_async": lambda a: kill_mid_loop(
+        a, recovery=True, worker_scenario="loop_async"),
+    "stop_past_timeout_async": lambda a: stop_past_timeout(a, ("loop_async",)),
     "stop_then_resume": stop_then_resume,
     "stop_past_timeout": stop_past_timeout,
     # The shared-memory all_to_all's own waits (the cross-rank check off, so

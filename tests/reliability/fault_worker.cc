@@ -15,6 +15,11 @@
 //   never_world  the victim never creates the communicator
 //   exit_abrupt  the victim leaves with _exit(0) after 20 calls
 //   exit_clean   the victim returns from main (MPI_Finalize) after 20 calls
+//   loop_async   as loop, each step 4 all_reduce_async in flight, waited in
+//                reverse (a failure comes from Work::wait)
+//   outstanding_at_exit  8 all_reduce_async left in flight (handles dropped)
+//                when main returns: Environment's destructor finishes them;
+//                an exit handler checks every element (EXACT or WRONG)
 //   loop_all_to_all  as loop, with all_to_all calls of 1 KiB blocks
 //   loop_all_to_all_large  the same with 128 KiB blocks (shared_memory
 //                reads them from the peers by cross-memory attach)
@@ -44,6 +49,7 @@
 #include <span>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,6 +102,93 @@ void all_to_all_once(collective::Communicator& comm, collective::Algorithm algor
   }
 }
 
+// Four all-reduces in flight (all_reduce_async), a little computing, then
+// waited in reverse: a failure comes from wait(). Every element checked.
+void async_batch(collective::Communicator& comm, const collective::AllReduceOptions& options) {
+  constexpr int kCalls = 4;
+  constexpr std::size_t kCount = 1024;
+  std::vector<float> buffers[kCalls];
+  collective::Work works[kCalls];
+  for (int k = 0; k < kCalls; ++k) {
+    buffers[k].assign(kCount, static_cast<float>(comm.rank() + k));
+    works[k] = comm.all_reduce_async(buffers[k].data(), buffers[k].data(), kCount,
+                                     collective::DataType::kFloat32, options);
+  }
+  volatile double sink = 1.0;
+  for (int i = 0; i < 2000; ++i) sink = sink * 1.0000001 + 1e-9;
+  const int size = comm.size();
+  // Every call is waited for; the error reported is the first call's in
+  // program order (the later ones then name it as the earlier failure).
+  std::exception_ptr errors[kCalls];
+  for (int k = kCalls - 1; k >= 0; --k) {
+    try {
+      works[k].wait();
+    } catch (const collective::Error&) {
+      errors[k] = std::current_exception();
+    }
+  }
+  for (int k = 0; k < kCalls; ++k) {
+    if (errors[k]) std::rethrow_exception(errors[k]);
+  }
+  for (int k = kCalls - 1; k >= 0; --k) {
+    const auto expected = static_cast<float>(size * (size - 1) / 2 + size * k);
+    for (std::size_t i = 0; i < kCount; ++i) {
+      if (buffers[k][i] != expected) {
+        say("WRONG rank=" + std::to_string(comm.rank()) + " call=" + std::to_string(k) +
+            " index=" + std::to_string(i) + " expected=" + std::to_string(expected) +
+            " value=" + std::to_string(buffers[k][i]));
+        std::_Exit(4);
+      }
+    }
+  }
+}
+
+// outstanding_at_exit: calls left in flight when main returns. The
+// communicator and the buffers are static, so they outlive Environment,
+// whose destructor must finish the calls (on every rank, so that each
+// rank's calls find their peers) before MPI_Finalize; an exit handler then
+// checks every element.
+constexpr int kOutstanding = 8;
+constexpr std::size_t kOutstandingCount = 4099;
+std::vector<std::int64_t> g_outstanding[kOutstanding];
+int g_outstanding_rank = -1;
+int g_outstanding_size = 0;
+
+void check_outstanding() {
+  const std::int64_t rank_sum =
+      static_cast<std::int64_t>(g_outstanding_size) * (g_outstanding_size - 1) / 2;
+  for (int k = 0; k < kOutstanding; ++k) {
+    for (std::size_t i = 0; i < kOutstandingCount; ++i) {
+      const std::int64_t expected =
+          rank_sum + static_cast<std::int64_t>(g_outstanding_size) * (k * 10000 + i);
+      if (g_outstanding[k][i] != expected) {
+        say("WRONG rank=" + std::to_string(g_outstanding_rank) + " call=" + std::to_string(k) +
+            " index=" + std::to_string(i) + " expected=" + std::to_string(expected) +
+            " value=" + std::to_string(g_outstanding[k][i]));
+        std::_Exit(4);
+      }
+    }
+  }
+  say("EXACT rank=" + std::to_string(g_outstanding_rank));
+}
+
+int outstanding_at_exit() {
+  static collective::Communicator comm = collective::Communicator::world();
+  g_outstanding_rank = comm.rank();
+  g_outstanding_size = comm.size();
+  std::atexit(check_outstanding);  // after main's Environment is destroyed
+  for (int k = 0; k < kOutstanding; ++k) {
+    g_outstanding[k].resize(kOutstandingCount);
+    for (std::size_t i = 0; i < kOutstandingCount; ++i) {
+      g_outstanding[k][i] = comm.rank() + static_cast<std::int64_t>(k * 10000 + i);
+    }
+    (void)comm.all_reduce_async(g_outstanding[k].data(), g_outstanding[k].data(),
+                                kOutstandingCount, collective::DataType::kInt64);
+  }
+  say("RETURNING rank=" + std::to_string(comm.rank()) + " with calls in flight");
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,6 +209,7 @@ int main(int argc, char** argv) {
   say("READY rank=" + std::to_string(world_rank) + " pid=" + std::to_string(getpid()));
   const bool is_victim = world_rank == victim;
   if (scenario == "never_world" && is_victim) sleep_forever();
+  if (scenario == "outstanding_at_exit") return outstanding_at_exit();
 
   long calls = 0;
   try {
@@ -195,7 +289,10 @@ int main(int argc, char** argv) {
       for (int i = 0; i < 100; ++i) {
         for (std::size_t k = 0; k < values.size(); ++k)
           values[k] = static_cast<float>(rank + k % 7);
-        if (scenario == "loop_all_to_all" || scenario == "loop_all_to_all_large") {
+        if (scenario == "loop_async") {
+          async_batch(comm, options);
+          ++calls;
+        } else if (scenario == "loop_all_to_all" || scenario == "loop_all_to_all_large") {
           all_to_all_once(comm, options.algorithm, scenario == "loop_all_to_all" ? 256 : 32768);
           ++calls;
         } else {

@@ -10,3 +10,4 @@
 #include "collective/topology.h"
 #include "collective/types.h"
 #include "collective/version.h"
+#include "collective/work.h"

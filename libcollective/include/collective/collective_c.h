@@ -135,7 +135,7 @@ void collective_clear_last_error(void);
 
 /* --- MPI start-up ---------------------------------------------------- */
 
-/* Initializes MPI (MPI_THREAD_SERIALIZED) unless the program already did;
+/* Initializes MPI (MPI_THREAD_MULTIPLE) unless the program already did;
  * argc/argv may be NULL. collective_finalize() finalizes it only if
  * collective_init initialized it. Programs that call MPI_Init themselves
  * need neither. A second collective_init before collective_finalize is a
@@ -249,6 +249,82 @@ int collective_scatter(collective_comm_t comm, const void* send, void* recv, siz
 int collective_scatter_v(collective_comm_t comm, const void* send, const size_t* send_counts,
                          const size_t* send_displacements, void* recv, size_t recv_count, int dtype,
                          int root, const collective_options_t* options);
+
+/* --- Collectives in flight (see collective/work.h) --------------------- */
+
+/* A call in flight. NULL is never a valid one; like communicator handles,
+ * a freed or never-issued handle gives COLLECTIVE_ERR_INVALID_ARGUMENT. */
+typedef struct collective_work* collective_work_t;
+
+/* The collectives above, started: each takes the blocking call's arguments
+ * and returns at once with *work set (NULL on failure). Argument errors
+ * are the blocking call's, returned here; the rest (mismatch, timeout, a
+ * dead peer, abort) comes from collective_work_wait/test. The buffers are
+ * the call's until it finished; the count and displacement arrays are
+ * copied. Calls start in program order, blocking ones included. Needs
+ * MPI_THREAD_MULTIPLE (collective_init asks for it). docs/errors.md,
+ * "Calls in flight". */
+int collective_all_reduce_async(collective_comm_t comm, const void* send, void* recv, size_t count,
+                                int dtype, int op, const collective_options_t* options,
+                                collective_work_t* work);
+int collective_reduce_scatter_async(collective_comm_t comm, const void* send, void* recv,
+                                    size_t recv_count, int dtype, int op,
+                                    const collective_options_t* options, collective_work_t* work);
+int collective_all_gather_async(collective_comm_t comm, const void* send, void* recv,
+                                size_t send_count, int dtype, const collective_options_t* options,
+                                collective_work_t* work);
+int collective_broadcast_async(collective_comm_t comm, void* buffer, size_t count, int dtype,
+                               int root, const collective_options_t* options,
+                               collective_work_t* work);
+int collective_reduce_async(collective_comm_t comm, const void* send, void* recv, size_t count,
+                            int dtype, int op, int root, const collective_options_t* options,
+                            collective_work_t* work);
+int collective_barrier_async(collective_comm_t comm, const collective_options_t* options,
+                             collective_work_t* work);
+int collective_all_to_all_async(collective_comm_t comm, const void* send, void* recv, size_t count,
+                                int dtype, const collective_options_t* options,
+                                collective_work_t* work);
+int collective_all_to_all_v_async(collective_comm_t comm, const void* send,
+                                  const size_t* send_counts, const size_t* send_displacements,
+                                  void* recv, const size_t* recv_counts,
+                                  const size_t* recv_displacements, int dtype,
+                                  const collective_options_t* options, collective_work_t* work);
+int collective_all_gather_v_async(collective_comm_t comm, const void* send, size_t send_count,
+                                  void* recv, const size_t* recv_counts,
+                                  const size_t* recv_displacements, int dtype,
+                                  const collective_options_t* options, collective_work_t* work);
+int collective_reduce_scatter_v_async(collective_comm_t comm, const void* send, void* recv,
+                                      const size_t* recv_counts, int dtype, int op,
+                                      const collective_options_t* options, collective_work_t* work);
+int collective_gather_async(collective_comm_t comm, const void* send, void* recv, size_t send_count,
+                            int dtype, int root, const collective_options_t* options,
+                            collective_work_t* work);
+int collective_gather_v_async(collective_comm_t comm, const void* send, size_t send_count,
+                              void* recv, const size_t* recv_counts,
+                              const size_t* recv_displacements, int dtype, int root,
+                              const collective_options_t* options, collective_work_t* work);
+int collective_scatter_async(collective_comm_t comm, const void* send, void* recv,
+                             size_t recv_count, int dtype, int root,
+                             const collective_options_t* options, collective_work_t* work);
+int collective_scatter_v_async(collective_comm_t comm, const void* send, const size_t* send_counts,
+                               const size_t* send_displacements, void* recv, size_t recv_count,
+                               int dtype, int root, const collective_options_t* options,
+                               collective_work_t* work);
+
+/* Blocks until the call finished; returns its status (and sets the last
+ * error, the blocking call's message, when it failed). Again: the same. */
+int collective_work_wait(collective_work_t work);
+/* Waits at most timeout_ms: *completed 1 and the call's status when it
+ * finished; *completed 0 and COLLECTIVE_SUCCESS when still in flight (the
+ * call goes on; nothing else changes). */
+int collective_work_wait_for(collective_work_t work, int64_t timeout_ms, int* completed);
+/* Never blocks: *completed 0 while in flight; 1 and the call's status once
+ * finished. */
+int collective_work_test(collective_work_t work, int* completed);
+/* Releases the handle and sets *work to NULL (NULL *work: no-op). An
+ * unfinished call is not cancelled: it completes in program order and
+ * writes its buffers; a failure nobody waited for is logged (WARN). */
+int collective_work_free(collective_work_t* work);
 
 /* --- Point-to-point ---------------------------------------------------- */
 

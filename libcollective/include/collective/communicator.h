@@ -13,6 +13,7 @@
 #include "collective/options.h"
 #include "collective/topology.h"
 #include "collective/types.h"
+#include "collective/work.h"
 
 namespace collective {
 
@@ -48,12 +49,15 @@ struct CommunicatorAccess;
 // and which threads of different ranks then pair is not defined.
 //
 // Every collective is blocking: when it returns, the output buffer holds the
-// result. Every rank of the communicator must call the same collectives in
-// the same order with matching count, type, op and root: before each call
-// the ranks compare what they were asked to do and all raise MismatchError
-// when they disagree (COLLECTIVE_VALIDATE=0 skips this). A call that cannot
-// finish fails with TimeoutError after its timeout; it never hangs forever.
-// Errors, and which of them leave the communicator usable: docs/errors.md.
+// result. Each also has an `_async` form that returns at once with a Work
+// (collective/work.h: its contract), completed by the library's progress
+// thread while the caller computes; calls start in the order the program
+// issued them, blocking and `_async` alike, the same on every rank. Every rank of the communicator
+// must call the same collectives in the same order with matching count, type, op and root: before
+// each call the ranks compare what they were asked to do and all raise MismatchError when they
+// disagree (COLLECTIVE_VALIDATE=0 skips this). A call that cannot finish fails with TimeoutError
+// after its timeout; it never hangs forever. Errors, and which of them leave the communicator
+// usable: docs/errors.md.
 //
 // Counts and displacements are element counts (size_t; above 2^31 is
 // fine). The v-forms take one count (and displacement, in elements from the
@@ -206,6 +210,50 @@ class COLLECTIVE_API Communicator {
   void scatter_v(const void* send, std::span<const std::size_t> send_counts,
                  std::span<const std::size_t> send_displacements, void* recv,
                  std::size_t recv_count, DataType type, const ScatterOptions& options = {});
+
+  // The same collectives, started: each returns a Work once the call is
+  // queued, after raising what the blocking call raises for its arguments
+  // (same text). The buffers belong to the call until it finished (Work);
+  // spans and options are copied. Needs MPI_THREAD_MULTIPLE (else
+  // InvalidArgumentError). A blocking call, split, to_mpi, send, recv,
+  // free, choose_algorithm and last_algorithm first wait for the calls in
+  // flight on this communicator.
+  Work all_reduce_async(const void* send, void* recv, std::size_t count, DataType type,
+                        const AllReduceOptions& options = {});
+  Work reduce_scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
+                            const ReduceScatterOptions& options = {});
+  Work all_gather_async(const void* send, void* recv, std::size_t send_count, DataType type,
+                        const AllGatherOptions& options = {});
+  Work broadcast_async(void* buffer, std::size_t count, DataType type,
+                       const BroadcastOptions& options = {});
+  Work reduce_async(const void* send, void* recv, std::size_t count, DataType type,
+                    const ReduceOptions& options = {});
+  Work barrier_async(const BarrierOptions& options = {});
+  Work all_to_all_async(const void* send, void* recv, std::size_t count, DataType type,
+                        const AllToAllOptions& options = {});
+  Work all_to_all_v_async(const void* send, std::span<const std::size_t> send_counts,
+                          std::span<const std::size_t> send_displacements, void* recv,
+                          std::span<const std::size_t> recv_counts,
+                          std::span<const std::size_t> recv_displacements, DataType type,
+                          const AllToAllOptions& options = {});
+  Work all_gather_v_async(const void* send, std::size_t send_count, void* recv,
+                          std::span<const std::size_t> recv_counts,
+                          std::span<const std::size_t> recv_displacements, DataType type,
+                          const AllGatherOptions& options = {});
+  Work reduce_scatter_v_async(const void* send, void* recv,
+                              std::span<const std::size_t> recv_counts, DataType type,
+                              const ReduceScatterOptions& options = {});
+  Work gather_async(const void* send, void* recv, std::size_t send_count, DataType type,
+                    const GatherOptions& options = {});
+  Work gather_v_async(const void* send, std::size_t send_count, void* recv,
+                      std::span<const std::size_t> recv_counts,
+                      std::span<const std::size_t> recv_displacements, DataType type,
+                      const GatherOptions& options = {});
+  Work scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
+                     const ScatterOptions& options = {});
+  Work scatter_v_async(const void* send, std::span<const std::size_t> send_counts,
+                       std::span<const std::size_t> send_displacements, void* recv,
+                       std::size_t recv_count, DataType type, const ScatterOptions& options = {});
 
   // Typed conveniences.
   template <typename T>

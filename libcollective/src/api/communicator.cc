@@ -8,6 +8,8 @@
 #include "collective/errors.h"
 #include "core/communicator_state.h"
 #include "api/dispatch.h"
+#include "api/async_start.h"
+#include "api/progress_engine.h"
 #include "api/fortran_handle.h"
 #include "core/communicator_creation.h"
 #include "core/exclusive_use.h"
@@ -169,6 +171,7 @@ int Communicator::to_mpi() const {
   }
   internal::require_mpi_running(kOperation, self.rank);
   internal::require_mpi_thread(kOperation, self.rank);
+  internal::finish_work_in_flight(self);  // program order
   const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kSplit);
   // As every making of a communicator: one duplication of this one at a
   // time, and below MPI_THREAD_MULTIPLE one making at a time.
@@ -212,7 +215,8 @@ Communicator Communicator::split(int color, int key) const {
   }
   internal::require_mpi_running(kOperation, self.rank);
   internal::require_mpi_thread(kOperation, self.rank);
-  (void)internal::env_params();  // a malformed variable raises before any MPI call
+  (void)internal::env_params();           // a malformed variable raises before any MPI call
+  internal::finish_work_in_flight(self);  // program order
   const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kSplit);
   // Below MPI_THREAD_MULTIPLE one making at a time (core/communicator_creation.h).
   const internal::CreationTurn creation_turn;
@@ -310,60 +314,49 @@ Algorithm to_algorithm(CollectiveCommunication communication) {
       "unknown CollectiveCommunication value " + std::to_string(static_cast<int>(communication)));
 }
 
-void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DataType type,
-                              const AllReduceOptions& options) {
+// Each collective's request, built once for its blocking and `_async` forms.
+namespace {
+
+Request all_reduce_request(const void* send, void* recv, std::size_t count, DataType type,
+                           const AllReduceOptions& options) {
   Request request = make_request(CollectiveKind::kAllReduce, send, recv, count, type);
   request.op = options.op;
   request.deterministic = options.deterministic;
-  internal::run_collective(state(), request, options);
+  return request;
 }
 
-void Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count,
-                                  DataType type, const ReduceScatterOptions& options) {
+Request reduce_scatter_request(const void* send, void* recv, std::size_t recv_count, DataType type,
+                               const ReduceScatterOptions& options) {
   Request request = make_request(CollectiveKind::kReduceScatter, send, recv, recv_count, type);
   request.op = options.op;
   request.deterministic = options.deterministic;
-  internal::run_collective(state(), request, options);
+  return request;
 }
 
-void Communicator::all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
-                              const AllGatherOptions& options) {
-  Request request = make_request(CollectiveKind::kAllGather, send, recv, send_count, type);
-  internal::run_collective(state(), request, options);
-}
-
-void Communicator::broadcast(void* buffer, std::size_t count, DataType type,
-                             const BroadcastOptions& options) {
+Request broadcast_request(void* buffer, std::size_t count, DataType type,
+                          const BroadcastOptions& options) {
   Request request = make_request(CollectiveKind::kBroadcast, buffer, buffer, count, type);
   request.root = options.root;
-  internal::run_collective(state(), request, options);
+  return request;
 }
 
-void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type,
-                          const ReduceOptions& options) {
+Request reduce_request(const void* send, void* recv, std::size_t count, DataType type,
+                       const ReduceOptions& options) {
   Request request = make_request(CollectiveKind::kReduce, send, recv, count, type);
   request.op = options.op;
   request.root = options.root;
   request.deterministic = options.deterministic;
-  internal::run_collective(state(), request, options);
+  return request;
 }
 
-void Communicator::barrier(const BarrierOptions& options) {
-  Request request = make_request(CollectiveKind::kBarrier, nullptr, nullptr, 0, DataType::kUInt8);
-  internal::run_collective(state(), request, options);
+Request barrier_request() {
+  return make_request(CollectiveKind::kBarrier, nullptr, nullptr, 0, DataType::kUInt8);
 }
 
-void Communicator::all_to_all(const void* send, void* recv, std::size_t count, DataType type,
-                              const AllToAllOptions& options) {
-  Request request = make_request(CollectiveKind::kAllToAll, send, recv, count, type);
-  internal::run_collective(state(), request, options);
-}
-
-void Communicator::all_to_all_v(const void* send, std::span<const std::size_t> send_counts,
-                                std::span<const std::size_t> send_displacements, void* recv,
-                                std::span<const std::size_t> recv_counts,
-                                std::span<const std::size_t> recv_displacements, DataType type,
-                                const AllToAllOptions& options) {
+Request all_to_all_v_request(const void* send, std::span<const std::size_t> send_counts,
+                             std::span<const std::size_t> send_displacements, void* recv,
+                             std::span<const std::size_t> recv_counts,
+                             std::span<const std::size_t> recv_displacements, DataType type) {
   Request request = make_request(CollectiveKind::kAllToAllV, send, recv, 0, type);
   if (send != recv) {  // in place, the send side is recv's layout
     request.send_counts = send_counts;
@@ -371,71 +364,271 @@ void Communicator::all_to_all_v(const void* send, std::span<const std::size_t> s
   }
   request.recv_counts = recv_counts;
   request.recv_displacements = recv_displacements;
-  internal::run_collective(state(), request, options);
+  return request;
 }
 
-void Communicator::all_gather_v(const void* send, std::size_t send_count, void* recv,
-                                std::span<const std::size_t> recv_counts,
-                                std::span<const std::size_t> recv_displacements, DataType type,
-                                const AllGatherOptions& options) {
+Request all_gather_v_request(const void* send, std::size_t send_count, void* recv,
+                             std::span<const std::size_t> recv_counts,
+                             std::span<const std::size_t> recv_displacements, DataType type) {
   Request request = make_request(CollectiveKind::kAllGatherV, send, recv, send_count, type);
   request.recv_counts = recv_counts;
   request.recv_displacements = recv_displacements;
-  internal::run_collective(state(), request, options);
+  return request;
 }
 
-void Communicator::reduce_scatter_v(const void* send, void* recv,
-                                    std::span<const std::size_t> recv_counts, DataType type,
-                                    const ReduceScatterOptions& options) {
+Request reduce_scatter_v_request(const CommunicatorState& state, const void* send, void* recv,
+                                 std::span<const std::size_t> recv_counts, DataType type,
+                                 const ReduceScatterOptions& options) {
   // The count of this rank's block, for the logs and the single-rank copy;
   // a recv_counts of the wrong length is refused by the argument checks.
-  const int rank = state().rank;
+  const int rank = state.rank;
   const std::size_t own =
       rank >= 0 && static_cast<std::size_t>(rank) < recv_counts.size() ? recv_counts[rank] : 0;
   Request request = make_request(CollectiveKind::kReduceScatterV, send, recv, own, type);
   request.recv_counts = recv_counts;
   request.op = options.op;
   request.deterministic = options.deterministic;
-  internal::run_collective(state(), request, options);
+  return request;
+}
+
+Request rooted_request(CollectiveKind kind, const void* send, void* recv, std::size_t count,
+                       DataType type, int root) {
+  Request request = make_request(kind, send, recv, count, type);
+  request.root = root;
+  return request;
+}
+
+Request gather_v_request(const CommunicatorState& state, const void* send, std::size_t send_count,
+                         void* recv, std::span<const std::size_t> recv_counts,
+                         std::span<const std::size_t> recv_displacements, DataType type,
+                         const GatherOptions& options) {
+  Request request =
+      rooted_request(CollectiveKind::kGatherV, send, recv, send_count, type, options.root);
+  if (state.rank == options.root) {  // ignored elsewhere
+    request.recv_counts = recv_counts;
+    request.recv_displacements = recv_displacements;
+  }
+  return request;
+}
+
+Request scatter_v_request(const CommunicatorState& state, const void* send,
+                          std::span<const std::size_t> send_counts,
+                          std::span<const std::size_t> send_displacements, void* recv,
+                          std::size_t recv_count, DataType type, const ScatterOptions& options) {
+  Request request =
+      rooted_request(CollectiveKind::kScatterV, send, recv, recv_count, type, options.root);
+  if (state.rank == options.root) {  // ignored elsewhere
+    request.send_counts = send_counts;
+    request.send_displacements = send_displacements;
+  }
+  return request;
+}
+
+// The blocking form: after the calls in flight on the communicator (program
+// order), on the caller's thread.
+void run_blocking(CommunicatorState& state, Request request, const CommonOptions& options) {
+  internal::finish_work_in_flight(state);
+  internal::run_collective(state, request, options);
+}
+
+}  // namespace
+
+void Communicator::all_reduce(const void* send, void* recv, std::size_t count, DataType type,
+                              const AllReduceOptions& options) {
+  run_blocking(state(), all_reduce_request(send, recv, count, type, options), options);
+}
+
+void Communicator::reduce_scatter(const void* send, void* recv, std::size_t recv_count,
+                                  DataType type, const ReduceScatterOptions& options) {
+  run_blocking(state(), reduce_scatter_request(send, recv, recv_count, type, options), options);
+}
+
+void Communicator::all_gather(const void* send, void* recv, std::size_t send_count, DataType type,
+                              const AllGatherOptions& options) {
+  run_blocking(state(), make_request(CollectiveKind::kAllGather, send, recv, send_count, type),
+               options);
+}
+
+void Communicator::broadcast(void* buffer, std::size_t count, DataType type,
+                             const BroadcastOptions& options) {
+  run_blocking(state(), broadcast_request(buffer, count, type, options), options);
+}
+
+void Communicator::reduce(const void* send, void* recv, std::size_t count, DataType type,
+                          const ReduceOptions& options) {
+  run_blocking(state(), reduce_request(send, recv, count, type, options), options);
+}
+
+void Communicator::barrier(const BarrierOptions& options) {
+  run_blocking(state(), barrier_request(), options);
+}
+
+void Communicator::all_to_all(const void* send, void* recv, std::size_t count, DataType type,
+                              const AllToAllOptions& options) {
+  run_blocking(state(), make_request(CollectiveKind::kAllToAll, send, recv, count, type), options);
+}
+
+void Communicator::all_to_all_v(const void* send, std::span<const std::size_t> send_counts,
+                                std::span<const std::size_t> send_displacements, void* recv,
+                                std::span<const std::size_t> recv_counts,
+                                std::span<const std::size_t> recv_displacements, DataType type,
+                                const AllToAllOptions& options) {
+  run_blocking(state(),
+               all_to_all_v_request(send, send_counts, send_displacements, recv, recv_counts,
+                                    recv_displacements, type),
+               options);
+}
+
+void Communicator::all_gather_v(const void* send, std::size_t send_count, void* recv,
+                                std::span<const std::size_t> recv_counts,
+                                std::span<const std::size_t> recv_displacements, DataType type,
+                                const AllGatherOptions& options) {
+  run_blocking(state(),
+               all_gather_v_request(send, send_count, recv, recv_counts, recv_displacements, type),
+               options);
+}
+
+void Communicator::reduce_scatter_v(const void* send, void* recv,
+                                    std::span<const std::size_t> recv_counts, DataType type,
+                                    const ReduceScatterOptions& options) {
+  run_blocking(state(), reduce_scatter_v_request(state(), send, recv, recv_counts, type, options),
+               options);
 }
 
 void Communicator::gather(const void* send, void* recv, std::size_t send_count, DataType type,
                           const GatherOptions& options) {
-  Request request = make_request(CollectiveKind::kGather, send, recv, send_count, type);
-  request.root = options.root;
-  internal::run_collective(state(), request, options);
+  run_blocking(state(),
+               rooted_request(CollectiveKind::kGather, send, recv, send_count, type, options.root),
+               options);
 }
 
 void Communicator::gather_v(const void* send, std::size_t send_count, void* recv,
                             std::span<const std::size_t> recv_counts,
                             std::span<const std::size_t> recv_displacements, DataType type,
                             const GatherOptions& options) {
-  Request request = make_request(CollectiveKind::kGatherV, send, recv, send_count, type);
-  request.root = options.root;
-  if (state().rank == options.root) {  // ignored elsewhere
-    request.recv_counts = recv_counts;
-    request.recv_displacements = recv_displacements;
-  }
-  internal::run_collective(state(), request, options);
+  run_blocking(state(),
+               gather_v_request(state(), send, send_count, recv, recv_counts, recv_displacements,
+                                type, options),
+               options);
 }
 
 void Communicator::scatter(const void* send, void* recv, std::size_t recv_count, DataType type,
                            const ScatterOptions& options) {
-  Request request = make_request(CollectiveKind::kScatter, send, recv, recv_count, type);
-  request.root = options.root;
-  internal::run_collective(state(), request, options);
+  run_blocking(state(),
+               rooted_request(CollectiveKind::kScatter, send, recv, recv_count, type, options.root),
+               options);
 }
 
 void Communicator::scatter_v(const void* send, std::span<const std::size_t> send_counts,
                              std::span<const std::size_t> send_displacements, void* recv,
                              std::size_t recv_count, DataType type, const ScatterOptions& options) {
-  Request request = make_request(CollectiveKind::kScatterV, send, recv, recv_count, type);
-  request.root = options.root;
-  if (state().rank == options.root) {  // ignored elsewhere
-    request.send_counts = send_counts;
-    request.send_displacements = send_displacements;
-  }
-  internal::run_collective(state(), request, options);
+  run_blocking(state(),
+               scatter_v_request(state(), send, send_counts, send_displacements, recv, recv_count,
+                                 type, options),
+               options);
+}
+
+Work Communicator::all_reduce_async(const void* send, void* recv, std::size_t count, DataType type,
+                                    const AllReduceOptions& options) {
+  return Work(internal::start_async(state(), all_reduce_request(send, recv, count, type, options),
+                                    options));
+}
+
+Work Communicator::reduce_scatter_async(const void* send, void* recv, std::size_t recv_count,
+                                        DataType type, const ReduceScatterOptions& options) {
+  return Work(internal::start_async(
+      state(), reduce_scatter_request(send, recv, recv_count, type, options), options));
+}
+
+Work Communicator::all_gather_async(const void* send, void* recv, std::size_t send_count,
+                                    DataType type, const AllGatherOptions& options) {
+  return Work(internal::start_async(
+      state(), make_request(CollectiveKind::kAllGather, send, recv, send_count, type), options));
+}
+
+Work Communicator::broadcast_async(void* buffer, std::size_t count, DataType type,
+                                   const BroadcastOptions& options) {
+  return Work(
+      internal::start_async(state(), broadcast_request(buffer, count, type, options), options));
+}
+
+Work Communicator::reduce_async(const void* send, void* recv, std::size_t count, DataType type,
+                                const ReduceOptions& options) {
+  return Work(
+      internal::start_async(state(), reduce_request(send, recv, count, type, options), options));
+}
+
+Work Communicator::barrier_async(const BarrierOptions& options) {
+  return Work(internal::start_async(state(), barrier_request(), options));
+}
+
+Work Communicator::all_to_all_async(const void* send, void* recv, std::size_t count, DataType type,
+                                    const AllToAllOptions& options) {
+  return Work(internal::start_async(
+      state(), make_request(CollectiveKind::kAllToAll, send, recv, count, type), options));
+}
+
+Work Communicator::all_to_all_v_async(const void* send, std::span<const std::size_t> send_counts,
+                                      std::span<const std::size_t> send_displacements, void* recv,
+                                      std::span<const std::size_t> recv_counts,
+                                      std::span<const std::size_t> recv_displacements,
+                                      DataType type, const AllToAllOptions& options) {
+  return Work(
+      internal::start_async(state(),
+                            all_to_all_v_request(send, send_counts, send_displacements, recv,
+                                                 recv_counts, recv_displacements, type),
+                            options));
+}
+
+Work Communicator::all_gather_v_async(const void* send, std::size_t send_count, void* recv,
+                                      std::span<const std::size_t> recv_counts,
+                                      std::span<const std::size_t> recv_displacements,
+                                      DataType type, const AllGatherOptions& options) {
+  return Work(internal::start_async(
+      state(), all_gather_v_request(send, send_count, recv, recv_counts, recv_displacements, type),
+      options));
+}
+
+Work Communicator::reduce_scatter_v_async(const void* send, void* recv,
+                                          std::span<const std::size_t> recv_counts, DataType type,
+                                          const ReduceScatterOptions& options) {
+  return Work(internal::start_async(
+      state(), reduce_scatter_v_request(state(), send, recv, recv_counts, type, options), options));
+}
+
+Work Communicator::gather_async(const void* send, void* recv, std::size_t send_count, DataType type,
+                                const GatherOptions& options) {
+  return Work(internal::start_async(
+      state(), rooted_request(CollectiveKind::kGather, send, recv, send_count, type, options.root),
+      options));
+}
+
+Work Communicator::gather_v_async(const void* send, std::size_t send_count, void* recv,
+                                  std::span<const std::size_t> recv_counts,
+                                  std::span<const std::size_t> recv_displacements, DataType type,
+                                  const GatherOptions& options) {
+  return Work(internal::start_async(state(),
+                                    gather_v_request(state(), send, send_count, recv, recv_counts,
+                                                     recv_displacements, type, options),
+                                    options));
+}
+
+Work Communicator::scatter_async(const void* send, void* recv, std::size_t recv_count,
+                                 DataType type, const ScatterOptions& options) {
+  return Work(internal::start_async(
+      state(), rooted_request(CollectiveKind::kScatter, send, recv, recv_count, type, options.root),
+      options));
+}
+
+Work Communicator::scatter_v_async(const void* send, std::span<const std::size_t> send_counts,
+                                   std::span<const std::size_t> send_displacements, void* recv,
+                                   std::size_t recv_count, DataType type,
+                                   const ScatterOptions& options) {
+  return Work(
+      internal::start_async(state(),
+                            scatter_v_request(state(), send, send_counts, send_displacements, recv,
+                                              recv_count, type, options),
+                            options));
 }
 
 Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,
@@ -459,6 +652,7 @@ Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count,
   if (algorithm_value < 0 || algorithm_value >= kNumAlgorithms) {
     refuse("algorithm", "Algorithm", algorithm_value);
   }
+  internal::finish_work_in_flight(state());  // AUTO's memo is the progress thread's meanwhile
   Request request = make_request(kind, nullptr, nullptr, count, type);
   request.deterministic = deterministic;  // kept for the reducing kinds only
   CommonOptions options;
@@ -466,13 +660,17 @@ Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count,
   return internal::resolve_algorithm(state(), request, options);
 }
 
-Algorithm Communicator::last_algorithm() const { return state().last_algorithm; }
+Algorithm Communicator::last_algorithm() const {
+  internal::finish_work_in_flight(state());  // written by the calls in flight
+  return state().last_algorithm;
+}
 
 std::uint64_t Communicator::sequence_number() const { return state().next_sequence; }
 
 void Communicator::free() {
   CommunicatorState& self = state();
   if (self.comm != MPI_COMM_NULL) internal::require_mpi_thread("Communicator::free", self.rank);
+  internal::finish_work_in_flight(self);
   const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kFree);
   self.release();
 }

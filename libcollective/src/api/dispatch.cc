@@ -183,6 +183,26 @@ void run_collective(CommunicatorState& state, Request& request, const CommonOpti
   recording.finished();
 }
 
+void run_numbered_collective(CommunicatorState& state, Request& request,
+                             const CommonOptions& options) {
+  ExclusiveUse exclusive(state, request.kind);
+  exclusive.started(request.sequence);
+  CallRecording recording(state, request);
+  try {
+    run_claimed(state, request, options, recording);
+  } catch (const std::exception& error) {
+    recording.failed(error);
+    throw;
+  }
+  recording.finished();
+}
+
+void check_arguments(const CommunicatorState& state, Request request,
+                     const CommonOptions& options) {
+  apply_options(request, options);
+  validate_request(request, state.rank, state.size);
+}
+
 Algorithm resolve_algorithm(const CommunicatorState& state, Request request,
                             const CommonOptions& options) {
   apply_options(request, options);

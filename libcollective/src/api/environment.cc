@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "collective/errors.h"
+#include "api/progress_engine.h"
 #include "core/env_params.h"
 #include "core/failure_record.h"
 #include "core/log.h"
@@ -91,6 +92,8 @@ Environment::Environment(int& argc, char**& argv) : owns_mpi_(initialize_mpi(&ar
 Environment::Environment() : owns_mpi_(initialize_mpi(nullptr, nullptr)) {}
 
 Environment::~Environment() {
+  // Calls in flight finish first (each within its timeout), while MPI runs.
+  internal::finish_all_work_in_flight();
   g_environment_exists.store(false);
   if (!owns_mpi_) return;
   int finalized = 0;

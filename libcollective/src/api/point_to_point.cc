@@ -17,6 +17,7 @@
 #include <limits>
 #include <sstream>
 
+#include "api/progress_engine.h"
 #include "api/usable_communicator.h"
 #include "collective/communicator.h"
 #include "collective/errors.h"
@@ -212,6 +213,7 @@ void point_to_point(CommunicatorState& state, bool sending, const void* buffer, 
   request.count = count;
   request.send = sending ? buffer : nullptr;
   request.recv = sending ? nullptr : const_cast<void*>(buffer);
+  internal::finish_work_in_flight(state);  // program order
   const internal::ExclusiveUse exclusive(state, sending ? internal::ExclusiveUse::Operation::kSend
                                                         : internal::ExclusiveUse::Operation::kRecv);
   const internal::EnvParams& params =

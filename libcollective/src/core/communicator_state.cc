@@ -73,6 +73,9 @@ CommunicatorState::~CommunicatorState() {
 }
 
 void CommunicatorState::release() {
+  // Calls in flight run to their end (each within its timeout) while the
+  // communicator is still whole.
+  progress_engine.reset();
   freed = true;
   // NCCL communicators go before the MPI communicators they were made on;
   // the node segment only unmaps memory, it never waits for peers.

@@ -115,6 +115,11 @@ struct CommunicatorState : WaitSubject {
   // by release().
   ResourceSlots resources;
 
+  // The thread that runs this communicator's `_async` calls
+  // (api/progress_engine.h), made on the first; null until then. Released
+  // first by release(), after it finished every queued call.
+  std::unique_ptr<AlgorithmResources> progress_engine;
+
  private:
   void learn_peers(const char* operation);
 };

@@ -12,8 +12,10 @@ namespace collective::internal {
 namespace {
 
 std::atomic<bool> g_finalize_started{false};
+std::atomic<void (*)()> g_before_finalize{nullptr};
 
 int on_self_attribute_deleted(MPI_Comm, int, void*, void*) {
+  if (void (*hook)() = g_before_finalize.load(std::memory_order_acquire)) hook();
   g_finalize_started.store(true, std::memory_order_release);
   return MPI_SUCCESS;
 }
@@ -30,6 +32,10 @@ void watch_mpi_finalize() {
       MPI_Comm_set_attr(MPI_COMM_SELF, key, nullptr);
     }
   });
+}
+
+void before_mpi_finalize(void (*hook)()) {
+  g_before_finalize.store(hook, std::memory_order_release);
 }
 
 bool mpi_finalize_started() { return g_finalize_started.load(std::memory_order_acquire); }

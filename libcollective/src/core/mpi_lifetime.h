@@ -11,6 +11,11 @@ namespace collective::internal {
 // Called whenever a communicator is made.
 void watch_mpi_finalize();
 
+// `hook` runs first thing in MPI_Finalize, before mpi_finalize_started()
+// turns true (the library's calls in flight finish there). One hook per
+// process; setting the same again is a no-op.
+void before_mpi_finalize(void (*hook)());
+
 // True once MPI_Finalize has begun (after watch_mpi_finalize()); one
 // atomic load.
 bool mpi_finalize_started();

@@ -1,0 +1,106 @@
+#include "api/progress_engine.h"
+
+#include <pthread.h>
+
+#include <exception>
+#include <set>
+#include <utility>
+
+#include "api/dispatch.h"
+#include "core/mpi_lifetime.h"
+
+namespace collective::internal {
+namespace {
+
+// Every engine of the process, so that the end of MPI waits for them.
+// Never destroyed: a Communicator held in a static may outlive main.
+std::mutex& engines_mutex() {
+  static auto* mutex = new std::mutex;
+  return *mutex;
+}
+std::set<ProgressEngine*>& engines() {
+  static auto* all = new std::set<ProgressEngine*>;
+  return *all;
+}
+
+}  // namespace
+
+ProgressEngine::ProgressEngine(CommunicatorState& state) : state_(state) {
+  {
+    const std::lock_guard<std::mutex> lock(engines_mutex());
+    engines().insert(this);
+  }
+  // A program that calls MPI_Finalize itself (no Environment) still has
+  // its calls in flight finished first.
+  before_mpi_finalize(&finish_all_work_in_flight);
+  thread_ = std::thread([this] { run(); });
+  pthread_setname_np(thread_.native_handle(), "collective-work");
+}
+
+ProgressEngine::~ProgressEngine() {
+  {
+    const std::lock_guard<std::mutex> lock(engines_mutex());
+    engines().erase(this);
+  }
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  thread_.join();
+}
+
+void ProgressEngine::enqueue(std::unique_ptr<QueuedCall> call) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(call));
+    outstanding_.fetch_add(1, std::memory_order_relaxed);
+  }
+  changed_.notify_all();
+}
+
+void ProgressEngine::drain() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  changed_.wait(lock, [&] { return outstanding_.load(std::memory_order_relaxed) == 0; });
+}
+
+void ProgressEngine::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    // Stopping only once the queue is empty: every call started by the
+    // program runs, in order, as on the other ranks.
+    changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    if (queue_.empty()) return;
+    std::unique_ptr<QueuedCall> call = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      run_numbered_collective(state_, call->request, call->options);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    // One step for both observers: whoever sees the Work finished sees the
+    // engine idle (when this was the last call), and drain() returns only
+    // after the Work is finished.
+    lock.lock();
+    outstanding_.fetch_sub(1, std::memory_order_release);
+    call->work->finish(std::move(error));
+    changed_.notify_all();
+    lock.unlock();
+    call.reset();
+    lock.lock();
+  }
+}
+
+ProgressEngine& progress_engine_of(CommunicatorState& state) {
+  if (!state.progress_engine) state.progress_engine = std::make_unique<ProgressEngine>(state);
+  return static_cast<ProgressEngine&>(*state.progress_engine);
+}
+
+void finish_all_work_in_flight() {
+  const std::lock_guard<std::mutex> lock(engines_mutex());
+  for (ProgressEngine* engine : engines()) engine->drain();
+}
+
+}  // namespace collective::internal

@@ -1,0 +1,80 @@
+// The progress engine of one communicator: a thread that runs the
+// communicator's `_async` calls, one after another in program order,
+// through the same path as the blocking calls (run_collective), so that
+// they complete while the caller computes (docs/architecture.md, "Calls in
+// flight"). Made on the first `_async` call; destroyed (after finishing
+// every queued call) first when the communicator is released.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "api/work_state.h"
+#include "collective/options.h"
+#include "core/communicator_state.h"
+#include "core/request.h"
+
+namespace collective::internal {
+
+// One call waiting for its turn: the request (its sequence number already
+// taken in program order) with its own copies of the v-forms' spans.
+struct QueuedCall {
+  Request request;
+  CommonOptions options;
+  std::vector<std::size_t> send_counts;
+  std::vector<std::size_t> send_displacements;
+  std::vector<std::size_t> recv_counts;
+  std::vector<std::size_t> recv_displacements;
+  std::shared_ptr<WorkState> work;
+};
+
+class ProgressEngine : public AlgorithmResources {
+ public:
+  explicit ProgressEngine(CommunicatorState& state);
+  // Finishes every queued call (each bounded by its timeout), then joins.
+  ~ProgressEngine() override;
+  ProgressEngine(const ProgressEngine&) = delete;
+  ProgressEngine& operator=(const ProgressEngine&) = delete;
+
+  void enqueue(std::unique_ptr<QueuedCall> call);
+  // Returns once no call is queued or running.
+  void drain();
+  // Whether a call is queued or running (acquire: what the finished calls
+  // wrote to the communicator's state is visible after false).
+  bool busy() const { return outstanding_.load(std::memory_order_acquire) != 0; }
+
+ private:
+  void run();
+
+  CommunicatorState& state_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<std::unique_ptr<QueuedCall>> queue_;
+  std::atomic<std::size_t> outstanding_{0};  // queued + running
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+// The communicator's engine, made (and its thread started) on first use.
+ProgressEngine& progress_engine_of(CommunicatorState& state);
+
+// Program order for every other use of the communicator: returns once no
+// `_async` call is queued or running on it. One load when none ever was.
+inline void finish_work_in_flight(CommunicatorState& state) {
+  if (auto* engine = static_cast<ProgressEngine*>(state.progress_engine.get());
+      engine != nullptr && engine->busy()) {
+    engine->drain();
+  }
+}
+
+// Every communicator's calls in flight in this process, for
+// Environment's destructor and MPI_Finalize.
+void finish_all_work_in_flight();
+
+}  // namespace collective::internal
