@@ -86,9 +86,9 @@ void gathers_and_scatters(Communicator& comm, std::size_t count, int call) {
   comm.scatter_v(whole.data(), counts, displs, mine.data(), own, DataType::kUInt8, scatter);
   for (std::size_t i = 0; i < own; ++i) {
     const std::uint8_t expected = byte_value(rank, 0, i);
-    ASSERT_EQ(int{mine[i]}, int{expected}) << "scatter_v call " << call << " count " << count
-                                           << ": rank " << rank << " index " << i << " expected "
-                                           << int{expected} << " actual " << int{mine[i]};
+    ASSERT_EQ(int{mine[i]}, int{expected})
+        << "scatter_v call " << call << " count " << count << ": rank " << rank << " index " << i
+        << " expected " << int{expected} << " actual " << int{mine[i]};
   }
 }
 

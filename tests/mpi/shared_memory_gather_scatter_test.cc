@@ -157,11 +157,12 @@ void run_case(Communicator& comm, Kind kind, std::size_t base, int root, bool in
   Buffer mine(comm, own, false);
   if (is_root) {
     for (std::size_t q = 0; q < p; ++q) {
-      for (std::size_t i = 0; i < counts[q]; ++i) whole[displs[q] + i] = value(static_cast<int>(q), i);
+      for (std::size_t i = 0; i < counts[q]; ++i)
+        whole[displs[q] + i] = value(static_cast<int>(q), i);
     }
   }
-  std::uint64_t* recv = in_place && is_root ? whole.data() + displs[static_cast<std::size_t>(rank)]
-                                            : mine.data();
+  std::uint64_t* recv =
+      in_place && is_root ? whole.data() + displs[static_cast<std::size_t>(rank)] : mine.data();
   collective::ScatterOptions options;
   options.algorithm = Algorithm::kSharedMemory;
   options.root = root;
@@ -176,8 +177,8 @@ void run_case(Communicator& comm, Kind kind, std::size_t base, int root, bool in
   for (std::size_t i = 0; i < own; ++i) {
     const std::uint64_t expected = value(rank, i);
     const std::uint64_t actual = recv[i];
-    ASSERT_EQ(actual, expected) << label << " index " << i << " expected " << expected
-                                << " actual " << actual;
+    ASSERT_EQ(actual, expected) << label << " index " << i << " expected " << expected << " actual "
+                                << actual;
   }
   if (is_root) {
     // The root's send buffer is the caller's: unchanged.
@@ -197,8 +198,8 @@ TEST(SharedMemoryGatherScatter, EveryFormExact) {
   // default 1 MiB slot.
   for (const Kind kind :
        {Kind::kAllGatherV, Kind::kGather, Kind::kGatherV, Kind::kScatter, Kind::kScatterV}) {
-    for (const std::size_t base : {std::size_t{0}, std::size_t{5}, std::size_t{9000},
-                                   std::size_t{140000}}) {
+    for (const std::size_t base :
+         {std::size_t{0}, std::size_t{5}, std::size_t{9000}, std::size_t{140000}}) {
       for (const int root : {0, comm.size() - 1}) {
         if (kind == Kind::kAllGatherV && root != 0) continue;
         for (const bool in_place : {false, true}) {

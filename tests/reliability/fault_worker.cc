@@ -182,8 +182,8 @@ int outstanding_at_exit() {
     for (std::size_t i = 0; i < kOutstandingCount; ++i) {
       g_outstanding[k][i] = comm.rank() + static_cast<std::int64_t>(k * 10000 + i);
     }
-    (void)comm.all_reduce_async(g_outstanding[k].data(), g_outstanding[k].data(),
-                                kOutstandingCount, collective::DataType::kInt64);
+    (void)comm.all_reduce_async(g_outstanding[k].data(), g_outstanding[k].data(), kOutstandingCount,
+                                collective::DataType::kInt64);
   }
   say("RETURNING rank=" + std::to_string(comm.rank()) + " with calls in flight");
   return 0;

@@ -407,9 +407,9 @@ TEST(SharedMemory, AutoGathersAndScattersWithVirtualNodes) {
       // In a lambda: a rank that fails goes on with the others' calls.
       [&] {
         for (std::size_t i = 0; i < own; ++i) {
-          ASSERT_EQ(got[i], value(rank, i)) << "scatter_v, " << where << " index " << i
-                                            << " expected " << value(rank, i) << " actual "
-                                            << got[i];
+          ASSERT_EQ(got[i], value(rank, i))
+              << "scatter_v, " << where << " index " << i << " expected " << value(rank, i)
+              << " actual " << got[i];
         }
       }();
     }

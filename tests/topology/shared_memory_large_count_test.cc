@@ -64,8 +64,8 @@ void expect_block(const std::vector<std::uint8_t>& buffer, std::size_t at, std::
   for (std::size_t i = 0; i < count; ++i) {
     const std::uint8_t expected = byte_of(from, i);
     if (buffer[at + i] != expected && ++wrong <= 3) {
-      ADD_FAILURE() << what << ": rank " << rank << " index " << at + i << " expected "
-                    << +expected << " got " << +buffer[at + i];
+      ADD_FAILURE() << what << ": rank " << rank << " index " << at + i << " expected " << +expected
+                    << " got " << +buffer[at + i];
     }
   }
   EXPECT_EQ(wrong, 0u) << what << ": rank " << rank;
@@ -110,8 +110,7 @@ TEST(SharedMemory, GathersAndScattersOfMoreThanTwoToThe31Elements) {
   ScatterOptions scatter;
   scatter.algorithm = Algorithm::kSharedMemory;
   scatter.root = 1;
-  world.scatter_v(buffer.data(), counts, displs,
-                  rank == 1 ? buffer.data() + large : buffer.data(),
+  world.scatter_v(buffer.data(), counts, displs, rank == 1 ? buffer.data() + large : buffer.data(),
                   counts[static_cast<std::size_t>(rank)], DataType::kUInt8, scatter);
   EXPECT_EQ(world.last_algorithm(), Algorithm::kSharedMemory);
   if (rank == 0) expect_block(buffer, 0, large, 0, "scatter_v", rank);

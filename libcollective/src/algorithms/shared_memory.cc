@@ -116,10 +116,10 @@ std::optional<double> gather_scatter_seconds(const Request& request, const Shape
 }  // namespace
 
 std::span<const CollectiveKind> SharedMemoryAlgorithm::serves() const {
-  static constexpr std::array kServed = {
-      CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,  CollectiveKind::kAllToAllV,
-      CollectiveKind::kAllGatherV, CollectiveKind::kGather,   CollectiveKind::kGatherV,
-      CollectiveKind::kScatter,    CollectiveKind::kScatterV};
+  static constexpr std::array kServed = {CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,
+                                         CollectiveKind::kAllToAllV, CollectiveKind::kAllGatherV,
+                                         CollectiveKind::kGather,    CollectiveKind::kGatherV,
+                                         CollectiveKind::kScatter,   CollectiveKind::kScatterV};
   return kServed;
 }
 

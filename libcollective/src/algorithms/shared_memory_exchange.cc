@@ -141,19 +141,18 @@ void fill_exchange(Exchange& x, const Request& request, const NodeSegment& segme
       case CollectiveKind::kGatherV:
         if (to_root) x.out.bytes[q] = block;
         if (!root) break;
-        x.in.offset[q] = kind == CollectiveKind::kGather
-                             ? c * block
-                             : request.recv_displacements[c] * element;
+        x.in.offset[q] =
+            kind == CollectiveKind::kGather ? c * block : request.recv_displacements[c] * element;
         x.in.bytes[q] = kind == CollectiveKind::kGather ? block : request.recv_counts[c] * element;
         break;
       case CollectiveKind::kScatter:
       case CollectiveKind::kScatterV:
         if (to_root) x.in.bytes[q] = block;
         if (!root) break;
-        x.out.offset[q] = kind == CollectiveKind::kScatter
-                              ? c * block
-                              : request.send_displacements[c] * element;
-        x.out.bytes[q] = kind == CollectiveKind::kScatter ? block : request.send_counts[c] * element;
+        x.out.offset[q] =
+            kind == CollectiveKind::kScatter ? c * block : request.send_displacements[c] * element;
+        x.out.bytes[q] =
+            kind == CollectiveKind::kScatter ? block : request.send_counts[c] * element;
         break;
       case CollectiveKind::kAllReduce:
       case CollectiveKind::kReduceScatter:
@@ -393,11 +392,11 @@ void exchange_in_rounds(NodeSegment& segment, const Exchange& x, const Request& 
   // one round covers the largest block.
   // With one outgoing block per rank, that block's piece fills the slot.
   const std::size_t piece =
-      one_round              ? std::max<std::size_t>(largest, 1)
-      : x.one_outgoing_block ? segment.slot_bytes()
-                             : std::max(kLineBytes, segment.slot_bytes() /
-                                                        static_cast<std::size_t>(ranks) /
-                                                        kLineBytes * kLineBytes);
+      one_round ? std::max<std::size_t>(largest, 1)
+      : x.one_outgoing_block
+          ? segment.slot_bytes()
+          : std::max(kLineBytes, segment.slot_bytes() / static_cast<std::size_t>(ranks) /
+                                     kLineBytes * kLineBytes);
   // Where a reader finds its piece in a peer's slot.
   const std::size_t place_in_slot = x.one_outgoing_block ? 0 : static_cast<std::size_t>(r) * piece;
   const std::uint64_t rounds = (largest + piece - 1) / piece;
@@ -479,8 +478,7 @@ void exchange_in_rounds(NodeSegment& segment, const Exchange& x, const Request& 
           if (length == 0) continue;
         }
         const std::byte* from = in_place != nullptr ? in_place + x.peer_offset[peer] + k * piece
-                                                    : segment.staging(q, next_read) +
-                                                          place_in_slot;
+                                                    : segment.staging(q, next_read) + place_in_slot;
         copy_out(x.recv + x.in.offset[peer] + k * piece, from, length);
       }
       segment.finish_round(next_read);

@@ -21,8 +21,7 @@ void run_numbered_collective(CommunicatorState& state, Request& request,
 // The argument checks run_collective makes before touching anything
 // (options applied, core/argument_checks.h), alone: throws what the call
 // would raise for its own arguments.
-void check_arguments(const CommunicatorState& state, Request request,
-                     const CommonOptions& options);
+void check_arguments(const CommunicatorState& state, Request request, const CommonOptions& options);
 
 // What run_collective would choose, without running anything.
 Algorithm resolve_algorithm(const CommunicatorState& state, Request request,
