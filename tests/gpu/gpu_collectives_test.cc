@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -232,6 +233,67 @@ TEST_F(GpuCollectives, AllGatherBroadcastAndReduceEveryType) {
         }
       }
     }
+  }
+}
+
+TEST_F(GpuCollectives, AsyncCallsInFlightOnDeviceBuffersAreExact) {
+  // Several calls in flight at once, run by the communicator's progress
+  // thread (NCCL from another thread than the caller's, or the one-rank
+  // device copy), waited in reverse order of issue.
+  struct InFlight {
+    DataType type;
+    ReduceOp op;
+    std::size_t count;
+    std::unique_ptr<DeviceBuffer> send;
+    std::unique_ptr<DeviceBuffer> recv;
+    Work work;
+  };
+  std::vector<InFlight> calls;
+  for (const DataType type :
+       {DataType::kFloat32, DataType::kFloat64, DataType::kInt32, DataType::kBFloat16}) {
+    for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+      for (const std::size_t count : {std::size_t{1000}, std::size_t{65537}}) {
+        InFlight call{type,
+                      op,
+                      count,
+                      std::make_unique<DeviceBuffer>(count * element_size(type)),
+                      std::make_unique<DeviceBuffer>(count * element_size(type)),
+                      Work()};
+        ASSERT_TRUE(call.send->ok() && call.recv->ok());
+        call.send->upload(inputs(op, type, world.rank(), count));
+        AllReduceOptions options;
+        options.op = op;
+        call.work =
+            world.all_reduce_async(call.send->get(), call.recv->get(), count, type, options);
+        calls.push_back(std::move(call));
+      }
+    }
+  }
+  const std::size_t gathered = 4099;
+  DeviceBuffer gather_send(gathered * sizeof(float));
+  DeviceBuffer gather_recv(gathered * sizeof(float) * static_cast<std::size_t>(p));
+  ASSERT_TRUE(gather_send.ok() && gather_recv.ok());
+  gather_send.upload(inputs(ReduceOp::kSum, DataType::kFloat32, world.rank(), gathered));
+  Work gather =
+      world.all_gather_async(gather_send.get(), gather_recv.get(), gathered, DataType::kFloat32);
+
+  gather.wait();
+  const auto all = gather_recv.download(DataType::kFloat32);
+  for (int owner = 0; owner < p; ++owner) {
+    ASSERT_TRUE(helpers::check_elements(all, owner * gathered, gathered, world.rank(),
+                                        [&](std::size_t i) {
+                                          return helpers::input_value(ReduceOp::kSum,
+                                                                      DataType::kFloat32, owner, i);
+                                        }))
+        << "all_gather_async block " << owner;
+  }
+  for (auto call = calls.rbegin(); call != calls.rend(); ++call) {
+    call->work.wait();
+    EXPECT_TRUE(call->work.is_completed());
+    ASSERT_TRUE(check_reduction(call->recv->download(call->type), 0, call->count, call->op, p,
+                                world.rank()))
+        << "all_reduce_async " << to_string(call->type) << " " << to_string(call->op) << " count "
+        << call->count;
   }
 }
 
