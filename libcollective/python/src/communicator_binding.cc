@@ -102,6 +102,22 @@ Counts displacements_or_packed(const std::optional<Counts>& given, const Counts&
   return packed;
 }
 
+// Every block (displacements[q] + counts[q] elements) ends inside the
+// buffer `argument` ("send" or "recv") of `length` elements. The library
+// checks counts and displacements against its own rules; the buffers'
+// lengths only the binding knows.
+void require_blocks_fit(const std::string& operation, int rank, const char* argument,
+                        std::size_t length, const Counts& counts, const Counts& displacements) {
+  for (std::size_t q = 0; q < counts.size() && q < displacements.size(); ++q) {
+    if (displacements[q] + counts[q] > length) {
+      const std::string index = "[" + std::to_string(q) + "]";
+      wrong_length(
+          operation, rank, argument, length, displacements[q] + counts[q],
+          std::string(argument) + "_displacements" + index + " + " + argument + "_counts" + index);
+    }
+  }
+}
+
 // The argument's view, or none where the argument is None.
 std::optional<BufferView> optional_view(const py::object& object, const std::string& operation,
                                         int rank, const char* argument, bool writable,
@@ -369,22 +385,8 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
         const Counts rd = displacements_or_packed(recv_displacements, recv_counts);
         AllToAllOptions options;
         apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        // The library checks the counts and displacements against its own
-        // rules; the buffers' lengths here.
-        for (std::size_t q = 0; q < send_counts.size() && q < sd.size(); ++q) {
-          if (sd[q] + send_counts[q] > in.count) {
-            wrong_length(operation, rank, "send", in.count, sd[q] + send_counts[q],
-                         "send_displacements[" + std::to_string(q) + "] + send_counts[" +
-                             std::to_string(q) + "]");
-          }
-        }
-        for (std::size_t q = 0; q < recv_counts.size() && q < rd.size(); ++q) {
-          if (rd[q] + recv_counts[q] > result.count) {
-            wrong_length(operation, rank, "recv", result.count, rd[q] + recv_counts[q],
-                         "recv_displacements[" + std::to_string(q) + "] + recv_counts[" +
-                             std::to_string(q) + "]");
-          }
-        }
+        require_blocks_fit(operation, rank, "send", in.count, send_counts, sd);
+        require_blocks_fit(operation, rank, "recv", result.count, recv_counts, rd);
         run_released([&] {
           self.all_to_all_v(in.data, send_counts, sd, result.data, recv_counts, rd, in.type,
                             options);
@@ -408,13 +410,7 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
         const BufferView result = view_of(recv, operation, rank, "recv", true, type);
         require_same_type(in, "send", result, "recv", operation, rank);
         const Counts rd = displacements_or_packed(recv_displacements, recv_counts);
-        for (std::size_t q = 0; q < recv_counts.size() && q < rd.size(); ++q) {
-          if (rd[q] + recv_counts[q] > result.count) {
-            wrong_length(operation, rank, "recv", result.count, rd[q] + recv_counts[q],
-                         "recv_displacements[" + std::to_string(q) + "] + recv_counts[" +
-                             std::to_string(q) + "]");
-          }
-        }
+        require_blocks_fit(operation, rank, "recv", result.count, recv_counts, rd);
         AllGatherOptions options;
         apply(options, common(algorithm, timeout, call_tag), operation, rank);
         run_released([&] {
@@ -509,13 +505,7 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
         const Counts rd = displacements_or_packed(recv_displacements, recv_counts);
         if (result) {
           require_same_type(in, "send", *result, "recv", operation, rank);
-          for (std::size_t q = 0; q < recv_counts.size() && q < rd.size(); ++q) {
-            if (rd[q] + recv_counts[q] > result->count) {
-              wrong_length(operation, rank, "recv", result->count, rd[q] + recv_counts[q],
-                           "recv_displacements[" + std::to_string(q) + "] + recv_counts[" +
-                               std::to_string(q) + "]");
-            }
-          }
+          require_blocks_fit(operation, rank, "recv", result->count, recv_counts, rd);
         }
         GatherOptions options;
         apply(options, common(algorithm, timeout, call_tag), operation, rank);
@@ -578,13 +568,7 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
         const Counts sd = displacements_or_packed(send_displacements, send_counts);
         if (in) {
           require_same_type(*in, "send", result, "recv", operation, rank);
-          for (std::size_t q = 0; q < send_counts.size() && q < sd.size(); ++q) {
-            if (sd[q] + send_counts[q] > in->count) {
-              wrong_length(operation, rank, "send", in->count, sd[q] + send_counts[q],
-                           "send_displacements[" + std::to_string(q) + "] + send_counts[" +
-                               std::to_string(q) + "]");
-            }
-          }
+          require_blocks_fit(operation, rank, "send", in->count, send_counts, sd);
         }
         ScatterOptions options;
         apply(options, common(algorithm, timeout, call_tag), operation, rank);
