@@ -80,6 +80,21 @@ void attach_flight_recorder(CommunicatorState& state) {
   internal::start_trace_if_requested();
 }
 
+// What making a communicator from `self` (split, to_mpi) needs first: a
+// live, unpoisoned communicator, MPI running, and this thread allowed.
+void require_can_make_communicator(const CommunicatorState& self, const char* operation) {
+  if (self.size == 0) throw InvalidArgumentError(operation, -1, kNullCommunicator);
+  if (self.freed) {
+    throw InvalidArgumentError(operation, self.rank, "the communicator was freed");
+  }
+  if (self.poisoned) {
+    throw CommunicationError(operation, self.rank,
+                             "communicator unusable after an earlier failure: " + *self.poisoned);
+  }
+  internal::require_mpi_running(operation, self.rank);
+  internal::require_mpi_thread(operation, self.rank);
+}
+
 std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operation) {
   MPI_Comm copy = MPI_COMM_NULL;
   // MPI_COMM_WORLD's default handler aborts; ask for return codes on the
@@ -161,16 +176,7 @@ Communicator Communicator::from_mpi(int mpi_fortran_handle) {
 int Communicator::to_mpi() const {
   CommunicatorState& self = state();
   constexpr const char* kOperation = "Communicator::to_mpi";
-  if (self.size == 0) throw InvalidArgumentError(kOperation, -1, kNullCommunicator);
-  if (self.freed) {
-    throw InvalidArgumentError(kOperation, self.rank, "the communicator was freed");
-  }
-  if (self.poisoned) {
-    throw CommunicationError(kOperation, self.rank,
-                             "communicator unusable after an earlier failure: " + *self.poisoned);
-  }
-  internal::require_mpi_running(kOperation, self.rank);
-  internal::require_mpi_thread(kOperation, self.rank);
+  require_can_make_communicator(self, kOperation);
   internal::finish_work_in_flight(self);  // program order
   const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kSplit);
   // As every making of a communicator: one duplication of this one at a
@@ -205,16 +211,7 @@ internal::CommunicatorState& Communicator::state() const {
 Communicator Communicator::split(int color, int key) const {
   CommunicatorState& self = state();
   constexpr const char* kOperation = "Communicator::split";
-  if (self.size == 0) throw InvalidArgumentError(kOperation, -1, kNullCommunicator);
-  if (self.freed) {
-    throw InvalidArgumentError(kOperation, self.rank, "the communicator was freed");
-  }
-  if (self.poisoned) {
-    throw CommunicationError(kOperation, self.rank,
-                             "communicator unusable after an earlier failure: " + *self.poisoned);
-  }
-  internal::require_mpi_running(kOperation, self.rank);
-  internal::require_mpi_thread(kOperation, self.rank);
+  require_can_make_communicator(self, kOperation);
   (void)internal::env_params();           // a malformed variable raises before any MPI call
   internal::finish_work_in_flight(self);  // program order
   const internal::ExclusiveUse exclusive(self, internal::ExclusiveUse::Operation::kSplit);
