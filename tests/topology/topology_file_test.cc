@@ -196,6 +196,10 @@ TEST(TopologyFile, OversizedSyntheticMachinesAreRefusedBeforeHwloc) {
     EXPECT_NE(error.find("more than 4096 processing units"), std::string::npos)
         << "\"" << text << "\": " << error;
   }
+  // hwloc stops at a NUL: the bound must not stop earlier than hwloc does.
+  const std::string nul_hidden("34086\0\0:\0", 9);
+  const std::string error = load_error(nul_hidden, 1, 1);
+  EXPECT_NE(error.find("NUL byte at offset 5"), std::string::npos) << error;
   const Topology fits =
       Topology::parse("package:2 l3:1(size=33554432) core:16 pu:2", "inline", 1, 1);
   EXPECT_EQ(fits.node(0).processing_units, 64);
