@@ -5,8 +5,9 @@
 //   PROGRESS rank=<r> calls=<n>
 //   ERROR rank=<r> class=<TimeoutError|CommunicationError|...> at=<unix s> what=<message>
 //   DONE rank=<r> calls=<n>
-// After an error a rank leaves with _exit(3): MPI_Finalize can block on a
-// dead peer (docs/errors.md).
+// After an error a rank waits 1.5 s, so that the other survivors report
+// too, and leaves with _exit(3): MPI_Finalize can block on a dead peer
+// (docs/errors.md).
 //
 //   collective_fault_worker <scenario> <victim rank> [seconds] [algorithm]
 // scenarios:
@@ -338,11 +339,10 @@ int main(int argc, char** argv) {
       say("RETURNING rank=" + std::to_string(world_rank));
       return 3;  // Environment's destructor runs
     }
-    if (scenario == "skip_call" || scenario == "two_comms") {
-      // mpirun ends the job when the first rank exits: the others' own
-      // timeouts, milliseconds later, would then never dump.
-      std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-    }
+    // mpirun ends the job when the first rank exits non-zero: a survivor
+    // whose own timeout fires milliseconds later would then be killed
+    // before it reports (exit_clean failed so in CI) or dumps.
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     std::_Exit(3);
   }
   return 0;
