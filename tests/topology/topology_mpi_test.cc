@@ -3,12 +3,15 @@
 // that splits or replaces nodes, and bad files failing on every rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "collective/collective.h"
 #include "virtual_nodes.h"
@@ -32,6 +35,20 @@ bool same_everywhere(const std::string& text) {
   return all_ranks_agree(root == text);
 }
 
+// The processors the ranks (all on one node) may run on together, from the
+// OS's affinity masks rather than hwloc: the oracle of oversubscription.
+int processors_the_ranks_may_use() {
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  EXPECT_EQ(sched_getaffinity(0, sizeof(mine), &mine), 0);
+  std::vector<unsigned char> bits(CPU_SETSIZE);
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) bits[cpu] = CPU_ISSET(cpu, &mine) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, bits.data(), CPU_SETSIZE, MPI_UNSIGNED_CHAR, MPI_MAX, MPI_COMM_WORLD);
+  int count = 0;
+  for (unsigned char bit : bits) count += bit;
+  return count;
+}
+
 std::string temp_path(const char* stem) {
   return "/tmp/collective-" + std::string(stem) + "-" + std::to_string(getpid());
 }
@@ -49,7 +66,12 @@ TEST(Topology, WorldIsOneNodeSeenAlikeByEveryRank) {
   EXPECT_GE(node.cores, 1);
   EXPECT_GE(node.packages, 1);
   EXPECT_EQ(static_cast<int>(node.ranks.size()), world.size());
-  EXPECT_EQ(topology.oversubscribed(), world.size() > node.processing_units);
+  // Ranks confined to fewer processors than the node has (taskset, the
+  // launcher's binding) time-share what they are given.
+  const int usable = processors_the_ranks_may_use();
+  EXPECT_EQ(topology.usable_processing_units(0), std::min(usable, node.processing_units));
+  EXPECT_EQ(topology.oversubscribed(), world.size() > std::min(usable, node.processing_units))
+      << "ranks may use " << usable << " of " << node.processing_units << " processors";
   EXPECT_TRUE(same_everywhere(topology.to_json()));
   // The dump parses back to the same value.
   EXPECT_EQ(Topology::parse(topology.to_json(), "dump").to_json(), topology.to_json());

@@ -75,7 +75,12 @@ class COLLECTIVE_API Topology {
   int max_ranks_per_node() const;
   // Every node has the same ranks per node, cores, packages and GPUs.
   bool nodes_alike() const;
-  // More ranks on some node than it has processing units (they time-share).
+  // The processing units a node's ranks may run on: the union of their
+  // bindings (taskset, mpirun --cpu-set, a batch system's affinity), or all
+  // of the node's when any rank is unbound or its binding unknown.
+  int usable_processing_units(int node) const;
+  // More ranks on some node than the processing units they may run on
+  // (they time-share).
   bool oversubscribed() const;
   int gpus_per_node() const;  // smallest GPU count of any node
 

@@ -309,9 +309,10 @@ void attach_topology(CommunicatorState& state, const char* operation) {
   check_agreed_parameters(parameters, operation, rank);
   check_same_everywhere(*topology, state.comm, rank, operation);
   state.topology = std::make_shared<const Topology>(std::move(*topology));
-  const Node& node = state.topology->node(state.topology->node_of(rank));
+  const int node_index = state.topology->node_of(rank);
+  const int usable = state.topology->usable_processing_units(node_index);
   state.node_oversubscribed =
-      node.processing_units > 0 && static_cast<int>(node.ranks.size()) > node.processing_units;
+      usable > 0 && static_cast<int>(state.topology->node(node_index).ranks.size()) > usable;
   dump_once(*state.topology, rank);
   split_node_groups(state, operation);
   if (rank == 0)

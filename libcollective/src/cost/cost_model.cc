@@ -19,11 +19,13 @@ Shape shape_of(const Request& request, const Topology& topology) {
   shape.owners = topology.min_ranks_per_node();
   shape.oversubscription = 1.0;
   shape.cache_bytes = 0.0;
-  for (const Node& node : topology.nodes()) {
-    if (node.processing_units > 0) {
+  for (int i = 0; i < topology.node_count(); ++i) {
+    const Node& node = topology.node(i);
+    const int usable = topology.usable_processing_units(i);
+    if (usable > 0) {
       shape.oversubscription =
-          std::max(shape.oversubscription, static_cast<double>(node.ranks.size()) /
-                                               static_cast<double>(node.processing_units));
+          std::max(shape.oversubscription,
+                   static_cast<double>(node.ranks.size()) / static_cast<double>(usable));
     }
     const double cache = static_cast<double>(node.l3_cache_bytes);
     if (cache > 0 && (shape.cache_bytes == 0 || cache < shape.cache_bytes))
@@ -129,10 +131,9 @@ Shape node_shape(std::size_t bytes, const Topology& topology, int node) {
   shape.nodes = 1;
   shape.per_node = shape.ranks;
   shape.owners = shape.ranks;
+  const int usable = topology.usable_processing_units(node);
   shape.oversubscription =
-      described.processing_units > 0
-          ? std::max(1.0, static_cast<double>(shape.ranks) / described.processing_units)
-          : 1.0;
+      usable > 0 ? std::max(1.0, static_cast<double>(shape.ranks) / usable) : 1.0;
   shape.cache_bytes = described.l3_cache_bytes > 0 ? static_cast<double>(described.l3_cache_bytes)
                                                    : kUnknownCacheBytes;
   return shape;
@@ -194,9 +195,10 @@ std::string describe_network(const Topology& topology) {
 
 LinkCost link_cost(LinkKind kind, const Topology& topology) {
   double factor = 1.0;  // ranks per processing unit on the busiest node
-  for (const Node& node : topology.nodes()) {
-    if (node.processing_units > 0) {
-      factor = std::max(factor, static_cast<double>(node.ranks.size()) / node.processing_units);
+  for (int i = 0; i < topology.node_count(); ++i) {
+    const int usable = topology.usable_processing_units(i);
+    if (usable > 0) {
+      factor = std::max(factor, static_cast<double>(topology.node(i).ranks.size()) / usable);
     }
   }
   const bool oversubscribed = factor > 1.0;

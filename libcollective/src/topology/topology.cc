@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "collective/errors.h"
+#include "topology/cpu_list.h"
 #include "topology/link_speed_text.h"
 
 namespace collective {
@@ -87,9 +88,21 @@ bool Topology::nodes_alike() const {
   return true;
 }
 
+int Topology::usable_processing_units(int index) const {
+  const Node& n = node(index);
+  if (n.processing_units <= 0) return n.processing_units;  // unknown
+  internal::CpuListUnion bound;
+  for (int rank : n.ranks) {
+    const std::string& cpuset = placement(rank).cpuset;
+    if (cpuset.empty() || !bound.add(cpuset)) return n.processing_units;
+  }
+  return static_cast<int>(std::min<std::int64_t>(n.processing_units, bound.count()));
+}
+
 bool Topology::oversubscribed() const {
-  for (const Node& n : nodes_) {
-    if (n.processing_units > 0 && static_cast<int>(n.ranks.size()) > n.processing_units)
+  for (int i = 0; i < node_count(); ++i) {
+    const int usable = usable_processing_units(i);
+    if (usable > 0 && static_cast<int>(nodes_[static_cast<std::size_t>(i)].ranks.size()) > usable)
       return true;
   }
   return false;
@@ -156,13 +169,17 @@ std::string Topology::describe() const {
     out << least << " to " << most << " per node";
   }
   out << (nodes_alike() ? ", nodes alike" : ", nodes differ")
-      << (oversubscribed() ? ", oversubscribed (more ranks than processing units)" : "") << "\n";
+      << (oversubscribed() ? ", oversubscribed (more ranks than the processing units they may use)"
+                           : "")
+      << "\n";
   for (int i = 0; i < node_count(); ++i) {
     const Node& n = nodes_[static_cast<std::size_t>(i)];
     out << "node " << i << " " << n.host << ": ranks " << rank_ranges(n.ranks) << "; " << n.packages
         << (n.packages == 1 ? " package, " : " packages, ") << n.numa_nodes
         << (n.numa_nodes == 1 ? " NUMA node, " : " NUMA nodes, ") << n.cores << " cores, "
         << n.processing_units << " PUs";
+    if (const int usable = usable_processing_units(i); usable != n.processing_units)
+      out << " (its ranks bound to " << usable << ")";
     if (n.memory_bytes != 0) out << ", " << human_bytes(n.memory_bytes);
     if (n.l3_cache_bytes != 0) out << ", last-level cache " << human_bytes(n.l3_cache_bytes);
     out << "; " << n.gpus.size() << (n.gpus.size() == 1 ? " GPU" : " GPUs");

@@ -188,8 +188,7 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
   segment->local_size_ = static_cast<int>(node.ranks.size());
   segment->comm_ranks_ = node.ranks;
   for (auto& seen : segment->seen_) seen.assign(node.ranks.size(), 0);
-  segment->yield_at_once_ =
-      node.processing_units > 0 && segment->local_size_ > node.processing_units;
+  segment->yield_at_once_ = state.node_oversubscribed;
   const auto local_size = static_cast<std::size_t>(segment->local_size_);
 
   // The first local rank creates, sizes and names the segment: it reserves
