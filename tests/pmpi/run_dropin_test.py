@@ -12,6 +12,13 @@ run_dropin_test.py MODE RANKS PROGRAM [DROPIN] [-- program args]
            all-reduce on separate communicators at once; the results are exact
            and the drop-in served every one of those calls
   mismatch LD_PRELOAD, --mismatch: the mismatch reaches the error handler
+  nonblocking LD_PRELOAD, dropin_nonblocking_program: every MPI_I* call the
+           program expects served (its "to pass" counts name the others) was
+           served, none failed, the rest passed; MPI reports
+           MPI_THREAD_MULTIPLE (the drop-in's MPI_Init asks for it). With
+           COLLECTIVE_PMPI_THREAD_MULTIPLE=0 (from ctest) MPI keeps the
+           program's level and every MPI_I* call is passed, logged with the
+           thread level as the reason
   badtimeout LD_PRELOAD, COLLECTIVE_PMPI_TIMEOUT=soon: the first served call
            fails through MPI_ERRORS_ARE_FATAL, naming the variable and value
 DROPIN_SHM_SIZE=SIZE (from ctest): the job runs in a private mount namespace
@@ -29,6 +36,10 @@ import re
 import subprocess
 import sys
 
+STARTED_FUNCTIONS = ["MPI_Iallreduce", "MPI_Ireduce_scatter_block", "MPI_Iallgather",
+                     "MPI_Ibcast", "MPI_Ireduce", "MPI_Ibarrier", "MPI_Ialltoall",
+                     "MPI_Ialltoallv", "MPI_Iallgatherv", "MPI_Ireduce_scatter", "MPI_Igather",
+                     "MPI_Igatherv", "MPI_Iscatter", "MPI_Iscatterv"]
 FUNCTIONS = ["MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast",
              "MPI_Reduce", "MPI_Barrier", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Allgatherv",
              "MPI_Reduce_scatter", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"]
@@ -77,7 +88,9 @@ def main():
         forward("COLLECTIVE_PMPI_LOG", "1")
     if mode == "badtimeout":
         forward("COLLECTIVE_PMPI_TIMEOUT", "soon")
-    if mode in ("preload", "threads", "mismatch", "badtimeout"):
+    if mode == "nonblocking" and "COLLECTIVE_PMPI_THREAD_MULTIPLE" in os.environ:
+        forward("COLLECTIVE_PMPI_THREAD_MULTIPLE", os.environ["COLLECTIVE_PMPI_THREAD_MULTIPLE"])
+    if mode in ("preload", "threads", "mismatch", "badtimeout", "nonblocking"):
         forward("LD_PRELOAD", preload_list(dropin))
         env.pop("LD_PRELOAD")  # for the ranks only, not for the launcher
     shm_size = os.environ.get("DROPIN_SHM_SIZE")
@@ -153,6 +166,9 @@ def main():
             fail(f"rank {rank}: the program printed no call counts", output)
         calls = {m.group(1): int(m.group(2)) for m in re.finditer(r"(MPI_\w+) (\d+);",
                                                                    calls_line.group(1))}
+        if mode == "nonblocking":
+            check_nonblocking(rank, counts, calls, summary, output, program_args)
+            continue
         if mode == "threads":
             served, passed, failed = counts.get("MPI_Allreduce", (0, 0, 0))
             if served != calls["MPI_Allreduce"] or passed != 0 or failed != 0 or served == 0:
@@ -170,6 +186,40 @@ def main():
             if (served == 0 and calls[function] > 0) or failed != 0:
                 fail(f"rank {rank}: {function}: served {served}, failed {failed}", output)
     print(f"run_dropin_test {mode} np{ranks}: OK")
+
+
+def check_nonblocking(rank, counts, calls, summary, output, program_args):
+    to_pass_line = re.search(rf"dropin_program rank {rank} calls:.*? to pass:((?: MPI_\w+ \d+,)*)",
+                             output)
+    if not to_pass_line:
+        fail(f"rank {rank}: the program printed no 'to pass' counts", output)
+    to_pass = {m.group(1): int(m.group(2)) for m in re.finditer(r"(MPI_\w+) (\d+),",
+                                                                to_pass_line.group(1))}
+    below_multiple = os.environ.get("COLLECTIVE_PMPI_THREAD_MULTIPLE") == "0"
+    for function in STARTED_FUNCTIONS:
+        served, passed, failed = counts.get(function, (0, 0, 0))
+        made = calls.get(function, 0)
+        if made == 0:
+            fail(f"rank {rank}: the program made no {function} call", output)
+        if below_multiple:
+            # Every call passed: the rooted forms by their own rule, the
+            # others for the thread level.
+            want_served, want_passed = 0, made
+        else:
+            want_served, want_passed = made - to_pass.get(function, 0), to_pass.get(function, 0)
+        if (served, passed, failed) != (want_served, want_passed, 0):
+            fail(f"rank {rank}: {function}: the program made {made} calls, expected "
+                 f"{want_served} served and {want_passed} passed, the drop-in counted "
+                 f"served {served}, passed {passed}, failed {failed}: {summary}", output)
+    if below_multiple and "MPI thread level below MPI_THREAD_MULTIPLE" not in summary:
+        fail(f"rank {rank}: the passed calls do not name the thread level: {summary}", output)
+    level = re.search(r"thread level provided (-?\d+), query (\d+)", output)
+    if not level:
+        fail("the program did not print the thread level", output)
+    # MPI's numbering (Open MPI and MPICH): SINGLE 0, FUNNELED 1, MULTIPLE 3.
+    want_level = 3 if not below_multiple else (1 if "--init-funneled" in program_args else 0)
+    if int(level.group(2)) != want_level:
+        fail(f"MPI_Query_thread gave {level.group(2)}, expected {want_level}", output)
 
 
 if __name__ == "__main__":

@@ -21,12 +21,26 @@ WorkState::~WorkState() {
 }
 
 void WorkState::finish(std::exception_ptr error) {
+  std::function<void()> callback;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     error_ = std::move(error);
     finished_ = true;
+    callback = std::move(completion_callback_);
   }
   finished_changed_.notify_all();
+  if (callback) callback();
+}
+
+void WorkState::on_completion(std::function<void()> callback) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!finished_) {
+      completion_callback_ = std::move(callback);
+      return;
+    }
+  }
+  if (callback) callback();
 }
 
 void WorkState::wait() {
@@ -90,6 +104,14 @@ bool Work::test() {
   if (!state_->finished()) return false;
   state_->rethrow_if_failed();
   return true;
+}
+
+void Work::on_completion(std::function<void()> callback) {
+  if (!state_) {
+    if (callback) callback();
+    return;
+  }
+  state_->on_completion(std::move(callback));
 }
 
 bool Work::is_completed() const { return !state_ || state_->finished(); }

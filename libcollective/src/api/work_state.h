@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -34,6 +35,9 @@ class WorkState {
   void mark_observed();
   bool observed() const;
 
+  // Runs `callback` after finish() (at once when finished already).
+  void on_completion(std::function<void()> callback);
+
   const std::string& operation() const { return operation_; }
 
  private:
@@ -43,6 +47,7 @@ class WorkState {
   bool finished_ = false;
   bool observed_ = false;
   std::exception_ptr error_;
+  std::function<void()> completion_callback_;
 };
 
 }  // namespace collective::internal
