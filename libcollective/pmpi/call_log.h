@@ -12,8 +12,8 @@ namespace collective::pmpi {
 
 const char* mpi_name(Intercepted call, Form form = Form::kBlocking);
 
-// Records a served call (`algorithm`: the one libcollective ran; "queued"
-// for a started one, whose algorithm is chosen when it runs).
+// Records a served call (`algorithm`: the one libcollective ran; "in
+// flight" for a started one, counted once it finished).
 void log_served(Intercepted call, int rank, const char* algorithm, Form form = Form::kBlocking);
 // Records a call passed to PMPI_ and the rule that sent it there.
 void log_passed(Intercepted call, int rank, const char* reason, Form form = Form::kBlocking);

@@ -154,8 +154,8 @@ int serve_started(Intercepted call, MPI_Comm comm, const Target& target, MPI_Req
                                                           : *mapped_communicator(comm).communicator;
     KeepAlive keep_alive;
     Work work = body(communicator, keep_alive);
+    // Counted served or failed when it finished (started_request.cc).
     start_request(call, target.rank, std::move(work), std::move(keep_alive), request);
-    if (log_level() > 0) log_served(call, target.rank, "queued", Form::kStarted);
     return MPI_SUCCESS;
   } catch (const Error& error) {
     return raise_through_errhandler(call, comm, error_class_of(error), error.what(),

@@ -74,6 +74,9 @@ void complete(StartedCall* started, const Work& work) {
   try {
     Work observed = work;
     observed.test();  // rethrows the call's error
+    // Its algorithm is not asked for: that would wait for the calls
+    // queued behind it.
+    if (log_level() > 0) log_served(started->call, started->rank, "in flight", Form::kStarted);
   } catch (const Error& error) {
     started->error_class = error_class_of(error);
     log_failed(started->call, started->rank, Form::kStarted);
@@ -81,6 +84,7 @@ void complete(StartedCall* started, const Work& work) {
                  error.what());
   } catch (...) {
     started->error_class = MPI_ERR_INTERN;
+    log_failed(started->call, started->rank, Form::kStarted);
     std::fprintf(stderr, "libcollective_mpi: %s: rank %d: unknown failure\n",
                  mpi_name(started->call, Form::kStarted), started->rank);
   }

@@ -8,6 +8,10 @@
  *             MPI_Cancel (refused, the call still completes) and, with
  *             --expect-served, MPI_Request_free (the call still runs; the
  *             next blocking collective is its end).
+ *   --mismatch  (served only) rank 1 starts MPI_Iallreduce with one element
+ *             more than the others: the start succeeds everywhere, MPI_Wait
+ *             returns MPI_ERR_ARG on every rank (MPI_ERRORS_RETURN), and the
+ *             next call is served and exact.
  *   --init-funneled  starts MPI with MPI_Init_thread(MPI_THREAD_FUNNELED)
  *             instead of MPI_Init; prints the level MPI reports.
  *   --overlap SIZE_BYTES REPS  the KSPPIPECG shape: MPI_Iallreduce, a
@@ -330,6 +334,29 @@ static void cancel_and_free(int expect_served) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+static void mismatch(void) {
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  int in[11], out[11];
+  for (int i = 0; i < 11; ++i) in[i] = g_rank + i;
+  MPI_Request request;
+  const int count = g_rank == 1 ? 11 : 10;
+  int rc = MPI_Iallreduce(in, out, count, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &request);
+  ++g_calls[F_IALLREDUCE];
+  expect_int("MPI_Iallreduce start (mismatched count)", 0, 0, MPI_SUCCESS, rc);
+  rc = MPI_Wait(&request, MPI_STATUS_IGNORE);
+  int error_class = MPI_SUCCESS;
+  MPI_Error_class(rc, &error_class);
+  expect_int("MPI_Wait's error class after a mismatch", 0, 0,
+             g_size > 1 ? MPI_ERR_ARG : MPI_SUCCESS, error_class);
+  if (request != MPI_REQUEST_NULL) expect_int("MPI_Wait's request handle", 0, 0, 0, 1);
+  CALL(F_IALLREDUCE, MPI_Iallreduce(in, out, 10, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &request));
+  CHECK_MPI(MPI_Wait(&request, MPI_STATUS_IGNORE));
+  const long sum_ranks = (long)g_size * (g_size - 1) / 2;
+  for (int i = 0; i < 10; ++i)
+    expect_int("MPI_Iallreduce after a mismatch", 0, i, sum_ranks + (long)g_size * i, out[i]);
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 /* The compute the call should hide: `units` of arithmetic, no MPI. */
 static volatile double g_sink;
 static void compute(long units) {
@@ -393,11 +420,12 @@ static void overlap(long bytes, int reps) {
 }
 
 int main(int argc, char** argv) {
-  int funneled = 0, expect_served = 0, reps = 0;
+  int funneled = 0, expect_served = 0, reps = 0, mismatched = 0;
   long overlap_bytes = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--init-funneled")) funneled = 1;
     else if (!strcmp(argv[i], "--expect-served")) expect_served = 1;
+    else if (!strcmp(argv[i], "--mismatch")) mismatched = 1;
     else if (!strcmp(argv[i], "--overlap") && i + 2 < argc) {
       overlap_bytes = atol(argv[++i]);
       reps = atoi(argv[++i]);
@@ -416,8 +444,12 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return 0;
   }
-  for (int round = 0; round < 3; ++round) round_of_calls(round, expect_served);
-  cancel_and_free(expect_served);
+  if (mismatched) {
+    mismatch();
+  } else {
+    for (int round = 0; round < 3; ++round) round_of_calls(round, expect_served);
+    cancel_and_free(expect_served);
+  }
   int failed = 0;
   MPI_Allreduce(&g_failures, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
   char line[2048];

@@ -19,6 +19,9 @@ run_dropin_test.py MODE RANKS PROGRAM [DROPIN] [-- program args]
            COLLECTIVE_PMPI_THREAD_MULTIPLE=0 (from ctest) MPI keeps the
            program's level and every MPI_I* call is passed, logged with the
            thread level as the reason
+  nonblocking_mismatch LD_PRELOAD, dropin_nonblocking_program --mismatch: a
+           mismatched MPI_Iallreduce fails from MPI_Wait on every rank, counted
+           failed once and not served, the library's message on stderr
   badtimeout LD_PRELOAD, COLLECTIVE_PMPI_TIMEOUT=soon: the first served call
            fails through MPI_ERRORS_ARE_FATAL, naming the variable and value
 DROPIN_SHM_SIZE=SIZE (from ctest): the job runs in a private mount namespace
@@ -90,7 +93,8 @@ def main():
         forward("COLLECTIVE_PMPI_TIMEOUT", "soon")
     if mode == "nonblocking" and "COLLECTIVE_PMPI_THREAD_MULTIPLE" in os.environ:
         forward("COLLECTIVE_PMPI_THREAD_MULTIPLE", os.environ["COLLECTIVE_PMPI_THREAD_MULTIPLE"])
-    if mode in ("preload", "threads", "mismatch", "badtimeout", "nonblocking"):
+    if mode in ("preload", "threads", "mismatch", "badtimeout", "nonblocking",
+                "nonblocking_mismatch"):
         forward("LD_PRELOAD", preload_list(dropin))
         env.pop("LD_PRELOAD")  # for the ranks only, not for the launcher
     shm_size = os.environ.get("DROPIN_SHM_SIZE")
@@ -108,6 +112,8 @@ def main():
     command.append(program)
     if mode in ("threads", "mismatch"):
         command.append("--" + mode)
+    if mode == "nonblocking_mismatch":
+        command.append("--mismatch")
     command.extend(program_args)
     result = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, timeout=600)
@@ -155,6 +161,16 @@ def main():
     for rank, summary in summaries.items():
         counts = {m.group(1): tuple(int(x) for x in m.group(2, 3, 4)) for m in re.finditer(
             r"(MPI_\w+) (\d+)/(\d+)/(\d+)", summary)}
+        if mode == "nonblocking_mismatch":
+            want = (1, 0, 1) if ranks > 1 else (2, 0, 0)
+            if counts.get("MPI_Iallreduce", (0, 0, 0)) != want:
+                fail(f"rank {rank}: expected MPI_Iallreduce served/passed/failed {want}: "
+                     f"{summary}", output)
+            if ranks > 1 and not re.search(
+                    rf"libcollective_mpi: MPI_Iallreduce: all_reduce #\d+ \(rank {rank}\): "
+                    r"the ranks disagree", output):
+                fail(f"rank {rank}: no stderr line with the library's mismatch message", output)
+            continue
         if mode == "mismatch":
             if ranks > 1 and counts.get("MPI_Allreduce", (0, 0, 0))[2] != 1:
                 fail(f"rank {rank}: expected 1 failed MPI_Allreduce: {summary}", output)
