@@ -60,7 +60,8 @@ class COLLECTIVE_API Work {
 
   // Runs `callback` once the call finished (succeeded or failed): at once,
   // on this thread, when it already has; otherwise on the progress thread
-  // right after the call, before wait() returns anywhere. Meant for
+  // right after the call, before wait() returns anywhere (test() and
+  // is_completed() may already say finished while it runs). Meant for
   // completion hooks such as an MPI generalized request's: the callback
   // must not block, must not throw and must not call the library. One
   // callback per call (a second replaces the first).

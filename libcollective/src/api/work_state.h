@@ -45,6 +45,7 @@ class WorkState {
   mutable std::mutex mutex_;
   std::condition_variable finished_changed_;
   bool finished_ = false;
+  bool settled_ = false;  // finished and the completion callback ran: wait() returns
   bool observed_ = false;
   std::exception_ptr error_;
   std::function<void()> completion_callback_;
