@@ -4,7 +4,9 @@
  *             at once, mixed with MPI_Isend/MPI_Irecv and with calls it
  *             passes (rooted MPI_I* forms, a non-commutative user op),
  *             completed by MPI_Wait, MPI_Test, MPI_Waitall, MPI_Waitany,
- *             MPI_Testall and MPI_Testany; every element checked. Then
+ *             MPI_Testall and MPI_Testany; every element checked. Then a
+ *             start followed by a rendezvous send that the peer receives
+ *             before its own start (a start waits for nobody), then
  *             MPI_Cancel (refused, the call still completes) and, with
  *             --expect-served, MPI_Request_free (the call still runs; the
  *             next blocking collective is its end).
@@ -301,6 +303,38 @@ static void round_of_calls(int round, int expect_served) {
   free(s_send); free(sv_send);
 }
 
+/* Starting a nonblocking collective waits for nobody (MPI requires it):
+ * rank 0 starts MPI_Iallreduce and MPI_Ibarrier, then sends 1 MiB to rank
+ * 1 (rendezvous: the send ends only once rank 1 receives), which receives
+ * before it starts the same calls. A start that waited for the other ranks
+ * would hang here. */
+static void start_is_local(void) {
+  if (g_size < 2) return;
+  enum { kBig = 1 << 18 };
+  int* big = malloc(sizeof(int) * kBig);
+  int in[16], out[16];
+  for (int i = 0; i < 16; ++i) in[i] = g_rank * 3 + i;
+  MPI_Request requests[2];
+  if (g_rank == 0) {
+    for (int i = 0; i < kBig; ++i) big[i] = i ^ 0x5a5a;
+    CALL(F_IALLREDUCE, MPI_Iallreduce(in, out, 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &requests[0]));
+    CALL(F_IBARRIER, MPI_Ibarrier(MPI_COMM_WORLD, &requests[1]));
+    CHECK_MPI(MPI_Send(big, kBig, MPI_INT, 1, 9, MPI_COMM_WORLD));
+  } else {
+    if (g_rank == 1) {
+      CHECK_MPI(MPI_Recv(big, kBig, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      for (int i = 0; i < kBig; i += 4099) expect_int("MPI_Recv after a start", 0, i, i ^ 0x5a5a, big[i]);
+    }
+    CALL(F_IALLREDUCE, MPI_Iallreduce(in, out, 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &requests[0]));
+    CALL(F_IBARRIER, MPI_Ibarrier(MPI_COMM_WORLD, &requests[1]));
+  }
+  CHECK_MPI(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE));
+  const long sum_ranks = (long)g_size * (g_size - 1) / 2;
+  for (int i = 0; i < 16; ++i)
+    expect_int("MPI_Iallreduce started before a send", 0, i, 3 * sum_ranks + (long)g_size * i, out[i]);
+  free(big);
+}
+
 /* MPI_Cancel is refused (MPI_ERR_REQUEST) and the call completes; a freed
  * request's call still runs to its end before the next blocking call. */
 static void cancel_and_free(int expect_served) {
@@ -448,6 +482,7 @@ int main(int argc, char** argv) {
     mismatch();
   } else {
     for (int round = 0; round < 3; ++round) round_of_calls(round, expect_served);
+    start_is_local();
     cancel_and_free(expect_served);
   }
   int failed = 0;
