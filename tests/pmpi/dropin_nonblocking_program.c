@@ -40,6 +40,7 @@ static const char* const kNames[NUM_FUNCTIONS] = {
     "MPI_Ireduce_scatter", "MPI_Igather", "MPI_Igatherv", "MPI_Iscatter", "MPI_Iscatterv"};
 static long g_calls[NUM_FUNCTIONS], g_passed[NUM_FUNCTIONS];
 static int g_rank, g_size, g_failures;
+static MPI_Comm g_dup; /* a second communicator of the same ranks */
 
 #define CALL(function, expr)                                                   \
   do {                                                                         \
@@ -84,6 +85,7 @@ static void complete_by_test(MPI_Request* request) {
 
 static void round_of_calls(int round, int expect_served) {
   const int n = g_size, r = g_rank;
+  const long sum_ranks = (long)n * (n + 1) / 2;
   MPI_Request reqs[24];
   int nreq = 0;
   (void)expect_served;
@@ -105,8 +107,9 @@ static void round_of_calls(int round, int expect_served) {
   double inplace[777];
   for (int i = 0; i < 777; ++i) inplace[i] = (double)((i * 7 + r * 13) % 101) + round;
   MPI_Request inplace_req;
-  CALL(F_IALLREDUCE, MPI_Iallreduce(MPI_IN_PLACE, inplace, 777, MPI_DOUBLE, MPI_MAX,
-                                    MPI_COMM_WORLD, &inplace_req));
+  /* On a second communicator, while world's calls are in flight. */
+  CALL(F_IALLREDUCE, MPI_Iallreduce(MPI_IN_PLACE, inplace, 777, MPI_DOUBLE, MPI_MAX, g_dup,
+                                    &inplace_req));
 
   /* Ireduce_scatter_block. */
   const int rsb = 517;
@@ -137,6 +140,13 @@ static void round_of_calls(int round, int expect_served) {
   CALL(F_IREDUCE, MPI_Ireduce(red_send, red_recv, 200, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD,
                               &group_b[1]));
   CALL(F_IBARRIER, MPI_Ibarrier(MPI_COMM_WORLD, &group_b[2]));
+
+  /* A blocking call between the starts: served, it takes its turn behind
+   * the calls in flight. */
+  int blocking_in = r + round, blocking_out = -1;
+  CHECK_MPI(MPI_Allreduce(&blocking_in, &blocking_out, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  expect_int("MPI_Allreduce between starts", round, 0, sum_ranks - n + (long)n * round,
+             blocking_out);
 
   /* Ialltoall, Ialltoallv, Iallgatherv: by MPI_Testany. */
   MPI_Request group_c[3];
@@ -235,7 +245,6 @@ static void round_of_calls(int round, int expect_served) {
   MPI_Op_free(&first);
 
   /* Every element. */
-  const long sum_ranks = (long)n * (n + 1) / 2;
   for (long i = 0; i < ar_count; ++i)
     expect_int("MPI_Iallreduce", round, i, (i % 97 + 1) * sum_ranks + (long)n * round, ar_recv[i]);
   for (int i = 0; i < 64; ++i)
@@ -481,7 +490,9 @@ int main(int argc, char** argv) {
   if (mismatched) {
     mismatch();
   } else {
+    MPI_Comm_dup(MPI_COMM_WORLD, &g_dup);
     for (int round = 0; round < 3; ++round) round_of_calls(round, expect_served);
+    MPI_Comm_free(&g_dup);
     start_is_local();
     cancel_and_free(expect_served);
   }
