@@ -98,6 +98,16 @@ module collective
     type(c_ptr) :: handle
   end type collective_comm
 
+  ! collective_work_t: a collective in flight (collective/work.h), from a
+  ! collective_*_async function; finished with collective_work_wait or
+  ! collective_work_test, released with collective_work_free. The buffers
+  ! are the call's until it finished (a TARGET array that stays in scope,
+  ! ASYNCHRONOUS where the compiler could otherwise move its accesses
+  ! across the wait). Needs MPI_THREAD_MULTIPLE: MPI_Init_thread.
+  type, bind(C), public :: collective_work
+    type(c_ptr) :: handle
+  end type collective_work
+
   public :: collective_init, collective_finalize, collective_initialized
   public :: collective_options_init
   public :: collective_copy_last_error_padded, collective_last_status, collective_clear_last_error
@@ -111,6 +121,14 @@ module collective
   public :: collective_reduce_scatter_v, collective_gather, collective_gather_v
   public :: collective_scatter, collective_scatter_v
   public :: collective_send, collective_recv
+  public :: collective_all_reduce_async, collective_reduce_scatter_async
+  public :: collective_all_gather_async, collective_broadcast_async, collective_reduce_async
+  public :: collective_barrier_async, collective_all_to_all_async, collective_all_to_all_v_async
+  public :: collective_all_gather_v_async, collective_reduce_scatter_v_async
+  public :: collective_gather_async, collective_gather_v_async, collective_scatter_async
+  public :: collective_scatter_v_async
+  public :: collective_work_wait, collective_work_wait_for, collective_work_test
+  public :: collective_work_free
   public :: collective_comm_choose_algorithm, collective_comm_last_algorithm
   public :: collective_comm_sequence_number, collective_comm_abort, collective_comm_aborted
   public :: collective_dtype_size, collective_built_with_nccl
@@ -357,6 +375,181 @@ module collective
       integer(c_int), value :: dtype, root
       type(collective_options), intent(in) :: options
     end function collective_scatter_v
+
+    ! The collectives above, started (collective/work.h): the blocking
+    ! call's arguments and then `work`, set at once (c_null_ptr on
+    ! failure). Argument errors are returned here, the rest by
+    ! collective_work_wait or collective_work_test.
+    integer(c_int) function collective_all_reduce_async(comm, send, recv, count, dtype, op, options, work) &
+        bind(C, name="collective_all_reduce_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_all_reduce_async
+    integer(c_int) function collective_reduce_scatter_async(comm, send, recv, recv_count, dtype, op, &
+                                                      options, work) &
+        bind(C, name="collective_reduce_scatter_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, op
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_reduce_scatter_async
+    integer(c_int) function collective_all_gather_async(comm, send, recv, send_count, dtype, options, work) &
+        bind(C, name="collective_all_gather_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_all_gather_async
+    integer(c_int) function collective_broadcast_async(comm, buffer, count, dtype, root, options, work) &
+        bind(C, name="collective_broadcast_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: buffer
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_broadcast_async
+    integer(c_int) function collective_reduce_async(comm, send, recv, count, dtype, op, root, options, work) &
+        bind(C, name="collective_reduce_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op, root
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_reduce_async
+    integer(c_int) function collective_barrier_async(comm, options, work) &
+        bind(C, name="collective_barrier_async")
+      import :: c_int, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_barrier_async
+    integer(c_int) function collective_all_to_all_async(comm, send, recv, count, dtype, options, work) &
+        bind(C, name="collective_all_to_all_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_all_to_all_async
+    integer(c_int) function collective_all_to_all_v_async(comm, send, send_counts, send_displacements, &
+                                                    recv, recv_counts, recv_displacements, dtype, &
+                                                    options, work) &
+        bind(C, name="collective_all_to_all_v_async")
+      import :: c_int, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, send_counts, send_displacements
+      type(c_ptr), value :: recv, recv_counts, recv_displacements
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_all_to_all_v_async
+    integer(c_int) function collective_all_gather_v_async(comm, send, send_count, recv, recv_counts, &
+                                                    recv_displacements, dtype, options, work) &
+        bind(C, name="collective_all_gather_v_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv, recv_counts, recv_displacements
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_all_gather_v_async
+    integer(c_int) function collective_reduce_scatter_v_async(comm, send, recv, recv_counts, dtype, op, &
+                                                        options, work) &
+        bind(C, name="collective_reduce_scatter_v_async")
+      import :: c_int, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv, recv_counts
+      integer(c_int), value :: dtype, op
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_reduce_scatter_v_async
+    integer(c_int) function collective_gather_async(comm, send, recv, send_count, dtype, root, options, work) &
+        bind(C, name="collective_gather_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_gather_async
+    integer(c_int) function collective_gather_v_async(comm, send, send_count, recv, recv_counts, &
+                                                recv_displacements, dtype, root, options, work) &
+        bind(C, name="collective_gather_v_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv, recv_counts, recv_displacements
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_gather_v_async
+    integer(c_int) function collective_scatter_async(comm, send, recv, recv_count, dtype, root, options, work) &
+        bind(C, name="collective_scatter_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_scatter_async
+    integer(c_int) function collective_scatter_v_async(comm, send, send_counts, send_displacements, &
+                                                 recv, recv_count, dtype, root, options, work) &
+        bind(C, name="collective_scatter_v_async")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_work
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, send_counts, send_displacements, recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_work), intent(out) :: work
+    end function collective_scatter_v_async
+    ! Blocks until the call finished; its status (and last error).
+    integer(c_int) function collective_work_wait(work) bind(C, name="collective_work_wait")
+      import :: c_int, collective_work
+      type(collective_work), value :: work
+    end function collective_work_wait
+    ! At most timeout_ms: completed 1 and the call's status when finished;
+    ! completed 0 and COLLECTIVE_SUCCESS when still in flight.
+    integer(c_int) function collective_work_wait_for(work, timeout_ms, completed) &
+        bind(C, name="collective_work_wait_for")
+      import :: c_int, c_int64_t, collective_work
+      type(collective_work), value :: work
+      integer(c_int64_t), value :: timeout_ms
+      integer(c_int), intent(out) :: completed
+    end function collective_work_wait_for
+    ! Never blocks: completed 0 while in flight; 1 and the status once done.
+    integer(c_int) function collective_work_test(work, completed) &
+        bind(C, name="collective_work_test")
+      import :: c_int, collective_work
+      type(collective_work), value :: work
+      integer(c_int), intent(out) :: completed
+    end function collective_work_test
+    ! Releases the handle (an unfinished call still runs to its end) and
+    ! sets it to c_null_ptr.
+    integer(c_int) function collective_work_free(work) bind(C, name="collective_work_free")
+      import :: c_int, collective_work
+      type(collective_work), intent(inout) :: work
+    end function collective_work_free
 
     ! Point-to-point (not collective): docs/errors.md.
     integer(c_int) function collective_send(comm, buffer, count, dtype, peer, tag, options) &

@@ -32,54 +32,61 @@ int read_log_level() {
 
 namespace {
 
+// Indexed by slot(): the blocking forms, then the MPI_I* ones.
+constexpr int kSlots = kNumIntercepted * kNumForms;
 struct Counts {
-  std::array<long, kNumIntercepted> served{};
-  std::array<long, kNumIntercepted> failed{};
-  std::array<std::map<std::string, long>, kNumIntercepted> passed;  // by reason
+  std::array<long, kSlots> served{};
+  std::array<long, kSlots> failed{};
+  std::array<std::map<std::string, long>, kSlots> passed;  // by reason
 };
+
+std::size_t slot(Intercepted call, Form form) {
+  return static_cast<std::size_t>(form) * kNumIntercepted + static_cast<std::size_t>(call);
+}
 
 std::mutex counts_mutex;
 Counts counts;
 
 }  // namespace
 
-const char* mpi_name(Intercepted call) {
+const char* mpi_name(Intercepted call, Form form) {
   // The names are string literals: data() is NUL-terminated.
-  return kInterceptedNames[static_cast<std::size_t>(call)].data();
+  const auto& names = form == Form::kStarted ? kStartedNames : kInterceptedNames;
+  return names[static_cast<std::size_t>(call)].data();
 }
 
-void log_served(Intercepted call, int rank, const char* algorithm) {
+void log_served(Intercepted call, int rank, const char* algorithm, Form form) {
   if (log_level() <= 0) return;
   {
     std::lock_guard<std::mutex> lock(counts_mutex);
-    ++counts.served[static_cast<std::size_t>(call)];
+    ++counts.served[slot(call, form)];
   }
   if (log_level() >= 2) {
     std::fprintf(stderr, "libcollective_mpi rank %d: %s served by libcollective (%s)\n", rank,
-                 mpi_name(call), algorithm);
+                 mpi_name(call, form), algorithm);
   }
 }
 
-void log_failed(Intercepted call, int rank) {
+void log_failed(Intercepted call, int rank, Form form) {
   if (log_level() <= 0) return;
   {
     std::lock_guard<std::mutex> lock(counts_mutex);
-    ++counts.failed[static_cast<std::size_t>(call)];
+    ++counts.failed[slot(call, form)];
   }
   if (log_level() >= 2) {
     std::fprintf(stderr, "libcollective_mpi rank %d: %s failed in libcollective\n", rank,
-                 mpi_name(call));
+                 mpi_name(call, form));
   }
 }
 
-void log_passed(Intercepted call, int rank, const char* reason) {
+void log_passed(Intercepted call, int rank, const char* reason, Form form) {
   if (log_level() <= 0) return;
   {
     std::lock_guard<std::mutex> lock(counts_mutex);
-    ++counts.passed[static_cast<std::size_t>(call)][reason];
+    ++counts.passed[slot(call, form)][reason];
   }
   if (log_level() >= 2) {
-    std::fprintf(stderr, "libcollective_mpi rank %d: %s passed to PMPI: %s\n", rank, mpi_name(call),
+    std::fprintf(stderr, "libcollective_mpi rank %d: %s passed to PMPI: %s\n", rank, mpi_name(call, form),
                  reason);
   }
 }
@@ -89,7 +96,7 @@ void log_summary(int rank) {
   std::lock_guard<std::mutex> lock(counts_mutex);
   long served_total = 0, passed_total = 0, failed_total = 0;
   std::string details;
-  for (int i = 0; i < kNumIntercepted; ++i) {
+  for (int i = 0; i < kSlots; ++i) {
     long passed = 0;
     std::string reasons;
     for (const auto& [reason, n] : counts.passed[static_cast<std::size_t>(i)]) {
@@ -102,7 +109,10 @@ void log_summary(int rank) {
     passed_total += passed;
     failed_total += failed;
     if (served + passed + failed == 0) continue;
-    details += std::string(" ") + mpi_name(static_cast<Intercepted>(i)) + " " +
+    details += std::string(" ") +
+               mpi_name(static_cast<Intercepted>(i % kNumIntercepted),
+                        static_cast<Form>(i / kNumIntercepted)) +
+               " " +
                std::to_string(served) + "/" + std::to_string(passed) + "/" +
                std::to_string(failed) + (reasons.empty() ? "" : " (" + reasons + ")") + ";";
   }

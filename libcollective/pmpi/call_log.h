@@ -10,15 +10,16 @@
 
 namespace collective::pmpi {
 
-const char* mpi_name(Intercepted call);
+const char* mpi_name(Intercepted call, Form form = Form::kBlocking);
 
-// Records a served call (`algorithm`: the one libcollective ran).
-void log_served(Intercepted call, int rank, const char* algorithm);
+// Records a served call (`algorithm`: the one libcollective ran; "in
+// flight" for a started one, counted once it finished).
+void log_served(Intercepted call, int rank, const char* algorithm, Form form = Form::kBlocking);
 // Records a call passed to PMPI_ and the rule that sent it there.
-void log_passed(Intercepted call, int rank, const char* reason);
+void log_passed(Intercepted call, int rank, const char* reason, Form form = Form::kBlocking);
 // Records a call libcollective took but failed (reported through the
-// communicator's error handler).
-void log_failed(Intercepted call, int rank);
+// communicator's error handler, or a started call's request).
+void log_failed(Intercepted call, int rank, Form form = Form::kBlocking);
 // Writes this rank's summary (at level >= 1) and resets the counts.
 void log_summary(int rank);
 // The COLLECTIVE_PMPI_LOG level (0 when unset), read once; later calls

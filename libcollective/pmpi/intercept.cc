@@ -1,7 +1,10 @@
 // The MPI entry points libcollective_mpi.so replaces: MPI_Allreduce,
 // MPI_Reduce_scatter_block, MPI_Reduce_scatter, MPI_Allgather, MPI_Bcast,
-// MPI_Reduce, MPI_Barrier and MPI_Finalize (the exchanges with a block per
-// peer: intercept_exchanges.cc). Each either serves the call with
+// MPI_Reduce, MPI_Barrier, their nonblocking MPI_I* forms, and MPI_Finalize
+// (the exchanges with a block per peer: intercept_exchanges.cc). One
+// template per collective holds both forms: the blocking one served by the
+// blocking call, the MPI_I* one by the `_async` call, its Work the request
+// (started_request.h), both by the same rule. Each either serves the call with
 // libcollective or hands it, unchanged, to its PMPI_ twin; the rule is in
 // docs/embedding.md and, piece by piece, in served_call.h (the
 // communicator), here (the arguments) and mpi_types.h (datatypes and ops).
@@ -29,22 +32,40 @@ using collective::Communicator;
 using collective::DataType;
 using collective::ReduceOptions;
 using collective::ReduceScatterOptions;
+using collective::Work;
+using collective::pmpi::Form;
 using collective::pmpi::Intercepted;
+using collective::pmpi::KeepAlive;
 using collective::pmpi::log_passed;
 using collective::pmpi::options_for;
 using collective::pmpi::overlap_not_equal;
 using collective::pmpi::rank_for_log;
 using collective::pmpi::ReentryGuard;
-using collective::pmpi::serve;
+using collective::pmpi::serve_as;
 using collective::pmpi::Target;
 
-extern "C" {
+namespace {
 
-COLLECTIVE_PMPI_ENTRY int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
-                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
-  if (ReentryGuard::active()) return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+// The copy of an in-place input, kept until the call finished.
+std::shared_ptr<std::byte[]> copy_of(const void* input, std::size_t bytes) {
+  std::shared_ptr<std::byte[]> copy(new std::byte[bytes]);
+  if (bytes > 0) std::memcpy(copy.get(), input, bytes);
+  return copy;
+}
+
+template <Form kForm>
+int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+              MPI_Comm comm, MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Iallreduce(sendbuf, recvbuf, count, datatype, op, comm, request);
+    } else {
+      return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   const char* reason = target.pass_reason;
   std::optional<collective::pmpi::ReductionType> reduction;
   if (!reason && count < 0) reason = "negative count";
@@ -56,24 +77,35 @@ COLLECTIVE_PMPI_ENTRY int MPI_Allreduce(const void* sendbuf, void* recvbuf, int 
     else if (overlap_not_equal(send, bytes, recvbuf, bytes)) reason = "buffers overlap";
   }
   if (reason) {
-    log_passed(Intercepted::kAllreduce, rank_for_log(comm), reason);
-    return PMPI_Allreduce(sendbuf, recvbuf, count, datatype, op, comm);
+    log_passed(Intercepted::kAllreduce, rank_for_log(comm), reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kAllreduce, comm, target, [&](Communicator& c) {
+  return serve_as<kForm>(Intercepted::kAllreduce, comm, target, request,
+                         [&](Communicator& c, KeepAlive&) {
     auto o = options_for<AllReduceOptions>(target.rank);
     o.op = reduction->op;
-    c.all_reduce(send, recvbuf, static_cast<std::size_t>(count), reduction->type, o);
+    const auto n = static_cast<std::size_t>(count);
+    if constexpr (kForm == Form::kStarted) {
+      return c.all_reduce_async(send, recvbuf, n, reduction->type, o);
+    } else {
+      c.all_reduce(send, recvbuf, n, reduction->type, o);
+    }
   });
 }
 
-COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf,
-                                                   int recvcount, MPI_Datatype datatype, MPI_Op op,
-                                                   MPI_Comm comm) {
-  if (ReentryGuard::active()) {
-    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
-  }
+template <Form kForm>
+int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Ireduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm, request);
+    } else {
+      return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   const char* reason = target.pass_reason;
   std::optional<collective::pmpi::ReductionType> reduction;
   if (!reason && recvcount < 0) reason = "negative count";
@@ -88,37 +120,46 @@ COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter_block(const void* sendbuf, void* re
     }
   }
   if (reason) {
-    log_passed(Intercepted::kReduceScatterBlock, rank_for_log(comm), reason);
-    return PMPI_Reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
+    log_passed(Intercepted::kReduceScatterBlock, rank_for_log(comm), reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kReduceScatterBlock, comm, target, [&](Communicator& c) {
+  return serve_as<kForm>(Intercepted::kReduceScatterBlock, comm, target, request,
+                         [&](Communicator& c, KeepAlive& keep_alive) {
     auto o = options_for<ReduceScatterOptions>(target.rank);
     o.op = reduction->op;
     const auto count = static_cast<std::size_t>(recvcount);
-    if (sendbuf != MPI_IN_PLACE) {
-      c.reduce_scatter(sendbuf, recvbuf, count, reduction->type, o);
-      return;
-    }
+    const void* input = sendbuf;
     // MPI's in-place form reads recvbuf whole and writes only its first
     // block; the other blocks stay as the caller left them (Open MPI and
     // MPICH leave them alone, and programs rely on it). libcollective's
     // in-place form may use every block as scratch, so reduce a copy of
     // the input into the first block instead.
-    const std::size_t input_bytes = count * reduction->element_bytes * size;
-    const std::unique_ptr<std::byte[]> input(new std::byte[input_bytes]);
-    if (input_bytes > 0) std::memcpy(input.get(), recvbuf, input_bytes);
-    c.reduce_scatter(input.get(), recvbuf, count, reduction->type, o);
+    if (sendbuf == MPI_IN_PLACE) {
+      auto copy = copy_of(recvbuf, count * reduction->element_bytes * size);
+      input = copy.get();
+      keep_alive = std::move(copy);
+    }
+    if constexpr (kForm == Form::kStarted) {
+      return c.reduce_scatter_async(input, recvbuf, count, reduction->type, o);
+    } else {
+      c.reduce_scatter(input, recvbuf, count, reduction->type, o);
+    }
   });
 }
 
-COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf,
-                                             const int recvcounts[], MPI_Datatype datatype,
-                                             MPI_Op op, MPI_Comm comm) {
-  if (ReentryGuard::active()) {
-    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
-  }
+template <Form kForm>
+int reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+                   MPI_Datatype datatype, MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Ireduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
+    } else {
+      return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   const char* reason = target.pass_reason;
   if (!reason && recvcounts == nullptr) reason = "null count array";
   std::optional<collective::pmpi::ReductionType> reduction;
@@ -141,35 +182,45 @@ COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf,
     }
   }
   if (reason) {
-    log_passed(Intercepted::kReduceScatter, rank_for_log(comm), reason);
-    return PMPI_Reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
+    log_passed(Intercepted::kReduceScatter, rank_for_log(comm), reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kReduceScatter, comm, target, [&](Communicator& c) {
+  return serve_as<kForm>(Intercepted::kReduceScatter, comm, target, request,
+                         [&](Communicator& c, KeepAlive& keep_alive) {
     auto o = options_for<ReduceScatterOptions>(target.rank);
     o.op = reduction->op;
-    if (sendbuf != MPI_IN_PLACE) {
-      c.reduce_scatter_v(sendbuf, recvbuf, counts, reduction->type, o);
-      return;
-    }
+    const void* input = sendbuf;
     // As MPI_Reduce_scatter_block's: MPI's in-place result goes to the start
     // of recvbuf (the library's in-place form puts it at this rank's
     // offset) and the rest stays as the caller left it, so a copy of the
     // input is reduced into recvbuf.
-    const std::size_t input_bytes = total * reduction->element_bytes;
-    const std::unique_ptr<std::byte[]> input(new std::byte[input_bytes]);
-    if (input_bytes > 0) std::memcpy(input.get(), recvbuf, input_bytes);
-    c.reduce_scatter_v(input.get(), recvbuf, counts, reduction->type, o);
+    if (sendbuf == MPI_IN_PLACE) {
+      auto copy = copy_of(recvbuf, total * reduction->element_bytes);
+      input = copy.get();
+      keep_alive = std::move(copy);
+    }
+    if constexpr (kForm == Form::kStarted) {
+      return c.reduce_scatter_v_async(input, recvbuf, counts, reduction->type, o);
+    } else {
+      c.reduce_scatter_v(input, recvbuf, counts, reduction->type, o);
+    }
   });
 }
 
-COLLECTIVE_PMPI_ENTRY int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                                        void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                                        MPI_Comm comm) {
-  if (ReentryGuard::active()) {
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
+template <Form kForm>
+int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+              int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Iallgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                             request);
+    } else {
+      return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   const char* reason = target.pass_reason;
   if (!reason && (recvcount < 0 || (sendbuf != MPI_IN_PLACE && sendcount < 0))) {
     reason = "negative count";
@@ -200,20 +251,33 @@ COLLECTIVE_PMPI_ENTRY int MPI_Allgather(const void* sendbuf, int sendcount, MPI_
     }
   }
   if (reason) {
-    log_passed(Intercepted::kAllgather, rank_for_log(comm), reason);
-    return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    log_passed(Intercepted::kAllgather, rank_for_log(comm), reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kAllgather, comm, target, [&](Communicator& c) {
-    c.all_gather(send, recvbuf, block, DataType::kUInt8,
-                 options_for<AllGatherOptions>(target.rank));
+  return serve_as<kForm>(Intercepted::kAllgather, comm, target, request,
+                         [&](Communicator& c, KeepAlive&) {
+    const auto o = options_for<AllGatherOptions>(target.rank);
+    if constexpr (kForm == Form::kStarted) {
+      return c.all_gather_async(send, recvbuf, block, DataType::kUInt8, o);
+    } else {
+      c.all_gather(send, recvbuf, block, DataType::kUInt8, o);
+    }
   });
 }
 
-COLLECTIVE_PMPI_ENTRY int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root,
-                                    MPI_Comm comm) {
-  if (ReentryGuard::active()) return PMPI_Bcast(buffer, count, datatype, root, comm);
+template <Form kForm>
+int bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm comm,
+          MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Ibcast(buffer, count, datatype, root, comm, request);
+    } else {
+      return PMPI_Bcast(buffer, count, datatype, root, comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   const char* reason = target.pass_reason;
   if (!reason && count < 0) reason = "negative count";
   if (!reason && (root < 0 || root >= target.size)) reason = "root outside the communicator";
@@ -225,23 +289,34 @@ COLLECTIVE_PMPI_ENTRY int MPI_Bcast(void* buffer, int count, MPI_Datatype dataty
   }
   if (!reason && bytes > 0 && buffer == nullptr) reason = "null buffer";
   if (reason) {
-    log_passed(Intercepted::kBcast, rank_for_log(comm), reason);
-    return PMPI_Bcast(buffer, count, datatype, root, comm);
+    log_passed(Intercepted::kBcast, rank_for_log(comm), reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kBcast, comm, target, [&](Communicator& c) {
+  return serve_as<kForm>(Intercepted::kBcast, comm, target, request,
+                         [&](Communicator& c, KeepAlive&) {
     auto o = options_for<BroadcastOptions>(target.rank);
     o.root = root;
-    c.broadcast(buffer, bytes, DataType::kUInt8, o);
+    if constexpr (kForm == Form::kStarted) {
+      return c.broadcast_async(buffer, bytes, DataType::kUInt8, o);
+    } else {
+      c.broadcast(buffer, bytes, DataType::kUInt8, o);
+    }
   });
 }
 
-COLLECTIVE_PMPI_ENTRY int MPI_Reduce(const void* sendbuf, void* recvbuf, int count,
-                                     MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) {
-  if (ReentryGuard::active()) {
-    return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
-  }
+template <Form kForm>
+int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype, MPI_Op op,
+           int root, MPI_Comm comm, MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Ireduce(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+    } else {
+      return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   const char* reason = target.pass_reason;
   std::optional<collective::pmpi::ReductionType> reduction;
   if (!reason && count < 0) reason = "negative count";
@@ -260,27 +335,129 @@ COLLECTIVE_PMPI_ENTRY int MPI_Reduce(const void* sendbuf, void* recvbuf, int cou
     else if (at_root && overlap_not_equal(send, bytes, recv, bytes)) reason = "buffers overlap";
   }
   if (reason) {
-    log_passed(Intercepted::kReduce, rank_for_log(comm), reason);
-    return PMPI_Reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
+    log_passed(Intercepted::kReduce, rank_for_log(comm), reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kReduce, comm, target, [&](Communicator& c) {
+  return serve_as<kForm>(Intercepted::kReduce, comm, target, request,
+                         [&](Communicator& c, KeepAlive&) {
     auto o = options_for<ReduceOptions>(target.rank);
     o.op = reduction->op;
     o.root = root;
-    c.reduce(send, recv, static_cast<std::size_t>(count), reduction->type, o);
+    const auto n = static_cast<std::size_t>(count);
+    if constexpr (kForm == Form::kStarted) {
+      return c.reduce_async(send, recv, n, reduction->type, o);
+    } else {
+      c.reduce(send, recv, n, reduction->type, o);
+    }
   });
 }
 
-COLLECTIVE_PMPI_ENTRY int MPI_Barrier(MPI_Comm comm) {
-  if (ReentryGuard::active()) return PMPI_Barrier(comm);
+template <Form kForm>
+int barrier(MPI_Comm comm, MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Ibarrier(comm, request);
+    } else {
+      return PMPI_Barrier(comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   if (target.pass_reason) {
-    log_passed(Intercepted::kBarrier, rank_for_log(comm), target.pass_reason);
-    return PMPI_Barrier(comm);
+    log_passed(Intercepted::kBarrier, rank_for_log(comm), target.pass_reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kBarrier, comm, target,
-               [&](Communicator& c) { c.barrier(options_for<BarrierOptions>(target.rank)); });
+  return serve_as<kForm>(Intercepted::kBarrier, comm, target, request,
+                         [&](Communicator& c, KeepAlive&) {
+    const auto o = options_for<BarrierOptions>(target.rank);
+    if constexpr (kForm == Form::kStarted) {
+      return c.barrier_async(o);
+    } else {
+      c.barrier(o);
+    }
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+COLLECTIVE_PMPI_ENTRY int MPI_Allreduce(const void* sendbuf, void* recvbuf, int count,
+                                        MPI_Datatype datatype, MPI_Op op, MPI_Comm comm) {
+  return allreduce<Form::kBlocking>(sendbuf, recvbuf, count, datatype, op, comm, nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Iallreduce(const void* sendbuf, void* recvbuf, int count,
+                                         MPI_Datatype datatype, MPI_Op op, MPI_Comm comm,
+                                         MPI_Request* request) {
+  return allreduce<Form::kStarted>(sendbuf, recvbuf, count, datatype, op, comm, request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf,
+                                                   int recvcount, MPI_Datatype datatype, MPI_Op op,
+                                                   MPI_Comm comm) {
+  return reduce_scatter_block<Form::kBlocking>(sendbuf, recvbuf, recvcount, datatype, op, comm,
+                                               nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf,
+                                                    int recvcount, MPI_Datatype datatype,
+                                                    MPI_Op op, MPI_Comm comm,
+                                                    MPI_Request* request) {
+  return reduce_scatter_block<Form::kStarted>(sendbuf, recvbuf, recvcount, datatype, op, comm,
+                                              request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf,
+                                             const int recvcounts[], MPI_Datatype datatype,
+                                             MPI_Op op, MPI_Comm comm) {
+  return reduce_scatter<Form::kBlocking>(sendbuf, recvbuf, recvcounts, datatype, op, comm,
+                                         nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf,
+                                              const int recvcounts[], MPI_Datatype datatype,
+                                              MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  return reduce_scatter<Form::kStarted>(sendbuf, recvbuf, recvcounts, datatype, op, comm,
+                                        request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                        void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                        MPI_Comm comm) {
+  return allgather<Form::kBlocking>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                    comm, nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Iallgather(const void* sendbuf, int sendcount,
+                                         MPI_Datatype sendtype, void* recvbuf, int recvcount,
+                                         MPI_Datatype recvtype, MPI_Comm comm,
+                                         MPI_Request* request) {
+  return allgather<Form::kStarted>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                   comm, request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root,
+                                    MPI_Comm comm) {
+  return bcast<Form::kBlocking>(buffer, count, datatype, root, comm, nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Ibcast(void* buffer, int count, MPI_Datatype datatype, int root,
+                                     MPI_Comm comm, MPI_Request* request) {
+  return bcast<Form::kStarted>(buffer, count, datatype, root, comm, request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Reduce(const void* sendbuf, void* recvbuf, int count,
+                                     MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm) {
+  return reduce<Form::kBlocking>(sendbuf, recvbuf, count, datatype, op, root, comm, nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Ireduce(const void* sendbuf, void* recvbuf, int count,
+                                      MPI_Datatype datatype, MPI_Op op, int root, MPI_Comm comm,
+                                      MPI_Request* request) {
+  return reduce<Form::kStarted>(sendbuf, recvbuf, count, datatype, op, root, comm, request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Barrier(MPI_Comm comm) {
+  return barrier<Form::kBlocking>(comm, nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Ibarrier(MPI_Comm comm, MPI_Request* request) {
+  return barrier<Form::kStarted>(comm, request);
 }
 
 // Frees every Communicator the drop-in made while MPI still works, then

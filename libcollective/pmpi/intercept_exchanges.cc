@@ -1,5 +1,6 @@
 // The drop-in's entry points for the exchanges with a block per peer:
-// MPI_Alltoall, MPI_Alltoallv and MPI_Allgatherv. Served as bytes (rule 6
+// MPI_Alltoall, MPI_Alltoallv and MPI_Allgatherv, and their MPI_I* forms
+// (one template per collective, as intercept.cc's). Served as bytes (rule 6
 // of docs/embedding.md: contiguous datatypes, predefined or derived), int
 // counts and displacements turned into byte ones; MPI_IN_PLACE mapped to
 // the library's in-place forms; anything else passed to PMPI_ unchanged.
@@ -7,6 +8,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <span>
 #include <vector>
@@ -26,13 +28,15 @@ using collective::pmpi::blocks_overlap;
 using collective::pmpi::contiguous_element_bytes;
 using collective::pmpi::CountsSlot;
 using collective::pmpi::extent_of;
+using collective::pmpi::Form;
 using collective::pmpi::Intercepted;
+using collective::pmpi::KeepAlive;
 using collective::pmpi::log_passed;
 using collective::pmpi::options_for;
 using collective::pmpi::overlap_not_equal;
 using collective::pmpi::rank_for_log;
 using collective::pmpi::ReentryGuard;
-using collective::pmpi::serve;
+using collective::pmpi::serve_as;
 using collective::pmpi::Target;
 using collective::pmpi::to_bytes;
 
@@ -51,18 +55,20 @@ std::vector<std::byte>& in_place_copy() {
   return copy;
 }
 
-}  // namespace
-
-extern "C" {
-
-COLLECTIVE_PMPI_ENTRY int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                                       void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                                       MPI_Comm comm) {
-  if (ReentryGuard::active()) {
-    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-  }
+template <Form kForm>
+int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+             int recvcount, MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Ialltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                            request);
+    } else {
+      return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   const char* reason = target.pass_reason;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   if (!reason && (recvcount < 0 || (!in_place && sendcount < 0))) reason = "negative count";
@@ -89,26 +95,38 @@ COLLECTIVE_PMPI_ENTRY int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_D
     }
   }
   if (reason) {
-    log_passed(Intercepted::kAlltoall, rank_for_log(comm), reason);
-    return PMPI_Alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
+    log_passed(Intercepted::kAlltoall, rank_for_log(comm), reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kAlltoall, comm, target, [&](Communicator& c) {
+  return serve_as<kForm>(Intercepted::kAlltoall, comm, target, request,
+                         [&](Communicator& c, KeepAlive&) {
     // The library's in-place form: send == recv.
-    c.all_to_all(in_place ? recvbuf : sendbuf, recvbuf, block, DataType::kUInt8,
-                 options_for<AllToAllOptions>(target.rank));
+    const void* send = in_place ? recvbuf : sendbuf;
+    const auto o = options_for<AllToAllOptions>(target.rank);
+    if constexpr (kForm == Form::kStarted) {
+      return c.all_to_all_async(send, recvbuf, block, DataType::kUInt8, o);
+    } else {
+      c.all_to_all(send, recvbuf, block, DataType::kUInt8, o);
+    }
   });
 }
 
-COLLECTIVE_PMPI_ENTRY int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
-                                        const int sdispls[], MPI_Datatype sendtype, void* recvbuf,
-                                        const int recvcounts[], const int rdispls[],
-                                        MPI_Datatype recvtype, MPI_Comm comm) {
-  if (ReentryGuard::active()) {
-    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                          recvtype, comm);
-  }
+template <Form kForm>
+int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+              MPI_Datatype sendtype, void* recvbuf, const int recvcounts[], const int rdispls[],
+              MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                             rdispls, recvtype, comm, request);
+    } else {
+      return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                            recvtype, comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   const char* reason = target.pass_reason;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   std::span<const std::size_t> send_counts, send_displacements, recv_counts, recv_displacements;
@@ -152,12 +170,28 @@ COLLECTIVE_PMPI_ENTRY int MPI_Alltoallv(const void* sendbuf, const int sendcount
     }
   }
   if (reason) {
-    log_passed(Intercepted::kAlltoallv, rank_for_log(comm), reason);
-    return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
-                          recvtype, comm);
+    log_passed(Intercepted::kAlltoallv, rank_for_log(comm), reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kAlltoallv, comm, target, [&](Communicator& c) {
-    if (in_place) {
+  return serve_as<kForm>(Intercepted::kAlltoallv, comm, target, request,
+                         [&](Communicator& c, KeepAlive& keep_alive) {
+    const auto o = options_for<AllToAllOptions>(target.rank);
+    if constexpr (kForm == Form::kStarted) {
+      // As below, from a copy that lives until the call finished.
+      const void* send = sendbuf;
+      auto counts = send_counts, displacements = send_displacements;
+      if (in_place) {
+        const std::size_t bytes = extent_of(recv_counts, recv_displacements).end;
+        std::shared_ptr<std::byte[]> copy(new std::byte[bytes]);
+        if (bytes > 0) std::memcpy(copy.get(), recvbuf, bytes);
+        send = copy.get();
+        keep_alive = std::move(copy);
+        counts = recv_counts;
+        displacements = recv_displacements;
+      }
+      return c.all_to_all_v_async(send, counts, displacements, recvbuf, recv_counts,
+                                  recv_displacements, DataType::kUInt8, o);
+    } else if (in_place) {
       // Served out of place from a copy of what recvbuf holds to send, not
       // through the library's in-place form: Open MPI 4.1.4's
       // MPI_Ialltoallv, which the mpi algorithm uses below
@@ -168,25 +202,30 @@ COLLECTIVE_PMPI_ENTRY int MPI_Alltoallv(const void* sendbuf, const int sendcount
       copy.resize(bytes);
       if (bytes > 0) std::memcpy(copy.data(), recvbuf, bytes);
       c.all_to_all_v(copy.data(), recv_counts, recv_displacements, recvbuf, recv_counts,
-                     recv_displacements, DataType::kUInt8,
-                     options_for<AllToAllOptions>(target.rank));
+                     recv_displacements, DataType::kUInt8, o);
     } else {
       c.all_to_all_v(sendbuf, send_counts, send_displacements, recvbuf, recv_counts,
-                     recv_displacements, DataType::kUInt8,
-                     options_for<AllToAllOptions>(target.rank));
+                     recv_displacements, DataType::kUInt8, o);
     }
   });
 }
 
-COLLECTIVE_PMPI_ENTRY int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                                         void* recvbuf, const int recvcounts[], const int displs[],
-                                         MPI_Datatype recvtype, MPI_Comm comm) {
-  if (ReentryGuard::active()) {
-    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
-                           comm);
-  }
+template <Form kForm>
+int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+               const int recvcounts[], const int displs[], MPI_Datatype recvtype, MPI_Comm comm,
+               MPI_Request* request) {
+  const auto pass = [&] {
+    if constexpr (kForm == Form::kStarted) {
+      return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                              recvtype, comm, request);
+    } else {
+      return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                             comm);
+    }
+  };
+  if (ReentryGuard::active()) return pass();
   ReentryGuard guard;
-  const Target target = Target::of(comm);
+  const Target target = Target::of_form<kForm>(comm);
   const char* reason = target.pass_reason;
   const bool in_place = sendbuf == MPI_IN_PLACE;
   if (!reason && !in_place && sendcount < 0) reason = "negative count";
@@ -231,14 +270,68 @@ COLLECTIVE_PMPI_ENTRY int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI
     }
   }
   if (reason) {
-    log_passed(Intercepted::kAllgatherv, rank_for_log(comm), reason);
-    return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
-                           comm);
+    log_passed(Intercepted::kAllgatherv, rank_for_log(comm), reason, kForm);
+    return pass();
   }
-  return serve(Intercepted::kAllgatherv, comm, target, [&](Communicator& c) {
-    c.all_gather_v(send, send_bytes, recvbuf, recv_counts, recv_displacements, DataType::kUInt8,
-                   options_for<AllGatherOptions>(target.rank));
+  return serve_as<kForm>(Intercepted::kAllgatherv, comm, target, request,
+                         [&](Communicator& c, KeepAlive&) {
+    const auto o = options_for<AllGatherOptions>(target.rank);
+    if constexpr (kForm == Form::kStarted) {
+      return c.all_gather_v_async(send, send_bytes, recvbuf, recv_counts, recv_displacements,
+                                  DataType::kUInt8, o);
+    } else {
+      c.all_gather_v(send, send_bytes, recvbuf, recv_counts, recv_displacements,
+                     DataType::kUInt8, o);
+    }
   });
+}
+
+}  // namespace
+
+extern "C" {
+
+COLLECTIVE_PMPI_ENTRY int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                       MPI_Comm comm) {
+  return alltoall<Form::kBlocking>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                   comm, nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                        void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                        MPI_Comm comm, MPI_Request* request) {
+  return alltoall<Form::kStarted>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                                  comm, request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
+                                        const int sdispls[], MPI_Datatype sendtype, void* recvbuf,
+                                        const int recvcounts[], const int rdispls[],
+                                        MPI_Datatype recvtype, MPI_Comm comm) {
+  return alltoallv<Form::kBlocking>(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                    rdispls, recvtype, comm, nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[],
+                                         const int sdispls[], MPI_Datatype sendtype,
+                                         void* recvbuf, const int recvcounts[],
+                                         const int rdispls[], MPI_Datatype recvtype,
+                                         MPI_Comm comm, MPI_Request* request) {
+  return alltoallv<Form::kStarted>(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
+                                   rdispls, recvtype, comm, request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                         void* recvbuf, const int recvcounts[], const int displs[],
+                                         MPI_Datatype recvtype, MPI_Comm comm) {
+  return allgatherv<Form::kBlocking>(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                     recvtype, comm, nullptr);
+}
+COLLECTIVE_PMPI_ENTRY int MPI_Iallgatherv(const void* sendbuf, int sendcount,
+                                          MPI_Datatype sendtype, void* recvbuf,
+                                          const int recvcounts[], const int displs[],
+                                          MPI_Datatype recvtype, MPI_Comm comm,
+                                          MPI_Request* request) {
+  return allgatherv<Form::kStarted>(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
+                                    recvtype, comm, request);
 }
 
 }  // extern "C"

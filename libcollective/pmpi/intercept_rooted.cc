@@ -6,7 +6,12 @@
 // vector type at the root, a predefined one elsewhere), so one rank may be
 // able to serve a call that another must pass: the ranks agree first, with
 // one 4-byte PMPI_Allreduce, and the call is served only where every rank
-// can serve it (docs/embedding.md, "What is served").
+// can serve it (docs/embedding.md, "What is served"). Their MPI_I* forms
+// are passed to PMPI_ every time, logged: that agreement is a collective
+// of its own, which would make starting the call wait for every rank
+// (MPI requires a nonblocking collective to start without waiting for
+// anyone; a program may send to a peer right after it and have the peer
+// receive before its own start).
 #include <mpi.h>
 
 #include <cstddef>
@@ -27,6 +32,7 @@ using collective::pmpi::blocks_overlap;
 using collective::pmpi::contiguous_element_bytes;
 using collective::pmpi::CountsSlot;
 using collective::pmpi::extent_of;
+using collective::pmpi::Form;
 using collective::pmpi::Intercepted;
 using collective::pmpi::log_passed;
 using collective::pmpi::options_for;
@@ -303,6 +309,56 @@ COLLECTIVE_PMPI_ENTRY int MPI_Scatterv(const void* sendbuf, const int sendcounts
     o.root = root;
     c.scatter_v(send, counts, places, recv, recv_bytes, DataType::kUInt8, o);
   });
+}
+
+// The MPI_I* forms: passed, for the reason above.
+constexpr const char* kRootedStartedReason =
+    "a nonblocking rooted call is passed (serving needs every rank's verdict first)";
+
+COLLECTIVE_PMPI_ENTRY int MPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                      int root, MPI_Comm comm, MPI_Request* request) {
+  if (!ReentryGuard::active()) {
+    ReentryGuard guard;
+    log_passed(Intercepted::kGather, rank_for_log(comm), kRootedStartedReason, Form::kStarted);
+  }
+  return PMPI_Igather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                      request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void* recvbuf, const int recvcounts[], const int displs[],
+                                       MPI_Datatype recvtype, int root, MPI_Comm comm,
+                                       MPI_Request* request) {
+  if (!ReentryGuard::active()) {
+    ReentryGuard guard;
+    log_passed(Intercepted::kGatherv, rank_for_log(comm), kRootedStartedReason, Form::kStarted);
+  }
+  return PMPI_Igatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, root,
+                       comm, request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                       int root, MPI_Comm comm, MPI_Request* request) {
+  if (!ReentryGuard::active()) {
+    ReentryGuard guard;
+    log_passed(Intercepted::kScatter, rank_for_log(comm), kRootedStartedReason, Form::kStarted);
+  }
+  return PMPI_Iscatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm,
+                       request);
+}
+
+COLLECTIVE_PMPI_ENTRY int MPI_Iscatterv(const void* sendbuf, const int sendcounts[],
+                                        const int displs[], MPI_Datatype sendtype, void* recvbuf,
+                                        int recvcount, MPI_Datatype recvtype, int root,
+                                        MPI_Comm comm, MPI_Request* request) {
+  if (!ReentryGuard::active()) {
+    ReentryGuard guard;
+    log_passed(Intercepted::kScatterv, rank_for_log(comm), kRootedStartedReason, Form::kStarted);
+  }
+  return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf, recvcount, recvtype, root,
+                        comm, request);
 }
 
 }  // extern "C"

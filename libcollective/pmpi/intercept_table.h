@@ -41,6 +41,35 @@ inline constexpr std::array<std::string_view, kNumIntercepted> kInterceptedNames
     "MPI_Gather",     "MPI_Gatherv",
     "MPI_Scatter",    "MPI_Scatterv"};
 
+// Whether an entry point is the blocking MPI call or its nonblocking MPI_I*
+// form (served by the matching `_async` call, intercept_started.cc).
+enum class Form : int { kBlocking = 0, kStarted = 1 };
+inline constexpr int kNumForms = 2;
+
+// The nonblocking forms' names, by Intercepted value.
+inline constexpr std::array<std::string_view, kNumIntercepted> kStartedNames = {
+    "MPI_Iallreduce",  "MPI_Ireduce_scatter_block",
+    "MPI_Iallgather",  "MPI_Ibcast",
+    "MPI_Ireduce",     "MPI_Ibarrier",
+    "MPI_Ialltoall",   "MPI_Ialltoallv",
+    "MPI_Iallgatherv", "MPI_Ireduce_scatter",
+    "MPI_Igather",     "MPI_Igatherv",
+    "MPI_Iscatter",    "MPI_Iscatterv"};
+
+constexpr bool started_names_follow_blocking() {
+  for (std::size_t i = 0; i < kInterceptedNames.size(); ++i) {
+    const std::string_view blocking = kInterceptedNames[i], started = kStartedNames[i];
+    if (started.size() != blocking.size() + 1 || started.substr(0, 5) != "MPI_I") return false;
+    // "MPI_Allreduce" -> "MPI_Iallreduce": the rest, first letter lowered.
+    if (started[5] != blocking[4] - 'A' + 'a' || started.substr(6) != blocking.substr(5)) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(started_names_follow_blocking(),
+              "kStartedNames must name the MPI_I* form of kInterceptedNames, in its order");
+
 // MPI counterparts of table rows that the drop-in leaves to MPI, every call,
 // with the reason (none today; a new collective may start here).
 inline constexpr std::array<std::string_view, 0> kPassedThrough = {};

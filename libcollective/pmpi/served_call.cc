@@ -13,6 +13,16 @@ std::atomic<bool> finalized{false};
 
 }  // namespace
 
+bool mpi_thread_multiple() {
+  // Asked once: the level is fixed at MPI_Init.
+  static const bool multiple = [] {
+    int level = MPI_THREAD_SINGLE;
+    PMPI_Query_thread(&level);
+    return level >= MPI_THREAD_MULTIPLE;
+  }();
+  return multiple;
+}
+
 bool mpi_finalized() { return finalized.load(std::memory_order_relaxed); }
 void mark_mpi_finalized() { finalized.store(true, std::memory_order_relaxed); }
 
@@ -82,10 +92,10 @@ int error_class_of(const Error& error) {
   return MPI_ERR_OTHER;  // CommunicationError, TimeoutError
 }
 
-int raise_through_errhandler(Intercepted call, MPI_Comm comm, int error_class,
-                             const char* message) {
-  log_failed(call, rank_for_log(comm));
-  std::fprintf(stderr, "libcollective_mpi: %s: %s\n", mpi_name(call), message);
+int raise_through_errhandler(Intercepted call, MPI_Comm comm, int error_class, const char* message,
+                             Form form) {
+  log_failed(call, rank_for_log(comm), form);
+  std::fprintf(stderr, "libcollective_mpi: %s: %s\n", mpi_name(call, form), message);
   PMPI_Comm_call_errhandler(comm, error_class);
   return error_class;
 }

@@ -9,11 +9,13 @@
 // never by a sleep, so that load cannot change an outcome.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collective/collective.h"
@@ -305,6 +307,50 @@ TEST(Async, WaitWithTimeoutExpiresAndTheCallGoesOn) {
     comm.all_reduce(r.send.data(), r.recv.data(), 1000, DataType::kInt64);
   }
   expect_sum(r.recv, comm.size(), comm.rank(), 3);
+}
+
+// Work::on_completion (what the MPI drop-in completes its requests with):
+// the callback runs once, after the call wrote its result, on the progress
+// thread while the call was in flight; at once, on the caller's thread,
+// when it had finished; at once for a default Work.
+TEST(Async, OnCompletionRunsOnceAfterTheCallFinished) {
+  Communicator& comm = world();
+  Communicator& other = side();
+  const int rank = comm.rank();
+  Reduction r;
+  fill_reduction(r, 1000, rank, 5);
+  std::atomic<int> runs{0};
+  std::atomic<std::int64_t> last_seen{-1};
+  std::atomic<bool> on_caller_thread{false};
+  const std::thread::id caller = std::this_thread::get_id();
+  const auto record = [&] {
+    last_seen = r.recv.back();
+    on_caller_thread = std::this_thread::get_id() == caller;
+    ++runs;
+  };
+  if (rank == 0 && comm.size() > 1) {
+    Work work = comm.all_reduce_async(r.send.data(), r.recv.data(), 1000, DataType::kInt64);
+    work.on_completion(record);
+    EXPECT_FALSE(work.wait(10ms)) << "rank 0: the call finished before its peers made it";
+    EXPECT_EQ(runs.load(), 0) << "rank 0: the callback ran while the call was in flight";
+    other.barrier();  // now the others call
+    work.wait();
+    EXPECT_FALSE(on_caller_thread.load()) << "rank 0: ran on the caller's thread, not the call's";
+  } else {
+    if (comm.size() > 1) other.barrier();
+    Work work = comm.all_reduce_async(r.send.data(), r.recv.data(), 1000, DataType::kInt64);
+    work.wait();
+    work.on_completion(record);
+    EXPECT_TRUE(on_caller_thread.load()) << "rank " << rank << ": a finished call's callback "
+                                         << "did not run at once on the caller's thread";
+  }
+  EXPECT_EQ(runs.load(), 1) << "rank " << rank << ": the callback ran " << runs.load() << " times";
+  EXPECT_EQ(last_seen.load(), sum_of(comm.size(), 999, 5))
+      << "rank " << rank << ": the callback saw index 999 before the call wrote it";
+  expect_sum(r.recv, comm.size(), rank, 5);
+  int default_runs = 0;
+  Work().on_completion([&] { ++default_runs; });
+  EXPECT_EQ(default_runs, 1) << "rank " << rank << ": a default Work's callback did not run";
 }
 
 // A Work destroyed before its call finished: the call still completes in

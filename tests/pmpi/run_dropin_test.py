@@ -12,6 +12,16 @@ run_dropin_test.py MODE RANKS PROGRAM [DROPIN] [-- program args]
            all-reduce on separate communicators at once; the results are exact
            and the drop-in served every one of those calls
   mismatch LD_PRELOAD, --mismatch: the mismatch reaches the error handler
+  nonblocking LD_PRELOAD, dropin_nonblocking_program: every MPI_I* call the
+           program expects served (its "to pass" counts name the others) was
+           served, none failed, the rest passed; MPI reports
+           MPI_THREAD_MULTIPLE (the drop-in's MPI_Init asks for it). With
+           COLLECTIVE_PMPI_THREAD_MULTIPLE=0 (from ctest) MPI keeps the
+           program's level and every MPI_I* call is passed, logged with the
+           thread level as the reason
+  nonblocking_mismatch LD_PRELOAD, dropin_nonblocking_program --mismatch: a
+           mismatched MPI_Iallreduce fails from MPI_Wait on every rank, counted
+           failed once and not served, the library's message on stderr
   badtimeout LD_PRELOAD, COLLECTIVE_PMPI_TIMEOUT=soon: the first served call
            fails through MPI_ERRORS_ARE_FATAL, naming the variable and value
 DROPIN_SHM_SIZE=SIZE (from ctest): the job runs in a private mount namespace
@@ -29,6 +39,10 @@ import re
 import subprocess
 import sys
 
+STARTED_FUNCTIONS = ["MPI_Iallreduce", "MPI_Ireduce_scatter_block", "MPI_Iallgather",
+                     "MPI_Ibcast", "MPI_Ireduce", "MPI_Ibarrier", "MPI_Ialltoall",
+                     "MPI_Ialltoallv", "MPI_Iallgatherv", "MPI_Ireduce_scatter", "MPI_Igather",
+                     "MPI_Igatherv", "MPI_Iscatter", "MPI_Iscatterv"]
 FUNCTIONS = ["MPI_Allreduce", "MPI_Reduce_scatter_block", "MPI_Allgather", "MPI_Bcast",
              "MPI_Reduce", "MPI_Barrier", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Allgatherv",
              "MPI_Reduce_scatter", "MPI_Gather", "MPI_Gatherv", "MPI_Scatter", "MPI_Scatterv"]
@@ -77,7 +91,10 @@ def main():
         forward("COLLECTIVE_PMPI_LOG", "1")
     if mode == "badtimeout":
         forward("COLLECTIVE_PMPI_TIMEOUT", "soon")
-    if mode in ("preload", "threads", "mismatch", "badtimeout"):
+    if mode == "nonblocking" and "COLLECTIVE_PMPI_THREAD_MULTIPLE" in os.environ:
+        forward("COLLECTIVE_PMPI_THREAD_MULTIPLE", os.environ["COLLECTIVE_PMPI_THREAD_MULTIPLE"])
+    if mode in ("preload", "threads", "mismatch", "badtimeout", "nonblocking",
+                "nonblocking_mismatch"):
         forward("LD_PRELOAD", preload_list(dropin))
         env.pop("LD_PRELOAD")  # for the ranks only, not for the launcher
     shm_size = os.environ.get("DROPIN_SHM_SIZE")
@@ -95,6 +112,8 @@ def main():
     command.append(program)
     if mode in ("threads", "mismatch"):
         command.append("--" + mode)
+    if mode == "nonblocking_mismatch":
+        command.append("--mismatch")
     command.extend(program_args)
     result = subprocess.run(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, timeout=600)
@@ -142,6 +161,16 @@ def main():
     for rank, summary in summaries.items():
         counts = {m.group(1): tuple(int(x) for x in m.group(2, 3, 4)) for m in re.finditer(
             r"(MPI_\w+) (\d+)/(\d+)/(\d+)", summary)}
+        if mode == "nonblocking_mismatch":
+            want = (1, 0, 1) if ranks > 1 else (2, 0, 0)
+            if counts.get("MPI_Iallreduce", (0, 0, 0)) != want:
+                fail(f"rank {rank}: expected MPI_Iallreduce served/passed/failed {want}: "
+                     f"{summary}", output)
+            if ranks > 1 and not re.search(
+                    rf"libcollective_mpi: MPI_Iallreduce: all_reduce #\d+ \(rank {rank}\): "
+                    r"the ranks disagree", output):
+                fail(f"rank {rank}: no stderr line with the library's mismatch message", output)
+            continue
         if mode == "mismatch":
             if ranks > 1 and counts.get("MPI_Allreduce", (0, 0, 0))[2] != 1:
                 fail(f"rank {rank}: expected 1 failed MPI_Allreduce: {summary}", output)
@@ -153,6 +182,9 @@ def main():
             fail(f"rank {rank}: the program printed no call counts", output)
         calls = {m.group(1): int(m.group(2)) for m in re.finditer(r"(MPI_\w+) (\d+);",
                                                                    calls_line.group(1))}
+        if mode == "nonblocking":
+            check_nonblocking(rank, counts, calls, summary, output, program_args)
+            continue
         if mode == "threads":
             served, passed, failed = counts.get("MPI_Allreduce", (0, 0, 0))
             if served != calls["MPI_Allreduce"] or passed != 0 or failed != 0 or served == 0:
@@ -170,6 +202,40 @@ def main():
             if (served == 0 and calls[function] > 0) or failed != 0:
                 fail(f"rank {rank}: {function}: served {served}, failed {failed}", output)
     print(f"run_dropin_test {mode} np{ranks}: OK")
+
+
+def check_nonblocking(rank, counts, calls, summary, output, program_args):
+    to_pass_line = re.search(rf"dropin_program rank {rank} calls:.*? to pass:((?: MPI_\w+ \d+,)*)",
+                             output)
+    if not to_pass_line:
+        fail(f"rank {rank}: the program printed no 'to pass' counts", output)
+    to_pass = {m.group(1): int(m.group(2)) for m in re.finditer(r"(MPI_\w+) (\d+),",
+                                                                to_pass_line.group(1))}
+    below_multiple = os.environ.get("COLLECTIVE_PMPI_THREAD_MULTIPLE") == "0"
+    for function in STARTED_FUNCTIONS:
+        served, passed, failed = counts.get(function, (0, 0, 0))
+        made = calls.get(function, 0)
+        if made == 0:
+            fail(f"rank {rank}: the program made no {function} call", output)
+        if below_multiple:
+            # Every call passed: the rooted forms by their own rule, the
+            # others for the thread level.
+            want_served, want_passed = 0, made
+        else:
+            want_served, want_passed = made - to_pass.get(function, 0), to_pass.get(function, 0)
+        if (served, passed, failed) != (want_served, want_passed, 0):
+            fail(f"rank {rank}: {function}: the program made {made} calls, expected "
+                 f"{want_served} served and {want_passed} passed, the drop-in counted "
+                 f"served {served}, passed {passed}, failed {failed}: {summary}", output)
+    if below_multiple and "MPI thread level below MPI_THREAD_MULTIPLE" not in summary:
+        fail(f"rank {rank}: the passed calls do not name the thread level: {summary}", output)
+    level = re.search(r"thread level provided (-?\d+), query (\d+)", output)
+    if not level:
+        fail("the program did not print the thread level", output)
+    # MPI's numbering (Open MPI and MPICH): SINGLE 0, FUNNELED 1, MULTIPLE 3.
+    want_level = 3 if not below_multiple else (1 if "--init-funneled" in program_args else 0)
+    if int(level.group(2)) != want_level:
+        fail(f"MPI_Query_thread gave {level.group(2)}, expected {want_level}", output)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include "collective/export.h"
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -56,6 +57,15 @@ class COLLECTIVE_API Work {
   bool wait(std::chrono::milliseconds timeout);
   bool test();
   bool is_completed() const;
+
+  // Runs `callback` once the call finished (succeeded or failed): at once,
+  // on this thread, when it already has; otherwise on the progress thread
+  // right after the call, before wait() returns anywhere (test() and
+  // is_completed() may already say finished while it runs). Meant for
+  // completion hooks such as an MPI generalized request's: the callback
+  // must not block, must not throw and must not call the library. One
+  // callback per call (a second replaces the first).
+  void on_completion(std::function<void()> callback);
 
   // "all_reduce #12": the call's operation, as its errors name it.
   std::string operation() const;

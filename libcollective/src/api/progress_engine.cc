@@ -9,6 +9,12 @@
 #include "api/dispatch.h"
 #include "core/mpi_lifetime.h"
 
+// Defined by the MPI drop-in (libcollective_mpi.so) when it is loaded: marks
+// the progress thread as inside the drop-in, so that the library's own
+// MPI_* calls made there go straight to PMPI_, as on the caller's thread.
+extern "C" __attribute__((weak, visibility("default"))) void
+collective_progress_thread_started();
+
 namespace collective::internal {
 namespace {
 
@@ -33,7 +39,10 @@ ProgressEngine::ProgressEngine(CommunicatorState& state) : state_(state) {
   // A program that calls MPI_Finalize itself (no Environment) still has
   // its calls in flight finished first.
   before_mpi_finalize(&finish_all_work_in_flight);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    if (&collective_progress_thread_started != nullptr) collective_progress_thread_started();
+    run();
+  });
   pthread_setname_np(thread_.native_handle(), "collective-work");
 }
 

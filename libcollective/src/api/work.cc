@@ -21,24 +21,43 @@ WorkState::~WorkState() {
 }
 
 void WorkState::finish(std::exception_ptr error) {
+  std::function<void()> callback;
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     error_ = std::move(error);
-    finished_ = true;
+    finished_ = true;  // test() inside the callback sees the outcome
+    callback = std::move(completion_callback_);
+  }
+  // Before any wait() returns: a waiter may rely on what the callback did.
+  if (callback) callback();
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    settled_ = true;
   }
   finished_changed_.notify_all();
 }
 
+void WorkState::on_completion(std::function<void()> callback) {
+  {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!finished_) {
+      completion_callback_ = std::move(callback);
+      return;
+    }
+  }
+  if (callback) callback();
+}
+
 void WorkState::wait() {
   std::unique_lock<std::mutex> lock(mutex_);
-  finished_changed_.wait(lock, [&] { return finished_; });
+  finished_changed_.wait(lock, [&] { return settled_; });
   observed_ = true;
   if (error_) std::rethrow_exception(error_);
 }
 
 bool WorkState::wait_for(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!finished_changed_.wait_for(lock, timeout, [&] { return finished_; })) return false;
+  if (!finished_changed_.wait_for(lock, timeout, [&] { return settled_; })) return false;
   observed_ = true;
   if (error_) std::rethrow_exception(error_);
   return true;
@@ -90,6 +109,14 @@ bool Work::test() {
   if (!state_->finished()) return false;
   state_->rethrow_if_failed();
   return true;
+}
+
+void Work::on_completion(std::function<void()> callback) {
+  if (!state_) {
+    if (callback) callback();
+    return;
+  }
+  state_->on_completion(std::move(callback));
 }
 
 bool Work::is_completed() const { return !state_ || state_->finished(); }

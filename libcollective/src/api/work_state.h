@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -34,6 +35,9 @@ class WorkState {
   void mark_observed();
   bool observed() const;
 
+  // Runs `callback` after finish() (at once when finished already).
+  void on_completion(std::function<void()> callback);
+
   const std::string& operation() const { return operation_; }
 
  private:
@@ -41,8 +45,10 @@ class WorkState {
   mutable std::mutex mutex_;
   std::condition_variable finished_changed_;
   bool finished_ = false;
+  bool settled_ = false;  // finished and the completion callback ran: wait() returns
   bool observed_ = false;
   std::exception_ptr error_;
+  std::function<void()> completion_callback_;
 };
 
 }  // namespace collective::internal
