@@ -86,8 +86,8 @@ void log_passed(Intercepted call, int rank, const char* reason, Form form) {
     ++counts.passed[slot(call, form)][reason];
   }
   if (log_level() >= 2) {
-    std::fprintf(stderr, "libcollective_mpi rank %d: %s passed to PMPI: %s\n", rank, mpi_name(call, form),
-                 reason);
+    std::fprintf(stderr, "libcollective_mpi rank %d: %s passed to PMPI: %s\n", rank,
+                 mpi_name(call, form), reason);
   }
 }
 
@@ -112,8 +112,7 @@ void log_summary(int rank) {
     details += std::string(" ") +
                mpi_name(static_cast<Intercepted>(i % kNumIntercepted),
                         static_cast<Form>(i / kNumIntercepted)) +
-               " " +
-               std::to_string(served) + "/" + std::to_string(passed) + "/" +
+               " " + std::to_string(served) + "/" + std::to_string(passed) + "/" +
                std::to_string(failed) + (reasons.empty() ? "" : " (" + reasons + ")") + ";";
   }
   // Per function: served/passed/failed, then the reasons for passing.

@@ -82,15 +82,15 @@ int allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype dataty
   }
   return serve_as<kForm>(Intercepted::kAllreduce, comm, target, request,
                          [&](Communicator& c, KeepAlive&) {
-    auto o = options_for<AllReduceOptions>(target.rank);
-    o.op = reduction->op;
-    const auto n = static_cast<std::size_t>(count);
-    if constexpr (kForm == Form::kStarted) {
-      return c.all_reduce_async(send, recvbuf, n, reduction->type, o);
-    } else {
-      c.all_reduce(send, recvbuf, n, reduction->type, o);
-    }
-  });
+                           auto o = options_for<AllReduceOptions>(target.rank);
+                           o.op = reduction->op;
+                           const auto n = static_cast<std::size_t>(count);
+                           if constexpr (kForm == Form::kStarted) {
+                             return c.all_reduce_async(send, recvbuf, n, reduction->type, o);
+                           } else {
+                             c.all_reduce(send, recvbuf, n, reduction->type, o);
+                           }
+                         });
 }
 
 template <Form kForm>
@@ -125,26 +125,27 @@ int reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount, MPI_
   }
   return serve_as<kForm>(Intercepted::kReduceScatterBlock, comm, target, request,
                          [&](Communicator& c, KeepAlive& keep_alive) {
-    auto o = options_for<ReduceScatterOptions>(target.rank);
-    o.op = reduction->op;
-    const auto count = static_cast<std::size_t>(recvcount);
-    const void* input = sendbuf;
-    // MPI's in-place form reads recvbuf whole and writes only its first
-    // block; the other blocks stay as the caller left them (Open MPI and
-    // MPICH leave them alone, and programs rely on it). libcollective's
-    // in-place form may use every block as scratch, so reduce a copy of
-    // the input into the first block instead.
-    if (sendbuf == MPI_IN_PLACE) {
-      auto copy = copy_of(recvbuf, count * reduction->element_bytes * size);
-      input = copy.get();
-      keep_alive = std::move(copy);
-    }
-    if constexpr (kForm == Form::kStarted) {
-      return c.reduce_scatter_async(input, recvbuf, count, reduction->type, o);
-    } else {
-      c.reduce_scatter(input, recvbuf, count, reduction->type, o);
-    }
-  });
+                           auto o = options_for<ReduceScatterOptions>(target.rank);
+                           o.op = reduction->op;
+                           const auto count = static_cast<std::size_t>(recvcount);
+                           const void* input = sendbuf;
+                           // MPI's in-place form reads recvbuf whole and writes only its first
+                           // block; the other blocks stay as the caller left them (Open MPI and
+                           // MPICH leave them alone, and programs rely on it). libcollective's
+                           // in-place form may use every block as scratch, so reduce a copy of
+                           // the input into the first block instead.
+                           if (sendbuf == MPI_IN_PLACE) {
+                             auto copy = copy_of(recvbuf, count * reduction->element_bytes * size);
+                             input = copy.get();
+                             keep_alive = std::move(copy);
+                           }
+                           if constexpr (kForm == Form::kStarted) {
+                             return c.reduce_scatter_async(input, recvbuf, count, reduction->type,
+                                                           o);
+                           } else {
+                             c.reduce_scatter(input, recvbuf, count, reduction->type, o);
+                           }
+                         });
 }
 
 template <Form kForm>
@@ -187,24 +188,25 @@ int reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
   }
   return serve_as<kForm>(Intercepted::kReduceScatter, comm, target, request,
                          [&](Communicator& c, KeepAlive& keep_alive) {
-    auto o = options_for<ReduceScatterOptions>(target.rank);
-    o.op = reduction->op;
-    const void* input = sendbuf;
-    // As MPI_Reduce_scatter_block's: MPI's in-place result goes to the start
-    // of recvbuf (the library's in-place form puts it at this rank's
-    // offset) and the rest stays as the caller left it, so a copy of the
-    // input is reduced into recvbuf.
-    if (sendbuf == MPI_IN_PLACE) {
-      auto copy = copy_of(recvbuf, total * reduction->element_bytes);
-      input = copy.get();
-      keep_alive = std::move(copy);
-    }
-    if constexpr (kForm == Form::kStarted) {
-      return c.reduce_scatter_v_async(input, recvbuf, counts, reduction->type, o);
-    } else {
-      c.reduce_scatter_v(input, recvbuf, counts, reduction->type, o);
-    }
-  });
+                           auto o = options_for<ReduceScatterOptions>(target.rank);
+                           o.op = reduction->op;
+                           const void* input = sendbuf;
+                           // As MPI_Reduce_scatter_block's: MPI's in-place result goes to the start
+                           // of recvbuf (the library's in-place form puts it at this rank's
+                           // offset) and the rest stays as the caller left it, so a copy of the
+                           // input is reduced into recvbuf.
+                           if (sendbuf == MPI_IN_PLACE) {
+                             auto copy = copy_of(recvbuf, total * reduction->element_bytes);
+                             input = copy.get();
+                             keep_alive = std::move(copy);
+                           }
+                           if constexpr (kForm == Form::kStarted) {
+                             return c.reduce_scatter_v_async(input, recvbuf, counts,
+                                                             reduction->type, o);
+                           } else {
+                             c.reduce_scatter_v(input, recvbuf, counts, reduction->type, o);
+                           }
+                         });
 }
 
 template <Form kForm>
@@ -256,13 +258,13 @@ int allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* r
   }
   return serve_as<kForm>(Intercepted::kAllgather, comm, target, request,
                          [&](Communicator& c, KeepAlive&) {
-    const auto o = options_for<AllGatherOptions>(target.rank);
-    if constexpr (kForm == Form::kStarted) {
-      return c.all_gather_async(send, recvbuf, block, DataType::kUInt8, o);
-    } else {
-      c.all_gather(send, recvbuf, block, DataType::kUInt8, o);
-    }
-  });
+                           const auto o = options_for<AllGatherOptions>(target.rank);
+                           if constexpr (kForm == Form::kStarted) {
+                             return c.all_gather_async(send, recvbuf, block, DataType::kUInt8, o);
+                           } else {
+                             c.all_gather(send, recvbuf, block, DataType::kUInt8, o);
+                           }
+                         });
 }
 
 template <Form kForm>
@@ -294,14 +296,14 @@ int bcast(void* buffer, int count, MPI_Datatype datatype, int root, MPI_Comm com
   }
   return serve_as<kForm>(Intercepted::kBcast, comm, target, request,
                          [&](Communicator& c, KeepAlive&) {
-    auto o = options_for<BroadcastOptions>(target.rank);
-    o.root = root;
-    if constexpr (kForm == Form::kStarted) {
-      return c.broadcast_async(buffer, bytes, DataType::kUInt8, o);
-    } else {
-      c.broadcast(buffer, bytes, DataType::kUInt8, o);
-    }
-  });
+                           auto o = options_for<BroadcastOptions>(target.rank);
+                           o.root = root;
+                           if constexpr (kForm == Form::kStarted) {
+                             return c.broadcast_async(buffer, bytes, DataType::kUInt8, o);
+                           } else {
+                             c.broadcast(buffer, bytes, DataType::kUInt8, o);
+                           }
+                         });
 }
 
 template <Form kForm>
@@ -340,16 +342,16 @@ int reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
   }
   return serve_as<kForm>(Intercepted::kReduce, comm, target, request,
                          [&](Communicator& c, KeepAlive&) {
-    auto o = options_for<ReduceOptions>(target.rank);
-    o.op = reduction->op;
-    o.root = root;
-    const auto n = static_cast<std::size_t>(count);
-    if constexpr (kForm == Form::kStarted) {
-      return c.reduce_async(send, recv, n, reduction->type, o);
-    } else {
-      c.reduce(send, recv, n, reduction->type, o);
-    }
-  });
+                           auto o = options_for<ReduceOptions>(target.rank);
+                           o.op = reduction->op;
+                           o.root = root;
+                           const auto n = static_cast<std::size_t>(count);
+                           if constexpr (kForm == Form::kStarted) {
+                             return c.reduce_async(send, recv, n, reduction->type, o);
+                           } else {
+                             c.reduce(send, recv, n, reduction->type, o);
+                           }
+                         });
 }
 
 template <Form kForm>
@@ -370,13 +372,13 @@ int barrier(MPI_Comm comm, MPI_Request* request) {
   }
   return serve_as<kForm>(Intercepted::kBarrier, comm, target, request,
                          [&](Communicator& c, KeepAlive&) {
-    const auto o = options_for<BarrierOptions>(target.rank);
-    if constexpr (kForm == Form::kStarted) {
-      return c.barrier_async(o);
-    } else {
-      c.barrier(o);
-    }
-  });
+                           const auto o = options_for<BarrierOptions>(target.rank);
+                           if constexpr (kForm == Form::kStarted) {
+                             return c.barrier_async(o);
+                           } else {
+                             c.barrier(o);
+                           }
+                         });
 }
 
 }  // namespace
@@ -400,9 +402,8 @@ COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter_block(const void* sendbuf, void* re
                                                nullptr);
 }
 COLLECTIVE_PMPI_ENTRY int MPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf,
-                                                    int recvcount, MPI_Datatype datatype,
-                                                    MPI_Op op, MPI_Comm comm,
-                                                    MPI_Request* request) {
+                                                    int recvcount, MPI_Datatype datatype, MPI_Op op,
+                                                    MPI_Comm comm, MPI_Request* request) {
   return reduce_scatter_block<Form::kStarted>(sendbuf, recvbuf, recvcount, datatype, op, comm,
                                               request);
 }
@@ -410,14 +411,12 @@ COLLECTIVE_PMPI_ENTRY int MPI_Ireduce_scatter_block(const void* sendbuf, void* r
 COLLECTIVE_PMPI_ENTRY int MPI_Reduce_scatter(const void* sendbuf, void* recvbuf,
                                              const int recvcounts[], MPI_Datatype datatype,
                                              MPI_Op op, MPI_Comm comm) {
-  return reduce_scatter<Form::kBlocking>(sendbuf, recvbuf, recvcounts, datatype, op, comm,
-                                         nullptr);
+  return reduce_scatter<Form::kBlocking>(sendbuf, recvbuf, recvcounts, datatype, op, comm, nullptr);
 }
 COLLECTIVE_PMPI_ENTRY int MPI_Ireduce_scatter(const void* sendbuf, void* recvbuf,
                                               const int recvcounts[], MPI_Datatype datatype,
                                               MPI_Op op, MPI_Comm comm, MPI_Request* request) {
-  return reduce_scatter<Form::kStarted>(sendbuf, recvbuf, recvcounts, datatype, op, comm,
-                                        request);
+  return reduce_scatter<Form::kStarted>(sendbuf, recvbuf, recvcounts, datatype, op, comm, request);
 }
 
 COLLECTIVE_PMPI_ENTRY int MPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
@@ -426,12 +425,11 @@ COLLECTIVE_PMPI_ENTRY int MPI_Allgather(const void* sendbuf, int sendcount, MPI_
   return allgather<Form::kBlocking>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                                     comm, nullptr);
 }
-COLLECTIVE_PMPI_ENTRY int MPI_Iallgather(const void* sendbuf, int sendcount,
-                                         MPI_Datatype sendtype, void* recvbuf, int recvcount,
-                                         MPI_Datatype recvtype, MPI_Comm comm,
-                                         MPI_Request* request) {
-  return allgather<Form::kStarted>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                   comm, request);
+COLLECTIVE_PMPI_ENTRY int MPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                         void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                         MPI_Comm comm, MPI_Request* request) {
+  return allgather<Form::kStarted>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                   request);
 }
 
 COLLECTIVE_PMPI_ENTRY int MPI_Bcast(void* buffer, int count, MPI_Datatype datatype, int root,

@@ -100,15 +100,15 @@ int alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* re
   }
   return serve_as<kForm>(Intercepted::kAlltoall, comm, target, request,
                          [&](Communicator& c, KeepAlive&) {
-    // The library's in-place form: send == recv.
-    const void* send = in_place ? recvbuf : sendbuf;
-    const auto o = options_for<AllToAllOptions>(target.rank);
-    if constexpr (kForm == Form::kStarted) {
-      return c.all_to_all_async(send, recvbuf, block, DataType::kUInt8, o);
-    } else {
-      c.all_to_all(send, recvbuf, block, DataType::kUInt8, o);
-    }
-  });
+                           // The library's in-place form: send == recv.
+                           const void* send = in_place ? recvbuf : sendbuf;
+                           const auto o = options_for<AllToAllOptions>(target.rank);
+                           if constexpr (kForm == Form::kStarted) {
+                             return c.all_to_all_async(send, recvbuf, block, DataType::kUInt8, o);
+                           } else {
+                             c.all_to_all(send, recvbuf, block, DataType::kUInt8, o);
+                           }
+                         });
 }
 
 template <Form kForm>
@@ -117,8 +117,8 @@ int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
               MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
   const auto pass = [&] {
     if constexpr (kForm == Form::kStarted) {
-      return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
-                             rdispls, recvtype, comm, request);
+      return PMPI_Ialltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
+                             recvtype, comm, request);
     } else {
       return PMPI_Alltoallv(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls,
                             recvtype, comm);
@@ -173,41 +173,41 @@ int alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
     log_passed(Intercepted::kAlltoallv, rank_for_log(comm), reason, kForm);
     return pass();
   }
-  return serve_as<kForm>(Intercepted::kAlltoallv, comm, target, request,
-                         [&](Communicator& c, KeepAlive& keep_alive) {
-    const auto o = options_for<AllToAllOptions>(target.rank);
-    if constexpr (kForm == Form::kStarted) {
-      // As below, from a copy that lives until the call finished.
-      const void* send = sendbuf;
-      auto counts = send_counts, displacements = send_displacements;
-      if (in_place) {
-        const std::size_t bytes = extent_of(recv_counts, recv_displacements).end;
-        std::shared_ptr<std::byte[]> copy(new std::byte[bytes]);
-        if (bytes > 0) std::memcpy(copy.get(), recvbuf, bytes);
-        send = copy.get();
-        keep_alive = std::move(copy);
-        counts = recv_counts;
-        displacements = recv_displacements;
-      }
-      return c.all_to_all_v_async(send, counts, displacements, recvbuf, recv_counts,
-                                  recv_displacements, DataType::kUInt8, o);
-    } else if (in_place) {
-      // Served out of place from a copy of what recvbuf holds to send, not
-      // through the library's in-place form: Open MPI 4.1.4's
-      // MPI_Ialltoallv, which the mpi algorithm uses below
-      // MPI_THREAD_MULTIPLE (every program that calls MPI_Init), delivers
-      // in-place blocks to the wrong ranks (docs/embedding.md).
-      const std::size_t bytes = extent_of(recv_counts, recv_displacements).end;
-      std::vector<std::byte>& copy = in_place_copy();
-      copy.resize(bytes);
-      if (bytes > 0) std::memcpy(copy.data(), recvbuf, bytes);
-      c.all_to_all_v(copy.data(), recv_counts, recv_displacements, recvbuf, recv_counts,
-                     recv_displacements, DataType::kUInt8, o);
-    } else {
-      c.all_to_all_v(sendbuf, send_counts, send_displacements, recvbuf, recv_counts,
-                     recv_displacements, DataType::kUInt8, o);
-    }
-  });
+  return serve_as<kForm>(
+      Intercepted::kAlltoallv, comm, target, request, [&](Communicator& c, KeepAlive& keep_alive) {
+        const auto o = options_for<AllToAllOptions>(target.rank);
+        if constexpr (kForm == Form::kStarted) {
+          // As below, from a copy that lives until the call finished.
+          const void* send = sendbuf;
+          auto counts = send_counts, displacements = send_displacements;
+          if (in_place) {
+            const std::size_t bytes = extent_of(recv_counts, recv_displacements).end;
+            std::shared_ptr<std::byte[]> copy(new std::byte[bytes]);
+            if (bytes > 0) std::memcpy(copy.get(), recvbuf, bytes);
+            send = copy.get();
+            keep_alive = std::move(copy);
+            counts = recv_counts;
+            displacements = recv_displacements;
+          }
+          return c.all_to_all_v_async(send, counts, displacements, recvbuf, recv_counts,
+                                      recv_displacements, DataType::kUInt8, o);
+        } else if (in_place) {
+          // Served out of place from a copy of what recvbuf holds to send, not
+          // through the library's in-place form: Open MPI 4.1.4's
+          // MPI_Ialltoallv, which the mpi algorithm uses below
+          // MPI_THREAD_MULTIPLE (every program that calls MPI_Init), delivers
+          // in-place blocks to the wrong ranks (docs/embedding.md).
+          const std::size_t bytes = extent_of(recv_counts, recv_displacements).end;
+          std::vector<std::byte>& copy = in_place_copy();
+          copy.resize(bytes);
+          if (bytes > 0) std::memcpy(copy.data(), recvbuf, bytes);
+          c.all_to_all_v(copy.data(), recv_counts, recv_displacements, recvbuf, recv_counts,
+                         recv_displacements, DataType::kUInt8, o);
+        } else {
+          c.all_to_all_v(sendbuf, send_counts, send_displacements, recvbuf, recv_counts,
+                         recv_displacements, DataType::kUInt8, o);
+        }
+      });
 }
 
 template <Form kForm>
@@ -216,8 +216,8 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
                MPI_Request* request) {
   const auto pass = [&] {
     if constexpr (kForm == Form::kStarted) {
-      return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
-                              recvtype, comm, request);
+      return PMPI_Iallgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
+                              comm, request);
     } else {
       return PMPI_Allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype,
                              comm);
@@ -275,15 +275,15 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
   }
   return serve_as<kForm>(Intercepted::kAllgatherv, comm, target, request,
                          [&](Communicator& c, KeepAlive&) {
-    const auto o = options_for<AllGatherOptions>(target.rank);
-    if constexpr (kForm == Form::kStarted) {
-      return c.all_gather_v_async(send, send_bytes, recvbuf, recv_counts, recv_displacements,
-                                  DataType::kUInt8, o);
-    } else {
-      c.all_gather_v(send, send_bytes, recvbuf, recv_counts, recv_displacements,
-                     DataType::kUInt8, o);
-    }
-  });
+                           const auto o = options_for<AllGatherOptions>(target.rank);
+                           if constexpr (kForm == Form::kStarted) {
+                             return c.all_gather_v_async(send, send_bytes, recvbuf, recv_counts,
+                                                         recv_displacements, DataType::kUInt8, o);
+                           } else {
+                             c.all_gather_v(send, send_bytes, recvbuf, recv_counts,
+                                            recv_displacements, DataType::kUInt8, o);
+                           }
+                         });
 }
 
 }  // namespace
@@ -293,14 +293,14 @@ extern "C" {
 COLLECTIVE_PMPI_ENTRY int MPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                        void* recvbuf, int recvcount, MPI_Datatype recvtype,
                                        MPI_Comm comm) {
-  return alltoall<Form::kBlocking>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                   comm, nullptr);
+  return alltoall<Form::kBlocking>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                   nullptr);
 }
 COLLECTIVE_PMPI_ENTRY int MPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                                         void* recvbuf, int recvcount, MPI_Datatype recvtype,
                                         MPI_Comm comm, MPI_Request* request) {
-  return alltoall<Form::kStarted>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
-                                  comm, request);
+  return alltoall<Form::kStarted>(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm,
+                                  request);
 }
 
 COLLECTIVE_PMPI_ENTRY int MPI_Alltoallv(const void* sendbuf, const int sendcounts[],
@@ -311,10 +311,10 @@ COLLECTIVE_PMPI_ENTRY int MPI_Alltoallv(const void* sendbuf, const int sendcount
                                     rdispls, recvtype, comm, nullptr);
 }
 COLLECTIVE_PMPI_ENTRY int MPI_Ialltoallv(const void* sendbuf, const int sendcounts[],
-                                         const int sdispls[], MPI_Datatype sendtype,
-                                         void* recvbuf, const int recvcounts[],
-                                         const int rdispls[], MPI_Datatype recvtype,
-                                         MPI_Comm comm, MPI_Request* request) {
+                                         const int sdispls[], MPI_Datatype sendtype, void* recvbuf,
+                                         const int recvcounts[], const int rdispls[],
+                                         MPI_Datatype recvtype, MPI_Comm comm,
+                                         MPI_Request* request) {
   return alltoallv<Form::kStarted>(sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts,
                                    rdispls, recvtype, comm, request);
 }
@@ -325,9 +325,8 @@ COLLECTIVE_PMPI_ENTRY int MPI_Allgatherv(const void* sendbuf, int sendcount, MPI
   return allgatherv<Form::kBlocking>(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,
                                      recvtype, comm, nullptr);
 }
-COLLECTIVE_PMPI_ENTRY int MPI_Iallgatherv(const void* sendbuf, int sendcount,
-                                          MPI_Datatype sendtype, void* recvbuf,
-                                          const int recvcounts[], const int displs[],
+COLLECTIVE_PMPI_ENTRY int MPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                          void* recvbuf, const int recvcounts[], const int displs[],
                                           MPI_Datatype recvtype, MPI_Comm comm,
                                           MPI_Request* request) {
   return allgatherv<Form::kStarted>(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs,

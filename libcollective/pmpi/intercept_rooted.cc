@@ -316,8 +316,8 @@ constexpr const char* kRootedStartedReason =
     "a nonblocking rooted call is passed (serving needs every rank's verdict first)";
 
 COLLECTIVE_PMPI_ENTRY int MPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
-                                      void* recvbuf, int recvcount, MPI_Datatype recvtype,
-                                      int root, MPI_Comm comm, MPI_Request* request) {
+                                      void* recvbuf, int recvcount, MPI_Datatype recvtype, int root,
+                                      MPI_Comm comm, MPI_Request* request) {
   if (!ReentryGuard::active()) {
     ReentryGuard guard;
     log_passed(Intercepted::kGather, rank_for_log(comm), kRootedStartedReason, Form::kStarted);

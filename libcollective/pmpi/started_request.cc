@@ -98,8 +98,8 @@ void complete(StartedCall* started, const Work& work) {
 void start_request(Intercepted call, int rank, Work work, std::shared_ptr<void> keep_alive,
                    MPI_Request* request) {
   auto* started = new StartedCall{call, rank, std::move(keep_alive)};
-  const int rc = PMPI_Grequest_start(&query, &free_request, &refuse_cancel, started,
-                                     &started->request);
+  const int rc =
+      PMPI_Grequest_start(&query, &free_request, &refuse_cancel, started, &started->request);
   if (rc != MPI_SUCCESS) {
     // The call is queued and runs anyway (every rank queued it); only its
     // request could not be made.

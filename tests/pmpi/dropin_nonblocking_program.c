@@ -30,34 +30,49 @@
 #include <string.h>
 
 enum {
-  F_IALLREDUCE, F_IREDUCE_SCATTER_BLOCK, F_IALLGATHER, F_IBCAST, F_IREDUCE, F_IBARRIER,
-  F_IALLTOALL, F_IALLTOALLV, F_IALLGATHERV, F_IREDUCE_SCATTER, F_IGATHER, F_IGATHERV,
-  F_ISCATTER, F_ISCATTERV, NUM_FUNCTIONS
+  F_IALLREDUCE,
+  F_IREDUCE_SCATTER_BLOCK,
+  F_IALLGATHER,
+  F_IBCAST,
+  F_IREDUCE,
+  F_IBARRIER,
+  F_IALLTOALL,
+  F_IALLTOALLV,
+  F_IALLGATHERV,
+  F_IREDUCE_SCATTER,
+  F_IGATHER,
+  F_IGATHERV,
+  F_ISCATTER,
+  F_ISCATTERV,
+  NUM_FUNCTIONS
 };
-static const char* const kNames[NUM_FUNCTIONS] = {
-    "MPI_Iallreduce", "MPI_Ireduce_scatter_block", "MPI_Iallgather", "MPI_Ibcast",
-    "MPI_Ireduce", "MPI_Ibarrier", "MPI_Ialltoall", "MPI_Ialltoallv", "MPI_Iallgatherv",
-    "MPI_Ireduce_scatter", "MPI_Igather", "MPI_Igatherv", "MPI_Iscatter", "MPI_Iscatterv"};
+static const char* const kNames[NUM_FUNCTIONS] = {"MPI_Iallreduce",  "MPI_Ireduce_scatter_block",
+                                                  "MPI_Iallgather",  "MPI_Ibcast",
+                                                  "MPI_Ireduce",     "MPI_Ibarrier",
+                                                  "MPI_Ialltoall",   "MPI_Ialltoallv",
+                                                  "MPI_Iallgatherv", "MPI_Ireduce_scatter",
+                                                  "MPI_Igather",     "MPI_Igatherv",
+                                                  "MPI_Iscatter",    "MPI_Iscatterv"};
 static long g_calls[NUM_FUNCTIONS], g_passed[NUM_FUNCTIONS];
 static int g_rank, g_size, g_failures;
 static MPI_Comm g_dup; /* a second communicator of the same ranks */
 
-#define CALL(function, expr)                                                   \
-  do {                                                                         \
-    ++g_calls[function];                                                       \
-    int rc_ = (expr);                                                          \
-    if (rc_ != MPI_SUCCESS) {                                                  \
+#define CALL(function, expr)                                                             \
+  do {                                                                                   \
+    ++g_calls[function];                                                                 \
+    int rc_ = (expr);                                                                    \
+    if (rc_ != MPI_SUCCESS) {                                                            \
       fprintf(stderr, "rank %d: FAIL: %s returned %d\n", g_rank, kNames[function], rc_); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                            \
-    }                                                                          \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                      \
+    }                                                                                    \
   } while (0)
-#define CHECK_MPI(expr)                                                        \
-  do {                                                                         \
-    int rc_ = (expr);                                                          \
-    if (rc_ != MPI_SUCCESS) {                                                  \
+#define CHECK_MPI(expr)                                                                         \
+  do {                                                                                          \
+    int rc_ = (expr);                                                                           \
+    if (rc_ != MPI_SUCCESS) {                                                                   \
       fprintf(stderr, "rank %d: FAIL line %d: %s returned %d\n", g_rank, __LINE__, #expr, rc_); \
-      MPI_Abort(MPI_COMM_WORLD, 1);                                            \
-    }                                                                          \
+      MPI_Abort(MPI_COMM_WORLD, 1);                                                             \
+    }                                                                                           \
   } while (0)
 
 static void expect_int(const char* what, int round, long index, long want, long got) {
@@ -108,8 +123,8 @@ static void round_of_calls(int round, int expect_served) {
   for (int i = 0; i < 777; ++i) inplace[i] = (double)((i * 7 + r * 13) % 101) + round;
   MPI_Request inplace_req;
   /* On a second communicator, while world's calls are in flight. */
-  CALL(F_IALLREDUCE, MPI_Iallreduce(MPI_IN_PLACE, inplace, 777, MPI_DOUBLE, MPI_MAX, g_dup,
-                                    &inplace_req));
+  CALL(F_IALLREDUCE,
+       MPI_Iallreduce(MPI_IN_PLACE, inplace, 777, MPI_DOUBLE, MPI_MAX, g_dup, &inplace_req));
 
   /* Ireduce_scatter_block. */
   const int rsb = 517;
@@ -117,8 +132,8 @@ static void round_of_calls(int round, int expect_served) {
   int rsb_recv[517];
   for (long i = 0; i < (long)rsb * n; ++i) rsb_send[i] = value(r, i, round);
   MPI_Request rsb_req;
-  CALL(F_IREDUCE_SCATTER_BLOCK, MPI_Ireduce_scatter_block(rsb_send, rsb_recv, rsb, MPI_INT,
-                                                          MPI_SUM, MPI_COMM_WORLD, &rsb_req));
+  CALL(F_IREDUCE_SCATTER_BLOCK, MPI_Ireduce_scatter_block(rsb_send, rsb_recv, rsb, MPI_INT, MPI_SUM,
+                                                          MPI_COMM_WORLD, &rsb_req));
 
   /* Iallgather. */
   const int ag = 333;
@@ -126,8 +141,8 @@ static void round_of_calls(int round, int expect_served) {
   int* ag_recv = malloc(sizeof(int) * (size_t)(ag * n));
   for (int i = 0; i < ag; ++i) ag_send[i] = value(r, i, round);
   MPI_Request ag_req;
-  CALL(F_IALLGATHER, MPI_Iallgather(ag_send, ag, MPI_INT, ag_recv, ag, MPI_INT, MPI_COMM_WORLD,
-                                    &ag_req));
+  CALL(F_IALLGATHER,
+       MPI_Iallgather(ag_send, ag, MPI_INT, ag_recv, ag, MPI_INT, MPI_COMM_WORLD, &ag_req));
 
   /* Ibcast, Ireduce, Ibarrier: by MPI_Waitany. */
   MPI_Request group_b[3];
@@ -137,8 +152,8 @@ static void round_of_calls(int round, int expect_served) {
   CALL(F_IBCAST, MPI_Ibcast(bc, 1001, MPI_CHAR, bc_root, MPI_COMM_WORLD, &group_b[0]));
   double red_send[200], red_recv[200];
   for (int i = 0; i < 200; ++i) red_send[i] = (double)((i + r * 31) % 53) + round;
-  CALL(F_IREDUCE, MPI_Ireduce(red_send, red_recv, 200, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD,
-                              &group_b[1]));
+  CALL(F_IREDUCE,
+       MPI_Ireduce(red_send, red_recv, 200, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD, &group_b[1]));
   CALL(F_IBARRIER, MPI_Ibarrier(MPI_COMM_WORLD, &group_b[2]));
 
   /* A blocking call between the starts: served, it takes its turn behind
@@ -154,8 +169,8 @@ static void round_of_calls(int round, int expect_served) {
   int* a2a_recv = malloc(sizeof(int) * (size_t)(7 * n));
   for (int p = 0; p < n; ++p)
     for (int i = 0; i < 7; ++i) a2a_send[p * 7 + i] = r * 10000 + p * 100 + i + round;
-  CALL(F_IALLTOALL, MPI_Ialltoall(a2a_send, 7, MPI_INT, a2a_recv, 7, MPI_INT, MPI_COMM_WORLD,
-                                  &group_c[0]));
+  CALL(F_IALLTOALL,
+       MPI_Ialltoall(a2a_send, 7, MPI_INT, a2a_recv, 7, MPI_INT, MPI_COMM_WORLD, &group_c[0]));
   int scounts[8], sdispls[8], rcounts[8], rdispls[8];
   int stotal = 0, rtotal = 0;
   for (int p = 0; p < n; ++p) {
@@ -199,31 +214,31 @@ static void round_of_calls(int round, int expect_served) {
   int g_send[4], *g_recv = malloc(sizeof(int) * (size_t)(4 * n));
   for (int i = 0; i < 4; ++i) g_send[i] = value(r, i, round);
   ++g_passed[F_IGATHER];
-  CALL(F_IGATHER, MPI_Igather(g_send, 4, MPI_INT, g_recv, 4, MPI_INT, 0, MPI_COMM_WORLD,
-                              &reqs[nreq++]));
+  CALL(F_IGATHER,
+       MPI_Igather(g_send, 4, MPI_INT, g_recv, 4, MPI_INT, 0, MPI_COMM_WORLD, &reqs[nreq++]));
   int* gv_recv = malloc(sizeof(int) * (size_t)agv_total);
   ++g_passed[F_IGATHERV];
-  CALL(F_IGATHERV, MPI_Igatherv(agv_send, r + 2, MPI_INT, gv_recv, agv_counts, agv_displs,
-                                MPI_INT, n - 1, MPI_COMM_WORLD, &reqs[nreq++]));
+  CALL(F_IGATHERV, MPI_Igatherv(agv_send, r + 2, MPI_INT, gv_recv, agv_counts, agv_displs, MPI_INT,
+                                n - 1, MPI_COMM_WORLD, &reqs[nreq++]));
   int* s_send = malloc(sizeof(int) * (size_t)(3 * n));
   for (int i = 0; i < 3 * n; ++i) s_send[i] = i * 11 + round;
   int s_recv[3];
   ++g_passed[F_ISCATTER];
-  CALL(F_ISCATTER, MPI_Iscatter(s_send, 3, MPI_INT, s_recv, 3, MPI_INT, 0, MPI_COMM_WORLD,
-                                &reqs[nreq++]));
+  CALL(F_ISCATTER,
+       MPI_Iscatter(s_send, 3, MPI_INT, s_recv, 3, MPI_INT, 0, MPI_COMM_WORLD, &reqs[nreq++]));
   int sv_recv[16];
   ++g_passed[F_ISCATTERV];
   int* sv_send = malloc(sizeof(int) * (size_t)agv_total);
   for (int i = 0; i < agv_total; ++i) sv_send[i] = i * 11 + round;
-  CALL(F_ISCATTERV, MPI_Iscatterv(sv_send, agv_counts, agv_displs, MPI_INT, sv_recv,
-                                  r + 2, MPI_INT, 0, MPI_COMM_WORLD, &reqs[nreq++]));
+  CALL(F_ISCATTERV, MPI_Iscatterv(sv_send, agv_counts, agv_displs, MPI_INT, sv_recv, r + 2, MPI_INT,
+                                  0, MPI_COMM_WORLD, &reqs[nreq++]));
   MPI_Op first;
   MPI_Op_create(first_of, 0, &first);
   int nc_send[50], nc_recv[50];
   for (int i = 0; i < 50; ++i) nc_send[i] = r * 50 + i + round;
   ++g_passed[F_IALLREDUCE];
-  CALL(F_IALLREDUCE, MPI_Iallreduce(nc_send, nc_recv, 50, MPI_INT, first, MPI_COMM_WORLD,
-                                    &reqs[nreq++]));
+  CALL(F_IALLREDUCE,
+       MPI_Iallreduce(nc_send, nc_recv, 50, MPI_INT, first, MPI_COMM_WORLD, &reqs[nreq++]));
 
   /* Complete: every method once. */
   CHECK_MPI(MPI_Wait(&rsb_req, MPI_STATUS_IGNORE));
@@ -264,7 +279,8 @@ static void round_of_calls(int round, int expect_served) {
   }
   for (int p = 0; p < n; ++p)
     for (int i = 0; i < ag; ++i)
-      expect_int("MPI_Iallgather", round, (long)p * ag + i, value(p, i, round), ag_recv[p * ag + i]);
+      expect_int("MPI_Iallgather", round, (long)p * ag + i, value(p, i, round),
+                 ag_recv[p * ag + i]);
   for (int i = 0; i < 1001; ++i) expect_int("MPI_Ibcast", round, i, (i * 3 + round) % 128, bc[i]);
   if (r == 0) {
     for (int i = 0; i < 200; ++i) {
@@ -302,14 +318,27 @@ static void round_of_calls(int round, int expect_served) {
       for (int i = 0; i < p + 2; ++i)
         expect_int("MPI_Igatherv", round, agv_displs[p] + i, value(p, i, round),
                    gv_recv[agv_displs[p] + i]);
-  for (int i = 0; i < 3; ++i) expect_int("MPI_Iscatter", round, i, (r * 3 + i) * 11 + round, s_recv[i]);
+  for (int i = 0; i < 3; ++i)
+    expect_int("MPI_Iscatter", round, i, (r * 3 + i) * 11 + round, s_recv[i]);
   for (int i = 0; i < r + 2; ++i)
     expect_int("MPI_Iscatterv", round, i, (agv_displs[r] + i) * 11 + round, sv_recv[i]);
-  for (int i = 0; i < 50; ++i) expect_int("MPI_Iallreduce non-commutative", round, i, i + round, nc_recv[i]);
+  for (int i = 0; i < 50; ++i)
+    expect_int("MPI_Iallreduce non-commutative", round, i, i + round, nc_recv[i]);
 
-  free(ar_send); free(ar_recv); free(rsb_send); free(ag_recv); free(a2a_send); free(a2a_recv);
-  free(v_send); free(v_recv); free(agv_recv); free(rs_send); free(g_recv); free(gv_recv);
-  free(s_send); free(sv_send);
+  free(ar_send);
+  free(ar_recv);
+  free(rsb_send);
+  free(ag_recv);
+  free(a2a_send);
+  free(a2a_recv);
+  free(v_send);
+  free(v_recv);
+  free(agv_recv);
+  free(rs_send);
+  free(g_recv);
+  free(gv_recv);
+  free(s_send);
+  free(sv_send);
 }
 
 /* Starting a nonblocking collective waits for nobody (MPI requires it):
@@ -332,7 +361,8 @@ static void start_is_local(void) {
   } else {
     if (g_rank == 1) {
       CHECK_MPI(MPI_Recv(big, kBig, MPI_INT, 0, 9, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-      for (int i = 0; i < kBig; i += 4099) expect_int("MPI_Recv after a start", 0, i, i ^ 0x5a5a, big[i]);
+      for (int i = 0; i < kBig; i += 4099)
+        expect_int("MPI_Recv after a start", 0, i, i ^ 0x5a5a, big[i]);
     }
     CALL(F_IALLREDUCE, MPI_Iallreduce(in, out, 16, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &requests[0]));
     CALL(F_IBARRIER, MPI_Ibarrier(MPI_COMM_WORLD, &requests[1]));
@@ -340,7 +370,8 @@ static void start_is_local(void) {
   CHECK_MPI(MPI_Waitall(2, requests, MPI_STATUSES_IGNORE));
   const long sum_ranks = (long)g_size * (g_size - 1) / 2;
   for (int i = 0; i < 16; ++i)
-    expect_int("MPI_Iallreduce started before a send", 0, i, 3 * sum_ranks + (long)g_size * i, out[i]);
+    expect_int("MPI_Iallreduce started before a send", 0, i, 3 * sum_ranks + (long)g_size * i,
+               out[i]);
   free(big);
 }
 
@@ -364,7 +395,8 @@ static void cancel_and_free(int expect_served) {
   }
   expect_int("MPI_Test_cancelled", 0, 0, 0, cancelled);
   const long sum_ranks = (long)g_size * (g_size - 1) / 2;
-  for (int i = 0; i < 10; ++i) expect_int("MPI_Iallreduce after MPI_Cancel", 0, i, sum_ranks + (long)g_size * i, out[i]);
+  for (int i = 0; i < 10; ++i)
+    expect_int("MPI_Iallreduce after MPI_Cancel", 0, i, sum_ranks + (long)g_size * i, out[i]);
   if (expect_served) {
     for (int i = 0; i < 10; ++i) out[i] = -1;
     CALL(F_IALLREDUCE, MPI_Iallreduce(in, out, 10, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &request));
@@ -408,8 +440,7 @@ static void compute(long units) {
   g_sink = x;
 }
 
-typedef int (*Iallreduce_fn)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm,
-                             MPI_Request*);
+typedef int (*Iallreduce_fn)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*);
 
 static double timed(Iallreduce_fn start, double* send, double* recv, int count, long units,
                     int with_call, int reps) {
@@ -445,7 +476,9 @@ static void overlap(long bytes, int reps) {
       const long units = (long)(t_call * per_second);
       const double t_comp = timed(fns[which], send, recv, count, units, 0, reps);
       const double t_both = timed(fns[which], send, recv, count, units, 1, reps);
-      call[which] += t_call; comp[which] += t_comp; both[which] += t_both;
+      call[which] += t_call;
+      comp[which] += t_comp;
+      both[which] += t_both;
     }
   }
   for (int which = 0; which < 2; ++which) {
@@ -453,9 +486,10 @@ static void overlap(long bytes, int reps) {
     double hidden = 100.0 * (1.0 - (b - p) / c);
     if (hidden < 0) hidden = 0;
     if (g_rank == 0) {
-      printf("overlap %ld B %d ranks %s: call %.1f us, compute %.1f us, start+compute+wait "
-             "%.1f us, overlap %.0f%%\n", bytes, g_size, names[which], c * 1e6, p * 1e6, b * 1e6,
-             hidden);
+      printf(
+          "overlap %ld B %d ranks %s: call %.1f us, compute %.1f us, start+compute+wait "
+          "%.1f us, overlap %.0f%%\n",
+          bytes, g_size, names[which], c * 1e6, p * 1e6, b * 1e6, hidden);
     }
   }
   free(send);
@@ -481,7 +515,8 @@ int main(int argc, char** argv) {
   MPI_Query_thread(&level);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
-  if (g_rank == 0) printf("dropin_nonblocking_program: thread level provided %d, query %d\n", provided, level);
+  if (g_rank == 0)
+    printf("dropin_nonblocking_program: thread level provided %d, query %d\n", provided, level);
   if (overlap_bytes > 0) {
     overlap(overlap_bytes, reps);
     MPI_Finalize();

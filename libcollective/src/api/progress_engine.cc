@@ -12,8 +12,7 @@
 // Defined by the MPI drop-in (libcollective_mpi.so) when it is loaded: marks
 // the progress thread as inside the drop-in, so that the library's own
 // MPI_* calls made there go straight to PMPI_, as on the caller's thread.
-extern "C" __attribute__((weak, visibility("default"))) void
-collective_progress_thread_started();
+extern "C" __attribute__((weak, visibility("default"))) void collective_progress_thread_started();
 
 namespace collective::internal {
 namespace {
