@@ -14,12 +14,13 @@ namespace collective {
 namespace internal {
 
 PlanState::PlanState(std::shared_ptr<CommunicatorState> communicator, PreparedCall prepared)
-    : communicator_(std::move(communicator)), prepared_(std::move(prepared)) {}
+    : communicator_(std::move(communicator)),
+      prepared_(std::make_shared<const PreparedCall>(std::move(prepared))) {}
 
 std::string PlanState::describe() const {
-  const Request& request = prepared_.request;
+  const Request& request = prepared_->request;
   std::string text = std::string(to_string(request.kind)) + " plan #" +
-                     std::to_string(prepared_.created_as) + " (count " +
+                     std::to_string(prepared_->created_as) + " (count " +
                      std::to_string(request.count) + ", " + std::string(to_string(request.type));
   if (traits_of(request.kind).reduces) text += ", " + std::string(to_string(request.op));
   return text + ")";
@@ -43,10 +44,12 @@ std::shared_ptr<WorkState> PlanState::start() {
   if (engine == nullptr || !engine->busy()) require_usable(state, label);
   const std::uint64_t sequence = state.next_sequence++;
   auto call = std::make_unique<QueuedCall>();
-  call->work = std::make_shared<WorkState>(std::string(to_string(prepared_.request.kind)) + " #" +
+  call->work = std::make_shared<WorkState>(std::string(to_string(prepared_->request.kind)) + " #" +
                                            std::to_string(sequence));
-  call->run_instead = [plan = shared_from_this(), sequence] {
-    run_prepared_call(*plan->communicator_, plan->prepared_, sequence);
+  // The engine outlives every queued call (it drains them before the
+  // communicator's state goes), so the state is referred to, not held.
+  call->run_instead = [state = &state, prepared = prepared_, sequence] {
+    run_prepared_call(*state, *prepared, sequence);
   };
   last_start_ = call->work;
   progress_engine_of(state).enqueue(std::move(call));

@@ -13,7 +13,7 @@
 
 namespace collective::internal {
 
-class PlanState : public std::enable_shared_from_this<PlanState> {
+class PlanState {
  public:
   PlanState(std::shared_ptr<CommunicatorState> communicator, PreparedCall prepared);
 
@@ -25,7 +25,9 @@ class PlanState : public std::enable_shared_from_this<PlanState> {
 
  private:
   const std::shared_ptr<CommunicatorState> communicator_;
-  const PreparedCall prepared_;
+  // Shared with each queued start, which must not hold the communicator's
+  // state: the progress thread would then release its own engine.
+  const std::shared_ptr<const PreparedCall> prepared_;
   mutable std::mutex mutex_;
   std::shared_ptr<WorkState> last_start_;
 };
