@@ -45,7 +45,8 @@ class PlanState;
 //   between starts the caller may change them freely.
 // - Destroying the plan (every copy) with a start in flight does not
 //   cancel it: the start runs to completion as a dropped Work does.
-//   (The C API's collective_plan_free refuses instead: docs/c_api.md.)
+//   (The C API's collective_plan_free refuses instead: docs/errors.md,
+//   "Calls in flight".)
 // - A plan belongs to its communicator; it keeps the communicator's state
 //   alive, and freeing the communicator first makes start() an error.
 class COLLECTIVE_API Plan {
