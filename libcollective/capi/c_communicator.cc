@@ -9,6 +9,7 @@
 #include "collective/in_tree/collectives.h"
 #include "comm_handles.h"
 #include "last_error.h"
+#include "plan_handles.h"
 #include "work_handles.h"
 
 namespace collective::capi {
@@ -387,6 +388,19 @@ int collective_all_reduce_async(collective_comm_t comm, const void* send, void* 
     converted.op = static_cast<collective::ReduceOp>(op);
     *work = collective::capi::issue_work(
         c.all_reduce_async(send, recv, count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_all_reduce_init(collective_comm_t comm, const void* send, void* recv, size_t count,
+                               int dtype, int op, const collective_options_t* options,
+                               collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_all_reduce_init", comm, "output plan handle");
+  *plan = nullptr;
+  return with_comm("collective_all_reduce_init", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::AllReduceOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    *plan = collective::capi::issue_plan(
+        c.all_reduce_init(send, recv, count, static_cast<collective::DataType>(dtype), converted));
   });
 }
 

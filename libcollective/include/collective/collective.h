@@ -10,4 +10,5 @@
 #include "collective/topology.h"
 #include "collective/types.h"
 #include "collective/version.h"
+#include "collective/plan.h"
 #include "collective/work.h"

@@ -326,6 +326,29 @@ int collective_work_test(collective_work_t work, int* completed);
  * writes its buffers; a failure nobody waited for is logged (WARN). */
 int collective_work_free(collective_work_t* work);
 
+/* --- Persistent plans (see collective/plan.h) ---------------------------- */
+
+/* A persistent call: made once, started many times. NULL is never a valid
+ * one; a freed or never-issued handle gives COLLECTIVE_ERR_INVALID_ARGUMENT. */
+typedef struct collective_plan* collective_plan_t;
+
+/* A collective call, in program order on every rank: checks the arguments,
+ * chooses the algorithm and agrees with the other ranks once (a
+ * disagreement: COLLECTIVE_ERR_MISMATCH on every rank), writing nothing;
+ * *plan is NULL on failure. Needs MPI_THREAD_MULTIPLE. */
+int collective_all_reduce_init(collective_comm_t comm, const void* send, void* recv, size_t count,
+                               int dtype, int op, const collective_options_t* options,
+                               collective_plan_t* plan);
+/* Starts the plan once more on its buffers, in program order: *work as
+ * from an _async call, waited for with collective_work_wait/test and freed
+ * with collective_work_free. A start while the previous one is unfinished
+ * is refused (COLLECTIVE_ERR_INVALID_ARGUMENT, *work NULL). */
+int collective_plan_start(collective_plan_t plan, collective_work_t* work);
+/* Releases the handle and sets *plan to NULL (NULL *plan: no-op). With a
+ * start in flight it refuses (COLLECTIVE_ERR_INVALID_ARGUMENT) and frees
+ * nothing: wait for the start's work first. */
+int collective_plan_free(collective_plan_t* plan);
+
 /* --- Point-to-point ---------------------------------------------------- */
 
 /* count elements of dtype to (from) rank `peer` of comm (not the caller).

@@ -11,6 +11,7 @@
 
 #include "collective/algorithm.h"
 #include "collective/options.h"
+#include "collective/plan.h"
 #include "collective/topology.h"
 #include "collective/types.h"
 #include "collective/work.h"
@@ -220,6 +221,13 @@ class COLLECTIVE_API Communicator {
   // flight on this communicator.
   Work all_reduce_async(const void* send, void* recv, std::size_t count, DataType type,
                         const AllReduceOptions& options = {});
+
+  // Persistent form (collective/plan.h): a collective call that checks
+  // the arguments, chooses the algorithm and agrees with the other ranks
+  // once, writing nothing; the plan's start() then repeats the all-reduce
+  // on these buffers. Needs MPI_THREAD_MULTIPLE, as the `_async` calls.
+  Plan all_reduce_init(const void* send, void* recv, std::size_t count, DataType type,
+                       const AllReduceOptions& options = {});
   Work reduce_scatter_async(const void* send, void* recv, std::size_t recv_count, DataType type,
                             const ReduceScatterOptions& options = {});
   Work all_gather_async(const void* send, void* recv, std::size_t send_count, DataType type,

@@ -78,6 +78,7 @@ class COLLECTIVE_API Work {
 
  private:
   friend class Communicator;
+  friend class Plan;
   COLLECTIVE_HIDDEN explicit Work(std::shared_ptr<internal::WorkState> state);
   std::shared_ptr<internal::WorkState> state_;
 };

@@ -9,6 +9,8 @@
 #include "core/communicator_state.h"
 #include "api/dispatch.h"
 #include "api/async_start.h"
+#include "api/plan_state.h"
+#include "api/prepared_call.h"
 #include "api/progress_engine.h"
 #include "api/fortran_handle.h"
 #include "core/communicator_creation.h"
@@ -523,6 +525,14 @@ void Communicator::scatter_v(const void* send, std::span<const std::size_t> send
                scatter_v_request(state(), send, send_counts, send_displacements, recv, recv_count,
                                  type, options),
                options);
+}
+
+Plan Communicator::all_reduce_init(const void* send, void* recv, std::size_t count, DataType type,
+                                   const AllReduceOptions& options) {
+  internal::finish_work_in_flight(state());
+  return Plan(std::make_shared<internal::PlanState>(
+      state_, internal::prepare_call(state(), all_reduce_request(send, recv, count, type, options),
+                                     options)));
 }
 
 Work Communicator::all_reduce_async(const void* send, void* recv, std::size_t count, DataType type,

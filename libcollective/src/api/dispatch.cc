@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "api/call_recording.h"
+#include "api/prepared_call.h"
 #include "api/usable_communicator.h"
 #include "collective/errors.h"
 #include "collective/in_tree/collectives.h"
@@ -209,6 +210,118 @@ Algorithm resolve_algorithm(const CommunicatorState& state, Request request,
   request.sequence = state.next_sequence;
   request.memory = gpu::resolve_memory_kind(request, state.rank);
   return select_algorithm(request, state).algorithm->id();
+}
+
+// Persistent plans (api/prepared_call.h).
+
+std::uint64_t plan_fingerprint_tag(std::uint64_t call_tag, std::uint64_t created_as) {
+  // A fixed odd multiplier spreads consecutive creation numbers over the
+  // whole tag, so that no caller's small tag equals another plan's.
+  return call_tag ^ ((created_as + 1) * 0x9E3779B97F4A7C15ULL);
+}
+
+PreparedCall prepare_call(CommunicatorState& state, Request request,
+                          const CommonOptions& options) {
+  if (mpi_thread_level() < MPI_THREAD_MULTIPLE) {
+    // Before the plan takes a sequence number: no rank's creation counts.
+    throw InvalidArgumentError(
+        std::string(to_string(request.kind)) + "_init", state.rank,
+        std::string("a plan needs MPI_THREAD_MULTIPLE, MPI was initialised at ") +
+            mpi_thread_level_name(mpi_thread_level()) +
+            ": its starts run on the library's progress thread. Initialise MPI with "
+            "MPI_THREAD_MULTIPLE (collective::Environment does), or use the blocking call");
+  }
+  ExclusiveUse exclusive(state, request.kind);
+  request.sequence = state.next_sequence++;
+  exclusive.started(request.sequence);
+  const EnvParams& params = require_usable(state, [&] { return request.label() + " (plan)"; });
+  PreparedCall prepared;
+  prepared.created_as = request.sequence;
+  std::exception_ptr rejection;
+  bool unsupported = false;
+  std::string rejection_cause;
+  try {
+    apply_options(request, options);
+    validate_request(request, state.rank, state.size);
+    request.memory = gpu::resolve_memory_kind(request, state.rank);
+    prepared.algorithm = select_algorithm(request, state).algorithm;
+  } catch (const Error& error) {
+    if (!params.validate || state.size == 1) throw;
+    rejection = std::current_exception();
+    unsupported = dynamic_cast<const UnsupportedError*>(&error) != nullptr;
+    rejection_cause = error.cause();
+  }
+  if (request.timeout.count() <= 0) request.timeout = params.timeout;
+  request.deadline = coarse_now() + request.timeout;
+  // Creation's own check, always made (even with COLLECTIVE_VALIDATE=0,
+  // where the starts carry none): every rank must hold the same plan.
+  if (state.size > 1) {
+    CallFingerprint mine =
+        rejection ? rejected_fingerprint(request, state.rank, unsupported, rejection_cause)
+                  : fingerprint_of(request, prepared.algorithm->id(), state.rank);
+    mine.call_tag = plan_fingerprint_tag(mine.call_tag, prepared.created_as);
+    try {
+      check_across_ranks(mine, request, state);
+    } catch (const CommunicationError& error) {
+      if (!state.poisoned) state.poisoned = error.what();
+      record_communication_failure(error.what());
+      throw;
+    }
+  }
+  if (rejection) std::rethrow_exception(rejection);
+  prepared.fingerprint = fingerprint_of(request, prepared.algorithm->id(), state.rank);
+  prepared.fingerprint.call_tag =
+      plan_fingerprint_tag(prepared.fingerprint.call_tag, prepared.created_as);
+  request.deadline = {};
+  prepared.request = request;
+  return prepared;
+}
+
+void run_prepared_call(CommunicatorState& state, const PreparedCall& prepared,
+                       std::uint64_t sequence) {
+  Request request = prepared.request;
+  request.sequence = sequence;
+  ExclusiveUse exclusive(state, request.kind);
+  exclusive.started(sequence);
+  CallRecording recording(state, request);
+  try {
+    const EnvParams& params = require_usable(state, [&] { return request.label(); });
+    recording.algorithm(prepared.algorithm->id(), request.requested);
+    request.deadline = coarse_now() + request.timeout;
+    recording.started(request);
+    try {
+      // The creation's fingerprint with this start's number: nothing to
+      // validate, select or describe again.
+      CallFingerprint mine = prepared.fingerprint;
+      mine.sequence = sequence;
+      if (params.validate && state.size > 1) {
+        if (prepared.algorithm->carries_check(request, state)) {
+          request.carried_check = &mine;
+        } else {
+          const TraceScope traced("cross-rank check");
+          check_across_ranks(mine, request, state);
+        }
+      }
+      state.last_algorithm = prepared.algorithm->id();
+      if (state.size == 1) {
+        run_single_rank(request, state.rank);
+      } else {
+        const TraceScope traced(trace_enabled() ? prepared.algorithm->name() : "");
+        // A resource shortage (ResourceUnavailable) is raised as is: the
+        // plan was made for this algorithm, and every rank learns of the
+        // shortage in the same step (docs/errors.md, "Calls in flight").
+        prepared.algorithm->run(request, state);
+      }
+    } catch (const CommunicationError& error) {
+      if (!state.poisoned) state.poisoned = error.what();
+      record_communication_failure(error.what());
+      throw;
+    }
+  } catch (const std::exception& error) {
+    recording.failed(error);
+    throw;
+  }
+  recording.finished();
 }
 
 }  // namespace collective::internal

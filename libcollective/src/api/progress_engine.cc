@@ -84,7 +84,11 @@ void ProgressEngine::run() {
     lock.unlock();
     std::exception_ptr error;
     try {
-      run_numbered_collective(state_, call->request, call->options);
+      if (call->run_instead) {
+        call->run_instead();
+      } else {
+        run_numbered_collective(state_, call->request, call->options);
+      }
     } catch (...) {
       error = std::current_exception();
     }

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -32,6 +33,9 @@ struct QueuedCall {
   std::vector<std::size_t> recv_counts;
   std::vector<std::size_t> recv_displacements;
   std::shared_ptr<WorkState> work;
+  // Set for a persistent plan's start (api/plan.cc): run instead of the
+  // request, which is then unused.
+  std::function<void()> run_instead;
 };
 
 class ProgressEngine : public AlgorithmResources {

@@ -1,0 +1,35 @@
+// What a collective::Plan points to: its communicator, the call resolved
+// at creation and the Work of its latest start.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "api/prepared_call.h"
+#include "api/work_state.h"
+#include "core/communicator_state.h"
+
+namespace collective::internal {
+
+class PlanState {
+ public:
+  PlanState(std::shared_ptr<CommunicatorState> communicator, PreparedCall prepared);
+
+  // Queues one start in program order; raises when the previous start is
+  // unfinished or the communicator is unusable.
+  std::shared_ptr<WorkState> start();
+  std::shared_ptr<WorkState> last_start() const;
+  std::string describe() const;
+
+ private:
+  const std::shared_ptr<CommunicatorState> communicator_;
+  // Shared with each queued start, which must not hold the communicator's
+  // state: the progress thread would then release its own engine.
+  const std::shared_ptr<const PreparedCall> prepared_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<WorkState> last_start_;
+};
+
+}  // namespace collective::internal
