@@ -48,8 +48,8 @@ int main(int argc, char** argv) {
   for (std::size_t i = 0; i < count; ++i) send[i] = static_cast<float>(comm.rank() + 1);
   const float expected = static_cast<float>(comm.size() * (comm.size() + 1) / 2);
   MPI_Comm mpi = MPI_Comm_f2c(comm.to_mpi());
-  collective::Plan plan = comm.all_reduce_init(send.data(), recv.data(), count,
-                                               collective::DataType::kFloat32);
+  collective::Plan plan =
+      comm.all_reduce_init(send.data(), recv.data(), count, collective::DataType::kFloat32);
   const auto check = [&](const char* way) {
     for (std::size_t i = 0; i < count; ++i) {
       if (recv[i] != expected) {
@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   };
   constexpr int kWays = 4;
   const char* names[kWays] = {"plan start+wait", "async+wait", "blocking all_reduce",
-                             "MPI_Allreduce"};
+                              "MPI_Allreduce"};
   const auto once = [&](int way) {
     if (way == 0) {
       plan.start().wait();

@@ -63,7 +63,8 @@ extern "C" {
 
 int collective_plan_start(collective_plan_t plan, collective_work_t* work) {
   const char* operation = "collective_plan_start";
-  if (work == nullptr) return fail_argument(operation, process_rank(), "output work handle pointer is NULL");
+  if (work == nullptr)
+    return fail_argument(operation, process_rank(), "output work handle pointer is NULL");
   *work = nullptr;
   if (plan == nullptr) return fail_argument(operation, process_rank(), "plan handle is NULL");
   std::string why;
@@ -74,9 +75,8 @@ int collective_plan_start(collective_plan_t plan, collective_work_t* work) {
     return collective::capi::fail_from_current_exception(operation, process_rank());
   }
   if (!found) return fail_argument(operation, process_rank(), why);
-  return collective::capi::guarded(operation, process_rank(), [&] {
-    *work = collective::capi::issue_work(found->start());
-  });
+  return collective::capi::guarded(operation, process_rank(),
+                                   [&] { *work = collective::capi::issue_work(found->start()); });
 }
 
 int collective_plan_free(collective_plan_t* plan) {
@@ -94,9 +94,8 @@ int collective_plan_free(collective_plan_t* plan) {
       char text[32];
       std::snprintf(text, sizeof(text), "%p", static_cast<void*>(*plan));
       why = std::string("plan handle ") + text +
-            (collective::capi::serial_of(*plan) < all.next
-                 ? " was freed by collective_plan_free"
-                 : " was never issued by this library");
+            (collective::capi::serial_of(*plan) < all.next ? " was freed by collective_plan_free"
+                                                           : " was never issued by this library");
       return fail_argument(operation, process_rank(), why);
     }
     // The rule of docs/c_api.md: a plan with a start in flight is not

@@ -57,8 +57,8 @@ static void rounds(collective_comm_t comm, int rank, int ranks, size_t count, in
   double* send_d = (double*)send_i;
   double* recv_d = (double*)recv_i;
   collective_plan_t plan = NULL;
-  ok(collective_all_reduce_init(comm, in_place ? (const void*)recv_i : (const void*)send_i,
-                                recv_i, count, float64 ? COLLECTIVE_FLOAT64 : COLLECTIVE_INT64,
+  ok(collective_all_reduce_init(comm, in_place ? (const void*)recv_i : (const void*)send_i, recv_i,
+                                count, float64 ? COLLECTIVE_FLOAT64 : COLLECTIVE_INT64,
                                 COLLECTIVE_SUM, NULL, &plan),
      "collective_all_reduce_init");
   for (int round = 0; round < 8; ++round) {
@@ -160,7 +160,8 @@ int main(int argc, char** argv) {
   ok(collective_plan_free(&plan), "collective_plan_free after the wait");
   collective_plan_t stale = (collective_plan_t)(uintptr_t)1;
   int status = collective_plan_start(stale, &work);
-  if (status != COLLECTIVE_ERR_INVALID_ARGUMENT || strstr(collective_last_error(), "was freed") == NULL)
+  if (status != COLLECTIVE_ERR_INVALID_ARGUMENT ||
+      strstr(collective_last_error(), "was freed") == NULL)
     fail("a freed plan handle was started", status);
   status = collective_plan_start(NULL, &work);
   if (status != COLLECTIVE_ERR_INVALID_ARGUMENT) fail("a NULL plan handle was started", status);

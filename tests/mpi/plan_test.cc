@@ -36,8 +36,10 @@ Communicator& side() {
 
 // Rank r's element i in round `round`: small integers, exact in float64 too.
 std::int64_t value(int rank, std::size_t i, int round) {
-  return static_cast<std::int64_t>((i * 7 + static_cast<std::size_t>(rank) * 13 +
-                                    static_cast<std::size_t>(round) * 31) % 1009) - 500;
+  return static_cast<std::int64_t>(
+             (i * 7 + static_cast<std::size_t>(rank) * 13 + static_cast<std::size_t>(round) * 31) %
+             1009) -
+         500;
 }
 
 std::int64_t expected_sum(int ranks, std::size_t i, int round) {
@@ -90,7 +92,8 @@ template <typename T>
 void run_rounds(std::size_t count, bool in_place) {
   Communicator& comm = world();
   Buffers<T> buffers(count, in_place);
-  Plan plan = comm.all_reduce_init(buffers.send_pointer(), buffers.recv.data(), count, type_of<T>());
+  Plan plan =
+      comm.all_reduce_init(buffers.send_pointer(), buffers.recv.data(), count, type_of<T>());
   const std::string what = "all_reduce plan count " + std::to_string(count) + " " +
                            std::string(collective::to_string(type_of<T>())) +
                            (in_place ? " in place" : " out of place");
@@ -129,8 +132,8 @@ TEST(Plan, MixedWithBlockingAndAsyncCallsAndStartedWhileAnotherIsInFlight) {
     b.fill(comm.rank(), round + 100);
     blocking.fill(comm.rank(), round + 200);
     async.fill(comm.rank(), round + 300);
-    Work first = comm.all_reduce_async(async.send_pointer(), async.recv.data(), count,
-                                       DataType::kInt64);
+    Work first =
+        comm.all_reduce_async(async.send_pointer(), async.recv.data(), count, DataType::kInt64);
     Work start_a = plan_a.start();  // queued behind the `_async` call
     Work start_b = plan_b.start();
     comm.all_reduce(blocking.send_pointer(), blocking.recv.data(), count, DataType::kInt64);
@@ -158,7 +161,8 @@ TEST(Plan, StartWhileThePreviousStartIsUnfinishedIsRefused) {
   if (comm.size() == 1) GTEST_SKIP() << "holding a start unfinished needs a peer";
   side();  // made (a collective split) before any start is held
   Buffers<std::int64_t> buffers(7, false);
-  Plan plan = comm.all_reduce_init(buffers.send_pointer(), buffers.recv.data(), 7, DataType::kInt64);
+  Plan plan =
+      comm.all_reduce_init(buffers.send_pointer(), buffers.recv.data(), 7, DataType::kInt64);
   buffers.fill(comm.rank(), 1);
   Work work;
   if (comm.rank() == 0) {
@@ -275,7 +279,8 @@ TEST(Plan, MismatchAtCreationIsRaisedOnEveryRank) {
   for (std::size_t i = 0; i < 8; ++i) {
     ASSERT_EQ(buffers.recv[i], -777777) << "rank " << comm.rank() << " index " << i;
   }
-  Plan plan = comm.all_reduce_init(buffers.send_pointer(), buffers.recv.data(), 8, DataType::kInt64);
+  Plan plan =
+      comm.all_reduce_init(buffers.send_pointer(), buffers.recv.data(), 8, DataType::kInt64);
   plan.start().wait();
   buffers.expect_sum(comm.size(), comm.rank(), 0, "after a mismatched creation");
 }

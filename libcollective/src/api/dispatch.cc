@@ -220,8 +220,7 @@ std::uint64_t plan_fingerprint_tag(std::uint64_t call_tag, std::uint64_t created
   return call_tag ^ ((created_as + 1) * 0x9E3779B97F4A7C15ULL);
 }
 
-PreparedCall prepare_call(CommunicatorState& state, Request request,
-                          const CommonOptions& options) {
+PreparedCall prepare_call(CommunicatorState& state, Request request, const CommonOptions& options) {
   if (mpi_thread_level() < MPI_THREAD_MULTIPLE) {
     // Before the plan takes a sequence number: no rank's creation counts.
     throw InvalidArgumentError(

@@ -16,7 +16,7 @@ namespace collective::internal {
 struct PreparedCall {
   Request request;  // options applied, memory kind resolved
   const CollectiveAlgorithm* algorithm = nullptr;
-  CallFingerprint fingerprint;  // sequence and deadline filled in per start
+  CallFingerprint fingerprint;   // sequence and deadline filled in per start
   std::uint64_t created_as = 0;  // the creation's sequence number: the plan's identity
 };
 
@@ -29,8 +29,7 @@ std::uint64_t plan_fingerprint_tag(std::uint64_t call_tag, std::uint64_t created
 // algorithm and checks across ranks that every rank prepares the same
 // call; raises, on every rank, what the blocking call would (rejection,
 // MismatchError). Touches no buffer. No `_async` call may be in flight.
-PreparedCall prepare_call(CommunicatorState& state, Request request,
-                          const CommonOptions& options);
+PreparedCall prepare_call(CommunicatorState& state, Request request, const CommonOptions& options);
 
 // One start, numbered `sequence` when the program issued it: the cached
 // fingerprint (with this sequence) is checked across ranks, carried by the
