@@ -266,6 +266,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       ("bytes-per-pack", po::value<std::string>(),
        "B: with --fusion, CommunicationOptions::bytes_per_pack of the batch_reduce (K, M, G "
        "suffixes; default 0: all tensors in one pack)")
+      ("nonblocking",
+       "OSU's overlap measure of all_reduce: per size the call alone (start+wait), a busy loop "
+       "calibrated to last as long, and start+loop+wait, with the overlap %; all_reduce_async "
+       "beside MPI_Iallreduce, alternating (table output)")
       ("generate-rules", po::value<std::string>(),
        "FILE: time every candidate algorithm at every size and write the rules file that AUTO "
        "loads (COLLECTIVE_RULES_FILE)");
@@ -450,6 +454,28 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   } else if (given("bytes-per-pack")) {
     throw UsageError(
         "--bytes-per-pack sets how --fusion's batch_reduce packs; give --fusion N too");
+  }
+  if (values.count("nonblocking") > 0) {
+    options.nonblocking = true;
+    if (options.collectives != std::vector<CollectiveKind>{CollectiveKind::kAllReduce}) {
+      throw UsageError(
+          "--nonblocking measures the overlap of all_reduce; -C/--collective must be all_reduce");
+    }
+    if (options.fusion_tensors > 0) throw UsageError("--nonblocking and --fusion are separate runs");
+    if (given("generate-rules"))
+      throw UsageError("--nonblocking and --generate-rules are separate runs");
+    if (options.memory == BufferMemory::kDevice) {
+      throw UsageError(
+          "--nonblocking compares with MPI_Iallreduce on host memory; give no --memory device");
+    }
+    if (options.all_algorithms || options.algorithms != std::vector<Algorithm>{Algorithm::kAuto}) {
+      throw UsageError(
+          "--nonblocking measures all_reduce_async as a program calls it (-a auto); give no "
+          "other -a/--algorithm");
+    }
+    if (options.format != OutputFormat::kTable) {
+      throw UsageError("--nonblocking reports a table only; give no csv or json format");
+    }
   }
   if (given("generate-rules")) {
     options.rules_file = text("generate-rules");

@@ -18,6 +18,7 @@
 #include "device_buffer.h"
 #include "driver.h"
 #include "fusion.h"
+#include "overlap.h"
 #include "memory_budget.h"
 #include "mpi_baseline.h"
 #include "progress.h"
@@ -166,6 +167,8 @@ int run(const BenchOptions& options) {
   RunSummary summary;
   if (options.fusion_tensors > 0) {
     summary = run_fusion(context);
+  } else if (options.nonblocking) {
+    summary = run_overlap(context);
   } else {
     SweepDriver driver(context);
     driver.run();

@@ -7,6 +7,7 @@
 
 #include "bench_options.h"
 #include "byte_size.h"
+#include "overlap.h"
 
 namespace collective::bench {
 namespace {
@@ -234,6 +235,36 @@ TEST(BenchOptions, FusionIsAnAllReduceComparison) {
   EXPECT_NE(refusal({"--fusion", "0"}).find("--fusion"), std::string::npos);
   EXPECT_NE(refusal({"--fusion", "4", "-C", "reduce"}).find("--fusion"), std::string::npos);
   EXPECT_NE(refusal({"--fusion", "4", "--baseline", "mpi"}).find("--fusion"), std::string::npos);
+}
+
+TEST(BenchOptions, NonblockingIsAnAllReduceOverlapMeasure) {
+  EXPECT_FALSE(options({}).nonblocking);
+  const BenchOptions o = options({"--nonblocking", "-b", "1M", "-e", "64M", "-n", "10"});
+  EXPECT_TRUE(o.nonblocking);
+  EXPECT_EQ(o.min_bytes, 1u << 20);
+  EXPECT_EQ(o.max_bytes, 64u << 20);
+  EXPECT_EQ(o.iters, 10);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--nonblocking", "-C", "broadcast"},
+           {"--nonblocking", "--fusion", "4"},
+           {"--nonblocking", "--generate-rules", "r.txt"},
+           {"--nonblocking", "--memory", "device"},
+           {"--nonblocking", "-a", "ring"},
+           {"--nonblocking", "-a", "all"},
+           {"--nonblocking", "--format", "csv"}}) {
+    const std::string why = refusal(args);
+    EXPECT_NE(why.find("--nonblocking"), std::string::npos) << args[1] << ": " << why;
+  }
+}
+
+TEST(Overlap, IsOsusFormulaClampedToZeroToHundred) {
+  // 100 * (1 - (total - compute) / call)
+  EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 100), 100.0);  // all hidden
+  EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 200), 0.0);    // none hidden
+  EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 120), 80.0);
+  EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 250), 0.0);    // slower than serial: clamped
+  EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 90), 100.0);   // noise below compute: clamped
+  EXPECT_DOUBLE_EQ(overlap_percent(0, 5, 5), 0.0);          // a call of no time hides nothing
 }
 
 TEST(BenchOptions, FusionRequestsWhatCommunicationOptionsCan) {

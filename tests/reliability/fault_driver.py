@@ -460,6 +460,41 @@ def flight_skip_call(args, directory):
     return "every rank dumped on MismatchError; collective_trace: diverged at #20, rank 1 called broadcast"
 
 
+def mismatch_async(args):
+    # Calls in flight disagree: rank 1 skips call #20 (an all_reduce_async)
+    # of batches of 4 all_reduce_async/broadcast_async, so its #20 is the
+    # others' #21, a broadcast. Every rank's Work::wait raises MismatchError
+    # at #20 with the blocking call's text, naming both calls; no rank hangs.
+    run = MpiRun(args, ["skip_call_async", VICTIM], timeout_s=20)
+    try:
+        run.wait_ready()
+        started = time.time()
+        pattern = r"ERROR rank=(\d+) class=(\w+) at=([\d.]+) calls=(\d+) what=(.*)"
+        found = run.wait_for(pattern, RANKS, 30, what="an ERROR from every rank")
+        ranks = set()
+        for _, match in found:
+            rank, klass, calls, what = (int(match.group(1)), match.group(2), int(match.group(4)),
+                                        match.group(5))
+            ranks.add(rank)
+            if klass != "MismatchError":
+                raise Failure("rank %d raised %s, expected MismatchError: %s" % (rank, klass, what))
+            own = "broadcast #20 (rank 1)" if rank == VICTIM else "all_reduce #20 (rank %d)" % rank
+            for needle in (own, "all_reduce", "broadcast"):
+                if needle not in what:
+                    raise Failure("rank %d: '%s' missing from: %s" % (rank, needle, what))
+            if calls != 20:
+                raise Failure("rank %d completed %d calls before the error, expected 20" % (rank, calls))
+        if ranks != set(range(RANKS)):
+            raise Failure("errors from ranks %s, expected every rank" % sorted(ranks))
+        if run.matching(r"WRONG|DONE"):
+            raise Failure("a rank finished or computed a wrong result despite the mismatch")
+        run.wait_exit(20)
+        return ("every rank's Work::wait raised MismatchError at #20 naming all_reduce and broadcast, "
+                "%.2f s after the start" % (time.time() - started))
+    finally:
+        finish(run)
+
+
 def run_trace_tool(args, directory, extra=()):
     """collective_trace on `directory`: (exit status, stdout, stderr)."""
     result = subprocess.run([sys.executable, args.trace_tool, directory] + list(extra),
@@ -679,6 +714,7 @@ SCENARIOS = {
     "kill_mid_loop_recovery_async": lambda a: kill_mid_loop(
         a, recovery=True, worker_scenario="loop_async"),
     "stop_past_timeout_async": lambda a: stop_past_timeout(a, ("loop_async",)),
+    "mismatch_async": mismatch_async,
     "stop_then_resume": stop_then_resume,
     "stop_past_timeout": stop_past_timeout,
     # The shared-memory all_to_all's own waits (the cross-rank check off, so

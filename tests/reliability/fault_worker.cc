@@ -35,6 +35,10 @@
 //                all_to_all too, so every call is one)
 //   skip_call    30 calls alternating all_reduce and broadcast; the victim
 //                skips call #20 (the ranks then disagree at #20)
+//   skip_call_async  as skip_call with the calls in flight: batches of 4
+//                all_reduce_async/broadcast_async, waited in program
+//                order; the victim skips call #20, so each rank's
+//                MismatchError comes from Work::wait
 //   two_comms    two communicators; after 4 calls on each, the victim calls
 //                the second one first, the others the first one
 // The flight-recorder scenarios write their dumps where
@@ -74,6 +78,13 @@ const char* class_of(const collective::Error& error) {
   if (dynamic_cast<const collective::MismatchError*>(&error)) return "MismatchError";
   if (dynamic_cast<const collective::InvalidArgumentError*>(&error)) return "InvalidArgumentError";
   return "Error";
+}
+
+void report_error(int rank, long calls, const collective::Error& error) {
+  char stamp[32];
+  std::snprintf(stamp, sizeof(stamp), "%.3f", unix_seconds());
+  say("ERROR rank=" + std::to_string(rank) + " class=" + class_of(error) + " at=" + stamp +
+      " calls=" + std::to_string(calls) + " what=" + error.what());
 }
 
 [[noreturn]] void sleep_forever() {
@@ -139,6 +150,66 @@ void async_batch(collective::Communicator& comm, const collective::AllReduceOpti
             " index=" + std::to_string(i) + " expected=" + std::to_string(expected) +
             " value=" + std::to_string(buffers[k][i]));
         std::_Exit(4);
+      }
+    }
+  }
+}
+
+// skip_call_async: 32 calls alternating all_reduce_async and
+// broadcast_async, 4 in flight at a time, waited in program order; the
+// victim skips call #20. The first error in program order is reported.
+// A batch that completes is checked
+// element by element.
+void skip_call_async(collective::Communicator& comm, bool is_victim, long& calls) {
+  constexpr int kBatch = 4;
+  constexpr std::size_t kReduceCount = 1024, kBroadcastCount = 16;
+  const int rank = comm.rank(), size = comm.size();
+  for (int first = 0; first < 32; first += kBatch) {
+    std::vector<float> reduced[kBatch];
+    std::vector<std::int32_t> broadcast[kBatch];
+    collective::Work works[kBatch];
+    for (int k = 0; k < kBatch; ++k) {
+      const int call = first + k;
+      if (is_victim && call == 20) continue;
+      if (call % 2 == 0) {
+        reduced[k].assign(kReduceCount, static_cast<float>(rank + call));
+        works[k] = comm.all_reduce_async(reduced[k].data(), reduced[k].data(), kReduceCount,
+                                         collective::DataType::kFloat32);
+      } else {
+        broadcast[k].assign(kBroadcastCount, rank == 0 ? call : -1);
+        works[k] = comm.broadcast_async(broadcast[k].data(), kBroadcastCount,
+                                        collective::DataType::kInt32);
+      }
+    }
+    // Waited in program order; the first failure is reported at once (the
+    // calls behind it would wait for calls the victim makes no more).
+    for (int k = 0; k < kBatch; ++k) {
+      if (is_victim && first + k == 20) continue;  // never issued
+      works[k].wait();
+      ++calls;
+    }
+    for (int k = 0; k < kBatch; ++k) {
+      const int call = first + k;
+      if (is_victim && call == 20) continue;
+      if (call % 2 == 0) {
+        const auto expected = static_cast<float>(size * (size - 1) / 2 + size * call);
+        for (std::size_t i = 0; i < kReduceCount; ++i) {
+          if (reduced[k][i] != expected) {
+            say("WRONG rank=" + std::to_string(rank) + " call=" + std::to_string(call) +
+                " index=" + std::to_string(i) + " expected=" + std::to_string(expected) +
+                " value=" + std::to_string(reduced[k][i]));
+            std::_Exit(4);
+          }
+        }
+      } else {
+        for (std::size_t i = 0; i < kBroadcastCount; ++i) {
+          if (broadcast[k][i] != call) {
+            say("WRONG rank=" + std::to_string(rank) + " call=" + std::to_string(call) +
+                " index=" + std::to_string(i) + " expected=" + std::to_string(call) +
+                " value=" + std::to_string(broadcast[k][i]));
+            std::_Exit(4);
+          }
+        }
       }
     }
   }
@@ -227,6 +298,20 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < (std::size_t{8} << 20); i += 4096) held[i] = 1;
     }
     std::span<float> values(data, owned.size());
+    if (scenario == "skip_call_async") {
+      try {
+        skip_call_async(comm, is_victim, calls);
+      } catch (const collective::Error& error) {
+        // Reported before `comm` is destroyed: its destructor finishes the
+        // calls still in flight, whose peers the victim never calls, each
+        // only at its timeout (docs/errors.md, "Calls in flight").
+        report_error(world_rank, calls, error);
+        std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+        std::_Exit(3);
+      }
+      say("DONE rank=" + std::to_string(rank) + " calls=" + std::to_string(calls));
+      return 0;
+    }
     if (scenario == "skip_call" || scenario == "two_comms") {
       auto other = collective::Communicator::world();
       std::vector<std::int32_t> small(16, rank);
@@ -331,10 +416,7 @@ int main(int argc, char** argv) {
     }
     say("DONE rank=" + std::to_string(rank) + " calls=" + std::to_string(calls));
   } catch (const collective::Error& error) {
-    char stamp[32];
-    std::snprintf(stamp, sizeof(stamp), "%.3f", unix_seconds());
-    say("ERROR rank=" + std::to_string(world_rank) + " class=" + class_of(error) + " at=" + stamp +
-        " calls=" + std::to_string(calls) + " what=" + error.what());
+    report_error(world_rank, calls, error);
     if (scenario == "loop_return") {
       say("RETURNING rank=" + std::to_string(world_rank));
       return 3;  // Environment's destructor runs

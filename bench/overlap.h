@@ -1,0 +1,27 @@
+// --nonblocking: OSU's overlap measure (osu_iallreduce) for all_reduce, the
+// library's all_reduce_async beside MPI_Iallreduce in the same run,
+// alternating iteration by iteration. Per size and side:
+//   t_call     start + wait alone
+//   t_compute  a busy loop calibrated to last t_call, alone
+//   t_total    start, the busy loop, wait
+//   overlap %  100 * (1 - (t_total - t_compute) / t_call), clamped to 0..100:
+//              how much of the call the computation hid.
+// Times are the slowest rank's per iteration, medians over iterations. The
+// MPI side's progress is whatever the MPI library makes while the program
+// computes without calling it (Open MPI 4.1: none of its own).
+#pragma once
+
+#include "driver.h"
+
+namespace collective::bench {
+
+// Overlap as OSU computes it, in percent, clamped to 0..100; 0 when the
+// call took no time.
+double overlap_percent(double call_us, double compute_us, double total_us);
+
+// Runs the overlap sweep of context.options (nonblocking), reporting one
+// table line per size as a note, and returns the totals (wrong elements of
+// the checked calls).
+RunSummary run_overlap(BenchContext& context);
+
+}  // namespace collective::bench
