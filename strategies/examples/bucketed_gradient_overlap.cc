@@ -71,8 +71,8 @@ volatile std::uint64_t compute_sink = 0;
 void backward(std::vector<float>& bucket_values, int step, int bucket, int rank, int rounds) {
   std::uint64_t mixed_all = 0;
   for (std::size_t i = 0; i < bucket_values.size(); ++i) {
-    const std::uint64_t x = (static_cast<std::uint64_t>(step) << 40) ^
-                            (static_cast<std::uint64_t>(bucket) << 32) ^ i;
+    const std::uint64_t x =
+        (static_cast<std::uint64_t>(step) << 40) ^ (static_cast<std::uint64_t>(bucket) << 32) ^ i;
     std::uint64_t mixed = x;
     for (int round = 0; round < rounds; ++round) {
       mixed ^= mixed >> 31;
@@ -92,11 +92,10 @@ bool check(const std::vector<std::vector<float>>& buckets, int step, int rank, i
   for (int r = 0; r < size; ++r) rank_terms += static_cast<std::uint64_t>(r % 24);
   for (std::size_t b = 0; b < buckets.size(); ++b) {
     for (std::size_t i = 0; i < buckets[b].size(); ++i) {
-      const std::uint64_t x = (static_cast<std::uint64_t>(step) << 40) ^
-                              (static_cast<std::uint64_t>(b) << 32) ^ i;
-      const float expected =
-          static_cast<float>(((x * 2654435761u) % 1000) * static_cast<std::uint64_t>(size) +
-                             rank_terms);
+      const std::uint64_t x =
+          (static_cast<std::uint64_t>(step) << 40) ^ (static_cast<std::uint64_t>(b) << 32) ^ i;
+      const float expected = static_cast<float>(
+          ((x * 2654435761u) % 1000) * static_cast<std::uint64_t>(size) + rank_terms);
       if (buckets[b][i] != expected) {
         std::fprintf(stderr,
                      "FAIL bucketed overlap: rank %d, %s loop, step %d, bucket %zu, index %zu: "
@@ -170,10 +169,11 @@ int main(int argc, char** argv) {
   if (rank == 0) {
     const double blocking = median(blocking_ms);
     const double overlapped = median(overlapped_ms);
-    std::printf("%d ranks, %d buckets of %zu KiB, %d steps: blocking %.2f ms/step, overlapped "
-                "%.2f ms/step (%.2fx)\n",
-                size, settings.buckets, settings.bucket_elements * sizeof(float) / 1024,
-                settings.steps, blocking, overlapped, blocking / overlapped);
+    std::printf(
+        "%d ranks, %d buckets of %zu KiB, %d steps: blocking %.2f ms/step, overlapped "
+        "%.2f ms/step (%.2fx)\n",
+        size, settings.buckets, settings.bucket_elements * sizeof(float) / 1024, settings.steps,
+        blocking, overlapped, blocking / overlapped);
     std::printf("PASS bucketed overlap\n");
   }
   return 0;

@@ -322,7 +322,8 @@ TEST_P(MultiWorker, BatchReduceKeepsEveryPackInFlight) {
                  : op == ReduceOp::kMax ? base + last
                                         : base + ids / n();
     }
-    EXPECT_TRUE(tensor_equals(results[12], DataType::kFloat32, {3000}, large, what + ", tensor 12"));
+    EXPECT_TRUE(
+        tensor_equals(results[12], DataType::kFloat32, {3000}, large, what + ", tensor 12"));
     for (int t = 0; t < 5; ++t) {
       // Replica g holds {2^40, 2g + t}.
       const double big = double(std::int64_t{1} << 40);
@@ -359,7 +360,8 @@ TEST_P(MultiWorker, APackThatFailsInFlightRaisesOnEveryWorker) {
     for (int t = 0; t < 4; ++t) {
       std::vector<Tensor> locals;
       const std::size_t size = uneven && t == 1 && me == 0 ? 5 : 4;
-      for (int r = 0; r < k(); ++r) locals.push_back(floats(std::vector<float>(size, float(t + 1))));
+      for (int r = 0; r < k(); ++r)
+        locals.push_back(floats(std::vector<float>(size, float(t + 1))));
       values.emplace_back(std::move(locals));
     }
     return values;
@@ -381,7 +383,8 @@ TEST_P(MultiWorker, APackThatFailsInFlightRaisesOnEveryWorker) {
   EXPECT_NE(error->find(expected), std::string::npos)
       << "rank " << me << ": expected an error containing \"" << expected << "\", got \"" << *error
       << "\"";
-  const std::vector<Tensor> results = packed.extended().batch_reduce_to(ReduceOp::kSum, batch(false));
+  const std::vector<Tensor> results =
+      packed.extended().batch_reduce_to(ReduceOp::kSum, batch(false));
   for (int t = 0; t < 4; ++t) {
     EXPECT_TRUE(tensor_equals(results[static_cast<std::size_t>(t)], DataType::kFloat32, {4},
                               std::vector<double>(4, double(t + 1) * n()),

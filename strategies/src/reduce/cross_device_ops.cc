@@ -60,9 +60,10 @@ bool packs_may_stay_in_flight() {
     int level = MPI_THREAD_SINGLE;
     if (initialized && !finalized) MPI_Query_thread(&level);
     if (level != MPI_THREAD_MULTIPLE) {
-      DISTRIBUTE_LOG(kInfo, "CollectiveAllReduce: MPI's thread level is below "
-                            "MPI_THREAD_MULTIPLE, so batch_reduce waits for each pack's "
-                            "reduction before packing the next");
+      DISTRIBUTE_LOG(kInfo,
+                     "CollectiveAllReduce: MPI's thread level is below "
+                     "MPI_THREAD_MULTIPLE, so batch_reduce waits for each pack's "
+                     "reduction before packing the next");
     }
     return level == MPI_THREAD_MULTIPLE;
   }();

@@ -67,8 +67,8 @@ class WorkerCalls {
     void all_reduce(const void* input, void* output, std::size_t count, DataType type,
                     AllReduceOptions options);
     // The same call, started in program order and left in flight.
-    InFlightCall all_reduce_async(const void* input, void* output, std::size_t count,
-                                  DataType type, AllReduceOptions options);
+    InFlightCall all_reduce_async(const void* input, void* output, std::size_t count, DataType type,
+                                  AllReduceOptions options);
     void all_gather(const void* input, void* output, std::size_t count, DataType type,
                     AllGatherOptions options);
     // Communicator::all_gather_v: worker q's send_count elements land at
