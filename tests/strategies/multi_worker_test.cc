@@ -16,6 +16,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <type_traits>
@@ -255,6 +256,139 @@ TEST_P(MultiWorker, BatchReduceByDefaultPacksOnlySmallTensors) {
     for (std::size_t i = 0; i < sizes[t]; ++i) expected[i] = double((i + 7 * t) % 97) * n() + ids;
     EXPECT_TRUE(tensor_equals(results[t], DataType::kFloat32, {static_cast<std::int64_t>(sizes[t])},
                               expected, "tensor " + std::to_string(t)));
+  }
+}
+
+// Every pack's cross-worker all-reduce is started while the next pack is
+// packed and waited for at the end, in order (docs/strategies.md, "Packs in
+// flight"): 12 float32 tensors of 4 elements in packs of 3, a tensor of
+// 3000 alone, and 5 int64 tensors of 2 elements (16 bytes) in 2 packs;
+// exact results for SUM, MAX and MEAN.
+TEST_P(MultiWorker, BatchReduceKeepsEveryPackInFlight) {
+  CommunicationOptions options;
+  options.bytes_per_pack = 48;
+  MultiWorkerMirroredStrategy packed(options, MirroredStrategy::cpu_devices(k()));
+  const int me = world_rank();
+  std::vector<PerReplica<Tensor>> values;
+  for (int t = 0; t < 12; ++t) {
+    std::vector<Tensor> locals;
+    for (int r = 0; r < k(); ++r) {
+      locals.push_back(floats({float(t), float(me * k() + r), 2, float(-t)}));
+    }
+    values.emplace_back(std::move(locals));
+  }
+  {
+    std::vector<Tensor> locals;
+    for (int r = 0; r < k(); ++r) {
+      std::vector<float> v(3000);
+      for (std::size_t i = 0; i < v.size(); ++i) v[i] = float(i % 101) + float(me * k() + r);
+      locals.push_back(floats(std::move(v)));
+    }
+    values.emplace_back(std::move(locals));
+  }
+  for (int t = 0; t < 5; ++t) {
+    std::vector<Tensor> locals;
+    for (int r = 0; r < k(); ++r) {
+      locals.push_back(Tensor(
+          std::vector<std::int64_t>{std::int64_t{1} << 40, (me * k() + r) * 2 + t}, Shape{2}));
+    }
+    values.emplace_back(std::move(locals));
+  }
+  const double ids = n() * (n() - 1) / 2.0;
+  const double last = n() - 1;
+  for (const ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax, ReduceOp::kMean}) {
+    const std::string what = "rank " + std::to_string(me) + ", " + std::string(to_string(op));
+    const std::uint64_t before = packed.extended().cross_device_ops().packs_reduced();
+    const std::vector<Tensor> results = packed.extended().batch_reduce_to(op, values);
+    // float32: 4 packs of 3 tensors + the large one; int64: packs of 3 and 2.
+    EXPECT_EQ(packed.extended().cross_device_ops().packs_reduced() - before, 7u) << what;
+    ASSERT_EQ(results.size(), values.size()) << what;
+    for (int t = 0; t < 12; ++t) {
+      std::vector<double> expected;
+      if (op == ReduceOp::kSum) {
+        expected = {double(t) * n(), ids, 2.0 * n(), -double(t) * n()};
+      } else if (op == ReduceOp::kMax) {
+        expected = {double(t), last, 2, -double(t)};
+      } else {
+        expected = {double(t), ids / n(), 2, -double(t)};
+      }
+      EXPECT_TRUE(tensor_equals(results[static_cast<std::size_t>(t)], DataType::kFloat32, {4},
+                                expected, what + ", tensor " + std::to_string(t)));
+    }
+    std::vector<double> large(3000);
+    for (std::size_t i = 0; i < large.size(); ++i) {
+      const double base = double(i % 101);
+      large[i] = op == ReduceOp::kSum   ? base * n() + ids
+                 : op == ReduceOp::kMax ? base + last
+                                        : base + ids / n();
+    }
+    EXPECT_TRUE(
+        tensor_equals(results[12], DataType::kFloat32, {3000}, large, what + ", tensor 12"));
+    for (int t = 0; t < 5; ++t) {
+      // Replica g holds {2^40, 2g + t}.
+      const double big = double(std::int64_t{1} << 40);
+      std::vector<double> expected;
+      if (op == ReduceOp::kSum) {
+        expected = {big * n(), 2 * ids + double(t) * n()};
+      } else if (op == ReduceOp::kMax) {
+        expected = {big, 2 * last + t};
+      } else {  // integer MEAN: the sum divided, truncated
+        expected = {big, double((std::int64_t(2 * ids) + std::int64_t(t) * n()) / n())};
+      }
+      EXPECT_TRUE(tensor_equals(results[static_cast<std::size_t>(13 + t)], DataType::kInt64, {2},
+                                expected, what + ", int64 tensor " + std::to_string(t)));
+    }
+  }
+  // With several workers all 5 float32 packs were in flight at once (one
+  // worker makes no cross-worker call).
+  EXPECT_EQ(packed.extended().cross_device_ops().most_packs_in_flight(), w() > 1 ? 5u : 0u)
+      << "rank " << me;
+}
+
+// A pack whose call fails in flight (worker 0's second tensor has 5
+// elements, the others' 4: the cross-rank check refuses it) raises
+// MismatchError from batch_reduce on every worker, as the blocking call
+// did, after every pack in flight finished; the next batch reduces exactly.
+TEST_P(MultiWorker, APackThatFailsInFlightRaisesOnEveryWorker) {
+  if (w() == 1) GTEST_SKIP() << "needs two workers";
+  CommunicationOptions options;
+  options.bytes_per_pack = 16;  // a pack per tensor
+  MultiWorkerMirroredStrategy packed(options, MirroredStrategy::cpu_devices(k()));
+  const int me = world_rank();
+  const auto batch = [&](bool uneven) {
+    std::vector<PerReplica<Tensor>> values;
+    for (int t = 0; t < 4; ++t) {
+      std::vector<Tensor> locals;
+      const std::size_t size = uneven && t == 1 && me == 0 ? 5 : 4;
+      for (int r = 0; r < k(); ++r)
+        locals.push_back(floats(std::vector<float>(size, float(t + 1))));
+      values.emplace_back(std::move(locals));
+    }
+    return values;
+  };
+  std::optional<std::string> error;
+  try {
+    packed.extended().batch_reduce_to(ReduceOp::kSum, batch(true));
+  } catch (const MismatchError& mismatch) {
+    error = mismatch.what();
+  }
+  ASSERT_TRUE(error.has_value()) << "rank " << me << ": no MismatchError";
+  // The blocking call's text: the failing pack named, every worker in it.
+  const std::string expected = "(rank " + std::to_string(me) +
+                               "): the workers made different cross-worker calls: workers 0-" +
+                               std::to_string(w() - 1) +
+                               ": before the first step, cross-worker call 2: "
+                               "StrategyExtended.batch_reduce_to. Nothing was reduced (the ranks "
+                               "disagree on this call: rank 0 count=5";
+  EXPECT_NE(error->find(expected), std::string::npos)
+      << "rank " << me << ": expected an error containing \"" << expected << "\", got \"" << *error
+      << "\"";
+  const std::vector<Tensor> results =
+      packed.extended().batch_reduce_to(ReduceOp::kSum, batch(false));
+  for (int t = 0; t < 4; ++t) {
+    EXPECT_TRUE(tensor_equals(results[static_cast<std::size_t>(t)], DataType::kFloat32, {4},
+                              std::vector<double>(4, double(t + 1) * n()),
+                              "rank " + std::to_string(me) + ", tensor " + std::to_string(t)));
   }
 }
 

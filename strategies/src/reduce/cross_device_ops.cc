@@ -4,6 +4,9 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
+
+#include <mpi.h>
 
 #include "collective/diagnostics.h"
 #include "collective/errors.h"
@@ -13,8 +16,69 @@
 #include "reduce/worker_calls.h"
 
 namespace collective::distribute {
+namespace {
+
+// The packs' cross-worker calls of the batch this thread is reducing
+// (reduce_group opens it): started in order, waited for at the group's end.
+// Per thread, so batch_reduce on separate threads never mixes its calls.
+struct BatchInFlight {
+  bool open = false;
+  std::vector<detail::WorkerCalls::InFlightCall> calls;
+};
+thread_local BatchInFlight batch_in_flight;
+
+// Opens the batch; on the way out (also by an exception) every call still
+// in flight is waited for before the staging buffers are freed.
+class BatchScope {
+ public:
+  BatchScope() { batch_in_flight.open = true; }
+  ~BatchScope() {
+    batch_in_flight.open = false;
+    if (batch_in_flight.calls.empty()) return;
+    for (auto& call : batch_in_flight.calls) {
+      try {
+        call.work.wait();
+      } catch (...) {
+        // The failure that unwinds the batch is the one raised.
+      }
+    }
+    batch_in_flight.calls.clear();
+  }
+  BatchScope(const BatchScope&) = delete;
+  BatchScope& operator=(const BatchScope&) = delete;
+};
+
+// The progress thread calls MPI beside the program's threads: packs stay in
+// flight only under MPI_THREAD_MULTIPLE; below it each pack waits for its
+// reduction, as before (logged once).
+bool packs_may_stay_in_flight() {
+  static const bool allowed = [] {
+    int initialized = 0;
+    int finalized = 0;
+    MPI_Initialized(&initialized);
+    MPI_Finalized(&finalized);
+    int level = MPI_THREAD_SINGLE;
+    if (initialized && !finalized) MPI_Query_thread(&level);
+    if (level != MPI_THREAD_MULTIPLE) {
+      DISTRIBUTE_LOG(kInfo,
+                     "CollectiveAllReduce: MPI's thread level is below "
+                     "MPI_THREAD_MULTIPLE, so batch_reduce waits for each pack's "
+                     "reduction before packing the next");
+    }
+    return level == MPI_THREAD_MULTIPLE;
+  }();
+  return allowed;
+}
+
+}  // namespace
 
 CrossDeviceOps::~CrossDeviceOps() = default;
+
+void CrossDeviceOps::note_packs_in_flight(std::uint64_t count) {
+  std::uint64_t most = most_packs_in_flight_.load();
+  while (count > most && !most_packs_in_flight_.compare_exchange_weak(most, count)) {
+  }
+}
 
 Tensor CrossDeviceOps::reduce(ReduceOp op, const PerReplica<Tensor>& per_replica_value) {
   return batch_reduce(op, {per_replica_value}).front();
@@ -127,6 +191,20 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(
     return static_cast<std::byte*>(results[j].raw_data()) + element_offset * element;
   };
 
+  // A pack across tensors is split into the results once its reduction
+  // finished; until then its buffers stay here.
+  struct PendingUnpack {
+    std::vector<detail::TensorStorage> staging;
+    detail::TensorStorage packed_output;
+    const std::byte* output;
+    std::size_t first_element;
+    std::size_t end_element;
+    std::size_t first_tensor;
+    std::size_t last_tensor;
+  };
+  std::vector<PendingUnpack> unpacks;
+  const BatchScope batch;
+
   std::vector<const void*> inputs(replicas);
   std::size_t first_tensor = 0;  // the first tensor that ends after the current pack's start
   for (const PackRange& pack : plan_packs(sizes, packing_element_size)) {
@@ -187,16 +265,23 @@ std::vector<Tensor> CrossDeviceOps::reduce_group(
         output = packed_output.data();
         reduce_pack(op, type, inputs, output, pack.num_elements);
       }
-      const TraceSlice unpacking("unpacking", "strategies");
-      for (std::size_t j = first_tensor; j <= last_tensor; ++j) {
-        const std::size_t from = std::max(pack.first_element, starts[j]);
-        const std::size_t to = std::min(pack_end, starts[j] + sizes[j]);
-        if (to == from) continue;
-        std::memcpy(result_bytes(j, from - starts[j]),
-                    output + (from - pack.first_element) * element, (to - from) * element);
-      }
+      unpacks.push_back(PendingUnpack{std::move(staging), std::move(packed_output), output,
+                                      pack.first_element, pack_end, first_tensor, last_tensor});
     }
     packs_reduced_.fetch_add(1);
+  }
+  // Every pack was started while the next was packed; now each is waited
+  // for in order, and the packs across tensors are split into the results.
+  finish_packs_in_flight();
+  for (const PendingUnpack& unpack : unpacks) {
+    const TraceSlice unpacking("unpacking", "strategies");
+    for (std::size_t j = unpack.first_tensor; j <= unpack.last_tensor; ++j) {
+      const std::size_t from = std::max(unpack.first_element, starts[j]);
+      const std::size_t to = std::min(unpack.end_element, starts[j] + sizes[j]);
+      if (to == from) continue;
+      std::memcpy(result_bytes(j, from - starts[j]),
+                  unpack.output + (from - unpack.first_element) * element, (to - from) * element);
+    }
   }
   if (op == ReduceOp::kMean) {
     const std::int64_t divisor = static_cast<std::int64_t>(replicas) * num_workers();
@@ -392,7 +477,21 @@ void CollectiveAllReduce::all_reduce_across_workers(ReduceOp op, DataType type, 
   options.timeout = effective_timeout(options_);
   options.memory = MemoryKind::kHost;
   options.deterministic = options_.deterministic;
+  if (batch_in_flight.open && packs_may_stay_in_flight()) {
+    // Inside batch_reduce: the same call, left in flight while the next
+    // pack is packed (finish_packs_in_flight waits).
+    batch_in_flight.calls.push_back(
+        worker_calls_->session().all_reduce_async(input, output, count, type, options));
+    note_packs_in_flight(batch_in_flight.calls.size());
+    return;
+  }
+  if (batch_in_flight.open) note_packs_in_flight(1);
   worker_calls_->session().all_reduce(input, output, count, type, options);
+}
+
+void CollectiveAllReduce::finish_packs_in_flight() {
+  if (batch_in_flight.calls.empty()) return;
+  worker_calls_->finish(batch_in_flight.calls);
 }
 
 void CollectiveAllReduce::reduce_pack(ReduceOp op, DataType type,

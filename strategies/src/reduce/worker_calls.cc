@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <optional>
 #include <vector>
 
 #include "base/call_purpose.h"
@@ -109,6 +111,52 @@ void WorkerCalls::Session::all_reduce(const void* input, void* output, std::size
   tagged(options, [&](const AllReduceOptions& tagged_options) {
     owner_.communicator_.all_reduce(input, output, count, type, tagged_options);
   });
+}
+
+WorkerCalls::InFlightCall WorkerCalls::Session::all_reduce_async(const void* input, void* output,
+                                                                 std::size_t count, DataType type,
+                                                                 AllReduceOptions options) {
+  owner_.refuse_when_out_of_step();
+  const Identity identity = owner_.next_identity();
+  options.call_tag = identity.tag();
+  InFlightCall call;
+  call.step = identity.step;
+  call.in_run = identity.in_run;
+  call.index = identity.index;
+  call.purpose = identity.purpose;
+  call.options = options;
+  call.work = owner_.communicator_.all_reduce_async(input, output, count, type, options);
+  return call;
+}
+
+void WorkerCalls::finish(std::vector<InFlightCall>& calls) {
+  std::exception_ptr first_failure;
+  std::optional<MismatchError> mismatch;
+  const InFlightCall* mismatched = nullptr;
+  // Every call is waited for before raising: their buffers outlive them.
+  for (InFlightCall& call : calls) {
+    try {
+      call.work.wait();
+    } catch (const MismatchError& error) {
+      if (!first_failure) {
+        first_failure = std::current_exception();
+        mismatch.emplace(error);
+        mismatched = &call;
+      }
+    } catch (...) {
+      if (!first_failure) first_failure = std::current_exception();
+    }
+  }
+  if (mismatch) {
+    const Identity identity{mismatched->step, mismatched->in_run, mismatched->index,
+                            mismatched->purpose};
+    const CommonOptions options = mismatched->options;
+    calls.clear();
+    const Session session(*this);
+    explain_mismatch(*mismatch, identity, options);
+  }
+  calls.clear();
+  if (first_failure) std::rethrow_exception(first_failure);
 }
 
 void WorkerCalls::Session::all_gather(const void* input, void* output, std::size_t count,

@@ -19,10 +19,12 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "collective/communicator.h"
 #include "collective/errors.h"
 #include "collective/options.h"
+#include "collective/work.h"
 
 namespace collective::distribute::detail {
 
@@ -44,11 +46,29 @@ class WorkerCalls {
   Communicator& communicator() { return communicator_; }
   int size() const { return size_; }
 
+  // An all-reduce started by Session::all_reduce_async: its handle and what
+  // explains a mismatch when it fails.
+  struct InFlightCall {
+    Work work;
+    std::uint64_t step = 0;
+    bool in_run = false;
+    std::uint64_t index = 0;
+    std::uint64_t purpose = 0;
+    CommonOptions options;
+  };
+
+  // Waits for every call in order; once all finished, raises the first
+  // failure as the blocking call would have (a mismatch explained).
+  void finish(std::vector<InFlightCall>& calls);
+
   // The lock, held for one or several calls that must stay together.
   class Session {
    public:
     void all_reduce(const void* input, void* output, std::size_t count, DataType type,
                     AllReduceOptions options);
+    // The same call, started in program order and left in flight.
+    InFlightCall all_reduce_async(const void* input, void* output, std::size_t count, DataType type,
+                                  AllReduceOptions options);
     void all_gather(const void* input, void* output, std::size_t count, DataType type,
                     AllGatherOptions options);
     // Communicator::all_gather_v: worker q's send_count elements land at

@@ -94,6 +94,10 @@ class CrossDeviceOps {
   // Packs reduced since construction (each reduce is one pack). Lets tests
   // and benchmarks see the packing.
   std::uint64_t packs_reduced() const { return packs_reduced_.load(); }
+  // The most cross-worker pack reductions one batch_reduce has had in
+  // flight at once (1 when each pack waits for its reduction; docs/
+  // strategies.md, "Packs in flight").
+  std::uint64_t most_packs_in_flight() const { return most_packs_in_flight_.load(); }
 
   // The in-process step: output[i] = op over inputs[k][i], in this class's
   // summation order. For kMean it sums (the caller divides once at the end).
@@ -130,6 +134,13 @@ class CrossDeviceOps {
   virtual void reduce_pack(ReduceOp op, DataType type, std::span<const void* const> inputs,
                            void* output, std::size_t count);
 
+  // The packs' cross-worker calls started since the batch began, waited
+  // for in the order they started; rethrows the first failure once all of
+  // them finished (their buffers may then be freed). In-process ops have none.
+  virtual void finish_packs_in_flight() {}
+  // Recorded by the ops that keep packs in flight.
+  void note_packs_in_flight(std::uint64_t count);
+
  private:
   // packing_element_size: the caller's dtype's, which plans the packs also
   // when the values are the float32 copies of 16-bit ones.
@@ -139,6 +150,7 @@ class CrossDeviceOps {
                                    std::size_t packing_element_size);
 
   std::atomic<std::uint64_t> packs_reduced_{0};
+  std::atomic<std::uint64_t> most_packs_in_flight_{0};
 };
 
 class ReductionToOneDevice final : public CrossDeviceOps {
@@ -224,6 +236,7 @@ class CollectiveAllReduce final : public CrossDeviceOps {
                                   std::size_t count) override;
   void reduce_pack(ReduceOp op, DataType type, std::span<const void* const> inputs, void* output,
                    std::size_t count) override;
+  void finish_packs_in_flight() override;
 
  private:
   void all_reduce_across_workers(ReduceOp op, DataType type, const void* input, void* output,
