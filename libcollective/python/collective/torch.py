@@ -112,8 +112,16 @@ def _work(works, result, after=None):
     calls `works` finished: torch's future-backed Work, its future set by the completer thread."""
     global _COMPLETER
     future = torch.futures.Future()
-    if not works and after is None:
-        future.set_result(result)
+    if all(work.is_completed() for work in works):  # finished already (or no call: send/recv)
+        try:
+            for work in works:
+                work.wait()
+            if after is not None:
+                after()
+        except BaseException as error:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
     else:
         if _COMPLETER is None:
             _COMPLETER = _Completer()
