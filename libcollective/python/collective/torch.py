@@ -141,6 +141,11 @@ class ProcessGroupCollective(_ProcessGroup):
                 f"torch says rank {rank} of {size} but MPI says rank {self._comm.rank} of "
                 f"{self._comm.size}; launch under mpirun with RANK and WORLD_SIZE unset or equal to MPI's")
         self._timeout = timeout.total_seconds() if timeout else None
+        # Settable on the group (dist.group.WORLD.deterministic = True): the reductions
+        # (all_reduce, reduce, reduce_scatter*) add in rank order, so that their results do not
+        # depend on the algorithm; all_reduce_algorithm forces all_reduce's (the C++ names).
+        self.deterministic = False
+        self.all_reduce_algorithm = "auto"
 
     def getBackendName(self):
         return BACKEND
@@ -169,7 +174,9 @@ class ProcessGroupCollective(_ProcessGroup):
         tensor = self._one(tensors, operation)
         op = self._op(opts.reduceOp if opts is not None else _ReduceOp.SUM, operation)
         array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
-        return _work([self._comm.all_reduce_async(array, op=op, dtype=dtype, **self._opts())], tensors)
+        return _work([self._comm.all_reduce_async(
+            array, op=op, dtype=dtype, deterministic=self.deterministic,
+            algorithm=self.all_reduce_algorithm, **self._opts())], tensors)
 
     def broadcast(self, tensors, opts=None):
         operation = "broadcast"
@@ -184,6 +191,7 @@ class ProcessGroupCollective(_ProcessGroup):
         op = self._op(opts.reduceOp, operation)
         array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
         return _work([self._comm.reduce_async(array, root=opts.rootRank, op=op, dtype=dtype,
+                                             deterministic=self.deterministic,
                                              **self._opts())], tensors)
 
     def barrier(self, opts=None):
@@ -225,7 +233,8 @@ class ProcessGroupCollective(_ProcessGroup):
         op = self._op(opts.reduceOp if opts is not None else _ReduceOp.SUM, operation)
         send, dtype = _buffer(input, operation, self.rank(), "input")
         recv, _ = _buffer(output, operation, self.rank(), "output")
-        return _work([self._comm.reduce_scatter_async(send, recv, op=op, dtype=dtype, **self._opts())],
+        return _work([self._comm.reduce_scatter_async(send, recv, op=op, dtype=dtype,
+                                                   deterministic=self.deterministic, **self._opts())],
                     [output])
 
     def reduce_scatter(self, output_tensors, input_lists, opts=None):
@@ -245,7 +254,8 @@ class ProcessGroupCollective(_ProcessGroup):
         flat = torch.cat([t.reshape(-1) for t in inputs]) if inputs else torch.empty(0, dtype=output.dtype)
         send, dtype = _buffer(flat, operation, self.rank(), "input")
         recv, _ = _buffer(output, operation, self.rank(), "output")
-        return _work([self._comm.reduce_scatter_async(send, recv, op=op, dtype=dtype, **self._opts())],
+        return _work([self._comm.reduce_scatter_async(send, recv, op=op, dtype=dtype,
+                                                   deterministic=self.deterministic, **self._opts())],
                     output_tensors, lambda: flat)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):

@@ -168,3 +168,19 @@ def test_ddp_matches_gloo():
         dist.broadcast(first, src=0)
         check(a, first, f"DDP parameter {i} against rank 0")
     dist.destroy_process_group(gloo)
+
+
+def test_ddp_deterministic_is_bitwise_equal_across_algorithms():
+    world = dist.group.WORLD
+    world.deterministic = True
+    results = {}
+    try:
+        for algorithm in ("ring", "recursive_doubling", "shared_memory", "auto"):
+            world.all_reduce_algorithm = algorithm
+            results[algorithm] = _train(world, steps=10)
+    finally:
+        world.deterministic = False
+        world.all_reduce_algorithm = "auto"
+    for algorithm, params in results.items():
+        for i, (a, b) in enumerate(zip(params, results["ring"])):
+            check(a, b, f"deterministic DDP parameter {i}: {algorithm} against ring")
