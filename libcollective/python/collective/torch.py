@@ -18,6 +18,7 @@ operation.
 import os
 import queue
 import socket
+import sys
 import threading
 from datetime import timedelta
 
@@ -25,6 +26,7 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import ProcessGroup as _ProcessGroup
 from torch._C._distributed_c10d import ReduceOp as _ReduceOp
+from torch._C._distributed_c10d import Work as _TorchWork
 from torch._C._distributed_c10d import _create_work_from_future
 
 import collective
@@ -126,7 +128,56 @@ def _work(works, result, after=None):
         if _COMPLETER is None:
             _COMPLETER = _Completer()
         _COMPLETER.submit(works, future, result, after)
+    if _caller_is_python_api():
+        return _PythonWork(future, result)
     return _create_work_from_future(future)
+
+
+class _PythonWork(_TorchWork):
+    """The Work handed to torch.distributed's Python functions (dist.all_reduce, ...): its wait()
+    raises the call's error. torch 1.13's future-backed C++ Work returns from wait() without
+    raising when its future failed, so it serves only the C++ callers (DDP's reducer), which
+    read the future, where the error is raised."""
+
+    def __init__(self, future, result):
+        super().__init__()
+        self._future = future
+        self._result = result
+
+    def wait(self, timeout=None):
+        self._future.wait()  # raises the call's error
+        return True
+
+    def is_completed(self):
+        return self._future.done()
+
+    def is_success(self):
+        if not self._future.done():
+            return False
+        try:
+            self._future.value()
+        except Exception:
+            return False
+        return True
+
+    def result(self):
+        self.wait()
+        return self._result
+
+    def get_future(self):
+        return self._future
+
+
+def _caller_is_python_api():
+    """True when the process group's method was called by torch.distributed's Python functions,
+    which keep the Work's Python object while they use it. A C++ caller (DDP's reducer through
+    the PyProcessGroup trampoline) may hold the Work after its Python object is gone, when a
+    Python override can no longer be reached: it gets the C++ Work."""
+    try:
+        caller = sys._getframe(3)  # _caller_is_python_api <- _work <- the method <- its caller
+    except ValueError:  # no Python caller at all: called from C++ on a thread of its own
+        return False
+    return caller.f_globals.get("__name__") == "torch.distributed.distributed_c10d"
 
 
 class ProcessGroupCollective(_ProcessGroup):

@@ -184,3 +184,16 @@ def test_ddp_deterministic_is_bitwise_equal_across_algorithms():
     for algorithm, params in results.items():
         for i, (a, b) in enumerate(zip(params, results["ring"])):
             check(a, b, f"deterministic DDP parameter {i}: {algorithm} against ring")
+
+
+def test_a_failed_call_raises_from_wait_on_every_rank():
+    r, p = dist.get_rank(), dist.get_world_size()
+    if p == 1:
+        pytest.skip("a mismatch needs two ranks")
+    x = torch.ones(3 if r == 0 else 4)
+    work = dist.all_reduce(x, async_op=True)
+    with pytest.raises(Exception, match=r"all_reduce #\d+ \(rank \d\): the ranks disagree"):
+        work.wait()
+    y = torch.ones(3)
+    dist.all_reduce(y)  # the group still works
+    check(y, torch.full((3,), float(p)), "all_reduce after the mismatch")
