@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages libcollective needs, only those missing.
 # Idempotent and quiet when everything is there. Runs as root (or through
-# sudo when available). Usage: scripts/install_deps.sh [--with-plot] [--with-fuzz] [--with-mpich] [--with-python]
+# sudo when available). Usage: scripts/install_deps.sh [--with-plot] [--with-fuzz] [--with-mpich] [--with-python] [--with-torch]
 # [--with-slurm]. --with-slurm adds Debian's Slurm (controller, node daemon,
 # srun) for scripts/slurm_cluster.sh, which runs its own daemons with its
 # own config; Debian's services need /etc/slurm/slurm.conf, which nothing
@@ -9,7 +9,9 @@
 # --with-mpich adds Debian's MPICH beside Open MPI, which stays the default
 # (mpicc, mpirun, mpi.h): see the end of this script. --with-python adds
 # what `import collective` needs to build and test (pybind11, numpy, mpi4py,
-# pytest for Debian's /usr/bin/python3; docs/python.md).
+# pytest for Debian's /usr/bin/python3; docs/python.md). --with-torch adds
+# those and python3-torch (large: only the torch.distributed backend's tests
+# need it).
 set -euo pipefail
 
 packages=(
@@ -29,6 +31,7 @@ for arg in "$@"; do
     --with-mpich) packages+=(mpich libmpich-dev) ;;
     --with-slurm) packages+=(slurmctld slurmd slurm-client) ;;
     --with-python) packages+=(python3-dev python3-pybind11 python3-numpy python3-mpi4py python3-pytest) ;;
+    --with-torch) packages+=(python3-dev python3-pybind11 python3-numpy python3-mpi4py python3-pytest python3-torch) ;;
     *) echo "install_deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done

@@ -9,10 +9,11 @@ cd "$root"
 # shows where the time goes.
 phase() { echo "== $1 ($(date +%T), ${SECONDS} s in)"; }
 # --with-slurm: the Slurm test (tests/slurm, scripts/slurm_cluster.sh).
-# --with-python: the Python binding and its tests (tests/python).
+# --with-torch: the Python binding and its tests (tests/python), the
+# torch.distributed backend's too (python3-torch).
 # Everything is installed here, MPICH too, so that no later step runs apt
 # while the background builds below run.
-extra_install=(--with-plot --with-slurm --with-python)
+extra_install=(--with-plot --with-slurm --with-torch)
 [[ -x scripts/fuzz.sh ]] && extra_install+=(--with-fuzz)
 with_mpich=0
 [[ -x scripts/test_mpich.sh && ${COLLECTIVE_CI_MPICH:-1} == 1 ]] && with_mpich=1

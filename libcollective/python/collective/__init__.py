@@ -14,7 +14,8 @@ Buffers are anything with the buffer protocol (numpy arrays, memoryview,
 array.array, bytearray), C-contiguous, used in place without a copy; count
 and element type come from the buffer (dtype="bfloat16" for 2-byte raw
 elements). Every call blocks until its result is in place and releases the
-GIL meanwhile. Errors are collective.Error and its subclasses, with the
+GIL meanwhile; each collective's `_async` form starts it and returns a
+collective.Work (wait(), test(), is_completed()). Errors are collective.Error and its subclasses, with the
 C++ library's texts. MPI is initialised on first use unless mpi4py or the
 program already did (docs/python.md).
 """
@@ -27,6 +28,7 @@ from ._collective import (  # noqa: F401
     MismatchError,
     TimeoutError,
     UnsupportedError,
+    Work,
     __version__,
     built_with_nccl,
     finalize,
@@ -42,6 +44,7 @@ _atexit.register(finalize)
 
 __all__ = [
     "Communicator",
+    "Work",
     "Error",
     "InvalidArgumentError",
     "MismatchError",

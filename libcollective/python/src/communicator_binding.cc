@@ -7,11 +7,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "buffer_view.h"
 #include "collective/collective.h"
 #include "mpi_environment.h"
+#include "work_binding.h"
 
 namespace collective::python {
 namespace {
@@ -126,6 +129,45 @@ std::optional<BufferView> optional_view(const py::object& object, const std::str
   return view_of(object, operation, rank, argument, writable, declared);
 }
 
+// What an `_async` call keeps alive until it finished: the views (which pin
+// each buffer's memory and size) and the Python objects.
+void keep_one(KeptAlive& kept, BufferView& view) { kept.views.push_back(std::move(view)); }
+void keep_one(KeptAlive& kept, std::optional<BufferView>& view) {
+  if (view) kept.views.push_back(std::move(*view));
+}
+void keep_one(KeptAlive& kept, const py::object& object) { kept.objects.push_back(object); }
+
+// Moves the views out (their data, count and type stay readable).
+template <class... Items>
+KeptAlive keep(Items&... items) {
+  KeptAlive kept;
+  (keep_one(kept, items), ...);
+  return kept;
+}
+
+// Starts an `_async` call with the GIL released and wraps its Work.
+template <class Start>
+py::object start_async(Communicator& self, KeptAlive kept, Start&& start) {
+  release_finished_orphans();
+  Work work;
+  {
+    py::gil_scoped_release release;
+    work = start();
+  }
+  return py::cast(std::make_unique<PyWork>(std::move(work), std::move(kept), self.rank()));
+}
+
+// Defines `name` (blocking) and `name_async` (returning a collective.Work)
+// from one factory: factory(std::false_type) and factory(std::true_type)
+// give the two callables, which share their argument checks.
+template <class Factory, class... Extra>
+void def_with_async(py::class_<Communicator>& cls, const std::string& name, Factory factory,
+                    const Extra&... extra) {
+  cls.def(name.c_str(), factory(std::false_type{}), extra...);
+  const std::string async_name = name + "_async";
+  cls.def(async_name.c_str(), factory(std::true_type{}), extra...);
+}
+
 #define COMMON_ARGS                                                                        \
   py::arg("algorithm") = "auto", py::arg("timeout") = py::none(), py::arg("call_tag") = 0, \
   py::arg("dtype") = py::none()
@@ -194,390 +236,499 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       .def_property_readonly("node_count",
                              [](const Communicator& self) { return self.topology().node_count(); });
 
-  cls.def(
-      "all_reduce",
-      [](Communicator& self, const py::object& send, const py::object& recv, const std::string& op,
-         bool deterministic, const std::string& algorithm, std::optional<double> timeout,
-         std::uint64_t call_tag, const Opt& dtype) {
-        const std::string operation = "all_reduce";
-        const int rank = self.rank();
-        const py::object out = recv.is_none() ? send : recv;
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView in = view_of(send, operation, rank, "send", recv.is_none(), type);
-        const BufferView result = view_of(out, operation, rank, "recv", true, type);
-        require_same_type(in, "send", result, "recv", operation, rank);
-        if (result.count != in.count) {
-          wrong_length(operation, rank, "recv", result.count, in.count, "as many as send");
-        }
-        AllReduceOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        options.op = parse_op(op, operation, rank);
-        options.deterministic = deterministic;
-        run_released([&] { self.all_reduce(in.data, result.data, in.count, in.type, options); });
-        return out;
+  def_with_async(
+      cls, "all_reduce",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv,
+                  const std::string& op, bool deterministic, const std::string& algorithm,
+                  std::optional<double> timeout, std::uint64_t call_tag,
+                  const Opt& dtype) -> py::object {
+          const std::string operation = "all_reduce";
+          const int rank = self.rank();
+          const py::object out = recv.is_none() ? send : recv;
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView in = view_of(send, operation, rank, "send", recv.is_none(), type);
+          BufferView result = view_of(out, operation, rank, "recv", true, type);
+          require_same_type(in, "send", result, "recv", operation, rank);
+          if (result.count != in.count) {
+            wrong_length(operation, rank, "recv", result.count, in.count, "as many as send");
+          }
+          AllReduceOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          options.op = parse_op(op, operation, rank);
+          options.deterministic = deterministic;
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.all_reduce_async(in.data, result.data, in.count, in.type, options);
+            });
+          }
+          run_released([&] { self.all_reduce(in.data, result.data, in.count, in.type, options); });
+          return out;
+        };
       },
       py::arg("send"), py::arg("recv") = py::none(), py::kw_only(), py::arg("op") = "sum",
       py::arg("deterministic") = false, COMMON_ARGS,
       "recv = op over every rank's send (in place when recv is None or send itself); returns "
       "recv.");
 
-  cls.def(
-      "reduce_scatter",
-      [](Communicator& self, const py::object& send, const py::object& recv, const std::string& op,
-         bool deterministic, const std::string& algorithm, std::optional<double> timeout,
-         std::uint64_t call_tag, const Opt& dtype) {
-        const std::string operation = "reduce_scatter";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView in = view_of(send, operation, rank, "send", false, type);
-        const BufferView result = view_of(recv, operation, rank, "recv", true, type);
-        require_same_type(in, "send", result, "recv", operation, rank);
-        const auto size = static_cast<std::size_t>(self.size());
-        if (in.count != result.count * size) {
-          wrong_length(operation, rank, "send", in.count, result.count * size,
-                       "size x recv's length");
-        }
-        ReduceScatterOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        options.op = parse_op(op, operation, rank);
-        options.deterministic = deterministic;
-        run_released(
-            [&] { self.reduce_scatter(in.data, result.data, result.count, in.type, options); });
-        return recv;
+  def_with_async(
+      cls, "reduce_scatter",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv,
+                  const std::string& op, bool deterministic, const std::string& algorithm,
+                  std::optional<double> timeout, std::uint64_t call_tag,
+                  const Opt& dtype) -> py::object {
+          const std::string operation = "reduce_scatter";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView in = view_of(send, operation, rank, "send", false, type);
+          BufferView result = view_of(recv, operation, rank, "recv", true, type);
+          require_same_type(in, "send", result, "recv", operation, rank);
+          const auto size = static_cast<std::size_t>(self.size());
+          if (in.count != result.count * size) {
+            wrong_length(operation, rank, "send", in.count, result.count * size,
+                         "size x recv's length");
+          }
+          ReduceScatterOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          options.op = parse_op(op, operation, rank);
+          options.deterministic = deterministic;
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.reduce_scatter_async(in.data, result.data, result.count, in.type,
+                                               options);
+            });
+          }
+          run_released(
+              [&] { self.reduce_scatter(in.data, result.data, result.count, in.type, options); });
+          return recv;
+        };
       },
       py::arg("send"), py::arg("recv"), py::kw_only(), py::arg("op") = "sum",
       py::arg("deterministic") = false, COMMON_ARGS,
       "recv = block `rank` of op over every rank's send (send holds size blocks of len(recv)).");
 
-  cls.def(
-      "all_gather",
-      [](Communicator& self, const py::object& send, const py::object& recv,
-         const std::string& algorithm, std::optional<double> timeout, std::uint64_t call_tag,
-         const Opt& dtype) {
-        const std::string operation = "all_gather";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView in = view_of(send, operation, rank, "send", false, type);
-        const BufferView result = view_of(recv, operation, rank, "recv", true, type);
-        require_same_type(in, "send", result, "recv", operation, rank);
-        const auto size = static_cast<std::size_t>(self.size());
-        if (result.count != in.count * size) {
-          wrong_length(operation, rank, "recv", result.count, in.count * size,
-                       "size x send's length");
-        }
-        AllGatherOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        run_released([&] { self.all_gather(in.data, result.data, in.count, in.type, options); });
-        return recv;
+  def_with_async(
+      cls, "all_gather",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv,
+                  const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "all_gather";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView in = view_of(send, operation, rank, "send", false, type);
+          BufferView result = view_of(recv, operation, rank, "recv", true, type);
+          require_same_type(in, "send", result, "recv", operation, rank);
+          const auto size = static_cast<std::size_t>(self.size());
+          if (result.count != in.count * size) {
+            wrong_length(operation, rank, "recv", result.count, in.count * size,
+                         "size x send's length");
+          }
+          AllGatherOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.all_gather_async(in.data, result.data, in.count, in.type, options);
+            });
+          }
+          run_released([&] { self.all_gather(in.data, result.data, in.count, in.type, options); });
+          return recv;
+        };
       },
       py::arg("send"), py::arg("recv"), py::kw_only(), COMMON_ARGS,
       "recv = every rank's send, in rank order.");
 
-  cls.def(
-      "broadcast",
-      [](Communicator& self, const py::object& buffer, int root, const std::string& algorithm,
-         std::optional<double> timeout, std::uint64_t call_tag, const Opt& dtype) {
-        const std::string operation = "broadcast";
-        const int rank = self.rank();
-        const BufferView view = view_of(buffer, operation, rank, "buffer", rank != root,
-                                        declared_type(dtype, operation, rank));
-        BroadcastOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        options.root = root;
-        run_released([&] { self.broadcast(view.data, view.count, view.type, options); });
-        return buffer;
+  def_with_async(
+      cls, "broadcast",
+      [](auto started) {
+        return [](Communicator& self, const py::object& buffer, int root,
+                  const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "broadcast";
+          const int rank = self.rank();
+          BufferView view = view_of(buffer, operation, rank, "buffer", rank != root,
+                                    declared_type(dtype, operation, rank));
+          BroadcastOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          options.root = root;
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(view, buffer), [&] {
+              return self.broadcast_async(view.data, view.count, view.type, options);
+            });
+          }
+          run_released([&] { self.broadcast(view.data, view.count, view.type, options); });
+          return buffer;
+        };
       },
       py::arg("buffer"), py::kw_only(), py::arg("root") = 0, COMMON_ARGS,
       "buffer = root's buffer on every rank.");
 
-  cls.def(
-      "reduce",
-      [](Communicator& self, const py::object& send, const py::object& recv, int root,
-         const std::string& op, bool deterministic, const std::string& algorithm,
-         std::optional<double> timeout, std::uint64_t call_tag, const Opt& dtype) {
-        const std::string operation = "reduce";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const bool at_root = rank == root;
-        const py::object out = recv.is_none() && at_root ? send : recv;
-        const BufferView in =
-            view_of(send, operation, rank, "send", at_root && recv.is_none(), type);
-        const auto result = optional_view(at_root ? out : py::object(py::none()), operation, rank,
-                                          "recv", true, type);
-        if (result) {
-          require_same_type(in, "send", *result, "recv", operation, rank);
-          if (result->count != in.count) {
-            wrong_length(operation, rank, "recv", result->count, in.count, "as many as send");
+  def_with_async(
+      cls, "reduce",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv, int root,
+                  const std::string& op, bool deterministic, const std::string& algorithm,
+                  std::optional<double> timeout, std::uint64_t call_tag,
+                  const Opt& dtype) -> py::object {
+          const std::string operation = "reduce";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          const bool at_root = rank == root;
+          const py::object out = recv.is_none() && at_root ? send : recv;
+          BufferView in = view_of(send, operation, rank, "send", at_root && recv.is_none(), type);
+          auto result = optional_view(at_root ? out : py::object(py::none()), operation, rank,
+                                      "recv", true, type);
+          if (result) {
+            require_same_type(in, "send", *result, "recv", operation, rank);
+            if (result->count != in.count) {
+              wrong_length(operation, rank, "recv", result->count, in.count, "as many as send");
+            }
           }
-        }
-        ReduceOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        options.op = parse_op(op, operation, rank);
-        options.root = root;
-        options.deterministic = deterministic;
-        run_released([&] {
-          self.reduce(in.data, result ? result->data : nullptr, in.count, in.type, options);
-        });
-        return at_root ? out : py::object(py::none());
+          ReduceOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          options.op = parse_op(op, operation, rank);
+          options.root = root;
+          options.deterministic = deterministic;
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.reduce_async(in.data, result ? result->data : nullptr, in.count, in.type,
+                                       options);
+            });
+          }
+          run_released([&] {
+            self.reduce(in.data, result ? result->data : nullptr, in.count, in.type, options);
+          });
+          return at_root ? out : py::object(py::none());
+        };
       },
       py::arg("send"), py::arg("recv") = py::none(), py::kw_only(), py::arg("root") = 0,
       py::arg("op") = "sum", py::arg("deterministic") = false, COMMON_ARGS,
       "On root, recv = op over every rank's send (in place when recv is None); returns recv on "
       "root, None elsewhere.");
 
-  cls.def(
-      "barrier",
-      [](Communicator& self, const std::string& algorithm, std::optional<double> timeout,
-         std::uint64_t call_tag) {
-        BarrierOptions options;
-        apply(options, common(algorithm, timeout, call_tag), "barrier", self.rank());
-        run_released([&] { self.barrier(options); });
+  def_with_async(
+      cls, "barrier",
+      [](auto started) {
+        return [](Communicator& self, const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag) -> py::object {
+          BarrierOptions options;
+          apply(options, common(algorithm, timeout, call_tag), "barrier", self.rank());
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(), [&] { return self.barrier_async(options); });
+          }
+          run_released([&] { self.barrier(options); });
+          return py::none();
+        };
       },
       py::kw_only(), py::arg("algorithm") = "auto", py::arg("timeout") = py::none(),
       py::arg("call_tag") = 0);
 
-  cls.def(
-      "all_to_all",
-      [](Communicator& self, const py::object& send, const py::object& recv,
-         const std::string& algorithm, std::optional<double> timeout, std::uint64_t call_tag,
-         const Opt& dtype) {
-        const std::string operation = "all_to_all";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const py::object out = recv.is_none() ? send : recv;
-        const BufferView in = view_of(send, operation, rank, "send", recv.is_none(), type);
-        const BufferView result = view_of(out, operation, rank, "recv", true, type);
-        require_same_type(in, "send", result, "recv", operation, rank);
-        const auto size = static_cast<std::size_t>(self.size());
-        if (in.count % size != 0) {
-          throw InvalidArgumentError(operation, rank,
-                                     "send holds " + std::to_string(in.count) +
-                                         " elements, not a multiple of the " +
-                                         std::to_string(size) + " ranks");
-        }
-        if (result.count != in.count) {
-          wrong_length(operation, rank, "recv", result.count, in.count, "as many as send");
-        }
-        AllToAllOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        run_released(
-            [&] { self.all_to_all(in.data, result.data, in.count / size, in.type, options); });
-        return out;
+  def_with_async(
+      cls, "all_to_all",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv,
+                  const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "all_to_all";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          const py::object out = recv.is_none() ? send : recv;
+          BufferView in = view_of(send, operation, rank, "send", recv.is_none(), type);
+          BufferView result = view_of(out, operation, rank, "recv", true, type);
+          require_same_type(in, "send", result, "recv", operation, rank);
+          const auto size = static_cast<std::size_t>(self.size());
+          if (in.count % size != 0) {
+            throw InvalidArgumentError(operation, rank,
+                                       "send holds " + std::to_string(in.count) +
+                                           " elements, not a multiple of the " +
+                                           std::to_string(size) + " ranks");
+          }
+          if (result.count != in.count) {
+            wrong_length(operation, rank, "recv", result.count, in.count, "as many as send");
+          }
+          AllToAllOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.all_to_all_async(in.data, result.data, in.count / size, in.type, options);
+            });
+          }
+          run_released(
+              [&] { self.all_to_all(in.data, result.data, in.count / size, in.type, options); });
+          return out;
+        };
       },
       py::arg("send"), py::arg("recv") = py::none(), py::kw_only(), COMMON_ARGS,
       "Block q of send goes to rank q, which stores it as block `rank` of recv (in place when "
       "recv is None).");
 
-  cls.def(
-      "all_to_all_v",
-      [](Communicator& self, const py::object& send, const Counts& send_counts,
-         const std::optional<Counts>& send_displacements, const py::object& recv,
-         const Counts& recv_counts, const std::optional<Counts>& recv_displacements,
-         const std::string& algorithm, std::optional<double> timeout, std::uint64_t call_tag,
-         const Opt& dtype) {
-        const std::string operation = "all_to_all_v";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView in = view_of(send, operation, rank, "send", false, type);
-        const BufferView result = view_of(recv, operation, rank, "recv", true, type);
-        require_same_type(in, "send", result, "recv", operation, rank);
-        const Counts sd = displacements_or_packed(send_displacements, send_counts);
-        const Counts rd = displacements_or_packed(recv_displacements, recv_counts);
-        AllToAllOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        require_blocks_fit(operation, rank, "send", in.count, send_counts, sd);
-        require_blocks_fit(operation, rank, "recv", result.count, recv_counts, rd);
-        run_released([&] {
-          self.all_to_all_v(in.data, send_counts, sd, result.data, recv_counts, rd, in.type,
-                            options);
-        });
-        return recv;
+  def_with_async(
+      cls, "all_to_all_v",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const Counts& send_counts,
+                  const std::optional<Counts>& send_displacements, const py::object& recv,
+                  const Counts& recv_counts, const std::optional<Counts>& recv_displacements,
+                  const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "all_to_all_v";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView in = view_of(send, operation, rank, "send", false, type);
+          BufferView result = view_of(recv, operation, rank, "recv", true, type);
+          require_same_type(in, "send", result, "recv", operation, rank);
+          const Counts sd = displacements_or_packed(send_displacements, send_counts);
+          const Counts rd = displacements_or_packed(recv_displacements, recv_counts);
+          AllToAllOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          require_blocks_fit(operation, rank, "send", in.count, send_counts, sd);
+          require_blocks_fit(operation, rank, "recv", result.count, recv_counts, rd);
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.all_to_all_v_async(in.data, send_counts, sd, result.data, recv_counts, rd,
+                                             in.type, options);
+            });
+          }
+          run_released([&] {
+            self.all_to_all_v(in.data, send_counts, sd, result.data, recv_counts, rd, in.type,
+                              options);
+          });
+          return recv;
+        };
       },
       py::arg("send"), py::arg("send_counts"), py::arg("send_displacements"), py::arg("recv"),
       py::arg("recv_counts"), py::arg("recv_displacements"), py::kw_only(), COMMON_ARGS,
       "send_counts[q] elements from send_displacements[q] go to rank q (None: packed).");
 
-  cls.def(
-      "all_gather_v",
-      [](Communicator& self, const py::object& send, const py::object& recv,
-         const Counts& recv_counts, const std::optional<Counts>& recv_displacements,
-         const std::string& algorithm, std::optional<double> timeout, std::uint64_t call_tag,
-         const Opt& dtype) {
-        const std::string operation = "all_gather_v";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView in = view_of(send, operation, rank, "send", false, type);
-        const BufferView result = view_of(recv, operation, rank, "recv", true, type);
-        require_same_type(in, "send", result, "recv", operation, rank);
-        const Counts rd = displacements_or_packed(recv_displacements, recv_counts);
-        require_blocks_fit(operation, rank, "recv", result.count, recv_counts, rd);
-        AllGatherOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        run_released([&] {
-          self.all_gather_v(in.data, in.count, result.data, recv_counts, rd, in.type, options);
-        });
-        return recv;
+  def_with_async(
+      cls, "all_gather_v",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv,
+                  const Counts& recv_counts, const std::optional<Counts>& recv_displacements,
+                  const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "all_gather_v";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView in = view_of(send, operation, rank, "send", false, type);
+          BufferView result = view_of(recv, operation, rank, "recv", true, type);
+          require_same_type(in, "send", result, "recv", operation, rank);
+          const Counts rd = displacements_or_packed(recv_displacements, recv_counts);
+          require_blocks_fit(operation, rank, "recv", result.count, recv_counts, rd);
+          AllGatherOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.all_gather_v_async(in.data, in.count, result.data, recv_counts, rd,
+                                             in.type, options);
+            });
+          }
+          run_released([&] {
+            self.all_gather_v(in.data, in.count, result.data, recv_counts, rd, in.type, options);
+          });
+          return recv;
+        };
       },
       py::arg("send"), py::arg("recv"), py::arg("recv_counts"),
       py::arg("recv_displacements") = py::none(), py::kw_only(), COMMON_ARGS,
       "Rank q's send lands at recv[recv_displacements[q]:] (None: packed in rank order).");
 
-  cls.def(
-      "reduce_scatter_v",
-      [](Communicator& self, const py::object& send, const py::object& recv,
-         const Counts& recv_counts, const std::string& op, bool deterministic,
-         const std::string& algorithm, std::optional<double> timeout, std::uint64_t call_tag,
-         const Opt& dtype) {
-        const std::string operation = "reduce_scatter_v";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView in = view_of(send, operation, rank, "send", false, type);
-        const BufferView result = view_of(recv, operation, rank, "recv", true, type);
-        require_same_type(in, "send", result, "recv", operation, rank);
-        std::size_t total = 0;
-        for (std::size_t c : recv_counts) total += c;
-        if (in.count < total)
-          wrong_length(operation, rank, "send", in.count, total, "sum of recv_counts");
-        const auto mine = static_cast<std::size_t>(rank);
-        if (mine < recv_counts.size() && result.count < recv_counts[mine]) {
-          wrong_length(operation, rank, "recv", result.count, recv_counts[mine],
-                       "recv_counts[" + std::to_string(rank) + "]");
-        }
-        ReduceScatterOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        options.op = parse_op(op, operation, rank);
-        options.deterministic = deterministic;
-        run_released(
-            [&] { self.reduce_scatter_v(in.data, result.data, recv_counts, in.type, options); });
-        return recv;
+  def_with_async(
+      cls, "reduce_scatter_v",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv,
+                  const Counts& recv_counts, const std::string& op, bool deterministic,
+                  const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "reduce_scatter_v";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView in = view_of(send, operation, rank, "send", false, type);
+          BufferView result = view_of(recv, operation, rank, "recv", true, type);
+          require_same_type(in, "send", result, "recv", operation, rank);
+          std::size_t total = 0;
+          for (std::size_t c : recv_counts) total += c;
+          if (in.count < total)
+            wrong_length(operation, rank, "send", in.count, total, "sum of recv_counts");
+          const auto mine = static_cast<std::size_t>(rank);
+          if (mine < recv_counts.size() && result.count < recv_counts[mine]) {
+            wrong_length(operation, rank, "recv", result.count, recv_counts[mine],
+                         "recv_counts[" + std::to_string(rank) + "]");
+          }
+          ReduceScatterOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          options.op = parse_op(op, operation, rank);
+          options.deterministic = deterministic;
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.reduce_scatter_v_async(in.data, result.data, recv_counts, in.type,
+                                                 options);
+            });
+          }
+          run_released(
+              [&] { self.reduce_scatter_v(in.data, result.data, recv_counts, in.type, options); });
+          return recv;
+        };
       },
       py::arg("send"), py::arg("recv"), py::arg("recv_counts"), py::kw_only(),
       py::arg("op") = "sum", py::arg("deterministic") = false, COMMON_ARGS,
       "recv = block `rank` (recv_counts[rank] elements) of op over every rank's send.");
 
-  cls.def(
-      "gather",
-      [](Communicator& self, const py::object& send, const py::object& recv, int root,
-         const std::string& algorithm, std::optional<double> timeout, std::uint64_t call_tag,
-         const Opt& dtype) {
-        const std::string operation = "gather";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView in = view_of(send, operation, rank, "send", false, type);
-        const auto result = optional_view(rank == root ? recv : py::object(py::none()), operation,
-                                          rank, "recv", true, type);
-        if (rank == root && !result) {
-          throw InvalidArgumentError(operation, rank, "recv is None on the root");
-        }
-        if (result) {
-          require_same_type(in, "send", *result, "recv", operation, rank);
-          const std::size_t needs = in.count * static_cast<std::size_t>(self.size());
-          if (result->count != needs) {
-            wrong_length(operation, rank, "recv", result->count, needs, "size x send's length");
+  def_with_async(
+      cls, "gather",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv, int root,
+                  const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "gather";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView in = view_of(send, operation, rank, "send", false, type);
+          auto result = optional_view(rank == root ? recv : py::object(py::none()), operation, rank,
+                                      "recv", true, type);
+          if (rank == root && !result) {
+            throw InvalidArgumentError(operation, rank, "recv is None on the root");
           }
-        }
-        GatherOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        options.root = root;
-        run_released([&] {
-          self.gather(in.data, result ? result->data : nullptr, in.count, in.type, options);
-        });
-        return rank == root ? recv : py::object(py::none());
+          if (result) {
+            require_same_type(in, "send", *result, "recv", operation, rank);
+            const std::size_t needs = in.count * static_cast<std::size_t>(self.size());
+            if (result->count != needs) {
+              wrong_length(operation, rank, "recv", result->count, needs, "size x send's length");
+            }
+          }
+          GatherOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          options.root = root;
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.gather_async(in.data, result ? result->data : nullptr, in.count, in.type,
+                                       options);
+            });
+          }
+          run_released([&] {
+            self.gather(in.data, result ? result->data : nullptr, in.count, in.type, options);
+          });
+          return rank == root ? recv : py::object(py::none());
+        };
       },
       py::arg("send"), py::arg("recv") = py::none(), py::kw_only(), py::arg("root") = 0,
       COMMON_ARGS, "On root, recv = every rank's send in rank order (recv ignored elsewhere).");
 
-  cls.def(
-      "gather_v",
-      [](Communicator& self, const py::object& send, const py::object& recv,
-         const Counts& recv_counts, const std::optional<Counts>& recv_displacements, int root,
-         const std::string& algorithm, std::optional<double> timeout, std::uint64_t call_tag,
-         const Opt& dtype) {
-        const std::string operation = "gather_v";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView in = view_of(send, operation, rank, "send", false, type);
-        const auto result = optional_view(rank == root ? recv : py::object(py::none()), operation,
-                                          rank, "recv", true, type);
-        if (rank == root && !result) {
-          throw InvalidArgumentError(operation, rank, "recv is None on the root");
-        }
-        const Counts rd = displacements_or_packed(recv_displacements, recv_counts);
-        if (result) {
-          require_same_type(in, "send", *result, "recv", operation, rank);
-          require_blocks_fit(operation, rank, "recv", result->count, recv_counts, rd);
-        }
-        GatherOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        options.root = root;
-        run_released([&] {
-          self.gather_v(in.data, in.count, result ? result->data : nullptr, recv_counts, rd,
-                        in.type, options);
-        });
-        return rank == root ? recv : py::object(py::none());
+  def_with_async(
+      cls, "gather_v",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv,
+                  const Counts& recv_counts, const std::optional<Counts>& recv_displacements,
+                  int root, const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "gather_v";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView in = view_of(send, operation, rank, "send", false, type);
+          auto result = optional_view(rank == root ? recv : py::object(py::none()), operation, rank,
+                                      "recv", true, type);
+          if (rank == root && !result) {
+            throw InvalidArgumentError(operation, rank, "recv is None on the root");
+          }
+          const Counts rd = displacements_or_packed(recv_displacements, recv_counts);
+          if (result) {
+            require_same_type(in, "send", *result, "recv", operation, rank);
+            require_blocks_fit(operation, rank, "recv", result->count, recv_counts, rd);
+          }
+          GatherOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          options.root = root;
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(in, result, send, recv), [&] {
+              return self.gather_v_async(in.data, in.count, result ? result->data : nullptr,
+                                         recv_counts, rd, in.type, options);
+            });
+          }
+          run_released([&] {
+            self.gather_v(in.data, in.count, result ? result->data : nullptr, recv_counts, rd,
+                          in.type, options);
+          });
+          return rank == root ? recv : py::object(py::none());
+        };
       },
       py::arg("send"), py::arg("recv"), py::arg("recv_counts"),
       py::arg("recv_displacements") = py::none(), py::kw_only(), py::arg("root") = 0, COMMON_ARGS,
       "On root, rank q's send lands at recv[recv_displacements[q]:].");
 
-  cls.def(
-      "scatter",
-      [](Communicator& self, const py::object& send, const py::object& recv, int root,
-         const std::string& algorithm, std::optional<double> timeout, std::uint64_t call_tag,
-         const Opt& dtype) {
-        const std::string operation = "scatter";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView result = view_of(recv, operation, rank, "recv", true, type);
-        const auto in = optional_view(rank == root ? send : py::object(py::none()), operation, rank,
-                                      "send", false, type);
-        if (rank == root && !in)
-          throw InvalidArgumentError(operation, rank, "send is None on the root");
-        if (in) {
-          require_same_type(*in, "send", result, "recv", operation, rank);
-          const std::size_t needs = result.count * static_cast<std::size_t>(self.size());
-          if (in->count != needs) {
-            wrong_length(operation, rank, "send", in->count, needs, "size x recv's length");
+  def_with_async(
+      cls, "scatter",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const py::object& recv, int root,
+                  const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "scatter";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView result = view_of(recv, operation, rank, "recv", true, type);
+          auto in = optional_view(rank == root ? send : py::object(py::none()), operation, rank,
+                                  "send", false, type);
+          if (rank == root && !in)
+            throw InvalidArgumentError(operation, rank, "send is None on the root");
+          if (in) {
+            require_same_type(*in, "send", result, "recv", operation, rank);
+            const std::size_t needs = result.count * static_cast<std::size_t>(self.size());
+            if (in->count != needs) {
+              wrong_length(operation, rank, "send", in->count, needs, "size x recv's length");
+            }
           }
-        }
-        ScatterOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        options.root = root;
-        run_released([&] {
-          self.scatter(in ? in->data : nullptr, result.data, result.count, result.type, options);
-        });
-        return recv;
+          ScatterOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          options.root = root;
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(result, in, send, recv), [&] {
+              return self.scatter_async(in ? in->data : nullptr, result.data, result.count,
+                                        result.type, options);
+            });
+          }
+          run_released([&] {
+            self.scatter(in ? in->data : nullptr, result.data, result.count, result.type, options);
+          });
+          return recv;
+        };
       },
       py::arg("send"), py::arg("recv"), py::kw_only(), py::arg("root") = 0, COMMON_ARGS,
       "recv = block `rank` of root's send (send ignored off the root; may be None there).");
 
-  cls.def(
-      "scatter_v",
-      [](Communicator& self, const py::object& send, const Counts& send_counts,
-         const std::optional<Counts>& send_displacements, const py::object& recv, int root,
-         const std::string& algorithm, std::optional<double> timeout, std::uint64_t call_tag,
-         const Opt& dtype) {
-        const std::string operation = "scatter_v";
-        const int rank = self.rank();
-        const auto type = declared_type(dtype, operation, rank);
-        const BufferView result = view_of(recv, operation, rank, "recv", true, type);
-        const auto in = optional_view(rank == root ? send : py::object(py::none()), operation, rank,
-                                      "send", false, type);
-        if (rank == root && !in)
-          throw InvalidArgumentError(operation, rank, "send is None on the root");
-        const Counts sd = displacements_or_packed(send_displacements, send_counts);
-        if (in) {
-          require_same_type(*in, "send", result, "recv", operation, rank);
-          require_blocks_fit(operation, rank, "send", in->count, send_counts, sd);
-        }
-        ScatterOptions options;
-        apply(options, common(algorithm, timeout, call_tag), operation, rank);
-        options.root = root;
-        run_released([&] {
-          self.scatter_v(in ? in->data : nullptr, send_counts, sd, result.data, result.count,
-                         result.type, options);
-        });
-        return recv;
+  def_with_async(
+      cls, "scatter_v",
+      [](auto started) {
+        return [](Communicator& self, const py::object& send, const Counts& send_counts,
+                  const std::optional<Counts>& send_displacements, const py::object& recv, int root,
+                  const std::string& algorithm, std::optional<double> timeout,
+                  std::uint64_t call_tag, const Opt& dtype) -> py::object {
+          const std::string operation = "scatter_v";
+          const int rank = self.rank();
+          const auto type = declared_type(dtype, operation, rank);
+          BufferView result = view_of(recv, operation, rank, "recv", true, type);
+          auto in = optional_view(rank == root ? send : py::object(py::none()), operation, rank,
+                                  "send", false, type);
+          if (rank == root && !in)
+            throw InvalidArgumentError(operation, rank, "send is None on the root");
+          const Counts sd = displacements_or_packed(send_displacements, send_counts);
+          if (in) {
+            require_same_type(*in, "send", result, "recv", operation, rank);
+            require_blocks_fit(operation, rank, "send", in->count, send_counts, sd);
+          }
+          ScatterOptions options;
+          apply(options, common(algorithm, timeout, call_tag), operation, rank);
+          options.root = root;
+          if constexpr (decltype(started)::value) {
+            return start_async(self, keep(result, in, send, recv), [&] {
+              return self.scatter_v_async(in ? in->data : nullptr, send_counts, sd, result.data,
+                                          result.count, result.type, options);
+            });
+          }
+          run_released([&] {
+            self.scatter_v(in ? in->data : nullptr, send_counts, sd, result.data, result.count,
+                           result.type, options);
+          });
+          return recv;
+        };
       },
       py::arg("send"), py::arg("send_counts"), py::arg("send_displacements"), py::arg("recv"),
       py::kw_only(), py::arg("root") = 0, COMMON_ARGS,

@@ -6,6 +6,7 @@
 #include "cxx_timing.h"
 #include "mpi_environment.h"
 #include "python_errors.h"
+#include "work_binding.h"
 
 PYBIND11_MODULE(_collective, module) {
   module.doc() = "libcollective's collectives on Python buffers (see the collective package).";
@@ -13,6 +14,7 @@ PYBIND11_MODULE(_collective, module) {
   module.attr("built_with_nccl") = collective::built_with_nccl();
   collective::python::register_errors(module);
   collective::python::bind_environment(module);
+  collective::python::bind_work(module);
   collective::python::bind_communicator(module);
   collective::python::bind_cxx_timing(module);
 }

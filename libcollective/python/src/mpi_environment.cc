@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "collective/environment.h"
+#include "work_binding.h"
 
 namespace collective::python {
 namespace {
@@ -32,6 +33,7 @@ void bind_environment(py::module_& module) {
   module.def(
       "finalize",
       [] {
+        wait_for_orphans();  // their buffers are released before MPI goes
         py::gil_scoped_release release;
         owned_environment().reset();
       },

@@ -1,0 +1,393 @@
+"""torch.distributed backend "collective" (docs/python.md, "torch.distributed").
+
+``import collective.torch`` registers the backend; then, under mpirun::
+
+    import torch.distributed as dist
+    import collective.torch  # noqa: F401
+    dist.init_process_group("collective")
+
+Where RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are not set (plain
+mpirun), the import sets them from MPI (rank 0's host and a free port, sent
+to every rank), so the env:// rendezvous torch does for every backend works.
+The process group serves CPU tensors (float16, bfloat16, float32, float64,
+int8, uint8, int32, int64), contiguous, in place without a copy, through the
+library's `_async` calls; anything else raises naming the backend and the
+operation.
+"""
+
+import os
+import queue
+import socket
+import sys
+import threading
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import ProcessGroup as _ProcessGroup
+from torch._C._distributed_c10d import ReduceOp as _ReduceOp
+from torch._C._distributed_c10d import Work as _TorchWork
+from torch._C._distributed_c10d import _create_work_from_future
+
+import collective
+
+BACKEND = "collective"
+
+_OPS = {_ReduceOp.SUM: "sum", _ReduceOp.MIN: "min", _ReduceOp.MAX: "max", _ReduceOp.PRODUCT: "prod"}
+if hasattr(_ReduceOp, "AVG"):
+    _OPS[_ReduceOp.AVG] = "mean"
+
+# torch dtype -> (numpy view dtype, library dtype name or None to infer)
+_TYPES = {
+    torch.float16: (torch.float16, None),
+    torch.bfloat16: (torch.int16, "bfloat16"),
+    torch.float32: (torch.float32, None),
+    torch.float64: (torch.float64, None),
+    torch.int8: (torch.int8, None),
+    torch.uint8: (torch.uint8, None),
+    torch.int32: (torch.int32, None),
+    torch.int64: (torch.int64, None),
+}
+
+
+class BackendError(RuntimeError):
+    """A call the "collective" backend does not serve, or bad arguments."""
+
+
+def _refuse(operation, rank, why):
+    raise BackendError(f"torch.distributed backend '{BACKEND}': {operation} (rank {rank}): {why}")
+
+
+def _buffer(tensor, operation, rank, argument):
+    """The tensor's memory as a numpy array (no copy), and the dtype to declare."""
+    if not isinstance(tensor, torch.Tensor):
+        _refuse(operation, rank, f"{argument} is a {type(tensor).__name__}, not a tensor")
+    if tensor.device.type != "cpu":
+        _refuse(operation, rank, f"{argument} is on {tensor.device}; this backend serves CPU tensors")
+    if tensor.dtype not in _TYPES:
+        _refuse(operation, rank, f"{argument} has dtype {tensor.dtype}, which it does not reduce "
+                "(float16, bfloat16, float32, float64, int8, uint8, int32, int64)")
+    if not tensor.is_contiguous():
+        _refuse(operation, rank, f"{argument} is not contiguous (pass tensor.contiguous())")
+    view_type, declared = _TYPES[tensor.dtype]
+    array = tensor.detach().view(view_type).reshape(-1).numpy()
+    return array, declared
+
+
+def _same_dtype(tensors, operation, rank):
+    dtypes = {t.dtype for t in tensors}
+    if len(dtypes) > 1:
+        _refuse(operation, rank, f"the tensors have different dtypes {sorted(map(str, dtypes))}")
+
+
+class _Completer:
+    """One daemon thread per process: waits (GIL released) on the library's calls in the order
+    they were started and completes their torch futures, so that nothing blocks the caller."""
+
+    def __init__(self):
+        self._queue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name="collective.torch", daemon=True)
+        self._thread.start()
+
+    def submit(self, works, future, result, after):
+        self._queue.put((works, future, result, after))
+
+    def _run(self):
+        while True:
+            works, future, result, after = self._queue.get()
+            try:
+                for work in works:
+                    work.wait()
+                if after is not None:
+                    after()
+            except BaseException as error:  # raised by the torch Work's wait()
+                future.set_exception(error)
+            else:
+                future.set_result(result)
+
+
+_COMPLETER = None
+
+
+def _work(works, result, after=None):
+    """A torch Work (C++, so DDP's reducer may hold and wait on it) completed when the library's
+    calls `works` finished: torch's future-backed Work, its future set by the completer thread."""
+    global _COMPLETER
+    future = torch.futures.Future()
+    if all(work.is_completed() for work in works):  # finished already (or no call: send/recv)
+        try:
+            for work in works:
+                work.wait()
+            if after is not None:
+                after()
+        except BaseException as error:
+            future.set_exception(error)
+        else:
+            future.set_result(result)
+    else:
+        if _COMPLETER is None:
+            _COMPLETER = _Completer()
+        _COMPLETER.submit(works, future, result, after)
+    if _caller_is_python_api():
+        return _PythonWork(future, result)
+    return _create_work_from_future(future)
+
+
+class _PythonWork(_TorchWork):
+    """The Work handed to torch.distributed's Python functions (dist.all_reduce, ...): its wait()
+    raises the call's error. torch 1.13's future-backed C++ Work returns from wait() without
+    raising when its future failed, so it serves only the C++ callers (DDP's reducer), which
+    read the future, where the error is raised."""
+
+    def __init__(self, future, result):
+        super().__init__()
+        self._future = future
+        self._result = result
+
+    def wait(self, timeout=None):
+        self._future.wait()  # raises the call's error
+        return True
+
+    def is_completed(self):
+        return self._future.done()
+
+    def is_success(self):
+        if not self._future.done():
+            return False
+        try:
+            self._future.value()
+        except Exception:
+            return False
+        return True
+
+    def result(self):
+        self.wait()
+        return self._result
+
+    def get_future(self):
+        return self._future
+
+
+def _caller_is_python_api():
+    """True when the process group's method was called by torch.distributed's Python functions,
+    which keep the Work's Python object while they use it. A C++ caller (DDP's reducer through
+    the PyProcessGroup trampoline) may hold the Work after its Python object is gone, when a
+    Python override can no longer be reached: it gets the C++ Work."""
+    try:
+        caller = sys._getframe(3)  # _caller_is_python_api <- _work <- the method <- its caller
+    except ValueError:  # no Python caller at all: called from C++ on a thread of its own
+        return False
+    return caller.f_globals.get("__name__") == "torch.distributed.distributed_c10d"
+
+
+class ProcessGroupCollective(_ProcessGroup):
+    """torch's ProcessGroup served by a libcollective Communicator (a duplicate of MPI's world)."""
+
+    def __init__(self, store, rank, size, timeout):
+        super().__init__(rank, size)
+        self._comm = collective.Communicator.world()
+        if (self._comm.rank, self._comm.size) != (rank, size):
+            raise BackendError(
+                f"torch.distributed backend '{BACKEND}': init_process_group (rank {self._comm.rank}): "
+                f"torch says rank {rank} of {size} but MPI says rank {self._comm.rank} of "
+                f"{self._comm.size}; launch under mpirun with RANK and WORLD_SIZE unset or equal to MPI's")
+        self._timeout = timeout.total_seconds() if timeout else None
+        # Settable on the group (dist.group.WORLD.deterministic = True): the reductions
+        # (all_reduce, reduce, reduce_scatter*) add in rank order, so that their results do not
+        # depend on the algorithm; all_reduce_algorithm forces all_reduce's (the C++ names).
+        self.deterministic = False
+        self.all_reduce_algorithm = "auto"
+
+    def getBackendName(self):
+        return BACKEND
+
+    def _get_backend_name(self):
+        return BACKEND
+
+    # --- helpers -----------------------------------------------------------------------------
+    def _one(self, tensors, operation):
+        if len(tensors) != 1:
+            _refuse(operation, self.rank(), f"takes one tensor per rank, not {len(tensors)}")
+        return tensors[0]
+
+    def _op(self, op, operation):
+        reduce_op = op.reduceOp if hasattr(op, "reduceOp") else op
+        if reduce_op not in _OPS:
+            _refuse(operation, self.rank(), f"reduce op {reduce_op} is not served (SUM, MIN, MAX, PRODUCT, AVG)")
+        return _OPS[reduce_op]
+
+    def _opts(self):
+        return {} if self._timeout is None else {"timeout": self._timeout}
+
+    # --- collectives -------------------------------------------------------------------------
+    def allreduce(self, tensors, opts=None):
+        operation = "all_reduce"
+        tensor = self._one(tensors, operation)
+        op = self._op(opts.reduceOp if opts is not None else _ReduceOp.SUM, operation)
+        array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
+        return _work([self._comm.all_reduce_async(
+            array, op=op, dtype=dtype, deterministic=self.deterministic,
+            algorithm=self.all_reduce_algorithm, **self._opts())], tensors)
+
+    def broadcast(self, tensors, opts=None):
+        operation = "broadcast"
+        tensor = self._one(tensors, operation)
+        root = opts.rootRank if opts is not None else 0
+        array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
+        return _work([self._comm.broadcast_async(array, root=root, dtype=dtype, **self._opts())], tensors)
+
+    def reduce(self, tensors, opts=None):
+        operation = "reduce"
+        tensor = self._one(tensors, operation)
+        op = self._op(opts.reduceOp, operation)
+        array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
+        return _work([self._comm.reduce_async(array, root=opts.rootRank, op=op, dtype=dtype,
+                                             deterministic=self.deterministic,
+                                             **self._opts())], tensors)
+
+    def barrier(self, opts=None):
+        return _work([self._comm.barrier_async(**self._opts())], [])
+
+    def _allgather_base(self, output, input, opts=None):
+        operation = "all_gather_into_tensor"
+        _same_dtype([output, input], operation, self.rank())
+        send, dtype = _buffer(input, operation, self.rank(), "input")
+        recv, _ = _buffer(output, operation, self.rank(), "output")
+        return _work([self._comm.all_gather_async(send, recv, dtype=dtype, **self._opts())], [output])
+
+    def allgather(self, output_lists, input_tensors, opts=None):
+        operation = "all_gather"
+        tensor = self._one(input_tensors, operation)
+        if len(output_lists) != 1 or len(output_lists[0]) != self.size():
+            _refuse(operation, self.rank(), f"needs one list of {self.size()} output tensors")
+        outputs = output_lists[0]
+        for q, out in enumerate(outputs):
+            if out.numel() != tensor.numel() or out.dtype != tensor.dtype:
+                _refuse(operation, self.rank(), f"output {q} is {out.dtype} x {out.numel()} but the "
+                        f"input is {tensor.dtype} x {tensor.numel()}")
+        send, dtype = _buffer(tensor, operation, self.rank(), "input")
+        # The outputs are separate tensors: gathered into one buffer, then copied out
+        # (all_gather_into_tensor is the zero-copy form).
+        flat = torch.empty(self.size() * tensor.numel(), dtype=tensor.dtype)
+        recv, _ = _buffer(flat, operation, self.rank(), "output")
+
+        def copy_out():
+            for q, out in enumerate(outputs):
+                out.copy_(flat[q * tensor.numel():(q + 1) * tensor.numel()].view_as(out))
+
+        return _work([self._comm.all_gather_async(send, recv, dtype=dtype, **self._opts())],
+                    output_lists, copy_out)
+
+    def _reduce_scatter_base(self, output, input, opts=None):
+        operation = "reduce_scatter_tensor"
+        _same_dtype([output, input], operation, self.rank())
+        op = self._op(opts.reduceOp if opts is not None else _ReduceOp.SUM, operation)
+        send, dtype = _buffer(input, operation, self.rank(), "input")
+        recv, _ = _buffer(output, operation, self.rank(), "output")
+        return _work([self._comm.reduce_scatter_async(send, recv, op=op, dtype=dtype,
+                                                   deterministic=self.deterministic, **self._opts())],
+                    [output])
+
+    def reduce_scatter(self, output_tensors, input_lists, opts=None):
+        operation = "reduce_scatter"
+        output = self._one(output_tensors, operation)
+        if len(input_lists) != 1 or len(input_lists[0]) != self.size():
+            _refuse(operation, self.rank(), f"needs one list of {self.size()} input tensors")
+        inputs = input_lists[0]
+        _same_dtype([output, *inputs], operation, self.rank())
+        for q, t in enumerate(inputs):
+            if t.numel() != output.numel():
+                _refuse(operation, self.rank(), f"input {q} holds {t.numel()} elements but the "
+                        f"output {output.numel()}")
+        op = self._op(opts.reduceOp, operation)
+        # Separate input tensors: packed into one send buffer (a copy; reduce_scatter_tensor
+        # is the zero-copy form).
+        flat = torch.cat([t.reshape(-1) for t in inputs]) if inputs else torch.empty(0, dtype=output.dtype)
+        send, dtype = _buffer(flat, operation, self.rank(), "input")
+        recv, _ = _buffer(output, operation, self.rank(), "output")
+        return _work([self._comm.reduce_scatter_async(send, recv, op=op, dtype=dtype,
+                                                   deterministic=self.deterministic, **self._opts())],
+                    output_tensors, lambda: flat)
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        operation = "all_to_all_single"
+        _same_dtype([output, input], operation, self.rank())
+        send, dtype = _buffer(input, operation, self.rank(), "input")
+        recv, _ = _buffer(output, operation, self.rank(), "output")
+        p = self.size()
+        if not output_split_sizes and not input_split_sizes:
+            if send.size % p or recv.size != send.size:
+                _refuse(operation, self.rank(), f"input ({send.size}) and output ({recv.size}) must "
+                        f"hold the same multiple of {p} elements")
+            return _work([self._comm.all_to_all_async(send, recv, dtype=dtype, **self._opts())], [output])
+        row = 1
+        for d in (input.shape[1:] if input.dim() > 1 else ()):
+            row *= d
+        send_counts = [s * row for s in input_split_sizes] if input_split_sizes else [send.size // p] * p
+        recv_counts = [s * row for s in output_split_sizes] if output_split_sizes else [recv.size // p] * p
+        return _work([self._comm.all_to_all_v_async(send, send_counts, None, recv, recv_counts, None,
+                                                   dtype=dtype, **self._opts())], [output])
+
+    def send(self, tensors, dst, tag):
+        operation = "send"
+        tensor = self._one(tensors, operation)
+        array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
+        # The library's send is synchronous and has no _async form: it completes here.
+        self._comm.send(array, dst, tag=tag, dtype=dtype, **self._opts())
+        return _work([], tensors)
+
+    def recv(self, tensors, src, tag):
+        operation = "recv"
+        tensor = self._one(tensors, operation)
+        array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
+        self._comm.recv(array, src, tag=tag, dtype=dtype, **self._opts())
+        return _work([], tensors)
+
+    # --- not served --------------------------------------------------------------------------
+    def _not_served(name):
+        def refuse(self, *args, **kwargs):
+            _refuse(name, self.rank(), "is not served by this backend")
+        refuse.__name__ = name
+        return refuse
+
+    allreduce_coalesced = _not_served("allreduce_coalesced")
+    allgather_coalesced = _not_served("allgather_coalesced")
+    gather = _not_served("gather")
+    scatter = _not_served("scatter")
+    alltoall = _not_served("all_to_all")
+    recv_anysource = _not_served("recv_anysource")
+    monitored_barrier = _not_served("monitored_barrier")
+    del _not_served
+
+
+def _rendezvous_from_mpi():
+    """Sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from MPI where they are unset."""
+    names = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+    if all(name in os.environ for name in names):
+        return
+    import numpy as np
+    comm = collective.Communicator.world()
+    message = np.zeros(256, np.uint8)  # port (2 bytes) then rank 0's host name
+    if comm.rank == 0:
+        with socket.socket() as probe:
+            probe.bind(("", 0))
+            port = probe.getsockname()[1]
+        host = (os.environ.get("MASTER_ADDR") or collective.host_name()).encode()[:250]
+        message[0], message[1] = port >> 8, port & 0xFF
+        message[2:2 + len(host)] = np.frombuffer(host, np.uint8)
+    comm.broadcast(message, root=0)
+    host = bytes(message[2:]).rstrip(b"\0").decode()
+    os.environ.setdefault("RANK", str(comm.rank))
+    os.environ.setdefault("WORLD_SIZE", str(comm.size))
+    os.environ.setdefault("MASTER_ADDR", host)
+    os.environ.setdefault("MASTER_PORT", str((int(message[0]) << 8) | int(message[1])))
+    comm.free()
+
+
+def _create(store, rank, size, timeout):
+    return ProcessGroupCollective(store, rank, size, timeout)
+
+
+if BACKEND.upper() not in dist.Backend._plugins:
+    dist.Backend.register_backend(BACKEND, _create)
+_rendezvous_from_mpi()

@@ -1,0 +1,199 @@
+# torch.distributed on the "collective" backend under mpirun (label torch): every served call
+# checked element by element, the refusals, and DDP against Gloo in the same processes.
+from datetime import timedelta
+
+import pytest
+
+torch = pytest.importorskip(
+    "torch", reason="python3-torch is not installed (scripts/install_deps.sh --with-torch)")
+import torch.distributed as dist  # noqa: E402
+
+import collective.torch  # noqa: E402,F401
+
+
+def check(actual, expected, what):
+    rank = dist.get_rank()
+    assert actual.shape == expected.shape, f"rank {rank}: {what}: shape {actual.shape} != {expected.shape}"
+    a, e = actual.reshape(-1), expected.reshape(-1)
+    wrong = (a != e).nonzero()
+    if wrong.numel():
+        i = int(wrong[0])
+        raise AssertionError(f"rank {rank}: {what}: {wrong.numel()} wrong element(s); first at "
+                             f"index {i}: expected {e[i].item()!r}, actual {a[i].item()!r}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def world():
+    dist.init_process_group("collective")
+    assert dist.get_backend() == "collective"
+    yield
+    dist.destroy_process_group()
+
+
+TYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8,
+         torch.int32, torch.int64]
+
+
+@pytest.mark.parametrize("dtype", TYPES, ids=str)
+@pytest.mark.parametrize("async_op", [False, True])
+def test_all_reduce_every_dtype(dtype, async_op):
+    r, p = dist.get_rank(), dist.get_world_size()
+    for n in (0, 1, 1000):
+        x = (torch.arange(n) % 7 + r).to(dtype)
+        address = x.data_ptr()
+        work = dist.all_reduce(x, async_op=async_op)
+        if async_op:
+            work.wait()
+            assert work.is_completed()
+        assert x.data_ptr() == address
+        expected = (p * (torch.arange(n) % 7) + sum(range(p))).to(dtype)
+        check(x, expected, f"all_reduce {dtype} n={n}")
+        y = (torch.arange(n) % 5 + r).to(dtype)
+        dist.all_reduce(y, op=dist.ReduceOp.MAX)
+        check(y, (torch.arange(n) % 5 + p - 1).to(dtype), f"all_reduce max {dtype} n={n}")
+
+
+def test_gathers_scatters_broadcast_reduce_barrier():
+    r, p = dist.get_rank(), dist.get_world_size()
+    n = 6
+    mine = torch.arange(n, dtype=torch.float32) + 100 * r
+    everyone = torch.cat([torch.arange(n, dtype=torch.float32) + 100 * q for q in range(p)])
+
+    outs = [torch.empty(n) for _ in range(p)]
+    dist.all_gather(outs, mine)
+    check(torch.cat(outs), everyone, "all_gather")
+    into = torch.empty(n * p)
+    dist.all_gather_into_tensor(into, mine, async_op=True).wait()
+    check(into, everyone, "all_gather_into_tensor")
+
+    send = torch.arange(n * p, dtype=torch.int64) * (r + 1)
+    total = sum(q + 1 for q in range(p))
+    expected = torch.arange(r * n, (r + 1) * n, dtype=torch.int64) * total
+    out = torch.empty(n, dtype=torch.int64)
+    dist.reduce_scatter_tensor(out, send)
+    check(out, expected, "reduce_scatter_tensor")
+    out2 = torch.empty(n, dtype=torch.int64)
+    dist.reduce_scatter(out2, list(send.chunk(p)))
+    check(out2, expected, "reduce_scatter")
+
+    b = torch.full((5,), float(r), dtype=torch.float64)
+    dist.broadcast(b, src=p - 1)
+    check(b, torch.full((5,), float(p - 1), dtype=torch.float64), "broadcast")
+
+    red = torch.full((3,), r + 1, dtype=torch.int32)
+    dist.reduce(red, dst=0)
+    if r == 0:
+        check(red, torch.full((3,), total, dtype=torch.int32), "reduce")
+    dist.barrier()
+
+
+def test_all_to_all_single_even_and_uneven():
+    r, p = dist.get_rank(), dist.get_world_size()
+    send = torch.arange(2 * p, dtype=torch.float32) + 10 * r
+    recv = torch.empty(2 * p)
+    dist.all_to_all_single(recv, send)
+    expected = torch.cat([torch.tensor([2 * r, 2 * r + 1], dtype=torch.float32) + 10 * q for q in range(p)])
+    check(recv, expected, "all_to_all_single")
+    # rank r sends q+1 rows of width 2 to rank q
+    in_splits = [q + 1 for q in range(p)]
+    out_splits = [r + 1] * p
+    send = torch.full((sum(in_splits), 2), float(r))
+    recv = torch.empty(sum(out_splits), 2)
+    dist.all_to_all_single(recv, send, out_splits, in_splits)
+    expected = torch.cat([torch.full((r + 1, 2), float(q)) for q in range(p)])
+    check(recv, expected, "all_to_all_single uneven")
+
+
+def test_send_recv():
+    r, p = dist.get_rank(), dist.get_world_size()
+    if p == 1:
+        pytest.skip("needs a peer")
+    out = torch.full((4,), float(r))
+    got = torch.empty(4)
+    if r % 2 == 0:
+        dist.send(out, (r + 1) % p)
+        dist.recv(got, (r - 1) % p)
+    else:
+        dist.recv(got, (r - 1) % p)
+        dist.send(out, (r + 1) % p)
+    check(got, torch.full((4,), float((r - 1) % p)), "recv")
+
+
+def test_refusals_name_backend_and_operation():
+    r = dist.get_rank()
+    with pytest.raises(RuntimeError, match=rf"backend 'collective': gather \(rank {r}\): is not served"):
+        dist.gather(torch.ones(2), [torch.ones(2)] * dist.get_world_size() if r == 0 else None, dst=0)
+    with pytest.raises(RuntimeError, match=r"backend 'collective': all_reduce .*not contiguous"):
+        dist.all_reduce(torch.ones(4, 4)[:, 1])
+    with pytest.raises(RuntimeError, match=r"backend 'collective': all_reduce .*dtype torch.bool"):
+        dist.all_reduce(torch.ones(4, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match=r"torch says rank 7 of 9 but MPI says rank"):
+        collective.torch.ProcessGroupCollective(None, 7, 9, timedelta(seconds=10))
+    x = torch.ones(3)
+    dist.all_reduce(x)  # still paired after the refusals
+    check(x, torch.full((3,), float(dist.get_world_size())), "all_reduce after the refusals")
+
+
+def _train(group, steps, seed=1234):
+    torch.manual_seed(seed)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
+    ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    generator = torch.Generator().manual_seed(99 + dist.get_rank())
+    for _ in range(steps):
+        data = torch.randn(8, 16, generator=generator)
+        target = torch.randn(8, 4, generator=generator)
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(ddp(data), target).backward()
+        optimizer.step()
+    return [p.detach().clone() for p in model.parameters()]
+
+
+def test_ddp_matches_gloo():
+    r, p = dist.get_rank(), dist.get_world_size()
+    gloo = dist.new_group(backend="gloo")
+    ours = _train(dist.group.WORLD, steps=10)
+    theirs = _train(gloo, steps=10)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if p <= 2:
+            # Two addends: the sum is the same in either order, so the results are bitwise equal.
+            check(a, b, f"DDP parameter {i} against Gloo")
+        else:
+            # Ring orders differ: each all-reduce rounds differently; 10 steps stay within 1e-5.
+            worst = (a - b).abs().max().item()
+            assert worst <= 1e-5, f"rank {r}: DDP parameter {i}: |collective - gloo| = {worst} > 1e-5"
+    # The ranks agree with each other exactly.
+    for i, a in enumerate(ours):
+        first = a.clone()
+        dist.broadcast(first, src=0)
+        check(a, first, f"DDP parameter {i} against rank 0")
+    dist.destroy_process_group(gloo)
+
+
+def test_ddp_deterministic_is_bitwise_equal_across_algorithms():
+    world = dist.group.WORLD
+    world.deterministic = True
+    results = {}
+    try:
+        for algorithm in ("ring", "recursive_doubling", "shared_memory", "auto"):
+            world.all_reduce_algorithm = algorithm
+            results[algorithm] = _train(world, steps=10)
+    finally:
+        world.deterministic = False
+        world.all_reduce_algorithm = "auto"
+    for algorithm, params in results.items():
+        for i, (a, b) in enumerate(zip(params, results["ring"])):
+            check(a, b, f"deterministic DDP parameter {i}: {algorithm} against ring")
+
+
+def test_a_failed_call_raises_from_wait_on_every_rank():
+    r, p = dist.get_rank(), dist.get_world_size()
+    if p == 1:
+        pytest.skip("a mismatch needs two ranks")
+    x = torch.ones(3 if r == 0 else 4)
+    work = dist.all_reduce(x, async_op=True)
+    with pytest.raises(Exception, match=r"all_reduce #\d+ \(rank \d\): the ranks disagree"):
+        work.wait()
+    y = torch.ones(3)
+    dist.all_reduce(y)  # the group still works
+    check(y, torch.full((3,), float(p)), "all_reduce after the mismatch")
