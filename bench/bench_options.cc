@@ -461,7 +461,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
       throw UsageError(
           "--nonblocking measures the overlap of all_reduce; -C/--collective must be all_reduce");
     }
-    if (options.fusion_tensors > 0) throw UsageError("--nonblocking and --fusion are separate runs");
+    if (options.fusion_tensors > 0)
+      throw UsageError("--nonblocking and --fusion are separate runs");
     if (given("generate-rules"))
       throw UsageError("--nonblocking and --generate-rules are separate runs");
     if (options.memory == BufferMemory::kDevice) {

@@ -69,7 +69,9 @@ class LibrarySide final : public OverlapSide {
     options_.op = op;
     options_.deterministic = deterministic;
   }
-  void start() override { work_ = communicator_.all_reduce_async(send_, recv_, count_, type_, options_); }
+  void start() override {
+    work_ = communicator_.all_reduce_async(send_, recv_, count_, type_, options_);
+  }
   void wait() override { work_.wait(); }
 
  private:
@@ -88,8 +90,13 @@ class MpiSide final : public OverlapSide {
  public:
   MpiSide(const MpiBaseline& mpi, const void* send, void* recv, std::size_t count, DataType type,
           ReduceOp op)
-      : mpi_(mpi), send_(static_cast<const char*>(send)), recv_(static_cast<char*>(recv)),
-        count_(count), type_(type), reduce_op_(op), op_(mpi.op(type, op)) {}
+      : mpi_(mpi),
+        send_(static_cast<const char*>(send)),
+        recv_(static_cast<char*>(recv)),
+        count_(count),
+        type_(type),
+        reduce_op_(op),
+        op_(mpi.op(type, op)) {}
   void start() override {
     requests_.clear();
     const std::size_t element = element_size(type_);
@@ -101,9 +108,9 @@ class MpiSide final : public OverlapSide {
     });
   }
   void wait() override {
-    mpi_.check(MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(),
-                           MPI_STATUSES_IGNORE),
-               "MPI_Waitall");
+    mpi_.check(
+        MPI_Waitall(static_cast<int>(requests_.size()), requests_.data(), MPI_STATUSES_IGNORE),
+        "MPI_Waitall");
     mpi_.finish_mean(recv_, count_, type_, reduce_op_);
   }
 
@@ -168,8 +175,7 @@ RunSummary run_overlap(BenchContext& context) {
   RunSummary summary;
   ErrorInjector injector(options.inject_error);
   AlignedBuffer send, recv, mpi_recv;
-  const std::size_t total =
-      options.datatypes.size() * options.ops.size() * options.size_count();
+  const std::size_t total = options.datatypes.size() * options.ops.size() * options.size_count();
   for (DataType type : options.datatypes) {
     const std::size_t element = element_size(type);
     for (ReduceOp op : options.ops) {
@@ -179,9 +185,9 @@ RunSummary run_overlap(BenchContext& context) {
         if (count == previous_count) continue;
         previous_count = count;
         const std::size_t bytes = count * element;
-        context.progress.update(summary.measured, total,
-                                "overlap " + format_byte_size(bytes) + " " +
-                                    std::string(to_string(type)));
+        context.progress.update(
+            summary.measured, total,
+            "overlap " + format_byte_size(bytes) + " " + std::string(to_string(type)));
         send.reserve(bytes);
         recv.reserve(bytes);
         mpi_recv.reserve(bytes);
@@ -250,8 +256,8 @@ RunSummary run_overlap(BenchContext& context) {
         MPI_Allreduce(&wrong, &wrong_everywhere, 1, MPI_UINT64_T, MPI_SUM, comm);
         context.progress.finish();
         if (context.reporter) {
-          context.reporter->note(format_row(bytes, count, type, op, times[0], times[1],
-                                            wrong_everywhere));
+          context.reporter->note(
+              format_row(bytes, count, type, op, times[0], times[1], wrong_everywhere));
         }
         summary.wrong += wrong_everywhere;
         ++summary.measured;

@@ -244,14 +244,14 @@ TEST(BenchOptions, NonblockingIsAnAllReduceOverlapMeasure) {
   EXPECT_EQ(o.min_bytes, 1u << 20);
   EXPECT_EQ(o.max_bytes, 64u << 20);
   EXPECT_EQ(o.iters, 10);
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"--nonblocking", "-C", "broadcast"},
-           {"--nonblocking", "--fusion", "4"},
-           {"--nonblocking", "--generate-rules", "r.txt"},
-           {"--nonblocking", "--memory", "device"},
-           {"--nonblocking", "-a", "ring"},
-           {"--nonblocking", "-a", "all"},
-           {"--nonblocking", "--format", "csv"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--nonblocking", "-C", "broadcast"},
+                                             {"--nonblocking", "--fusion", "4"},
+                                             {"--nonblocking", "--generate-rules", "r.txt"},
+                                             {"--nonblocking", "--memory", "device"},
+                                             {"--nonblocking", "-a", "ring"},
+                                             {"--nonblocking", "-a", "all"},
+                                             {"--nonblocking", "--format", "csv"}}) {
     const std::string why = refusal(args);
     EXPECT_NE(why.find("--nonblocking"), std::string::npos) << args[1] << ": " << why;
   }
@@ -262,9 +262,9 @@ TEST(Overlap, IsOsusFormulaClampedToZeroToHundred) {
   EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 100), 100.0);  // all hidden
   EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 200), 0.0);    // none hidden
   EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 120), 80.0);
-  EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 250), 0.0);    // slower than serial: clamped
-  EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 90), 100.0);   // noise below compute: clamped
-  EXPECT_DOUBLE_EQ(overlap_percent(0, 5, 5), 0.0);          // a call of no time hides nothing
+  EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 250), 0.0);   // slower than serial: clamped
+  EXPECT_DOUBLE_EQ(overlap_percent(100, 100, 90), 100.0);  // noise below compute: clamped
+  EXPECT_DOUBLE_EQ(overlap_percent(0, 5, 5), 0.0);         // a call of no time hides nothing
 }
 
 TEST(BenchOptions, FusionRequestsWhatCommunicationOptionsCan) {
