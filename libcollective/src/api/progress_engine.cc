@@ -28,9 +28,18 @@ std::set<ProgressEngine*>& engines() {
   return *all;
 }
 
+thread_local bool t_inside_call = false;
+
 }  // namespace
 
-ProgressEngine::ProgressEngine(CommunicatorState& state) : state_(state) {
+bool ProgressEngine::inside_call() { return t_inside_call; }
+
+ProgressEngine::ProgressEngine(CommunicatorState& state)
+    : state_(state), access_(std::make_shared<EngineAccess>()) {
+  access_->engine = this;
+  access_->help = [](void* engine, WorkState& work) {
+    static_cast<ProgressEngine*>(engine)->help(work);
+  };
   {
     const std::lock_guard<std::mutex> lock(engines_mutex());
     engines().insert(this);
@@ -56,9 +65,13 @@ ProgressEngine::~ProgressEngine() {
   }
   changed_.notify_all();
   thread_.join();
+  // A waiter still running a call on its own thread finishes first.
+  const std::lock_guard<std::mutex> helping(access_->mutex);
+  access_->engine = nullptr;
 }
 
 void ProgressEngine::enqueue(std::unique_ptr<QueuedCall> call) {
+  call->work->set_engine_access(access_);
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(call));
@@ -69,7 +82,25 @@ void ProgressEngine::enqueue(std::unique_ptr<QueuedCall> call) {
 
 void ProgressEngine::drain() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return outstanding_.load(std::memory_order_relaxed) == 0; });
+  while (outstanding_.load(std::memory_order_relaxed) != 0) {
+    if (!running_ && !queue_.empty() && !inside_call()) {
+      run_front(lock);
+    } else {
+      changed_.wait(lock);
+    }
+  }
+}
+
+void ProgressEngine::help(WorkState& work) {
+  if (inside_call()) return;
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!work.finished()) {
+    if (!running_ && !queue_.empty()) {
+      run_front(lock);
+    } else {
+      changed_.wait(lock);
+    }
+  }
 }
 
 void ProgressEngine::run() {
@@ -77,32 +108,41 @@ void ProgressEngine::run() {
   while (true) {
     // Stopping only once the queue is empty: every call started by the
     // program runs, in order, as on the other ranks.
-    changed_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+    changed_.wait(lock,
+                  [&] { return (!running_ && !queue_.empty()) || (stopping_ && queue_.empty()); });
     if (queue_.empty()) return;
-    std::unique_ptr<QueuedCall> call = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    std::exception_ptr error;
-    try {
-      if (call->run_instead) {
-        call->run_instead();
-      } else {
-        run_numbered_collective(state_, call->request, call->options);
-      }
-    } catch (...) {
-      error = std::current_exception();
-    }
-    // One step for both observers: whoever sees the Work finished sees the
-    // engine idle (when this was the last call), and drain() returns only
-    // after the Work is finished.
-    lock.lock();
-    outstanding_.fetch_sub(1, std::memory_order_release);
-    call->work->finish(std::move(error));
-    changed_.notify_all();
-    lock.unlock();
-    call.reset();
-    lock.lock();
+    run_front(lock);
   }
+}
+
+void ProgressEngine::run_front(std::unique_lock<std::mutex>& lock) {
+  std::unique_ptr<QueuedCall> call = std::move(queue_.front());
+  queue_.pop_front();
+  running_ = true;
+  lock.unlock();
+  t_inside_call = true;
+  std::exception_ptr error;
+  try {
+    if (call->run_instead) {
+      call->run_instead();
+    } else {
+      run_numbered_collective(state_, call->request, call->options);
+    }
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // One step for both observers: whoever sees the Work finished sees the
+  // engine idle (when this was the last call), and drain() returns only
+  // after the Work is finished.
+  lock.lock();
+  running_ = false;
+  outstanding_.fetch_sub(1, std::memory_order_release);
+  call->work->finish(std::move(error));
+  t_inside_call = false;
+  changed_.notify_all();
+  lock.unlock();
+  call.reset();
+  lock.lock();
 }
 
 ProgressEngine& progress_engine_of(CommunicatorState& state) {

@@ -47,21 +47,34 @@ class ProgressEngine : public AlgorithmResources {
   ProgressEngine& operator=(const ProgressEngine&) = delete;
 
   void enqueue(std::unique_ptr<QueuedCall> call);
-  // Returns once no call is queued or running.
+  // Returns once no call is queued or running, running queued calls on
+  // the calling thread while the engine's thread is not running one.
   void drain();
+  // Work::wait(): runs queued calls on the calling thread, in order, while
+  // the engine's thread is not running one, until `work` has finished.
+  // Saves the two thread hand-offs of a call that is waited for at once.
+  void help(WorkState& work);
   // Whether a call is queued or running (acquire: what the finished calls
   // wrote to the communicator's state is visible after false).
   bool busy() const { return outstanding_.load(std::memory_order_acquire) != 0; }
 
  private:
   void run();
+  // Takes the first queued call and runs it on this thread (lock held on
+  // entry and on return; released while the call runs).
+  void run_front(std::unique_lock<std::mutex>& lock);
+  // Whether this thread is inside a call or its completion callback (a
+  // wait() there must not help: it would take the engine's lock again).
+  static bool inside_call();
 
   CommunicatorState& state_;
   std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<std::unique_ptr<QueuedCall>> queue_;
   std::atomic<std::size_t> outstanding_{0};  // queued + running
+  bool running_ = false;                     // a call runs, on the engine's thread or a helper's
   bool stopping_ = false;
+  std::shared_ptr<EngineAccess> access_;
   std::thread thread_;
 };
 

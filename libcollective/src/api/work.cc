@@ -48,7 +48,17 @@ void WorkState::on_completion(std::function<void()> callback) {
   if (callback) callback();
 }
 
+void WorkState::help_engine() {
+  const std::shared_ptr<EngineAccess> access = engine_access_;
+  if (!access) return;
+  // Another thread helping the same engine: wait as usual meanwhile.
+  std::unique_lock<std::mutex> helping(access->mutex, std::try_to_lock);
+  if (!helping.owns_lock() || access->engine == nullptr) return;
+  access->help(access->engine, *this);
+}
+
 void WorkState::wait() {
+  help_engine();
   std::unique_lock<std::mutex> lock(mutex_);
   finished_changed_.wait(lock, [&] { return settled_; });
   observed_ = true;

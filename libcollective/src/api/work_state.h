@@ -7,10 +7,23 @@
 #include <condition_variable>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 
 namespace collective::internal {
+
+class WorkState;
+
+// The way from a Work back to the engine that runs its call, so that wait()
+// can run the calls queued ahead of it itself (ProgressEngine::help). The
+// engine clears it when it goes; a helper holds `mutex` meanwhile, so the
+// engine waits for it.
+struct EngineAccess {
+  std::mutex mutex;
+  void (*help)(void* engine, WorkState& work) = nullptr;
+  void* engine = nullptr;
+};
 
 class WorkState {
  public:
@@ -40,7 +53,17 @@ class WorkState {
 
   const std::string& operation() const { return operation_; }
 
+  // Set when the call is queued (ProgressEngine::enqueue).
+  void set_engine_access(std::shared_ptr<EngineAccess> access) {
+    engine_access_ = std::move(access);
+  }
+
  private:
+  // wait(): runs the calls queued ahead of this one, and this one, on the
+  // waiting thread when the engine is not running one.
+  void help_engine();
+
+  std::shared_ptr<EngineAccess> engine_access_;
   const std::string operation_;
   mutable std::mutex mutex_;
   std::condition_variable finished_changed_;
