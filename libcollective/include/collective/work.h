@@ -21,7 +21,9 @@ class WorkState;
 // need not enter the library for it to finish.
 //
 // Contract:
-// - wait() returns once the call finished; when the call failed it rethrows
+// - wait() returns once the call finished, running the call (and those
+//   issued before it) on the waiting thread when the progress thread is
+//   not running one; when the call failed it rethrows
 //   the call's error, the same type and text the blocking call raises
 //   (MismatchError, TimeoutError, CommunicationError, UnsupportedError,
 //   ...). It may be called again: it rethrows the same error each time.
