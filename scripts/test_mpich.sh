@@ -25,10 +25,13 @@ if [[ " $step " == *" build "* ]]; then
   bash "$root/scripts/install_deps.sh" --with-mpich
   cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCOLLECTIVE_MPI=mpich \
         -DCOLLECTIVE_BUILD_TESTS=ON >/dev/null
-  targets=(c_api_test c_api_misuse_test c_api_async_test dropin_program dropin_program_linked dropin_fast_path_program
+  targets=(c_api_test c_api_misuse_test c_api_async_test c_api_plan_test dropin_program dropin_program_linked
+           dropin_fast_path_program dropin_nonblocking_program
            collective_mpi collective_mpi_tests topology_mpi_test launcher_variables_test)
   # (not `| grep -q`: with pipefail, grep's early exit fails the pipe)
-  [[ $(cmake --build "$build_dir" --target help) == *fortran_api_test* ]] && targets+=(fortran_api_test)
+  help=$(cmake --build "$build_dir" --target help)
+  [[ $help == *fortran_api_test* ]] && targets+=(fortran_api_test)
+  [[ $help == *fortran_async_test* ]] && targets+=(fortran_async_test)
   cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 fi
 [[ " $step " == *" test "* ]] || exit 0
