@@ -86,17 +86,19 @@ void run_single_rank(const Request& request, int rank) {
   }
 }
 
-// The call after it claimed the communicator and took its sequence number.
-void run_claimed(CommunicatorState& state, Request& request, const CommonOptions& options,
-                 CallRecording& recording) {
-  const EnvParams& params = require_usable(state, [&] { return request.label(); });
-
-  // This rank's own checks. With validation on, a rejection is not raised
-  // yet: the rank first tells the others (cross_rank_check/cross_rank_check.h).
-  std::exception_ptr rejection;
+// This rank's own checks and the algorithm's choice. With validation on
+// (and peers to tell), a rejection is held, not raised: the rank first
+// tells the others (cross_rank_check/cross_rank_check.h).
+struct OwnChecks {
   std::optional<Selection> selection;
+  std::exception_ptr rejection;
   bool unsupported = false;
   std::string rejection_cause;
+};
+
+OwnChecks check_and_select(CommunicatorState& state, Request& request, const CommonOptions& options,
+                           const EnvParams& params) {
+  OwnChecks checks;
   try {
     apply_options(request, options);
     validate_request(request, state.rank, state.size);
@@ -104,14 +106,27 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
     // kind is checked against it. Host algorithms refuse device buffers in
     // their supports(), so device buffers reach NCCL or an UnsupportedError.
     request.memory = gpu::resolve_memory_kind(request, state.rank);
-    selection = select_algorithm(request, state);
-    recording.algorithm(selection->algorithm->id(), request.requested);
+    checks.selection = select_algorithm(request, state);
   } catch (const Error& error) {
     if (!params.validate || state.size == 1) throw;
-    rejection = std::current_exception();
-    unsupported = dynamic_cast<const UnsupportedError*>(&error) != nullptr;
-    rejection_cause = error.cause();
+    checks.rejection = std::current_exception();
+    checks.unsupported = dynamic_cast<const UnsupportedError*>(&error) != nullptr;
+    checks.rejection_cause = error.cause();
   }
+  return checks;
+}
+
+// The call after it claimed the communicator and took its sequence number.
+void run_claimed(CommunicatorState& state, Request& request, const CommonOptions& options,
+                 CallRecording& recording) {
+  const EnvParams& params = require_usable(state, [&] { return request.label(); });
+
+  OwnChecks checks = check_and_select(state, request, options, params);
+  const std::exception_ptr& rejection = checks.rejection;
+  std::optional<Selection>& selection = checks.selection;
+  const bool unsupported = checks.unsupported;
+  const std::string& rejection_cause = checks.rejection_cause;
+  if (selection) recording.algorithm(selection->algorithm->id(), request.requested);
 
   // One deadline bounds the whole call: the check and the algorithm. Read
   // at the clock's tick: a timeout may come up to a tick early.
@@ -236,20 +251,11 @@ PreparedCall prepare_call(CommunicatorState& state, Request request, const Commo
   const EnvParams& params = require_usable(state, [&] { return request.label() + " (plan)"; });
   PreparedCall prepared;
   prepared.created_as = request.sequence;
-  std::exception_ptr rejection;
-  bool unsupported = false;
-  std::string rejection_cause;
-  try {
-    apply_options(request, options);
-    validate_request(request, state.rank, state.size);
-    request.memory = gpu::resolve_memory_kind(request, state.rank);
-    prepared.algorithm = select_algorithm(request, state).algorithm;
-  } catch (const Error& error) {
-    if (!params.validate || state.size == 1) throw;
-    rejection = std::current_exception();
-    unsupported = dynamic_cast<const UnsupportedError*>(&error) != nullptr;
-    rejection_cause = error.cause();
-  }
+  const OwnChecks checks = check_and_select(state, request, options, params);
+  const std::exception_ptr& rejection = checks.rejection;
+  const bool unsupported = checks.unsupported;
+  const std::string& rejection_cause = checks.rejection_cause;
+  if (checks.selection) prepared.algorithm = checks.selection->algorithm;
   if (request.timeout.count() <= 0) request.timeout = params.timeout;
   request.deadline = coarse_now() + request.timeout;
   // Creation's own check, always made (even with COLLECTIVE_VALIDATE=0,
