@@ -1,4 +1,4 @@
-// collective_bench: launch with mpirun; see --help and docs/performance.md.
+// collective_bench: launch with mpirun; see --help and docs/bench.md.
 // Exit status: 0 all results correct (and busbw at or above --min-busbw),
 // 1 a wrong result or busbw under --min-busbw, 2 a command line that cannot
 // run (also: buffers that cannot fit, memory_budget.h), 3 a failure during

@@ -4,7 +4,8 @@
 // without the plan), the blocking Communicator::all_reduce, and
 // MPI_Allreduce.
 // Prints, per way, the median over rounds of each round's mean per call
-// (docs/performance.md, "Persistent calls"). Results are checked exactly.
+// (docs/performance.md, "Calls in flight"; tables in
+// docs/performance_history.md). Results are checked exactly.
 //
 //   persistent_timing [--bytes 8] [--iterations 2000] [--rounds 15]
 #include <mpi.h>

@@ -1,5 +1,5 @@
 // Rows as flat named fields: the one definition of the JSON and CSV
-// columns (docs/performance.md lists them).
+// columns (docs/bench.md lists them).
 #pragma once
 
 #include <cstdint>

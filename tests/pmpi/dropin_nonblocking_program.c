@@ -16,11 +16,6 @@
  *             next call is served and exact.
  *   --init-funneled  starts MPI with MPI_Init_thread(MPI_THREAD_FUNNELED)
  *             instead of MPI_Init; prints the level MPI reports.
- *   --overlap SIZE_BYTES REPS  the KSPPIPECG shape: MPI_Iallreduce, a
- *             calibrated compute, MPI_Wait, timed beside Open MPI's own
- *             (PMPI_Iallreduce, which the drop-in does not intercept) in
- *             the same run, alternating; prints OSU's overlap measure.
- *             A benchmark: it asserts no time.
  * Every rank prints how many calls of each MPI_I* function it made and how
  * many of those the drop-in is to pass; a failure names the rank, the call,
  * the index, expected and actual, and fails the run. */
@@ -437,81 +432,12 @@ static void mismatch(void) {
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
-/* The compute the call should hide: `units` of arithmetic, no MPI. */
-static volatile double g_sink;
-static void compute(long units) {
-  double x = 1.0;
-  for (long i = 0; i < units; ++i) x = x * 1.0000001 + 1e-9;
-  g_sink = x;
-}
-
-typedef int (*Iallreduce_fn)(const void*, void*, int, MPI_Datatype, MPI_Op, MPI_Comm, MPI_Request*);
-
-static double timed(Iallreduce_fn start, double* send, double* recv, int count, long units,
-                    int with_call, int reps) {
-  MPI_Barrier(MPI_COMM_WORLD);
-  const double t0 = MPI_Wtime();
-  for (int k = 0; k < reps; ++k) {
-    MPI_Request request;
-    if (with_call) start(send, recv, count, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &request);
-    compute(units);
-    if (with_call) MPI_Wait(&request, MPI_STATUS_IGNORE);
-  }
-  double elapsed = (MPI_Wtime() - t0) / reps, slowest = 0;
-  PMPI_Allreduce(&elapsed, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  return slowest;
-}
-
-static void overlap(long bytes, int reps) {
-  const int count = (int)(bytes / 8);
-  double* send = malloc(sizeof(double) * (size_t)(count + 1));
-  double* recv = malloc(sizeof(double) * (size_t)(count + 1));
-  for (int i = 0; i < count; ++i) send[i] = g_rank + i;
-  const char* names[2] = {"drop-in MPI_Iallreduce", "Open MPI PMPI_Iallreduce"};
-  Iallreduce_fn fns[2] = {MPI_Iallreduce, PMPI_Iallreduce};
-  /* Calibrate: units of compute per second, on rank 0's clock, shared. */
-  double t0 = MPI_Wtime();
-  compute(20000000);
-  double per_second = 20000000 / (MPI_Wtime() - t0);
-  MPI_Bcast(&per_second, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-  double call[2] = {0, 0}, comp[2] = {0, 0}, both[2] = {0, 0};
-  for (int trial = 0; trial < 3; ++trial) {
-    for (int which = 0; which < 2; ++which) { /* alternating, same run */
-      const double t_call = timed(fns[which], send, recv, count, 0, 1, reps);
-      const long units = (long)(t_call * per_second);
-      const double t_comp = timed(fns[which], send, recv, count, units, 0, reps);
-      const double t_both = timed(fns[which], send, recv, count, units, 1, reps);
-      call[which] += t_call;
-      comp[which] += t_comp;
-      both[which] += t_both;
-    }
-  }
-  for (int which = 0; which < 2; ++which) {
-    const double c = call[which] / 3, p = comp[which] / 3, b = both[which] / 3;
-    double hidden = 100.0 * (1.0 - (b - p) / c);
-    if (hidden < 0) hidden = 0;
-    if (g_rank == 0) {
-      printf(
-          "overlap %ld B %d ranks %s: call %.1f us, compute %.1f us, start+compute+wait "
-          "%.1f us, overlap %.0f%%\n",
-          bytes, g_size, names[which], c * 1e6, p * 1e6, b * 1e6, hidden);
-    }
-  }
-  free(send);
-  free(recv);
-}
-
 int main(int argc, char** argv) {
-  int funneled = 0, expect_served = 0, reps = 0, mismatched = 0;
-  long overlap_bytes = 0;
+  int funneled = 0, expect_served = 0, mismatched = 0;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--init-funneled")) funneled = 1;
     else if (!strcmp(argv[i], "--expect-served")) expect_served = 1;
     else if (!strcmp(argv[i], "--mismatch")) mismatched = 1;
-    else if (!strcmp(argv[i], "--overlap") && i + 2 < argc) {
-      overlap_bytes = atol(argv[++i]);
-      reps = atoi(argv[++i]);
-    }
   }
   int provided = -1;
   if (funneled) MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
@@ -522,11 +448,6 @@ int main(int argc, char** argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &g_size);
   if (g_rank == 0)
     printf("dropin_nonblocking_program: thread level provided %d, query %d\n", provided, level);
-  if (overlap_bytes > 0) {
-    overlap(overlap_bytes, reps);
-    MPI_Finalize();
-    return 0;
-  }
   if (mismatched) {
     mismatch();
   } else {
