@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What the MPI drop-in's interception costs per call, in instructions, which
 # other processes on the machine cannot move (wall-clock times can): one rank
-# runs bench/dropin/allreduce_loop.c's MPI_Allreduce loop (float32 sum, 8 B
+# runs bench/dropin/collective_loop.c's MPI_Allreduce loop (float32 sum, 8 B
 # to 2 KiB, 2,000 timed and 10 warm-up calls per size) under
 # valgrind --tool=callgrind, with LD_PRELOAD=libcollective_mpi.so and
 # without it, and prints per call the instructions of MPI_Allreduce (the
@@ -15,10 +15,10 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=$(cd "${1:-$root/build}" && pwd)
 source "$root/scripts/mpirun_env.sh"
-program=$build_dir/bench/dropin/dropin_allreduce_loop
+program=$build_dir/bench/dropin/dropin_collective_loop
 dropin=$build_dir/libcollective/pmpi/libcollective_mpi.so
 max_bytes=${MAX_BYTES:-2048}
-[[ -x $program && -f $dropin ]] || { echo "dropin_call_cost: build dropin_allreduce_loop and collective_mpi first" >&2; exit 1; }
+[[ -x $program && -f $dropin ]] || { echo "dropin_call_cost: build dropin_collective_loop and collective_mpi first" >&2; exit 1; }
 command -v valgrind >/dev/null || { echo "dropin_call_cost: needs valgrind" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -37,7 +37,7 @@ done
 python3 - "$out" <<'PY'
 import glob, re, subprocess, sys
 out = sys.argv[1]
-CALLS = 2000  # allreduce_loop's timed calls per size at these sizes
+CALLS = 2000  # collective_loop's timed calls per size at these sizes
 def inclusive(path, symbol):
     text = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", path],
                           stdout=subprocess.PIPE, text=True, check=True).stdout

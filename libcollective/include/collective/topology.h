@@ -107,8 +107,11 @@ class COLLECTIVE_API Topology {
   static Topology from_parts(std::vector<Node> nodes, std::vector<RankPlacement> placements);
 
  private:
+  int count_usable_processing_units(int node) const;
+
   std::vector<Node> nodes_;
   std::vector<RankPlacement> placements_;
+  std::vector<int> usable_processing_units_;  // per node, counted by from_parts
 };
 
 }  // namespace collective
