@@ -311,4 +311,43 @@ TEST(SharedMemoryGatherScatter, CarriedCheckCatchesCountMismatch) {
   }
 }
 
+// AUTO remembers its decisions for the v-forms too, by all their counts: a
+// call whose own count is the same but whose other blocks no longer fit
+// the box is decided afresh (not shared_memory), and the first counts
+// again give shared_memory. Exact results throughout.
+TEST(SharedMemoryGatherScatter, AutoChoiceFollowsEveryCount) {
+  Communicator comm = Communicator::world();
+  const int rank = comm.rank();
+  const int size = comm.size();
+  if (size < 2) GTEST_SKIP() << "one rank runs no algorithm";
+  const auto p = static_cast<std::size_t>(size);
+  for (const std::size_t last : {std::size_t{1}, std::size_t{200}, std::size_t{1}}) {
+    // Every block 1 element but the last rank's: 1, then 1600 bytes (past
+    // the box), then 1 again.
+    std::vector<std::size_t> counts(p, 1), displs(p);
+    counts[p - 1] = last;
+    for (std::size_t q = 1; q < p; ++q) displs[q] = displs[q - 1] + counts[q - 1];
+    const std::size_t total = displs[p - 1] + counts[p - 1];
+    const auto own = counts[static_cast<std::size_t>(rank)];
+    std::vector<std::uint64_t> mine(own), whole(total, 0);
+    for (std::size_t i = 0; i < own; ++i) mine[i] = value(rank, i);
+    comm.all_gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt64);
+    if (last == 1) {
+      EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory)
+          << "rank " << rank << ": AUTO all_gather_v, every block 1 element";
+    } else {
+      EXPECT_NE(comm.last_algorithm(), Algorithm::kSharedMemory)
+          << "rank " << rank
+          << ": AUTO all_gather_v with a 1600-byte block reused the box's choice";
+    }
+    for (std::size_t q = 0; q < p; ++q) {
+      for (std::size_t i = 0; i < counts[q]; ++i) {
+        ASSERT_EQ(whole[displs[q] + i], value(static_cast<int>(q), i))
+            << "rank " << rank << " last " << last << " index " << displs[q] + i << " expected "
+            << value(static_cast<int>(q), i) << " actual " << whole[displs[q] + i];
+      }
+    }
+  }
+}
+
 }  // namespace
