@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <numeric>
@@ -193,13 +194,15 @@ void run_case(Communicator& comm, Kind kind, std::size_t base, int root, bool in
 
 TEST(SharedMemoryGatherScatter, EveryFormExact) {
   Communicator comm = Communicator::world();
-  // Bases: empty, a few elements (the slots), 9000 elements = 72 KB (from
-  // 144 KB on rank 1's right, cross-memory attach), one piece past the
-  // default 1 MiB slot.
+  // Bases: empty, a few elements (every block in the first hand-off's box),
+  // 27 (216 bytes times q + 1: at 4 ranks rank 3's 864 bytes miss the box
+  // by 8 while the others' fit, one call mixes both), 200 (the slots),
+  // 9000 elements = 72 KB (from 144 KB on rank 1's right, cross-memory
+  // attach), one piece past the default 1 MiB slot.
   for (const Kind kind :
        {Kind::kAllGatherV, Kind::kGather, Kind::kGatherV, Kind::kScatter, Kind::kScatterV}) {
-    for (const std::size_t base :
-         {std::size_t{0}, std::size_t{5}, std::size_t{9000}, std::size_t{140000}}) {
+    for (const std::size_t base : {std::size_t{0}, std::size_t{5}, std::size_t{27},
+                                   std::size_t{200}, std::size_t{9000}, std::size_t{140000}}) {
       for (const int root : {0, comm.size() - 1}) {
         if (kind == Kind::kAllGatherV && root != 0) continue;
         for (const bool in_place : {false, true}) {
@@ -211,6 +214,137 @@ TEST(SharedMemoryGatherScatter, EveryFormExact) {
             if (failed != 0) FAIL() << "a rank failed " << name_of(kind) << " base " << base;
           }
         }
+      }
+    }
+  }
+}
+
+// AUTO on one node: all_gather_v, gather and scatter whose every block fits
+// the box of the first hand-off go by shared_memory (one hand-off, the
+// cross-rank check in it); gather_v and scatter_v, whose counts only the
+// root knows, keep the size rule's mpi (the choice must be the same on
+// every rank without a round of its own). Exact results with it.
+TEST(SharedMemoryGatherScatter, AutoTakesTheBoxForSmallBlocks) {
+  Communicator comm = Communicator::world();
+  const int rank = comm.rank();
+  const int size = comm.size();
+  if (size < 2) GTEST_SKIP() << "one rank runs no algorithm";
+  const auto p = static_cast<std::size_t>(size);
+  std::vector<std::size_t> counts(p), displs(p);
+  for (std::size_t q = 0; q < p; ++q) {
+    counts[q] = q == 1 ? 0 : q + 2;  // uneven, a 0 on rank 1
+    displs[q] = q == 0 ? 0 : displs[q - 1] + counts[q - 1];
+  }
+  const std::size_t total = displs[p - 1] + counts[p - 1];
+  const auto own = counts[static_cast<std::size_t>(rank)];
+  std::vector<std::uint64_t> mine(own), whole(total, 0xEEEEEEEEEEEEEEEEull);
+  for (std::size_t i = 0; i < own; ++i) mine[i] = value(rank, i);
+  comm.all_gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt64);
+  EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory)
+      << "rank " << rank << ": AUTO all_gather_v of " << total << " elements";
+  for (std::size_t q = 0; q < p; ++q) {
+    for (std::size_t i = 0; i < counts[q]; ++i) {
+      ASSERT_EQ(whole[displs[q] + i], value(static_cast<int>(q), i))
+          << "all_gather_v rank " << rank << " index " << displs[q] + i << " expected "
+          << value(static_cast<int>(q), i) << " actual " << whole[displs[q] + i];
+    }
+  }
+  const int root = size - 1;
+  std::vector<std::uint64_t> block{value(rank, 0), value(rank, 1)}, gathered(2 * p, 0);
+  collective::GatherOptions gather;
+  gather.root = root;
+  comm.gather(block.data(), gathered.data(), 2, DataType::kInt64, gather);
+  EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << "rank " << rank << ": AUTO gather";
+  if (rank == root) {
+    for (std::size_t i = 0; i < 2 * p; ++i) {
+      const std::uint64_t expected = value(static_cast<int>(i / 2), i % 2);
+      ASSERT_EQ(gathered[i], expected) << "gather root " << rank << " index " << i << " expected "
+                                       << expected << " actual " << gathered[i];
+    }
+  }
+  collective::ScatterOptions scatter;
+  scatter.root = root;
+  std::vector<std::uint64_t> part(2, 0);
+  comm.scatter(gathered.data(), part.data(), 2, DataType::kInt64, scatter);
+  EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << "rank " << rank << ": AUTO scatter";
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_EQ(part[i], value(rank, i)) << "scatter rank " << rank << " index " << i << " expected "
+                                       << value(rank, i) << " actual " << part[i];
+  }
+  comm.gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt64, gather);
+  EXPECT_EQ(comm.last_algorithm(), Algorithm::kMpi) << "rank " << rank << ": AUTO gather_v";
+}
+
+// The cross-rank check rides in the first hand-off's box: a count that
+// differs on rank 0 is a MismatchError on every rank, the receive buffer
+// untouched, and the next call is exact.
+TEST(SharedMemoryGatherScatter, CarriedCheckCatchesCountMismatch) {
+  Communicator comm = Communicator::world();
+  const int rank = comm.rank();
+  const int size = comm.size();
+  if (size < 2) GTEST_SKIP() << "one rank checks nothing";
+  const auto p = static_cast<std::size_t>(size);
+  collective::GatherOptions options;
+  options.algorithm = Algorithm::kSharedMemory;
+  options.root = size - 1;
+  std::vector<std::uint64_t> send{value(rank, 0), value(rank, 1)}, recv(2 * p, 0);
+  // A first call that agrees makes the node's segment (the check then goes
+  // through it, carried).
+  comm.gather(send.data(), recv.data(), 1, DataType::kInt64, options);
+  std::fill(recv.begin(), recv.end(), 0xEEEEEEEEEEEEEEEEull);
+  bool raised = false;
+  try {
+    comm.gather(send.data(), recv.data(), rank == 0 ? 2 : 1, DataType::kInt64, options);
+  } catch (const collective::MismatchError&) {
+    raised = true;
+  }
+  EXPECT_TRUE(raised) << "rank " << rank << ": no MismatchError for counts 2 against 1";
+  for (std::size_t i = 0; i < recv.size(); ++i) {
+    ASSERT_EQ(recv[i], 0xEEEEEEEEEEEEEEEEull) << "rank " << rank << " index " << i << " touched";
+  }
+  comm.gather(send.data(), recv.data(), 2, DataType::kInt64, options);
+  if (rank != size - 1) return;
+  for (std::size_t i = 0; i < 2 * p; ++i) {
+    const std::uint64_t expected = value(static_cast<int>(i / 2), i % 2);
+    ASSERT_EQ(recv[i], expected) << "rank " << rank << " index " << i << " expected " << expected
+                                 << " actual " << recv[i];
+  }
+}
+
+// AUTO remembers its decisions for the v-forms too, by all their counts: a
+// call whose own count is the same but whose other blocks no longer fit
+// the box is decided afresh (not shared_memory), and the first counts
+// again give shared_memory. Exact results throughout.
+TEST(SharedMemoryGatherScatter, AutoChoiceFollowsEveryCount) {
+  Communicator comm = Communicator::world();
+  const int rank = comm.rank();
+  const int size = comm.size();
+  if (size < 2) GTEST_SKIP() << "one rank runs no algorithm";
+  const auto p = static_cast<std::size_t>(size);
+  for (const std::size_t last : {std::size_t{1}, std::size_t{200}, std::size_t{1}}) {
+    // Every block 1 element but the last rank's: 1, then 1600 bytes (past
+    // the box), then 1 again.
+    std::vector<std::size_t> counts(p, 1), displs(p);
+    counts[p - 1] = last;
+    for (std::size_t q = 1; q < p; ++q) displs[q] = displs[q - 1] + counts[q - 1];
+    const std::size_t total = displs[p - 1] + counts[p - 1];
+    const auto own = counts[static_cast<std::size_t>(rank)];
+    std::vector<std::uint64_t> mine(own), whole(total, 0);
+    for (std::size_t i = 0; i < own; ++i) mine[i] = value(rank, i);
+    comm.all_gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt64);
+    if (last == 1) {
+      EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory)
+          << "rank " << rank << ": AUTO all_gather_v, every block 1 element";
+    } else {
+      EXPECT_NE(comm.last_algorithm(), Algorithm::kSharedMemory)
+          << "rank " << rank
+          << ": AUTO all_gather_v with a 1600-byte block reused the box's choice";
+    }
+    for (std::size_t q = 0; q < p; ++q) {
+      for (std::size_t i = 0; i < counts[q]; ++i) {
+        ASSERT_EQ(whole[displs[q] + i], value(static_cast<int>(q), i))
+            << "rank " << rank << " last " << last << " index " << displs[q] + i << " expected "
+            << value(static_cast<int>(q), i) << " actual " << whole[displs[q] + i];
       }
     }
   }

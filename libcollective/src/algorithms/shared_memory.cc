@@ -82,7 +82,9 @@ double all_to_all_seconds(const Request& request, const Shape& shape) {
 // form, a largest block of kCrossMemoryAttachBytes or more: the busiest
 // rank's `received` bytes (all_gather_v: every block but the smallest;
 // gather: the root's, scatter: the root's peers') read from memory and
-// written once, and two hand-offs. Below it the rounds through the slots
+// written once, and two hand-offs. Where every rank's blocks fit the box
+// of the first hand-off (exchange_fits_boxes): that one hand-off, which
+// carries the cross-rank check too. Between the two the rounds through the slots
 // measured 0.3x MPI's gathers at 32 KiB blocks with the machine loaded
 // (docs/performance.md), the header hand-off and a hand-off a round each
 // waiting on a descheduled peer: there is no estimate, and the ring's
@@ -106,6 +108,10 @@ std::optional<double> gather_scatter_seconds(const Request& request, const Shape
     total = shape.bytes * shape.per_node;
   } else {
     return std::nullopt;
+  }
+  // Every rank's blocks in the first hand-off's box, the check with them.
+  if (exchange_fits_boxes(request, shape.per_node)) {
+    return kCallSeconds + handoff_seconds(shape);
   }
   if (largest < static_cast<double>(kCrossMemoryAttachBytes)) return std::nullopt;
   const double received = total - smallest;
@@ -150,8 +156,14 @@ bool SharedMemoryAlgorithm::carries_check(const Request& request, CommunicatorSt
     return all_to_all_fits_boxes(request, state.size) && node_board(state) != nullptr &&
            node_segment_serves_without_setup(request, state);
   }
-  return request.kind == CollectiveKind::kAllReduce && request.count > 0 &&
-         request.bytes() <= kInlineBytes && node_board(state) != nullptr &&
+  if (request.kind != CollectiveKind::kAllReduce) {
+    // all_to_all_v, all_gather_v, gather(_v), scatter(_v) always begin
+    // with a hand-off through the boxes (the blocks' header, and the
+    // blocks that fit): the fingerprint rides in it. Looked up at count 0,
+    // the segment serves them as it is once it exists.
+    return node_board(state) != nullptr;
+  }
+  return request.count > 0 && request.bytes() <= kInlineBytes && node_board(state) != nullptr &&
          shared_memory_redundant(request.bytes(), *state.topology,
                                  state.topology->node_of(state.rank));
 }

@@ -1,6 +1,7 @@
 #include "algorithms/shared_memory_exchange.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <cerrno>
@@ -42,12 +43,22 @@ struct BoxHeader {
   // Its send buffer lies in a Communicator::allocate allocation (not in
   // place): peers may map it and read it with memcpy.
   std::uint64_t shared;
+  // Its blocks for its peers follow the places in the box (they fit):
+  // the call needs nothing more from it.
+  std::uint64_t inlined;
 };
 struct BlockPlace {
   std::uint64_t offset;
   std::uint64_t bytes;
 };
 constexpr std::size_t kMaxPlacesInBox = (kInlineBytes - sizeof(BoxHeader)) / sizeof(BlockPlace);
+
+// Bytes left in a box after the header and the places of `ranks` local
+// ranks: a rank whose blocks for its peers fit them sends them there.
+constexpr std::size_t inline_room(std::size_t ranks) {
+  const std::size_t used = sizeof(BoxHeader) + ranks * sizeof(BlockPlace);
+  return ranks > kMaxPlacesInBox || used >= kInlineBytes ? 0 : kInlineBytes - used;
+}
 
 // One side of this rank's exchange, in bytes, indexed by local rank.
 struct Blocks {
@@ -234,33 +245,113 @@ std::uint64_t post_send_buffer(NodeSegment& segment, const Request& request, std
   return round;
 }
 
-// all_to_all_v's first hand-off: every rank learns the largest block of
-// the call (so all take the same rounds) and, where the node is small
-// enough for the offsets to fit the box, where each peer's block for it
-// lies in that peer's buffer. Returns the largest block.
-std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& request,
-                            bool with_offsets) {
-  const int r = segment.local_rank();
-  const int ranks = segment.local_size();
-  const std::uint64_t round = segment.begin_round();
-  segment.wait_slot_free(round, request);
-  std::byte* box = segment.inline_data(r, round);
-  const BoxHeader mine{largest_peer_block(x, r),
+// Bytes this rank sends its peers when packed: one_outgoing_block's one
+// block once, else every peer's block.
+std::size_t packed_bytes(const Exchange& x, int own) {
+  if (x.one_outgoing_block) return largest_peer_block(x, own);
+  std::size_t total = 0;
+  for (std::size_t q = 0; q < x.out.bytes.size(); ++q) {
+    if (static_cast<int>(q) != own) total += x.out.bytes[q];
+  }
+  return total;
+}
+
+// Writes this rank's header, its places and, when they fit, its blocks
+// for its peers (packed in local-rank order; one_outgoing_block's once)
+// into `box`. Returns the bytes written.
+std::size_t fill_box(std::byte* box, const Exchange& x, int own, bool with_offsets) {
+  const auto ranks = x.out.bytes.size();
+  const std::size_t packed = packed_bytes(x, own);
+  const bool inlined = with_offsets && packed <= inline_room(ranks);
+  // A rank that sends everything here has nothing left to be read: it
+  // never holds back the others' direct copies.
+  const BoxHeader mine{inlined ? 0 : largest_peer_block(x, own),
                        with_offsets ? 1u : 0u,
-                       x.sources_stay ? 1u : 0u,
+                       inlined || x.sources_stay ? 1u : 0u,
                        static_cast<std::int64_t>(getpid()),
                        reinterpret_cast<std::uintptr_t>(x.send),
-                       with_offsets && shared_send(x) ? 1u : 0u};
+                       inlined || (with_offsets && shared_send(x)) ? 1u : 0u,
+                       inlined ? 1u : 0u};
   std::memcpy(box, &mine, sizeof(mine));
-  if (with_offsets) {
-    for (int q = 0; q < ranks; ++q) {
-      const auto peer = static_cast<std::size_t>(q);
-      const BlockPlace place{x.out.offset[peer], x.out.bytes[peer]};
-      std::memcpy(box + sizeof(BoxHeader) + peer * sizeof(place), &place, sizeof(place));
+  if (!with_offsets) return sizeof(mine);
+  for (std::size_t q = 0; q < ranks; ++q) {
+    const BlockPlace place{x.out.offset[q], x.out.bytes[q]};
+    std::memcpy(box + sizeof(BoxHeader) + q * sizeof(place), &place, sizeof(place));
+  }
+  std::size_t filled = sizeof(BoxHeader) + ranks * sizeof(BlockPlace);
+  if (!inlined) return filled;
+  for (std::size_t q = 0; q < ranks; ++q) {
+    const std::size_t bytes = static_cast<int>(q) == own ? 0 : x.out.bytes[q];
+    if (bytes == 0) continue;
+    std::memcpy(box + filled, x.send + x.out.offset[q], bytes);
+    filled += bytes;
+    if (x.one_outgoing_block) break;  // every peer that takes it reads this one copy
+  }
+  return filled;
+}
+
+// Copies this rank's block out of the box of peer q, which sent its
+// blocks inline: after q's places, at the sum of q's blocks for the local
+// ranks before this one (one_outgoing_block: at the start). Never past
+// what q sent this rank, even when the ranks disagree on the counts.
+void read_inlined_block(Exchange& x, const std::byte* theirs, int q, int own) {
+  const auto ranks = x.out.bytes.size();
+  const auto peer = static_cast<std::size_t>(q);
+  const auto me = static_cast<std::size_t>(own);
+  auto place_of = [&](std::size_t p) {
+    BlockPlace place{};
+    std::memcpy(&place, theirs + sizeof(BoxHeader) + p * sizeof(place), sizeof(place));
+    return place;
+  };
+  std::size_t at = 0;
+  if (!x.one_outgoing_block) {
+    for (std::size_t p = 0; p < me; ++p) {
+      if (p != peer) at += place_of(p).bytes;
     }
   }
-  segment.publish_inline(round);
+  const std::size_t length = std::min(x.in.bytes[peer], place_of(me).bytes);
+  if (length != 0) {
+    std::memcpy(x.recv + x.in.offset[peer],
+                theirs + sizeof(BoxHeader) + ranks * sizeof(BlockPlace) + at, length);
+  }
+  // Received: nothing of q's is left for the later steps.
+  x.in.bytes[peer] = 0;
+  x.peer_bytes[peer] = 0;
+}
+
+// The first hand-off of all_to_all_v, all_gather_v, gather(_v) and
+// scatter(_v): every rank learns the largest block of the call still to
+// move (so all take the same rounds) and, where the node is small enough
+// for the offsets to fit the box, where each peer's block for it lies in
+// that peer's buffer. A rank whose blocks for its peers fit the rest of
+// the box sends them there (each rank decides for itself and says so in
+// its header: nothing to agree on beforehand); a call where every rank's
+// did ends with this hand-off. With the cross-rank check carried
+// (request.carried_check), the box is the check's payload: one hand-off
+// checks the call and moves the blocks. Returns the largest block left.
+std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& request,
+                            CommunicatorState& state, bool with_offsets) {
+  const int r = segment.local_rank();
+  const int ranks = segment.local_size();
+  std::array<std::byte, kInlineBytes> box;
+  const std::size_t filled = fill_box(box.data(), x, r, with_offsets);
+  BoxHeader mine{};
+  std::memcpy(&mine, box.data(), sizeof(mine));
+  std::uint64_t round = 0;
+  if (request.carried_check != nullptr) {
+    round = check_on_node(segment, *request.carried_check, request, state, {box.data(), filled});
+  } else {
+    round = segment.begin_round();
+    segment.wait_slot_free(round, request);
+    std::memcpy(segment.inline_data(r, round), box.data(), filled);
+    segment.publish_inline(round);
+  }
   copy_own_block(x, r);
+  if (mine.inlined != 0) {
+    for (int q = 0; q < ranks; ++q) {
+      if (q != r) x.out.bytes[static_cast<std::size_t>(q)] = 0;  // sent
+    }
+  }
   std::size_t largest = mine.largest_block;
   x.all_readable = mine.readable != 0;
   x.all_shared = mine.shared != 0;
@@ -282,6 +373,7 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
       x.peer_offset[static_cast<std::size_t>(q)] = place.offset;
       x.peer_bytes[static_cast<std::size_t>(q)] = place.bytes;
     }
+    if (header.inlined != 0) read_inlined_block(x, theirs, q, r);
   }
   segment.finish_round(round);
   return largest;
@@ -516,6 +608,21 @@ Request sized_for_blocks(const Request& request, std::size_t block, int ranks) {
 
 }  // namespace
 
+bool exchange_fits_boxes(const Request& request, int ranks) {
+  const auto local = static_cast<std::size_t>(ranks);
+  const std::size_t room = inline_room(local);
+  const std::size_t element = request.element_bytes();
+  if (request.kind == CollectiveKind::kAllGatherV) {
+    return std::all_of(request.recv_counts.begin(), request.recv_counts.end(),
+                       [&](std::size_t count) { return count <= room / element; });
+  }
+  if (request.kind == CollectiveKind::kGather) return request.count <= room / element;
+  if (request.kind == CollectiveKind::kScatter) {
+    return local < 2 || request.count <= room / element / (local - 1);
+  }
+  return false;
+}
+
 bool all_to_all_fits_boxes(const Request& request, int ranks) {
   return request.kind == CollectiveKind::kAllToAll && request.count > 0 &&
          request.bytes() <= kInlineBytes / static_cast<std::size_t>(ranks);
@@ -523,7 +630,7 @@ bool all_to_all_fits_boxes(const Request& request, int ranks) {
 
 void shared_memory_exchange(const Request& request, CommunicatorState& state,
                             std::size_t streaming_bytes) {
-  if (request.carried_check != nullptr) {
+  if (request.carried_check != nullptr && request.kind == CollectiveKind::kAllToAll) {
     // The send buffer rides in the box with the fingerprint; once the
     // check agrees, every rank's is there.
     NodeSegment& segment = *node_board(state);
@@ -548,7 +655,7 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state,
       // The header hand-off tells whether every rank's send buffer may be
       // read directly (not in place anywhere), and copies the own block.
       const bool with_offsets = static_cast<std::size_t>(segment.local_size()) <= kMaxPlacesInBox;
-      agree_on_blocks(segment, x, request, with_offsets);
+      agree_on_blocks(segment, x, request, state, with_offsets);
       // Every send buffer mapped by its peers: one round of memcpy from
       // them. Else the kernel's copy where allowed.
       if (x.all_shared) {
@@ -573,7 +680,7 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state,
   Exchange x(static_cast<std::size_t>(first.local_size()));
   fill_exchange(x, request, first, state.rank);
   const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxPlacesInBox;
-  const std::size_t largest = agree_on_blocks(first, x, request, with_offsets);
+  const std::size_t largest = agree_on_blocks(first, x, request, state, with_offsets);
   if (largest == 0) return;
   if (x.all_shared) {
     return exchange_in_rounds(first, x, request, largest, true, streaming_bytes, true);

@@ -7,7 +7,8 @@
 // slot), rounds pipelined kSegmentDepth deep, or is read straight from the
 // sender's buffer: by cross-memory attach from kCrossMemoryAttachBytes, or
 // with memcpy when it lies in a Communicator::allocate allocation (one
-// copy). Small all_to_all calls travel in the inline boxes: one hand-off.
+// copy). Small all_to_all calls travel in the inline boxes: one hand-off; so
+// do the other kinds' blocks that fit the box of their first hand-off.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +29,13 @@ inline constexpr std::size_t kCrossMemoryAttachBytes = 64 * 1024;
 // `ranks` ranks: it then goes in one hand-off, which can carry the
 // cross-rank check too (request.carried_check).
 bool all_to_all_fits_boxes(const Request& request, int ranks);
+
+// Whether every rank's blocks for its peers fit its box in the first
+// hand-off of an all_gather_v, gather or scatter at `ranks` local ranks,
+// which then moves them all (with the cross-rank check when carried): one
+// hand-off. Known alike on every rank for these kinds only (their counts
+// agree); false for the others, whose counts differ by rank.
+bool exchange_fits_boxes(const Request& request, int ranks);
 
 // Runs an all_to_all, all_to_all_v, all_gather_v, gather(_v) or
 // scatter(_v) whose ranks all share one node. A rank receiving at least

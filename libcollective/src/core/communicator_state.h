@@ -39,6 +39,10 @@ struct SelectionMemo {
   MemoryKind memory = MemoryKind::kHost;
   Algorithm requested = Algorithm::kAuto;
   bool deterministic = false;
+  // The v-forms' counts, which their estimates read: a decision is reused
+  // only for the same counts (compared whole).
+  std::vector<std::size_t> send_counts;
+  std::vector<std::size_t> recv_counts;
 };
 
 struct CommunicatorState : WaitSubject {

@@ -183,15 +183,20 @@ Selection select_algorithm_with_rules(const Request& request, const Communicator
 
 Selection select_algorithm(const Request& request, const CommunicatorState& state) {
   if (log_level() >= LogLevel::kDebug) return select_algorithm(request, state, true);
-  // The memo is keyed by the count, which for the v-forms is this rank's own
-  // and says nothing of the others': their choice is made afresh each call.
-  if (traits_of(request.kind).geometry == CollectiveGeometry::kVector) {
-    return select_algorithm(request, state, false);
-  }
+  // The v-forms' estimates read their counts (all_gather_v's recv_counts
+  // alike on every rank, the others' this rank's own): their decisions are
+  // reused only for the same counts, compared whole, so that a repeated
+  // call skips the model as the others do.
+  const bool vector = traits_of(request.kind).geometry == CollectiveGeometry::kVector;
+  auto same = [](std::span<const std::size_t> held, std::span<const std::size_t> given) {
+    return std::equal(held.begin(), held.end(), given.begin(), given.end());
+  };
   auto same_shape = [&](const SelectionMemo& memo) {
     return memo.algorithm != nullptr && memo.count == request.count && memo.kind == request.kind &&
            memo.type == request.type && memo.op == request.op && memo.memory == request.memory &&
-           memo.requested == request.requested && memo.deterministic == request.deterministic;
+           memo.requested == request.requested && memo.deterministic == request.deterministic &&
+           (!vector || (same(memo.send_counts, request.send_counts) &&
+                        same(memo.recv_counts, request.recv_counts)));
   };
   for (const SelectionMemo& memo : state.selection_memo) {
     if (same_shape(memo)) return Selection{memo.algorithm, {}};
@@ -199,9 +204,13 @@ Selection select_algorithm(const Request& request, const CommunicatorState& stat
   Selection selection = select_algorithm(request, state, false);
   SelectionMemo& slot =
       state.selection_memo[state.selection_memo_next++ % state.selection_memo.size()];
-  slot =
-      SelectionMemo{selection.algorithm, request.kind,   request.count,     request.type,
-                    request.op,          request.memory, request.requested, request.deterministic};
+  slot = SelectionMemo{
+      selection.algorithm, request.kind,      request.count,         request.type, request.op,
+      request.memory,      request.requested, request.deterministic, {},           {}};
+  if (vector) {
+    slot.send_counts.assign(request.send_counts.begin(), request.send_counts.end());
+    slot.recv_counts.assign(request.recv_counts.begin(), request.recv_counts.end());
+  }
   return selection;
 }
 
