@@ -113,6 +113,7 @@ const char* collective_status_name(int status) {
     case COLLECTIVE_ERR_COMMUNICATION: return "communication";
     case COLLECTIVE_ERR_TIMEOUT: return "timeout";
     case COLLECTIVE_ERR_INTERNAL: return "internal";
+    case COLLECTIVE_ERR_PEER_FAILED: return "peer_failed";
     default: return nullptr;
   }
 }

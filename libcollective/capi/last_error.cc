@@ -37,7 +37,7 @@ int fail_argument(const char* operation, int rank, const std::string& cause) {
 
 int fail_from_current_exception(const char* operation, int rank) noexcept {
   // Most derived first: MismatchError is an InvalidArgumentError and
-  // TimeoutError a CommunicationError.
+  // TimeoutError and PeerFailedError are CommunicationErrors.
   try {
     throw;
   } catch (const MismatchError& e) {
@@ -46,6 +46,8 @@ int fail_from_current_exception(const char* operation, int rank) noexcept {
     return fail(COLLECTIVE_ERR_INVALID_ARGUMENT, e.what());
   } catch (const UnsupportedError& e) {
     return fail(COLLECTIVE_ERR_UNSUPPORTED, e.what());
+  } catch (const PeerFailedError& e) {
+    return fail(COLLECTIVE_ERR_PEER_FAILED, e.what());
   } catch (const TimeoutError& e) {
     return fail(COLLECTIVE_ERR_TIMEOUT, e.what());
   } catch (const CommunicationError& e) {

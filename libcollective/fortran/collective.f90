@@ -32,6 +32,7 @@ module collective
   integer(c_int), parameter, public :: COLLECTIVE_ERR_COMMUNICATION = 4
   integer(c_int), parameter, public :: COLLECTIVE_ERR_TIMEOUT = 5
   integer(c_int), parameter, public :: COLLECTIVE_ERR_INTERNAL = 6
+  integer(c_int), parameter, public :: COLLECTIVE_ERR_PEER_FAILED = 7
 
   ! Element types (collective_dtype_t). FLOAT16/BFLOAT16 are 16-bit
   ! patterns (integer(int16) arrays in Fortran).

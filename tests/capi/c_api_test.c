@@ -690,8 +690,12 @@ static void test_names(void) {
         "a kind past the enum has a name");
   CHECK(collective_dtype_name(8) == NULL && collective_op_name(-1) == NULL &&
             collective_algorithm_name(COLLECTIVE_ALGORITHM_BRUCK + 1) == NULL &&
-            collective_status_name(7) == NULL && collective_dtype_size(8) == 0,
+            collective_status_name(COLLECTIVE_ERR_PEER_FAILED + 1) == NULL &&
+            collective_dtype_size(8) == 0,
         "names outside the enums");
+  CHECK(collective_status_name(COLLECTIVE_ERR_PEER_FAILED) != NULL &&
+            strcmp(collective_status_name(COLLECTIVE_ERR_PEER_FAILED), "peer_failed") == 0,
+        "status %d: expected name peer_failed", COLLECTIVE_ERR_PEER_FAILED);
   int parsed = -1;
   expect_failure("parse unknown", collective_parse_dtype("float128", &parsed),
                  COLLECTIVE_ERR_INVALID_ARGUMENT, "collective_parse_dtype", "float128");

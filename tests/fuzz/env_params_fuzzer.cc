@@ -18,7 +18,7 @@
 namespace {
 
 // The first nine keep the existing corpus's meaning; new ones go last.
-constexpr std::array<const char*, 15> kVariables = {"COLLECTIVE_TIMEOUT",
+constexpr std::array<const char*, 16> kVariables = {"COLLECTIVE_TIMEOUT",
                                                     "COLLECTIVE_STALL_WARNING",
                                                     "COLLECTIVE_VALIDATE",
                                                     "COLLECTIVE_ALGORITHM",
@@ -32,7 +32,8 @@ constexpr std::array<const char*, 15> kVariables = {"COLLECTIVE_TIMEOUT",
                                                     "COLLECTIVE_NCCL_HIERARCHICAL",
                                                     "COLLECTIVE_NCCL_RANKS_PER_NODE",
                                                     "COLLECTIVE_FLIGHT_RECORDER",
-                                                    "COLLECTIVE_RING_SEGMENT_BYTES_ACROSS_NODES"};
+                                                    "COLLECTIVE_RING_SEGMENT_BYTES_ACROSS_NODES",
+                                                    "COLLECTIVE_PEER_CHECK_INTERVAL"};
 
 [[noreturn]] void finding(const char* what) {
   std::fprintf(stderr, "env_params_fuzzer: %s\n", what);

@@ -36,6 +36,7 @@ TEST(EnvParamsTest, Defaults) {
   const EnvParams params = parse({});
   EXPECT_EQ(params.timeout, std::chrono::seconds(300));
   EXPECT_EQ(params.stall_warning_fraction, 0.5);
+  EXPECT_EQ(params.peer_check_interval, std::chrono::milliseconds(250));
   EXPECT_TRUE(params.validate);
   EXPECT_FALSE(params.forced_algorithm.has_value());
   EXPECT_EQ(params.max_message_bytes, std::size_t{1} << 30);
@@ -56,6 +57,10 @@ TEST(EnvParamsTest, AcceptedValues) {
   EXPECT_EQ(params.max_message_bytes, 65536u);
   EXPECT_EQ(params.ring_pipeline_depth, 8);
   EXPECT_TRUE(parse({{"COLLECTIVE_VALIDATE", "1"}}).validate);
+  EXPECT_EQ(parse({{"COLLECTIVE_PEER_CHECK_INTERVAL", "0.001"}}).peer_check_interval,
+            std::chrono::milliseconds(1));
+  EXPECT_EQ(parse({{"COLLECTIVE_PEER_CHECK_INTERVAL", "60"}}).peer_check_interval,
+            std::chrono::seconds(60));
   // The smallest limit: a whole fingerprint of the cross-rank check.
   EXPECT_EQ(parse({{"COLLECTIVE_MAX_MESSAGE_BYTES", "256"}}).max_message_bytes, 256u);
   EXPECT_EQ(parse({{"COLLECTIVE_SHM_HANDOFF", "memory"}}).shm_handoff, Handoff::kThroughMemory);
@@ -89,6 +94,9 @@ TEST(EnvParamsTest, RefusedValues) {
   for (const char* value : {"1", "-0.1", "0.9999", "half"})
     expect_refused("COLLECTIVE_STALL_WARNING", value);
   for (const char* value : {"2", "maybe"}) expect_refused("COLLECTIVE_VALIDATE", value);
+  for (const char* value : {"0", "0.0009", "-1", "61", "nan", "1s"}) {
+    expect_refused("COLLECTIVE_PEER_CHECK_INTERVAL", value);
+  }
   // A sign wraps around in strtoull; a suffix can overflow size_t; above
   // 2^30 an MPI count could overflow; below 256 a fingerprint of the
   // cross-rank check would be split.

@@ -58,25 +58,52 @@ def survivors():
     return [r for r in range(RANKS) if r != VICTIM]
 
 
+def failed_list(text):
+    return [int(r) for r in text.split(",")] if text else []
+
+
 def expect_errors(run, error_class, needles, within_s, since):
     """Every survivor prints ERROR of `error_class` containing every needle,
-    within `within_s` of `since`; returns the seconds to the last one."""
+    within `within_s` of `since`; returns the seconds to the last one. A
+    PeerFailedError must name exactly the victim as failed, and the
+    survivor's next call must raise it again, naming it, buffer untouched."""
     survivor_ranks = "|".join(str(r) for r in survivors())
-    pattern = r"ERROR rank=(%s) class=(\w+) at=([\d.]+) calls=\d+ what=(.*)" % survivor_ranks
+    pattern = (r"ERROR rank=(%s) class=(\w+) at=([\d.]+) calls=\d+ (?:failed=([\d,]+) )?what=(.*)"
+               % survivor_ranks)
     found = run.wait_for(pattern, len(survivors()), within_s + 5, what="an ERROR from every survivor")
     latest = 0.0
+    peer_failures = 0
     for _, match in found:
-        rank, klass, at, what = int(match.group(1)), match.group(2), float(match.group(3)), match.group(4)
+        rank, klass, at, what = int(match.group(1)), match.group(2), float(match.group(3)), match.group(5)
+        failed = failed_list(match.group(4))
         if rank == VICTIM:
             continue
         if klass not in error_class:
             raise Failure("rank %d raised %s, expected %s: %s" % (rank, klass, error_class, what))
+        if klass == "PeerFailedError":
+            peer_failures += 1
+            if failed != [VICTIM]:
+                raise Failure("rank %d: PeerFailedError names failed ranks %s, expected [%d]: %s"
+                              % (rank, failed, VICTIM, what))
         for needle in needles:
             if needle not in what:
                 raise Failure("rank %d: '%s' missing from: %s" % (rank, needle, what))
         latest = max(latest, at - since)
     if latest > within_s:
         raise Failure("the last survivor failed %.2f s after the fault, bound %.1f s" % (latest, within_s))
+    if peer_failures:
+        again = run.wait_for(r"AGAIN rank=(%s) class=(\w+)(?: seconds=([\d.]+) untouched=(\d) "
+                             r"(?:failed=([\d,]+) )?what=(.*))?" % survivor_ranks, peer_failures, 5,
+                             what="the next call's outcome from every survivor")
+        for _, match in again:
+            rank, klass = int(match.group(1)), match.group(2)
+            if klass != "PeerFailedError" or match.group(4) != "1" or failed_list(match.group(5)) != [VICTIM]:
+                raise Failure("rank %d: the call after PeerFailedError gave %s (untouched=%s, failed=%s), "
+                              "expected PeerFailedError naming rank %d with its buffer untouched"
+                              % (rank, klass, match.group(4), match.group(5), VICTIM))
+            if "earlier failure" not in (match.group(6) or ""):
+                raise Failure("rank %d: the call after PeerFailedError did not name the earlier failure: %s"
+                              % (rank, match.group(6)))
     return latest
 
 
@@ -95,14 +122,48 @@ def kill_mid_loop(args, recovery, algorithm="auto", worker_scenario="loop", vali
         killed = time.time()
         os.kill(run.pids[VICTIM], signal.SIGKILL)
         if recovery:
-            seconds = expect_errors(run, ("CommunicationError",), [victim_needle(run), "died"], 5, killed)
+            seconds = expect_errors(run, ("PeerFailedError",), [victim_needle(run), "died"], 5, killed)
             run.wait_exit(30)
-            return "survivors raised CommunicationError naming the dead rank %.2f s after SIGKILL" % seconds
+            return ("survivors raised PeerFailedError naming the dead rank %.2f s after SIGKILL, "
+                    "and again at their next call" % seconds)
         run.wait_exit(20)
         text = "\n".join(line for (_, _, line) in run.lines)
         if not re.search(r"rank %d .*(signal 9|Killed)" % VICTIM, text, re.S):
             raise Failure("mpirun did not report rank %d killed" % VICTIM)
         return "mpirun tore the job down %.2f s after SIGKILL, naming rank %d" % (run.exit_time - killed, VICTIM)
+    finally:
+        finish(run)
+
+
+def kill_in_blocking_mpi(args):
+    # The mpi algorithm at MPI_THREAD_MULTIPLE (what Environment asks for)
+    # waits inside MPI's blocking collective, which Open MPI never returns
+    # from after a rank's death under --enable-recovery: the library's
+    # watcher ends every survivor with exit status 14 and a line naming the
+    # dead rank, instead of leaving it stuck forever. Validation off and the
+    # algorithm forced for every call: each survivor waits inside MPI.
+    run = MpiRun(args, ["loop", VICTIM, 60, "mpi"], timeout_s=60, recovery=True, validate=False,
+                 extra_env={"COLLECTIVE_ALGORITHM": "mpi"})
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", RANKS, 60, what="1000 calls on every rank")
+        killed = time.time()
+        os.kill(run.pids[VICTIM], signal.SIGKILL)
+        # A survivor that looks after another already ended names that one
+        # too ("rank 1 (...) and rank 2 (...) died during ...").
+        lines = run.wait_for(r"\(rank (\d+)\): (?:.* )?rank %d \(pid %d on [^)]*\).* died during MPI's "
+                             r"blocking MPI_\w+ .*exit status 14" % (VICTIM, run.pids[VICTIM]),
+                             len(survivors()), 10, stream="err",
+                             what="every survivor's line naming the dead rank and its exit")
+        ranks = sorted(int(match.group(1)) for _, match in lines)
+        if ranks != survivors():
+            raise Failure("the lines came from ranks %s, expected %s" % (ranks, survivors()))
+        latest = max(t for t, _ in lines) - killed
+        run.wait_exit(30)
+        if run.matching(r"^(ERROR|WRONG|DONE)"):
+            raise Failure("a survivor went on after the death: %s" % run.matching(r"^(ERROR|WRONG|DONE)"))
+        return ("every survivor inside MPI's blocking collective ended with exit status 14, naming "
+                "the dead rank, %.2f s after SIGKILL" % latest)
     finally:
         finish(run)
 
@@ -356,9 +417,9 @@ def exit_abrupt(args, recovery):
         run.wait_ready()
         left = run.wait_for(r"LEAVING rank=%d" % VICTIM, 1, 60, what="the victim leaving")[0][0]
         if recovery:
-            seconds = expect_errors(run, ("CommunicationError",), [victim_needle(run), "died"], 5, left)
+            seconds = expect_errors(run, ("PeerFailedError",), [victim_needle(run), "died"], 5, left)
             run.wait_exit(30)
-            return "survivors raised CommunicationError naming the departed rank %.2f s after it left" % seconds
+            return "survivors raised PeerFailedError naming the departed rank %.2f s after it left" % seconds
         run.wait_exit(20)
         text = "\n".join(line for (_, _, line) in run.lines)
         if "rank %d" % VICTIM not in text:
@@ -376,7 +437,7 @@ def exit_clean(args):
     try:
         run.wait_ready()
         left = run.wait_for(r"LEAVING rank=%d" % VICTIM, 1, 60, what="the victim leaving")[0][0]
-        seconds = expect_errors(run, ("TimeoutError", "CommunicationError"), [victim_needle(run)], 6, left)
+        seconds = expect_errors(run, ("TimeoutError", "CommunicationError", "PeerFailedError"), [victim_needle(run)], 6, left)
         # Open MPI 4.1's mpirun can hang once the job is over when one rank
         # had entered MPI_Finalize and the others then exited non-zero
         # (every worker gone, mpirun ignoring SIGTERM). That is mpirun's
@@ -709,6 +770,7 @@ SCENARIOS = {
     "kill_mid_loop_mpi_algorithm": lambda a: kill_mid_loop(a, recovery=False, algorithm="mpi"),
     "kill_mid_loop_recovery": lambda a: kill_mid_loop(a, recovery=True),
     "kill_mid_loop_recovery_ring": lambda a: kill_mid_loop(a, recovery=True, algorithm="ring"),
+    "kill_in_blocking_mpi_recovery": kill_in_blocking_mpi,
     # Calls in flight (all_reduce_async): the same errors, from Work::wait.
     "kill_mid_loop_async": lambda a: kill_mid_loop(a, recovery=False, worker_scenario="loop_async"),
     "kill_mid_loop_recovery_async": lambda a: kill_mid_loop(

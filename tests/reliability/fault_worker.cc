@@ -3,7 +3,10 @@
 // one line per event, for the driver to check:
 //   READY rank=<r> pid=<pid>
 //   PROGRESS rank=<r> calls=<n>
-//   ERROR rank=<r> class=<TimeoutError|CommunicationError|...> at=<unix s> what=<message>
+//   ERROR rank=<r> class=<TimeoutError|CommunicationError|...> at=<unix s> calls=<n>
+//         [failed=<dead ranks>] what=<message>     (failed= for PeerFailedError)
+//   AGAIN rank=<r> class=<...> seconds=<s> untouched=<0|1> [failed=<ranks>] what=<message>
+//         (after a PeerFailedError: the next all_reduce's outcome)
 //   DONE rank=<r> calls=<n>
 // After an error a rank waits 1.5 s, so that the other survivors report
 // too, and leaves with _exit(3): MPI_Finalize can block on a dead peer
@@ -51,11 +54,12 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <span>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <string>
+#include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -73,6 +77,7 @@ void say(const std::string& line) {
 }
 
 const char* class_of(const collective::Error& error) {
+  if (dynamic_cast<const collective::PeerFailedError*>(&error)) return "PeerFailedError";
   if (dynamic_cast<const collective::TimeoutError*>(&error)) return "TimeoutError";
   if (dynamic_cast<const collective::CommunicationError*>(&error)) return "CommunicationError";
   if (dynamic_cast<const collective::MismatchError*>(&error)) return "MismatchError";
@@ -80,11 +85,43 @@ const char* class_of(const collective::Error& error) {
   return "Error";
 }
 
+// "failed=1,2 " for a PeerFailedError (its dead ranks), else "".
+std::string failed_field(const collective::Error& error) {
+  const auto* peer_failure = dynamic_cast<const collective::PeerFailedError*>(&error);
+  if (peer_failure == nullptr) return "";
+  std::string text = "failed=";
+  for (std::size_t i = 0; i < peer_failure->failed_ranks().size(); ++i) {
+    text += (i == 0 ? "" : ",") + std::to_string(peer_failure->failed_ranks()[i]);
+  }
+  return text + " ";
+}
+
 void report_error(int rank, long calls, const collective::Error& error) {
   char stamp[32];
   std::snprintf(stamp, sizeof(stamp), "%.3f", unix_seconds());
   say("ERROR rank=" + std::to_string(rank) + " class=" + class_of(error) + " at=" + stamp +
-      " calls=" + std::to_string(calls) + " what=" + error.what());
+      " calls=" + std::to_string(calls) + " " + failed_field(error) + "what=" + error.what());
+}
+
+// After a PeerFailedError the communicator stays failed: the next call
+// raises it again at once, naming the same ranks, and touches no buffer.
+//   AGAIN rank=<r> class=<...> seconds=<s> untouched=<0|1> failed=<ranks> what=<message>
+void call_again_after_peer_failure(int rank, collective::Communicator& comm) {
+  std::vector<float> values(1024, 7.0f);
+  const auto start = std::chrono::steady_clock::now();
+  std::string outcome = "class=none";
+  try {
+    comm.all_reduce(std::span<float>(values));
+  } catch (const collective::Error& again) {
+    outcome = std::string("class=") + class_of(again);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    bool untouched = true;
+    for (const float value : values) untouched = untouched && value == 7.0f;
+    outcome += " seconds=" + std::to_string(seconds) + " untouched=" + (untouched ? "1" : "0") +
+               " " + failed_field(again) + "what=" + again.what();
+  }
+  say("AGAIN rank=" + std::to_string(rank) + " " + outcome);
 }
 
 [[noreturn]] void sleep_forever() {
@@ -284,8 +321,10 @@ int main(int argc, char** argv) {
   if (scenario == "outstanding_at_exit") return outstanding_at_exit();
 
   long calls = 0;
+  std::optional<collective::Communicator> kept;  // for a call after the failure
   try {
     auto comm = collective::Communicator::world();
+    kept = comm;
     const int rank = comm.rank();
     if (scenario == "never_call" && is_victim) sleep_forever();
     std::vector<float> owned(1024);
@@ -417,6 +456,9 @@ int main(int argc, char** argv) {
     say("DONE rank=" + std::to_string(rank) + " calls=" + std::to_string(calls));
   } catch (const collective::Error& error) {
     report_error(world_rank, calls, error);
+    if (kept && dynamic_cast<const collective::PeerFailedError*>(&error) != nullptr) {
+      call_again_after_peer_failure(world_rank, *kept);
+    }
     if (scenario == "loop_return") {
       say("RETURNING rank=" + std::to_string(world_rank));
       return 3;  // Environment's destructor runs

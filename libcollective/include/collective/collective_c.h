@@ -34,7 +34,8 @@ typedef enum collective_status {
       3, /* valid, but the forced algorithm/build cannot serve it; usable */
   COLLECTIVE_ERR_COMMUNICATION = 4, /* transport failure or abort; communicator poisoned */
   COLLECTIVE_ERR_TIMEOUT = 5,       /* waited longer than the timeout; poisoned */
-  COLLECTIVE_ERR_INTERNAL = 6       /* out of memory or another unexpected failure */
+  COLLECTIVE_ERR_INTERNAL = 6,      /* out of memory or another unexpected failure */
+  COLLECTIVE_ERR_PEER_FAILED = 7    /* a rank of the call died; poisoned (docs/errors.md) */
 } collective_status_t;
 
 /* Element types (the C++ DataType, same numbers). */

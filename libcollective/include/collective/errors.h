@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace collective {
 
@@ -61,6 +62,22 @@ class COLLECTIVE_API CommunicationError : public Error {
 class COLLECTIVE_API TimeoutError : public CommunicationError {
  public:
   using CommunicationError::CommunicationError;
+};
+
+// A rank of the call died: its process is gone (killed, crashed, exited
+// without finishing the communicator). failed_ranks() names the dead ranks
+// in this communicator's numbering, ascending. The communicator is
+// poisoned: every later call on it raises this error again at once, with
+// the same ranks (docs/errors.md, "When a rank dies").
+class COLLECTIVE_API PeerFailedError : public CommunicationError {
+ public:
+  PeerFailedError(std::string operation, int rank, std::string cause,
+                  std::vector<int> failed_ranks);
+
+  const std::vector<int>& failed_ranks() const noexcept { return failed_ranks_; }
+
+ private:
+  std::vector<int> failed_ranks_;
 };
 
 }  // namespace collective

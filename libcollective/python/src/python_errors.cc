@@ -2,6 +2,10 @@
 
 #include "collective/errors.h"
 
+#include <pybind11/stl.h>
+
+#include <vector>
+
 namespace collective::python {
 namespace {
 
@@ -14,6 +18,7 @@ struct ExceptionClasses {
   PyObject* unsupported = nullptr;
   PyObject* communication = nullptr;
   PyObject* timeout = nullptr;
+  PyObject* peer_failed = nullptr;
 };
 
 ExceptionClasses& classes() {
@@ -33,11 +38,12 @@ PyObject* make_class(py::module_& module, const char* name, std::initializer_lis
   return cls;
 }
 
-void raise(PyObject* cls, const Error& error) {
+void raise(PyObject* cls, const Error& error, const std::vector<int>* failed_ranks = nullptr) {
   py::object instance = py::reinterpret_borrow<py::object>(cls)(error.what());
   instance.attr("operation") = error.operation();
   instance.attr("rank") = error.rank();
   instance.attr("cause") = error.cause();
+  if (failed_ranks != nullptr) instance.attr("failed_ranks") = py::cast(*failed_ranks);
   PyErr_SetObject(cls, instance.ptr());
 }
 
@@ -57,6 +63,9 @@ void register_errors(py::module_& module) {
                                "A peer failed or the communicator is unusable (poisoned).");
   c.timeout = make_class(module, "TimeoutError", {c.communication, PyExc_TimeoutError},
                          "The call did not finish within its timeout.");
+  c.peer_failed =
+      make_class(module, "PeerFailedError", {c.communication},
+                 "A rank of the call died; failed_ranks lists the dead ranks (docs/errors.md).");
   py::register_exception_translator([](std::exception_ptr pointer) {
     if (!pointer) return;
     const ExceptionClasses& k = classes();
@@ -68,6 +77,8 @@ void register_errors(py::module_& module) {
       raise(k.invalid_argument, error);
     } catch (const UnsupportedError& error) {
       raise(k.unsupported, error);
+    } catch (const PeerFailedError& error) {
+      raise(k.peer_failed, error, &error.failed_ranks());
     } catch (const TimeoutError& error) {
       raise(k.timeout, error);
     } catch (const CommunicationError& error) {

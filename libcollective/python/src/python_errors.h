@@ -1,8 +1,8 @@
 // The C++ error hierarchy as Python exceptions of the same names and texts
 // (collective.Error, InvalidArgumentError, MismatchError, UnsupportedError,
-// CommunicationError, TimeoutError), each carrying `operation`, `rank` and
-// `cause`. InvalidArgumentError is also a ValueError and TimeoutError also
-// Python's TimeoutError, so generic handlers catch them.
+// CommunicationError, TimeoutError, PeerFailedError), each carrying
+// `operation`, `rank` and `cause` (PeerFailedError also `failed_ranks`). InvalidArgumentError is
+// also a ValueError and TimeoutError also Python's TimeoutError, so generic handlers catch them.
 #pragma once
 
 #include <pybind11/pybind11.h>

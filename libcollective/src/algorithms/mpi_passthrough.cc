@@ -10,6 +10,7 @@
 
 #include "collective/in_tree/collectives.h"
 #include "transport/mpi/mpi_datatypes.h"
+#include "core/blocking_call_watch.h"
 #include "core/env_params.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
@@ -559,7 +560,10 @@ class MpiCall {
   // under the wait policy (so also bounded by the call's timeout).
   template <typename Blocking, typename Start>
   void collective_call(const char* call, Blocking blocking, Start start) {
-    if (!mpi_calls_serialized()) return check(blocking(), call);
+    if (!mpi_calls_serialized()) {
+      const BlockingCallWatch watch(request_, state_, call);
+      return check(blocking(), call);
+    }
     MPI_Request pending = MPI_REQUEST_NULL;
     {
       const MpiLock lock;

@@ -90,8 +90,11 @@ void require_can_make_communicator(const CommunicatorState& self, const char* op
     throw InvalidArgumentError(operation, self.rank, "the communicator was freed");
   }
   if (self.poisoned) {
-    throw CommunicationError(operation, self.rank,
-                             "communicator unusable after an earlier failure: " + *self.poisoned);
+    const std::string cause = "communicator unusable after an earlier failure: " + *self.poisoned;
+    if (!self.failed_ranks.empty()) {
+      throw PeerFailedError(operation, self.rank, cause, self.failed_ranks);
+    }
+    throw CommunicationError(operation, self.rank, cause);
   }
   internal::require_mpi_running(operation, self.rank);
   internal::require_mpi_thread(operation, self.rank);

@@ -177,7 +177,7 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
     // A rank of the call failed or timed out: messages of this call may
     // still be in flight, so no later call on this communicator can trust
     // what it receives.
-    if (!state.poisoned) state.poisoned = error.what();
+    state.poison(error);
     record_communication_failure(error.what());
     throw;
   }
@@ -268,7 +268,7 @@ PreparedCall prepare_call(CommunicatorState& state, Request request, const Commo
     try {
       check_across_ranks(mine, request, state);
     } catch (const CommunicationError& error) {
-      if (!state.poisoned) state.poisoned = error.what();
+      state.poison(error);
       record_communication_failure(error.what());
       throw;
     }
@@ -318,7 +318,7 @@ void run_prepared_call(CommunicatorState& state, const PreparedCall& prepared,
         prepared.algorithm->run(request, state);
       }
     } catch (const CommunicationError& error) {
-      if (!state.poisoned) state.poisoned = error.what();
+      state.poison(error);
       record_communication_failure(error.what());
       throw;
     }

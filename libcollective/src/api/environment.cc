@@ -19,6 +19,10 @@
 #include "core/mpi_lifetime.h"
 #include "core/mpi_thread_level.h"
 
+static_assert(collective::kExitAfterCommunicationFailure ==
+                  collective::internal::kExitStatusAfterFailure,
+              "core/failure_record.h repeats the exit status after a failure");
+
 namespace collective {
 namespace {
 

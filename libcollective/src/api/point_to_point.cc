@@ -239,7 +239,7 @@ void point_to_point(CommunicatorState& state, bool sending, const void* buffer, 
   } catch (const CommunicationError& error) {
     // Messages of this pair may still be in flight: no later call on this
     // communicator could trust what it receives.
-    if (!state.poisoned) state.poisoned = error.what();
+    state.poison(error);
     throw;
   }
 }

@@ -28,6 +28,11 @@ const EnvParams& require_usable(CommunicatorState& state, const Label& label) {
                                "the communicator was freed (Communicator::free)");
   }
   if (state.poisoned) {
+    if (!state.failed_ranks.empty()) {
+      throw PeerFailedError(label(), state.rank,
+                            "communicator unusable after an earlier failure: " + *state.poisoned,
+                            state.failed_ranks);
+    }
     throw CommunicationError(label(), state.rank,
                              "communicator unusable after an earlier failure: " + *state.poisoned);
   }

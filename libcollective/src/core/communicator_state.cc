@@ -72,6 +72,14 @@ CommunicatorState::~CommunicatorState() {
   }
 }
 
+void CommunicatorState::poison(const CommunicationError& error) {
+  if (poisoned) return;
+  poisoned = error.what();
+  if (const auto* peer_failure = dynamic_cast<const PeerFailedError*>(&error)) {
+    failed_ranks = peer_failure->failed_ranks();
+  }
+}
+
 void CommunicatorState::release() {
   // Calls in flight run to their end (each within its timeout) while the
   // communicator is still whole.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collective/algorithm.h"
+#include "collective/errors.h"
 #include "collective/options.h"
 #include "collective/topology.h"
 #include "collective/types.h"
@@ -88,6 +89,11 @@ struct CommunicatorState : WaitSubject {
   // Set after a communication failure or timeout: the first cause, which
   // every later call reports.
   std::optional<std::string> poisoned;
+  // The dead ranks (PeerFailedError) when that first failure was a peer's
+  // death, ascending; later calls raise PeerFailedError with them again.
+  std::vector<int> failed_ranks;
+  // Keeps the first communication failure (its text, its dead ranks).
+  void poison(const CommunicationError& error);
 
   // Reused by the algorithms: incoming segments, partial sums.
   ScratchBuffer scratch_in;

@@ -108,6 +108,12 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
         read_number("COLLECTIVE_STALL_WARNING", value, 0.0, 0.999,
                     "a fraction of the timeout in [0, 1) (0 turns the warning off)");
   }
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_PEER_CHECK_INTERVAL")) {
+    const double seconds = read_number("COLLECTIVE_PEER_CHECK_INTERVAL", value, 0.001, 60.0,
+                                       "a number of seconds from 0.001 to 60");
+    params.peer_check_interval =
+        std::chrono::milliseconds(static_cast<long long>(seconds * 1000.0 + 0.5));
+  }
   params.validate = read_switch(lookup, "COLLECTIVE_VALIDATE", params.validate);
   params.deterministic = read_switch(lookup, "COLLECTIVE_DETERMINISTIC", params.deterministic);
   if (const char* value = lookup_set(lookup, "COLLECTIVE_ALGORITHM")) {

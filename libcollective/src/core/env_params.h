@@ -30,6 +30,13 @@ struct EnvParams {
   // and it still leaves the other half of the timeout to look at the named
   // rank (py-spy, gdb) before the call fails.
   double stall_warning_fraction = 0.5;
+  // COLLECTIVE_PEER_CHECK_INTERVAL (seconds, 0.001 to 60): how often a
+  // waiting call looks in /proc for ranks on this host that died, once it
+  // has waited that long, so the bound on noticing a dead rank. A quarter
+  // second: a dead rank costs little time, and the few /proc reads per
+  // interval cost nothing next to it; healthy calls that wait less never
+  // read /proc.
+  std::chrono::milliseconds peer_check_interval{250};
   // COLLECTIVE_VALIDATE: 1 (default) checks before every collective that all
   // ranks make the same call (docs/errors.md); 0 skips the check.
   bool validate = true;

@@ -8,4 +8,9 @@ Error::Error(std::string operation, int rank, std::string cause)
       rank_(rank),
       cause_(std::move(cause)) {}
 
+PeerFailedError::PeerFailedError(std::string operation, int rank, std::string cause,
+                                 std::vector<int> failed_ranks)
+    : CommunicationError(std::move(operation), rank, std::move(cause)),
+      failed_ranks_(std::move(failed_ranks)) {}
+
 }  // namespace collective

@@ -9,6 +9,11 @@
 
 namespace collective::internal {
 
+// The exit status of a process the library ends after a communication
+// failure: collective::kExitAfterCommunicationFailure (environment.h, which
+// api/environment.cc checks is the same), here for core/ to use.
+inline constexpr int kExitStatusAfterFailure = 14;
+
 // Keeps `what` if it is the first; safe from any thread.
 void record_communication_failure(const std::string& what);
 std::optional<std::string> first_communication_failure();

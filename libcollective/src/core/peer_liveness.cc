@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -98,6 +99,10 @@ ProcessStatus PeerLiveness::status(int rank) const {
   }
   if (now.state == 'T' || now.state == 't') return ProcessStatus::kStopped;
   return ProcessStatus::kRunning;
+}
+
+int PeerLiveness::judged_count() const {
+  return static_cast<int>(std::count(judged_.begin(), judged_.end(), true));
 }
 
 std::vector<int> PeerLiveness::gone() const {

@@ -36,6 +36,8 @@ class PeerLiveness {
   void adopt(std::vector<ProcessIdentity> identities, int self);
 
   bool empty() const { return identities_.empty(); }
+  // How many peers /proc can judge (on this host, same kernel and pid namespace).
+  int judged_count() const;
   ProcessStatus status(int rank) const;
   // The ranks (other than ours) whose processes are gone, in order.
   std::vector<int> gone() const;

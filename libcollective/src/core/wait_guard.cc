@@ -13,10 +13,6 @@
 namespace collective::internal {
 namespace {
 
-// A rank on this host that died is noticed within this interval, once a
-// wait has lasted that long; faster waits never look at /proc.
-constexpr std::chrono::milliseconds kLivenessInterval{250};
-
 double seconds(std::chrono::milliseconds duration) {
   return static_cast<double>(duration.count()) / 1000.0;
 }
@@ -55,8 +51,12 @@ void WaitGuard::arm() {
   warn_at_ = fraction > 0
                  ? start_ + std::chrono::duration_cast<Clock::duration>(timeout_ * fraction)
                  : Clock::time_point::max();
-  next_liveness_check_ = state_ != nullptr && !state_->liveness.empty() ? start_ + kLivenessInterval
-                                                                        : Clock::time_point::max();
+  // A rank on this host that died is noticed within the interval once a
+  // wait has lasted that long; faster waits never look at /proc.
+  liveness_interval_ = env_params().peer_check_interval;
+  next_liveness_check_ = state_ != nullptr && !state_->liveness.empty()
+                             ? start_ + liveness_interval_
+                             : Clock::time_point::max();
   next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
   // Counted from the start: the first idle turn past the tight polls lets
   // MPI progress at once when the wait began late in a long call.
@@ -101,7 +101,7 @@ void WaitGuard::checkpoint(const Describer& describe) {
     fail_timeout(describe());
   }
   if (now >= next_liveness_check_) {
-    next_liveness_check_ = now + kLivenessInterval;
+    next_liveness_check_ = now + liveness_interval_;
     const std::vector<int> gone = state_->liveness.gone();
     if (!gone.empty()) fail_dead_peers(gone, describe());
   }
@@ -175,7 +175,7 @@ void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget&
     cause << (i == 0 ? "rank " : ", ") << target.ranks[i];
   }
   cause << (target.ranks.empty() ? "" : ": ") << target.what << ")";
-  const CommunicationError error(label(), rank_, cause.str());
+  const PeerFailedError error(label(), rank_, cause.str(), ranks);
   record_communication_failure(error.what());
   throw error;
 }

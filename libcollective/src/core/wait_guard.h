@@ -179,7 +179,8 @@ class WaitGuard {
   Clock::time_point deadline_;
   Clock::time_point warn_at_;
   Clock::time_point next_liveness_check_;
-  Clock::time_point next_check_;  // earliest of the three above
+  std::chrono::milliseconds liveness_interval_{0};  // COLLECTIVE_PEER_CHECK_INTERVAL
+  Clock::time_point next_check_;                    // earliest of the three above
   Clock::time_point next_progress_;
   bool armed_ = false;
   bool warned_ = false;
