@@ -44,6 +44,9 @@ std::shared_ptr<WorkState> PlanState::start() {
   if (engine == nullptr || !engine->busy()) require_usable(state, label);
   const std::uint64_t sequence = state.next_sequence++;
   auto call = std::make_unique<QueuedCall>();
+  // What the flight recorder shows of the start while it is queued.
+  call->request = prepared_->request;
+  call->request.sequence = sequence;
   call->work = std::make_shared<WorkState>(std::string(to_string(prepared_->request.kind)) + " #" +
                                            std::to_string(sequence));
   // The engine outlives every queued call (it drains them before the
