@@ -323,6 +323,14 @@ class COLLECTIVE_API Communicator {
             const PointToPointOptions& options = {});
   void recv(void* buffer, std::size_t count, DataType type, int peer,
             const PointToPointOptions& options = {});
+  // The same, started: the blocking call's argument checks raised at once
+  // (same text), the pair numbered in program order, the exchange run
+  // behind the calls in flight on this communicator; its failures come
+  // from the Work. Needs MPI_THREAD_MULTIPLE, as the `_async` collectives.
+  Work send_async(const void* buffer, std::size_t count, DataType type, int peer,
+                  const PointToPointOptions& options = {});
+  Work recv_async(void* buffer, std::size_t count, DataType type, int peer,
+                  const PointToPointOptions& options = {});
 
   // The algorithm a call with these arguments would run (what AUTO or the
   // COLLECTIVE_ALGORITHM override resolves to). Same answer on every rank.
