@@ -626,6 +626,225 @@ int collective_scatter_v_async(collective_comm_t comm, const void* send, const s
   });
 }
 
+int collective_reduce_scatter_init(collective_comm_t comm, const void* send, void* recv,
+                                   size_t recv_count, int dtype, int op,
+                                   const collective_options_t* options, collective_plan_t* plan) {
+  if (plan == nullptr)
+    return null_output("collective_reduce_scatter_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  return with_comm("collective_reduce_scatter_init", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ReduceScatterOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    *plan = collective::capi::issue_plan(c.reduce_scatter_init(
+        send, recv, recv_count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_all_gather_init(collective_comm_t comm, const void* send, void* recv,
+                               size_t send_count, int dtype, const collective_options_t* options,
+                               collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_all_gather_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  return with_comm("collective_all_gather_init", comm, [&](collective::Communicator& c) {
+    *plan = collective::capi::issue_plan(
+        c.all_gather_init(send, recv, send_count, static_cast<collective::DataType>(dtype),
+                          to_options<collective::AllGatherOptions>(options)));
+  });
+}
+
+int collective_broadcast_init(collective_comm_t comm, void* buffer, size_t count, int dtype,
+                              int root, const collective_options_t* options,
+                              collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_broadcast_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  return with_comm("collective_broadcast_init", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::BroadcastOptions>(options);
+    converted.root = root;
+    *plan = collective::capi::issue_plan(
+        c.broadcast_init(buffer, count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_reduce_init(collective_comm_t comm, const void* send, void* recv, size_t count,
+                           int dtype, int op, int root, const collective_options_t* options,
+                           collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_reduce_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  return with_comm("collective_reduce_init", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ReduceOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    converted.root = root;
+    *plan = collective::capi::issue_plan(
+        c.reduce_init(send, recv, count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_barrier_init(collective_comm_t comm, const collective_options_t* options,
+                            collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_barrier_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  return with_comm("collective_barrier_init", comm, [&](collective::Communicator& c) {
+    *plan = collective::capi::issue_plan(
+        c.barrier_init(to_options<collective::BarrierOptions>(options)));
+  });
+}
+
+int collective_all_to_all_init(collective_comm_t comm, const void* send, void* recv, size_t count,
+                               int dtype, const collective_options_t* options,
+                               collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_all_to_all_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  return with_comm("collective_all_to_all_init", comm, [&](collective::Communicator& c) {
+    *plan = collective::capi::issue_plan(
+        c.all_to_all_init(send, recv, count, static_cast<collective::DataType>(dtype),
+                          to_options<collective::AllToAllOptions>(options)));
+  });
+}
+
+int collective_all_to_all_v_init(collective_comm_t comm, const void* send,
+                                 const size_t* send_counts, const size_t* send_displacements,
+                                 void* recv, const size_t* recv_counts,
+                                 const size_t* recv_displacements, int dtype,
+                                 const collective_options_t* options, collective_plan_t* plan) {
+  if (plan == nullptr)
+    return null_output("collective_all_to_all_v_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  const char* operation = "collective_all_to_all_v_init";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    const auto recv_spans = per_rank(operation, c, recv_counts, "recv_counts");
+    const auto recv_places = per_rank(operation, c, recv_displacements, "recv_displacements");
+    // In place (send == recv) the send arrays are ignored and may be NULL.
+    const bool in_place = send == recv && send != nullptr;
+    const auto send_spans = in_place && send_counts == nullptr
+                                ? recv_spans
+                                : per_rank(operation, c, send_counts, "send_counts");
+    const auto send_places = in_place && send_displacements == nullptr
+                                 ? recv_places
+                                 : per_rank(operation, c, send_displacements, "send_displacements");
+    *plan = collective::capi::issue_plan(
+        c.all_to_all_v_init(send, send_spans, send_places, recv, recv_spans, recv_places,
+                            static_cast<collective::DataType>(dtype),
+                            to_options<collective::AllToAllOptions>(options)));
+  });
+}
+
+int collective_all_gather_v_init(collective_comm_t comm, const void* send, size_t send_count,
+                                 void* recv, const size_t* recv_counts,
+                                 const size_t* recv_displacements, int dtype,
+                                 const collective_options_t* options, collective_plan_t* plan) {
+  if (plan == nullptr)
+    return null_output("collective_all_gather_v_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  const char* operation = "collective_all_gather_v_init";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    const auto counts = per_rank(operation, c, recv_counts, "recv_counts");
+    const auto places = per_rank(operation, c, recv_displacements, "recv_displacements");
+    *plan = collective::capi::issue_plan(c.all_gather_v_init(
+        send, send_count, recv, counts, places, static_cast<collective::DataType>(dtype),
+        to_options<collective::AllGatherOptions>(options)));
+  });
+}
+
+int collective_reduce_scatter_v_init(collective_comm_t comm, const void* send, void* recv,
+                                     const size_t* recv_counts, int dtype, int op,
+                                     const collective_options_t* options, collective_plan_t* plan) {
+  if (plan == nullptr)
+    return null_output("collective_reduce_scatter_v_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  const char* operation = "collective_reduce_scatter_v_init";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ReduceScatterOptions>(options);
+    converted.op = static_cast<collective::ReduceOp>(op);
+    *plan = collective::capi::issue_plan(
+        c.reduce_scatter_v_init(send, recv, per_rank(operation, c, recv_counts, "recv_counts"),
+                                static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_gather_init(collective_comm_t comm, const void* send, void* recv, size_t send_count,
+                           int dtype, int root, const collective_options_t* options,
+                           collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_gather_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  return with_comm("collective_gather_init", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::GatherOptions>(options);
+    converted.root = root;
+    *plan = collective::capi::issue_plan(
+        c.gather_init(send, recv, send_count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_gather_v_init(collective_comm_t comm, const void* send, size_t send_count,
+                             void* recv, const size_t* recv_counts,
+                             const size_t* recv_displacements, int dtype, int root,
+                             const collective_options_t* options, collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_gather_v_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  const char* operation = "collective_gather_v_init";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::GatherOptions>(options);
+    converted.root = root;
+    // Significant at the root only: elsewhere the arrays may be NULL.
+    const bool at_root = c.rank() == root;
+    std::span<const std::size_t> counts, places;
+    if (at_root) {
+      counts = per_rank(operation, c, recv_counts, "recv_counts");
+      places = per_rank(operation, c, recv_displacements, "recv_displacements");
+    }
+    *plan = collective::capi::issue_plan(c.gather_v_init(send, send_count, recv, counts, places,
+                                                         static_cast<collective::DataType>(dtype),
+                                                         converted));
+  });
+}
+
+int collective_scatter_init(collective_comm_t comm, const void* send, void* recv, size_t recv_count,
+                            int dtype, int root, const collective_options_t* options,
+                            collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_scatter_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  return with_comm("collective_scatter_init", comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ScatterOptions>(options);
+    converted.root = root;
+    *plan = collective::capi::issue_plan(c.scatter_init(
+        send, recv, recv_count, static_cast<collective::DataType>(dtype), converted));
+  });
+}
+
+int collective_scatter_v_init(collective_comm_t comm, const void* send, const size_t* send_counts,
+                              const size_t* send_displacements, void* recv, size_t recv_count,
+                              int dtype, int root, const collective_options_t* options,
+                              collective_plan_t* plan) {
+  if (plan == nullptr) return null_output("collective_scatter_v_init", comm, "output plan handle");
+  *plan = nullptr;
+
+  const char* operation = "collective_scatter_v_init";
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    auto converted = to_options<collective::ScatterOptions>(options);
+    converted.root = root;
+    const bool at_root = c.rank() == root;
+    std::span<const std::size_t> counts, places;
+    if (at_root) {
+      counts = per_rank(operation, c, send_counts, "send_counts");
+      places = per_rank(operation, c, send_displacements, "send_displacements");
+    }
+    *plan = collective::capi::issue_plan(c.scatter_v_init(send, counts, places, recv, recv_count,
+                                                          static_cast<collective::DataType>(dtype),
+                                                          converted));
+  });
+}
+
 int collective_send(collective_comm_t comm, const void* buffer, size_t count, int dtype, int peer,
                     int tag, const collective_options_t* options) {
   return with_comm("collective_send", comm, [&](collective::Communicator& c) {

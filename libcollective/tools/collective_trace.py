@@ -4,7 +4,10 @@
 says which call diverged: the first sequence number, on each communicator,
 at which the ranks disagree on what they called or at which some ranks
 never arrived; which ranks are missing; and what each of them was doing
-instead.
+instead. Calls in flight (`_async` calls and plans' starts, queued in
+program order, then started one at a time) are listed per rank, each with
+where it stopped: queued (behind which call), or started and what it waits
+for. A queued call has not arrived: the verdict compares the calls started.
 
     collective_trace [--json] DIR_OR_FILE...
 
@@ -35,7 +38,8 @@ class BadDump(Exception):
 
 
 EXIT_AGREE, EXIT_DIVERGED, EXIT_UNUSABLE, EXIT_INCOMPLETE = 0, 1, 2, 3
-STATES = ("started", "finished", "failed")
+STATES = ("queued", "started", "finished", "failed")
+IN_FLIGHT = ("queued", "started")
 DUMP_NAME = "collective_flight_record.%d.json"
 
 
@@ -100,6 +104,8 @@ class Shape:
         started = self.field(entry, "calls_started", where, "int")
         if started < 0:
             self.fail(where, "calls_started is negative (%d)" % started)
+        if (self.field(entry, "not_recorded", where, "int", optional=True) or 0) < 0:
+            self.fail(where, "not_recorded is negative")
         waiting = self.field(entry, "waiting", where, "dict or null", optional=True)
         if waiting is not None:
             note = where + ".waiting"
@@ -124,6 +130,7 @@ class Shape:
             if self.field(call, "state", here, "str") not in STATES:
                 self.fail(here, "state %r is none of %s" % (call["state"], ", ".join(STATES)))
             self.field(call, "end", here, "number or null", optional=True)
+            self.field(call, "queued", here, "number", optional=True)
 
 
 def read_dump(name):
@@ -224,7 +231,11 @@ class Member:
         self.entry = entry
         self.world_rank = dump["world_rank"]
         self.calls = {call["seq"]: call for call in entry["calls"]}
+        # The highest sequence issued; the calls still queued after the last
+        # one started have not arrived (no rank hears of them yet).
         self.last = entry["calls_started"] - 1  # highest sequence started; -1: none
+        while self.calls.get(self.last, {}).get("state") == "queued":
+            self.last -= 1
         self.first = min(self.calls) if self.calls else self.last + 1
         waiting = entry.get("waiting")
         current = self.calls.get(self.last)
@@ -234,6 +245,52 @@ class Member:
     def in_flight(self):
         call = self.calls.get(self.last)
         return call if call and call["state"] == "started" else None
+
+    def queued(self):
+        return [self.calls[seq] for seq in sorted(self.calls) if self.calls[seq]["state"] == "queued"]
+
+
+def where_stopped(member, call, comm_members):
+    """Where one call in flight stopped, in words."""
+    if call["state"] == "started":
+        return "started%s" % describe_wait(member, comm_members)
+    ahead = member.calls.get(member.last)
+    if ahead is None:
+        behind = ("behind #%d" % member.last) if member.last >= 0 else "first in the queue"
+    else:
+        behind = "behind %s (%s)" % (call_name(ahead), ahead["state"])
+    since = ""
+    if call.get("queued") is not None:
+        since = " for %.3f s" % (member.dump["dumped_at"] - call["queued"])
+    return "queued%s, %s" % (since, behind)
+
+
+def calls_in_flight(dumps):
+    """Per rank and communicator, each call queued or started and where it stopped."""
+    found = []
+    for rank, dump in sorted(dumps.items()):
+        for entry in dump["communicators"]:
+            member = Member(dump, entry)
+            calls = [c for c in ([member.in_flight()] if member.in_flight() else []) + member.queued()]
+            if not calls and not entry.get("not_recorded"):
+                continue
+            found.append({"rank": rank, "communicator": entry["id"],
+                          "not_recorded": entry.get("not_recorded", 0),
+                          "calls": [{"seq": c["seq"], "call": signature(c), "state": c["state"],
+                                     "where": where_stopped(member, c, entry["members"])}
+                                    for c in calls]})
+    return found
+
+
+def in_flight_text(found):
+    lines = []
+    for item in found:
+        lines.append("in flight on rank %d, communicator %s:" % (item["rank"], item["communicator"]))
+        for call in item["calls"]:
+            lines.append("  #%d %s: %s" % (call["seq"], call["call"], call["where"]))
+        if item["not_recorded"]:
+            lines.append("  and %d call(s) in flight the ring had no room for" % item["not_recorded"])
+    return lines
 
 
 def describe_wait(member, comm_members):
@@ -394,10 +451,12 @@ def main():
     absent = [r for r in range(world_size) if r not in dumps]
     absent_files = {r: missing_file(r, directories) for r in absent}
     status = EXIT_DIVERGED if verdicts else (EXIT_INCOMPLETE if absent else EXIT_AGREE)
+    flying = calls_in_flight(dumps)
     if args.json:
         json.dump({"dumps": sorted(dumps), "world_size": world_size, "no_dump": absent,
                    "missing_files": [absent_files[r] for r in absent],
-                   "verdicts": verdicts, "deadlock": cycle}, sys.stdout, indent=1)
+                   "verdicts": verdicts, "deadlock": cycle, "in_flight": flying},
+                  sys.stdout, indent=1)
         print()
         return status
     first_dump = dumps[min(dumps)]
@@ -413,6 +472,8 @@ def main():
                   (len(dumps), ranks_text(absent), "it" if len(absent) == 1 else "they"))
         else:
             print("the ranks agree on every call recorded and none is missing")
+        for line in in_flight_text(flying):
+            print(line)
         return status
     first = verdicts[0]
     print("DIVERGED at %s #%d (%s)" % (first["communicator"], first["sequence"], first["kind"]))
@@ -421,6 +482,8 @@ def main():
             print(line)
     for line in cycle:
         print("DEADLOCK: " + line)
+    for line in in_flight_text(flying):
+        print(line)
     return status
 
 

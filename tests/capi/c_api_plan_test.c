@@ -1,4 +1,5 @@
-/* The C API's persistent plans (collective_all_reduce_init,
+/* The C API's persistent plans (collective_all_reduce_init and every other
+ * collective's collective_X_init,
  * collective_plan_start/free, waited with collective_work_*): many starts
  * with the buffers rewritten between them, every element checked, counts
  * 0, 7 and 70001, in place and out, int64 and float64; a start refused
@@ -93,6 +94,169 @@ static void rounds(collective_comm_t comm, int rank, int ranks, size_t count, in
   free(recv_i);
 }
 
+/* Every other collective's plan (collective_X_init): N int64 per block,
+ * rank r's element i is r*100+i plus 1000*round; three starts each, the
+ * inputs rewritten and the outputs reset to -1 before every start, every
+ * element checked after it. The v-forms' arrays are overwritten right
+ * after creation: the plan holds its own copies. */
+#define N 5
+#define MAX_RANKS 8
+static int64_t element(int r, size_t i, int round) {
+  return (int64_t)r * 100 + (int64_t)i + 1000 * (int64_t)round;
+}
+
+static void expect(const int64_t* got, size_t n, const int64_t* want, const char* what, int round) {
+  for (size_t i = 0; i < n; ++i) {
+    if (got[i] != want[i]) {
+      printf("FAIL rank %d: %s start %d index %zu expected %lld actual %lld\n", g_rank, what, round,
+             i, (long long)want[i], (long long)got[i]);
+      fflush(stdout);
+      exit(1);
+    }
+  }
+}
+
+static void every_collective(collective_comm_t comm, int rank, int ranks) {
+  const int root = ranks - 1;
+  const size_t all = (size_t)ranks * N;
+  int64_t send[MAX_RANKS * N], recv[MAX_RANKS * N], want[MAX_RANKS * N];
+  size_t counts[MAX_RANKS], displs[MAX_RANKS], given_counts[MAX_RANKS], given_displs[MAX_RANKS];
+  for (int r = 0; r < ranks; ++r) {
+    counts[r] = N;
+    displs[r] = (size_t)r * N;
+  }
+  for (int kind = 0; kind < 13; ++kind) {
+    memcpy(given_counts, counts, sizeof counts);
+    memcpy(given_displs, displs, sizeof displs);
+    collective_plan_t plan = NULL;
+    const char* what = "?";
+    int status = COLLECTIVE_SUCCESS;
+    switch (kind) {
+      case 0:
+        what = "reduce_scatter";
+        status = collective_reduce_scatter_init(comm, send, recv, N, COLLECTIVE_INT64,
+                                                COLLECTIVE_SUM, NULL, &plan);
+        break;
+      case 1:
+        what = "all_gather";
+        status = collective_all_gather_init(comm, send, recv, N, COLLECTIVE_INT64, NULL, &plan);
+        break;
+      case 2:
+        what = "broadcast";
+        status = collective_broadcast_init(comm, recv, N, COLLECTIVE_INT64, root, NULL, &plan);
+        break;
+      case 3:
+        what = "reduce";
+        status = collective_reduce_init(comm, send, recv, N, COLLECTIVE_INT64, COLLECTIVE_SUM, root,
+                                        NULL, &plan);
+        break;
+      case 4:
+        what = "barrier";
+        status = collective_barrier_init(comm, NULL, &plan);
+        break;
+      case 5:
+        what = "all_to_all";
+        status = collective_all_to_all_init(comm, send, recv, N, COLLECTIVE_INT64, NULL, &plan);
+        break;
+      case 6:
+        what = "all_to_all_v";
+        status =
+            collective_all_to_all_v_init(comm, send, given_counts, given_displs, recv, given_counts,
+                                         given_displs, COLLECTIVE_INT64, NULL, &plan);
+        break;
+      case 7:
+        what = "all_gather_v";
+        status = collective_all_gather_v_init(comm, send, N, recv, given_counts, given_displs,
+                                              COLLECTIVE_INT64, NULL, &plan);
+        break;
+      case 8:
+        what = "reduce_scatter_v";
+        status = collective_reduce_scatter_v_init(comm, send, recv, given_counts, COLLECTIVE_INT64,
+                                                  COLLECTIVE_SUM, NULL, &plan);
+        break;
+      case 9:
+        what = "gather";
+        status = collective_gather_init(comm, send, recv, N, COLLECTIVE_INT64, root, NULL, &plan);
+        break;
+      case 10:
+        what = "gather_v";
+        status = collective_gather_v_init(comm, send, N, recv, given_counts, given_displs,
+                                          COLLECTIVE_INT64, root, NULL, &plan);
+        break;
+      case 11:
+        what = "scatter";
+        status = collective_scatter_init(comm, send, recv, N, COLLECTIVE_INT64, root, NULL, &plan);
+        break;
+      case 12:
+        what = "scatter_v";
+        status = collective_scatter_v_init(comm, send, given_counts, given_displs, recv, N,
+                                           COLLECTIVE_INT64, root, NULL, &plan);
+        break;
+    }
+    ok(status, what);
+    memset(given_counts, 0xff, sizeof given_counts);
+    memset(given_displs, 0xff, sizeof given_displs);
+    for (int round = 0; round < 3; ++round) {
+      size_t out = 0;
+      for (size_t i = 0; i < all; ++i) {
+        /* Block b of rank r's send holds what r sends to rank b. */
+        send[i] = element(rank, i, round);
+        recv[i] = -1;
+      }
+      if (kind == 2) {
+        for (size_t i = 0; i < N; ++i) recv[i] = rank == root ? element(root, i, round) : -1;
+      }
+      collective_work_t work = NULL;
+      ok(collective_plan_start(plan, &work), "collective_plan_start");
+      ok(collective_work_wait(work), what);
+      ok(collective_work_free(&work), "collective_work_free");
+      switch (kind) {
+        case 0:
+        case 8: /* block `rank` summed over ranks */
+          out = N;
+          for (size_t i = 0; i < N; ++i) {
+            want[i] = 0;
+            for (int r = 0; r < ranks; ++r) want[i] += element(r, (size_t)rank * N + i, round);
+          }
+          break;
+        case 1:
+        case 7:
+        case 9:
+        case 10: /* block r = rank r's first N */
+          out = (kind >= 9 && rank != root) ? 0 : all;
+          for (int r = 0; r < ranks; ++r)
+            for (size_t i = 0; i < N; ++i) want[(size_t)r * N + i] = element(r, i, round);
+          break;
+        case 2:
+          out = N;
+          for (size_t i = 0; i < N; ++i) want[i] = element(root, i, round);
+          break;
+        case 3:
+          out = rank == root ? N : 0;
+          for (size_t i = 0; i < N; ++i) {
+            want[i] = 0;
+            for (int r = 0; r < ranks; ++r) want[i] += element(r, i, round);
+          }
+          break;
+        case 5:
+        case 6: /* block r = rank r's block `rank` */
+          out = all;
+          for (int r = 0; r < ranks; ++r)
+            for (size_t i = 0; i < N; ++i)
+              want[(size_t)r * N + i] = element(r, (size_t)rank * N + i, round);
+          break;
+        case 11:
+        case 12: /* the root's block `rank` */
+          out = N;
+          for (size_t i = 0; i < N; ++i) want[i] = element(root, (size_t)rank * N + i, round);
+          break;
+      }
+      expect(recv, out, want, what, round);
+    }
+    ok(collective_plan_free(&plan), "collective_plan_free");
+  }
+}
+
 int main(int argc, char** argv) {
   ok(collective_init(&argc, &argv), "collective_init");
   collective_comm_t comm = NULL, side = NULL;
@@ -102,6 +266,8 @@ int main(int argc, char** argv) {
   ok(collective_comm_size(comm, &ranks), "size");
   g_rank = rank;
   ok(collective_comm_split(comm, 0, rank, &side), "split");
+  if (ranks > MAX_RANKS) fail("more ranks than the test's arrays hold", COLLECTIVE_SUCCESS);
+  every_collective(comm, rank, ranks);
 
   static const size_t counts[3] = {0, 7, 70001};
   for (int c = 0; c < 3; ++c) {

@@ -521,6 +521,53 @@ def flight_skip_call(args, directory):
     return "every rank dumped on MismatchError; collective_trace: diverged at #20, rank 1 called broadcast"
 
 
+def flight_abort_in_flight(args, directory):
+    # Ranks 0 and 2 have 4 all_reduce_async in flight (rank 1 makes none)
+    # and abort: the dump written when #0 ends aborted names #1-#3 as
+    # queued, and collective_trace lists each with where it stopped.
+    run = MpiRun(args, ["abort_in_flight", VICTIM], timeout_s=20,
+                 extra_env={"COLLECTIVE_FLIGHT_RECORDER_DIR": directory})
+    try:
+        run.wait_ready()
+        for _, match in run.wait_for(r"ERROR rank=(\d+) class=(\w+) ", len(survivors()), 30,
+                                     what="an ERROR from every rank that aborted"):
+            if match.group(2) != "CommunicationError":
+                raise Failure("rank %s raised %s, expected CommunicationError" %
+                              (match.group(1), match.group(2)))
+        # Every rank prints before a barrier, then leaves without
+        # MPI_Finalize (the communicator failed): mpirun's exit status is not
+        # the verdict.
+        run.wait_exit(20)
+        if run.matching(r"WRONG"):
+            raise Failure("a wait() did not raise after the abort")
+    finally:
+        finish(run)
+    verdict, text = trace_verdict(args, directory, len(survivors()))
+    flying = {item["rank"]: item["calls"] for item in verdict["in_flight"]}
+    for rank in survivors():
+        with open(os.path.join(directory, "collective_flight_record.%d.json" % rank)) as file:
+            dump = json.load(file)
+        if "abort_in_flight" not in dump["reason"]:
+            raise Failure("rank %d dumped on %r, not on the abort" % (rank, dump["reason"]))
+        comm = [c for c in dump["communicators"] if c["calls"]][-1]
+        calls = {call["seq"]: call for call in comm["calls"]}
+        if sorted(calls) != [0, 1, 2, 3] or calls[0]["state"] != "failed":
+            raise Failure("rank %d's dump: %s; expected #0 failed and #1-#3" % (rank, comm["calls"]))
+        for seq in (1, 2, 3):
+            call = calls[seq]
+            if call["state"] != "queued" or call.get("queued") is None or call["start"] is not None:
+                raise Failure("rank %d #%d: state %r queued %r start %r; expected queued, not started" %
+                              (rank, seq, call["state"], call.get("queued"), call["start"]))
+        listed = [(c["seq"], c["state"]) for c in flying.get(rank, [])]
+        if listed != [(1, "queued"), (2, "queued"), (3, "queued")]:
+            raise Failure("collective_trace lists rank %d's calls in flight as %s" % (rank, listed))
+    expect_in("in flight on rank 0, communicator [0,1,2]#0:", text, "collective_trace")
+    expect_in("#1 all_reduce count=1024 float32 op=sum: queued for ", text, "collective_trace")
+    expect_in("behind all_reduce #0 (failed)", text, "collective_trace")
+    return ("the dumps written at the abort show #0 failed and #1-#3 queued; collective_trace "
+            "lists each call in flight with where it stopped")
+
+
 def mismatch_async(args):
     # Calls in flight disagree: rank 1 skips call #20 (an all_reduce_async)
     # of batches of 4 all_reduce_async/broadcast_async, so its #20 is the
@@ -808,6 +855,7 @@ SCENARIOS = {
     "flight_two_comms": flight(flight_two_comms),
     "flight_stop_signal": flight(flight_stop_signal),
     "flight_unusable_dumps": flight(flight_unusable_dumps),
+    "flight_abort_in_flight": flight(flight_abort_in_flight),
 }
 
 

@@ -252,6 +252,41 @@ void skip_call_async(collective::Communicator& comm, bool is_victim, long& calls
   }
 }
 
+// abort_in_flight: every rank but the victim issues 4 all_reduce_async,
+// the victim none; 300 ms later each aborts its communicator. The first
+// call ends aborted (and writes the flight record, the three behind it
+// still queued); the queued ones are refused; every wait() raises.
+void abort_in_flight(collective::Communicator& comm, bool is_victim, int world_rank) {
+  constexpr int kInFlight = 4;
+  if (!is_victim) {
+    std::vector<float> buffers[kInFlight];
+    collective::Work works[kInFlight];
+    for (int k = 0; k < kInFlight; ++k) {
+      buffers[k].assign(1024, 1.0f);
+      works[k] = comm.all_reduce_async(buffers[k].data(), buffers[k].data(), buffers[k].size(),
+                                       collective::DataType::kFloat32);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    comm.abort("abort_in_flight");
+    int failed = 0;
+    for (int k = 0; k < kInFlight; ++k) {
+      try {
+        works[k].wait();
+      } catch (const collective::Error& error) {
+        if (k == 0) report_error(world_rank, 0, error);
+        ++failed;
+      }
+    }
+    if (failed != kInFlight) {
+      say("WRONG rank=" + std::to_string(world_rank) + " failed=" + std::to_string(failed) +
+          " expected=" + std::to_string(kInFlight));
+    }
+  }
+  // Every rank has printed before any leaves (mpirun ends the others then).
+  MPI_Barrier(MPI_COMM_WORLD);
+  std::_Exit(0);
+}
+
 // outstanding_at_exit: calls left in flight when main returns. The
 // communicator and the buffers are static, so they outlive Environment,
 // whose destructor must finish the calls (on every rank, so that each
@@ -337,6 +372,7 @@ int main(int argc, char** argv) {
       for (std::size_t i = 0; i < (std::size_t{8} << 20); i += 4096) held[i] = 1;
     }
     std::span<float> values(data, owned.size());
+    if (scenario == "abort_in_flight") abort_in_flight(comm, is_victim, world_rank);
     if (scenario == "skip_call_async") {
       try {
         skip_call_async(comm, is_victim, calls);

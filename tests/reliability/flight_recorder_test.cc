@@ -141,6 +141,69 @@ TEST_F(FlightRecorderTest, RecordsEveryCallWithItsArguments) {
   }
 }
 
+// Calls in flight are recorded queued when issued, then started and
+// finished on the thread that runs them: each `_async` call and each plan
+// start has its queue time, no later than its start; a blocking call has
+// none. Every result is checked too (the recorder must not disturb them).
+TEST_F(FlightRecorderTest, RecordsCallsInFlightWithTheirQueueTime) {
+  constexpr std::size_t kCount = 9;
+  std::vector<std::vector<std::int32_t>> reduced(3, std::vector<std::int32_t>(kCount));
+  std::vector<std::int32_t> broadcast(kCount), planned(kCount);
+  for (std::size_t k = 0; k < reduced.size(); ++k) {
+    for (std::size_t i = 0; i < kCount; ++i) reduced[k][i] = rank + static_cast<int>(k + i);
+  }
+  for (std::size_t i = 0; i < kCount; ++i) {
+    broadcast[i] = rank == 0 ? static_cast<int>(7 * i) : -1;
+    planned[i] = 1;
+  }
+  // #0, the plan's creation, is not in the ring (a plan's starts are).
+  Plan plan = comm.all_reduce_init(planned.data(), planned.data(), kCount, DataType::kInt32);
+  std::vector<Work> works;
+  works.push_back(comm.all_reduce_async(reduced[0].data(), reduced[0].data(), kCount,
+                                        DataType::kInt32));                           // #1
+  works.push_back(comm.broadcast_async(broadcast.data(), kCount, DataType::kInt32));  // #2
+  works.push_back(plan.start());                                                      // #3
+  works.push_back(comm.all_reduce_async(reduced[1].data(), reduced[1].data(), kCount,
+                                        DataType::kInt32));                         // #4
+  comm.all_reduce(reduced[2].data(), reduced[2].data(), kCount, DataType::kInt32);  // #5
+  for (Work& work : works) work.wait();
+  for (std::size_t i = 0; i < kCount; ++i) {
+    for (std::size_t k = 0; k < reduced.size(); ++k) {
+      const int expected = size * (size - 1) / 2 + size * static_cast<int>(k + i);
+      ASSERT_EQ(reduced[k][i], expected) << "rank " << rank << " call " << k << " index " << i;
+    }
+    ASSERT_EQ(broadcast[i], static_cast<int>(7 * i)) << "rank " << rank << " index " << i;
+    ASSERT_EQ(planned[i], size) << "rank " << rank << " index " << i;
+  }
+
+  const Value dump = read_dump(dump_flight_record(directory));
+  const Value& mine = newest_communicator(dump);
+  EXPECT_EQ(integer_of(mine, "calls_started"), 6);
+  EXPECT_EQ(integer_of(mine, "not_recorded"), 0);
+  const std::vector<Value>& calls = mine.find("calls")->items();
+  ASSERT_EQ(calls.size(), 5u) << "rank " << rank;
+  const char* collectives[] = {"all_reduce", "broadcast", "all_reduce", "all_reduce", "all_reduce"};
+  const bool was_queued[] = {true, true, true, true, false};
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const Value& call = calls[i];
+    SCOPED_TRACE("rank " + std::to_string(rank) + " call " + std::to_string(i + 1));
+    EXPECT_EQ(integer_of(call, "seq"), static_cast<std::int64_t>(i + 1));
+    EXPECT_EQ(text_of(call, "collective"), collectives[i]);
+    EXPECT_EQ(integer_of(call, "count"), static_cast<std::int64_t>(kCount));
+    EXPECT_EQ(text_of(call, "state"), "finished");
+    EXPECT_NE(text_of(call, "algorithm"), "none");
+    ASSERT_TRUE(call.find("start")->is_number() && call.find("end")->is_number());
+    EXPECT_LE(call.find("start")->number(), call.find("end")->number());
+    const Value* queued = call.find("queued");
+    if (was_queued[i]) {
+      ASSERT_TRUE(queued != nullptr && queued->is_number()) << "no queue time";
+      EXPECT_LE(queued->number(), call.find("start")->number());
+    } else {
+      EXPECT_EQ(queued, nullptr) << "a blocking call has no queue time";
+    }
+  }
+}
+
 TEST_F(FlightRecorderTest, KeepsTheLast512Calls) {
   std::int32_t value = 1;
   for (int i = 0; i < 600; ++i) comm.all_reduce(&value, &value, 1, DataType::kInt32);

@@ -340,6 +340,51 @@ typedef struct collective_plan* collective_plan_t;
 int collective_all_reduce_init(collective_comm_t comm, const void* send, void* recv, size_t count,
                                int dtype, int op, const collective_options_t* options,
                                collective_plan_t* plan);
+/* The other collectives' plans: the blocking call's arguments, as
+ * collective_all_reduce_init (count and displacement arrays copied). */
+int collective_reduce_scatter_init(collective_comm_t comm, const void* send, void* recv,
+                                   size_t recv_count, int dtype, int op,
+                                   const collective_options_t* options, collective_plan_t* plan);
+int collective_all_gather_init(collective_comm_t comm, const void* send, void* recv,
+                               size_t send_count, int dtype, const collective_options_t* options,
+                               collective_plan_t* plan);
+int collective_broadcast_init(collective_comm_t comm, void* buffer, size_t count, int dtype,
+                              int root, const collective_options_t* options,
+                              collective_plan_t* plan);
+int collective_reduce_init(collective_comm_t comm, const void* send, void* recv, size_t count,
+                           int dtype, int op, int root, const collective_options_t* options,
+                           collective_plan_t* plan);
+int collective_barrier_init(collective_comm_t comm, const collective_options_t* options,
+                            collective_plan_t* plan);
+int collective_all_to_all_init(collective_comm_t comm, const void* send, void* recv, size_t count,
+                               int dtype, const collective_options_t* options,
+                               collective_plan_t* plan);
+int collective_all_to_all_v_init(collective_comm_t comm, const void* send,
+                                 const size_t* send_counts, const size_t* send_displacements,
+                                 void* recv, const size_t* recv_counts,
+                                 const size_t* recv_displacements, int dtype,
+                                 const collective_options_t* options, collective_plan_t* plan);
+int collective_all_gather_v_init(collective_comm_t comm, const void* send, size_t send_count,
+                                 void* recv, const size_t* recv_counts,
+                                 const size_t* recv_displacements, int dtype,
+                                 const collective_options_t* options, collective_plan_t* plan);
+int collective_reduce_scatter_v_init(collective_comm_t comm, const void* send, void* recv,
+                                     const size_t* recv_counts, int dtype, int op,
+                                     const collective_options_t* options, collective_plan_t* plan);
+int collective_gather_init(collective_comm_t comm, const void* send, void* recv, size_t send_count,
+                           int dtype, int root, const collective_options_t* options,
+                           collective_plan_t* plan);
+int collective_gather_v_init(collective_comm_t comm, const void* send, size_t send_count,
+                             void* recv, const size_t* recv_counts,
+                             const size_t* recv_displacements, int dtype, int root,
+                             const collective_options_t* options, collective_plan_t* plan);
+int collective_scatter_init(collective_comm_t comm, const void* send, void* recv, size_t recv_count,
+                            int dtype, int root, const collective_options_t* options,
+                            collective_plan_t* plan);
+int collective_scatter_v_init(collective_comm_t comm, const void* send, const size_t* send_counts,
+                              const size_t* send_displacements, void* recv, size_t recv_count,
+                              int dtype, int root, const collective_options_t* options,
+                              collective_plan_t* plan);
 /* Starts the plan once more on its buffers, in program order: *work as
  * from an _async call, waited for with collective_work_wait/test and freed
  * with collective_work_free. A start while the previous one is unfinished

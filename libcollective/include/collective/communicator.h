@@ -263,6 +263,43 @@ class COLLECTIVE_API Communicator {
                        std::span<const std::size_t> send_displacements, void* recv,
                        std::size_t recv_count, DataType type, const ScatterOptions& options = {});
 
+  // Persistent forms of the collectives above, as all_reduce_init: the
+  // same arguments, checked and agreed with the other ranks once; spans
+  // and options are copied.
+  Plan reduce_scatter_init(const void* send, void* recv, std::size_t recv_count, DataType type,
+                           const ReduceScatterOptions& options = {});
+  Plan all_gather_init(const void* send, void* recv, std::size_t send_count, DataType type,
+                       const AllGatherOptions& options = {});
+  Plan broadcast_init(void* buffer, std::size_t count, DataType type,
+                      const BroadcastOptions& options = {});
+  Plan reduce_init(const void* send, void* recv, std::size_t count, DataType type,
+                   const ReduceOptions& options = {});
+  Plan barrier_init(const BarrierOptions& options = {});
+  Plan all_to_all_init(const void* send, void* recv, std::size_t count, DataType type,
+                       const AllToAllOptions& options = {});
+  Plan all_to_all_v_init(const void* send, std::span<const std::size_t> send_counts,
+                         std::span<const std::size_t> send_displacements, void* recv,
+                         std::span<const std::size_t> recv_counts,
+                         std::span<const std::size_t> recv_displacements, DataType type,
+                         const AllToAllOptions& options = {});
+  Plan all_gather_v_init(const void* send, std::size_t send_count, void* recv,
+                         std::span<const std::size_t> recv_counts,
+                         std::span<const std::size_t> recv_displacements, DataType type,
+                         const AllGatherOptions& options = {});
+  Plan reduce_scatter_v_init(const void* send, void* recv, std::span<const std::size_t> recv_counts,
+                             DataType type, const ReduceScatterOptions& options = {});
+  Plan gather_init(const void* send, void* recv, std::size_t send_count, DataType type,
+                   const GatherOptions& options = {});
+  Plan gather_v_init(const void* send, std::size_t send_count, void* recv,
+                     std::span<const std::size_t> recv_counts,
+                     std::span<const std::size_t> recv_displacements, DataType type,
+                     const GatherOptions& options = {});
+  Plan scatter_init(const void* send, void* recv, std::size_t recv_count, DataType type,
+                    const ScatterOptions& options = {});
+  Plan scatter_v_init(const void* send, std::span<const std::size_t> send_counts,
+                      std::span<const std::size_t> send_displacements, void* recv,
+                      std::size_t recv_count, DataType type, const ScatterOptions& options = {});
+
   // Typed conveniences.
   template <typename T>
   void all_reduce(std::span<T> in_out, const AllReduceOptions& options = {}) {
@@ -286,6 +323,14 @@ class COLLECTIVE_API Communicator {
             const PointToPointOptions& options = {});
   void recv(void* buffer, std::size_t count, DataType type, int peer,
             const PointToPointOptions& options = {});
+  // The same, started: the blocking call's argument checks raised at once
+  // (same text), the pair numbered in program order, the exchange run
+  // behind the calls in flight on this communicator; its failures come
+  // from the Work. Needs MPI_THREAD_MULTIPLE, as the `_async` collectives.
+  Work send_async(const void* buffer, std::size_t count, DataType type, int peer,
+                  const PointToPointOptions& options = {});
+  Work recv_async(void* buffer, std::size_t count, DataType type, int peer,
+                  const PointToPointOptions& options = {});
 
   // The algorithm a call with these arguments would run (what AUTO or the
   // COLLECTIVE_ALGORITHM override resolves to). Same answer on every rank.

@@ -15,7 +15,8 @@ namespace internal {
 class PlanState;
 }  // namespace internal
 
-// Made by Communicator::all_reduce_init. Creation is a collective call:
+// Made by Communicator::all_reduce_init (or any other collective's _init
+// form, e.g. all_to_all_v_init). Creation is a collective call:
 // every rank creates the same plan (same operation, count, type, op,
 // root, options) in the same program order among the communicator's
 // other calls; it checks the arguments, chooses the algorithm and agrees

@@ -532,10 +532,8 @@ void Communicator::scatter_v(const void* send, std::span<const std::size_t> send
 
 Plan Communicator::all_reduce_init(const void* send, void* recv, std::size_t count, DataType type,
                                    const AllReduceOptions& options) {
-  internal::finish_work_in_flight(state());
-  return Plan(std::make_shared<internal::PlanState>(
-      state_, internal::prepare_call(state(), all_reduce_request(send, recv, count, type, options),
-                                     options)));
+  return Plan(internal::prepare_plan(state_, all_reduce_request(send, recv, count, type, options),
+                                     options));
 }
 
 Work Communicator::all_reduce_async(const void* send, void* recv, std::size_t count, DataType type,
@@ -639,6 +637,105 @@ Work Communicator::scatter_v_async(const void* send, std::span<const std::size_t
                             scatter_v_request(state(), send, send_counts, send_displacements, recv,
                                               recv_count, type, options),
                             options));
+}
+
+// Persistent forms: the same request, prepared once (api/plan.cc).
+
+Plan Communicator::reduce_scatter_init(const void* send, void* recv, std::size_t recv_count,
+                                       DataType type, const ReduceScatterOptions& options) {
+  return Plan(internal::prepare_plan(
+      state_, reduce_scatter_request(send, recv, recv_count, type, options), options));
+}
+
+Plan Communicator::all_gather_init(const void* send, void* recv, std::size_t send_count,
+                                   DataType type, const AllGatherOptions& options) {
+  return Plan(internal::prepare_plan(
+      state_, make_request(CollectiveKind::kAllGather, send, recv, send_count, type), options));
+}
+
+Plan Communicator::broadcast_init(void* buffer, std::size_t count, DataType type,
+                                  const BroadcastOptions& options) {
+  return Plan(
+      internal::prepare_plan(state_, broadcast_request(buffer, count, type, options), options));
+}
+
+Plan Communicator::reduce_init(const void* send, void* recv, std::size_t count, DataType type,
+                               const ReduceOptions& options) {
+  return Plan(
+      internal::prepare_plan(state_, reduce_request(send, recv, count, type, options), options));
+}
+
+Plan Communicator::barrier_init(const BarrierOptions& options) {
+  return Plan(internal::prepare_plan(state_, barrier_request(), options));
+}
+
+Plan Communicator::all_to_all_init(const void* send, void* recv, std::size_t count, DataType type,
+                                   const AllToAllOptions& options) {
+  return Plan(internal::prepare_plan(
+      state_, make_request(CollectiveKind::kAllToAll, send, recv, count, type), options));
+}
+
+Plan Communicator::all_to_all_v_init(const void* send, std::span<const std::size_t> send_counts,
+                                     std::span<const std::size_t> send_displacements, void* recv,
+                                     std::span<const std::size_t> recv_counts,
+                                     std::span<const std::size_t> recv_displacements, DataType type,
+                                     const AllToAllOptions& options) {
+  return Plan(
+      internal::prepare_plan(state_,
+                             all_to_all_v_request(send, send_counts, send_displacements, recv,
+                                                  recv_counts, recv_displacements, type),
+                             options));
+}
+
+Plan Communicator::all_gather_v_init(const void* send, std::size_t send_count, void* recv,
+                                     std::span<const std::size_t> recv_counts,
+                                     std::span<const std::size_t> recv_displacements, DataType type,
+                                     const AllGatherOptions& options) {
+  return Plan(internal::prepare_plan(
+      state_, all_gather_v_request(send, send_count, recv, recv_counts, recv_displacements, type),
+      options));
+}
+
+Plan Communicator::reduce_scatter_v_init(const void* send, void* recv,
+                                         std::span<const std::size_t> recv_counts, DataType type,
+                                         const ReduceScatterOptions& options) {
+  return Plan(internal::prepare_plan(
+      state_, reduce_scatter_v_request(state(), send, recv, recv_counts, type, options), options));
+}
+
+Plan Communicator::gather_init(const void* send, void* recv, std::size_t send_count, DataType type,
+                               const GatherOptions& options) {
+  return Plan(internal::prepare_plan(
+      state_, rooted_request(CollectiveKind::kGather, send, recv, send_count, type, options.root),
+      options));
+}
+
+Plan Communicator::gather_v_init(const void* send, std::size_t send_count, void* recv,
+                                 std::span<const std::size_t> recv_counts,
+                                 std::span<const std::size_t> recv_displacements, DataType type,
+                                 const GatherOptions& options) {
+  return Plan(internal::prepare_plan(state_,
+                                     gather_v_request(state(), send, send_count, recv, recv_counts,
+                                                      recv_displacements, type, options),
+                                     options));
+}
+
+Plan Communicator::scatter_init(const void* send, void* recv, std::size_t recv_count, DataType type,
+                                const ScatterOptions& options) {
+  return Plan(internal::prepare_plan(
+      state_, rooted_request(CollectiveKind::kScatter, send, recv, recv_count, type, options.root),
+      options));
+}
+
+Plan Communicator::scatter_v_init(const void* send, std::span<const std::size_t> send_counts,
+                                  std::span<const std::size_t> send_displacements, void* recv,
+                                  std::size_t recv_count, DataType type,
+                                  const ScatterOptions& options) {
+  return Plan(
+      internal::prepare_plan(state_,
+                             scatter_v_request(state(), send, send_counts, send_displacements, recv,
+                                               recv_count, type, options),
+                             options));
 }
 
 Algorithm Communicator::choose_algorithm(CollectiveKind kind, std::size_t count, DataType type,

@@ -203,7 +203,7 @@ void run_numbered_collective(CommunicatorState& state, Request& request,
                              const CommonOptions& options) {
   ExclusiveUse exclusive(state, request.kind);
   exclusive.started(request.sequence);
-  CallRecording recording(state, request);
+  CallRecording recording(state, request, CallRecording::Issued::kQueued);
   try {
     run_claimed(state, request, options, recording);
   } catch (const std::exception& error) {
@@ -288,7 +288,7 @@ void run_prepared_call(CommunicatorState& state, const PreparedCall& prepared,
   request.sequence = sequence;
   ExclusiveUse exclusive(state, request.kind);
   exclusive.started(sequence);
-  CallRecording recording(state, request);
+  CallRecording recording(state, request, CallRecording::Issued::kQueued);
   try {
     const EnvParams& params = require_usable(state, [&] { return request.label(); });
     recording.algorithm(prepared.algorithm->id(), request.requested);

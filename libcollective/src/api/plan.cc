@@ -26,6 +26,21 @@ std::string PlanState::describe() const {
   return text + ")";
 }
 
+std::shared_ptr<PlanState> prepare_plan(const std::shared_ptr<CommunicatorState>& state,
+                                        Request request, const CommonOptions& options) {
+  finish_work_in_flight(*state);
+  PreparedCall prepared = prepare_call(*state, request, options);
+  const auto own = [](std::vector<std::size_t>& copy, std::span<const std::size_t>& span) {
+    copy.assign(span.begin(), span.end());
+    span = copy;
+  };
+  own(prepared.send_counts, prepared.request.send_counts);
+  own(prepared.send_displacements, prepared.request.send_displacements);
+  own(prepared.recv_counts, prepared.request.recv_counts);
+  own(prepared.recv_displacements, prepared.request.recv_displacements);
+  return std::make_shared<PlanState>(state, std::move(prepared));
+}
+
 std::shared_ptr<WorkState> PlanState::start() {
   const std::lock_guard<std::mutex> lock(mutex_);
   CommunicatorState& state = *communicator_;
@@ -44,6 +59,9 @@ std::shared_ptr<WorkState> PlanState::start() {
   if (engine == nullptr || !engine->busy()) require_usable(state, label);
   const std::uint64_t sequence = state.next_sequence++;
   auto call = std::make_unique<QueuedCall>();
+  // What the flight recorder shows of the start while it is queued.
+  call->request = prepared_->request;
+  call->request.sequence = sequence;
   call->work = std::make_shared<WorkState>(std::string(to_string(prepared_->request.kind)) + " #" +
                                            std::to_string(sequence));
   // The engine outlives every queued call (it drains them before the

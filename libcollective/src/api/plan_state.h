@@ -9,6 +9,8 @@
 
 #include "api/prepared_call.h"
 #include "api/work_state.h"
+#include "collective/options.h"
+#include "core/request.h"
 #include "core/communicator_state.h"
 
 namespace collective::internal {
@@ -31,5 +33,10 @@ class PlanState {
   mutable std::mutex mutex_;
   std::shared_ptr<WorkState> last_start_;
 };
+
+// A plan's creation (Communicator::X_init): waits for the calls in flight,
+// then prepares `request` (prepare_call), the v-forms' spans copied.
+std::shared_ptr<PlanState> prepare_plan(const std::shared_ptr<CommunicatorState>& state,
+                                        Request request, const CommonOptions& options);
 
 }  // namespace collective::internal

@@ -18,11 +18,13 @@
 #include <sstream>
 
 #include "api/progress_engine.h"
+#include "api/work_state.h"
 #include "api/usable_communicator.h"
 #include "collective/communicator.h"
 #include "collective/errors.h"
 #include "core/communicator_state.h"
 #include "core/exclusive_use.h"
+#include "core/mpi_thread_level.h"
 #include "core/request.h"
 #include "transport/mpi/peer_exchange.h"
 
@@ -204,8 +206,7 @@ void run_recv(CommunicatorState& state, Request& request, const CallRecord& mine
   exchange.wait_all();
 }
 
-void point_to_point(CommunicatorState& state, bool sending, const void* buffer, std::size_t count,
-                    DataType type, int peer, const PointToPointOptions& options) {
+Request make_request(bool sending, const void* buffer, std::size_t count, DataType type, int peer) {
   Request request;
   request.point_to_point = sending ? "send" : "recv";
   request.peer = peer;
@@ -213,23 +214,33 @@ void point_to_point(CommunicatorState& state, bool sending, const void* buffer, 
   request.count = count;
   request.send = sending ? buffer : nullptr;
   request.recv = sending ? nullptr : const_cast<void*>(buffer);
-  internal::finish_work_in_flight(state);  // program order
+  return request;
+}
+
+// The pair's number, taken in program order (on the caller's thread for
+// an `_async` call): sends to and receives from each peer are numbered
+// apart from the collectives.
+std::uint64_t take_pair_number(CommunicatorState& state, bool sending, int peer) {
+  auto& calls = sending ? state.sends_to : state.receives_from;
+  calls.resize(static_cast<std::size_t>(state.size), 0);
+  return calls[static_cast<std::size_t>(peer)]++;
+}
+
+// The exchange itself, its arguments checked and its pair number taken.
+void run_point_to_point(CommunicatorState& state, bool sending, Request request,
+                        const PointToPointOptions& options) {
   const internal::ExclusiveUse exclusive(state, sending ? internal::ExclusiveUse::Operation::kSend
                                                         : internal::ExclusiveUse::Operation::kRecv);
   const internal::EnvParams& params =
       internal::require_usable(state, [&] { return request.label(); });
-  validate(request, options, state.rank, state.size);
-  auto& calls = sending ? state.sends_to : state.receives_from;
-  calls.resize(static_cast<std::size_t>(state.size), 0);
-  request.sequence = calls[static_cast<std::size_t>(peer)]++;
   request.timeout =
       options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout) : params.timeout;
   request.deadline = internal::Clock::now() + request.timeout;
   CallRecord mine;
   mine.tag = options.tag;
   mine.pair_sequence = request.sequence;
-  mine.count = count;
-  mine.type = static_cast<std::int8_t>(type);
+  mine.count = request.count;
+  mine.type = static_cast<std::int8_t>(request.type);
   try {
     if (sending) {
       run_send(state, request, mine, eager_limit(params));
@@ -244,6 +255,54 @@ void point_to_point(CommunicatorState& state, bool sending, const void* buffer, 
   }
 }
 
+void point_to_point(CommunicatorState& state, bool sending, const void* buffer, std::size_t count,
+                    DataType type, int peer, const PointToPointOptions& options) {
+  Request request = make_request(sending, buffer, count, type, peer);
+  internal::finish_work_in_flight(state);  // program order
+  {
+    const internal::ExclusiveUse exclusive(state, sending
+                                                      ? internal::ExclusiveUse::Operation::kSend
+                                                      : internal::ExclusiveUse::Operation::kRecv);
+    internal::require_usable(state, [&] { return request.label(); });
+    validate(request, options, state.rank, state.size);
+  }
+  request.sequence = take_pair_number(state, sending, peer);
+  run_point_to_point(state, sending, request, options);
+}
+
+// send_async / recv_async: the blocking call's checks on the caller's
+// thread (same text), the pair number taken there in program order, the
+// exchange queued behind the calls in flight on the communicator.
+std::shared_ptr<internal::WorkState> point_to_point_async(CommunicatorState& state, bool sending,
+                                                          const void* buffer, std::size_t count,
+                                                          DataType type, int peer,
+                                                          const PointToPointOptions& options) {
+  Request request = make_request(sending, buffer, count, type, peer);
+  const auto* engine = static_cast<const internal::ProgressEngine*>(state.progress_engine.get());
+  if (engine == nullptr || !engine->busy()) {
+    internal::require_usable(state, [&] { return request.label(); });
+  }
+  validate(request, options, state.rank, state.size);
+  if (internal::mpi_thread_level() < MPI_THREAD_MULTIPLE) {
+    throw InvalidArgumentError(
+        request.label() + " (async)", state.rank,
+        std::string("an _async call needs MPI_THREAD_MULTIPLE, MPI was initialised at ") +
+            internal::mpi_thread_level_name(internal::mpi_thread_level()) +
+            ": the library's progress thread calls MPI while the program's threads may too");
+  }
+  request.sequence = take_pair_number(state, sending, peer);
+  auto call = std::make_unique<internal::QueuedCall>();
+  call->work = std::make_shared<internal::WorkState>(request.label());
+  // The engine outlives every queued call: the state is referred to.
+  call->run_instead = [state = &state, sending, request, options] {
+    run_point_to_point(*state, sending, request, options);
+  };
+  call->request = request;
+  std::shared_ptr<internal::WorkState> work = call->work;
+  internal::progress_engine_of(state).enqueue(std::move(call));
+  return work;
+}
+
 }  // namespace
 
 void Communicator::send(const void* buffer, std::size_t count, DataType type, int peer,
@@ -254,6 +313,16 @@ void Communicator::send(const void* buffer, std::size_t count, DataType type, in
 void Communicator::recv(void* buffer, std::size_t count, DataType type, int peer,
                         const PointToPointOptions& options) {
   point_to_point(state(), false, buffer, count, type, peer, options);
+}
+
+Work Communicator::send_async(const void* buffer, std::size_t count, DataType type, int peer,
+                              const PointToPointOptions& options) {
+  return Work(point_to_point_async(state(), true, buffer, count, type, peer, options));
+}
+
+Work Communicator::recv_async(void* buffer, std::size_t count, DataType type, int peer,
+                              const PointToPointOptions& options) {
+  return Work(point_to_point_async(state(), false, buffer, count, type, peer, options));
 }
 
 }  // namespace collective

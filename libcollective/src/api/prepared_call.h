@@ -3,7 +3,9 @@
 // and the fingerprint every start carries to the other ranks.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "algorithms/collective_algorithm.h"
 #include "collective/options.h"
@@ -18,6 +20,9 @@ struct PreparedCall {
   const CollectiveAlgorithm* algorithm = nullptr;
   CallFingerprint fingerprint;   // sequence and deadline filled in per start
   std::uint64_t created_as = 0;  // the creation's sequence number: the plan's identity
+  // The v-forms' counts and displacements, the plan's own (request's spans
+  // point here: the caller may reuse its arrays once the plan is made).
+  std::vector<std::size_t> send_counts, send_displacements, recv_counts, recv_displacements;
 };
 
 // The plan's tag in every start's fingerprint: the caller's call_tag mixed

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "api/dispatch.h"
+#include "core/flight_recorder.h"
 #include "core/mpi_lifetime.h"
 
 // Defined by the MPI drop-in (libcollective_mpi.so) when it is loaded: marks
@@ -72,6 +73,12 @@ ProgressEngine::~ProgressEngine() {
 
 void ProgressEngine::enqueue(std::unique_ptr<QueuedCall> call) {
   call->work->set_engine_access(access_);
+  // In program order, on the caller's thread: the flight record shows the
+  // call queued from now on (core/flight_recorder.h).
+  // (Point-to-point calls are not in the recorder, blocking or not.)
+  if (state_.flight_recorder && call->request.point_to_point == nullptr) {
+    state_.flight_recorder->queue(call->request);
+  }
   {
     const std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(call));

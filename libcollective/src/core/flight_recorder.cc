@@ -163,6 +163,7 @@ const char* state_name(CallState state) {
     case CallState::kStarted: return "started";
     case CallState::kFinished: return "finished";
     case CallState::kFailed: return "failed";
+    case CallState::kQueued: return "queued";
     case CallState::kEmpty: break;
   }
   return "empty";
@@ -177,7 +178,7 @@ struct RecordCopy {
   ReduceOp op;
   std::int32_t root;
   std::uint64_t sequence, count;
-  std::int64_t start_ns, end_ns;
+  std::int64_t start_ns, end_ns, queued_ns;
 };
 
 // A consistent copy of `record`, or false when begin() keeps rewriting it.
@@ -201,6 +202,7 @@ bool snapshot(const FlightRecord& record, RecordCopy& copy) {
     copy.requested = record.requested.load(std::memory_order_relaxed);
     copy.start_ns = record.start_ns.load(std::memory_order_relaxed);
     copy.end_ns = record.end_ns.load(std::memory_order_relaxed);
+    copy.queued_ns = record.queued_ns.load(std::memory_order_relaxed);
     return true;
   }
   return false;
@@ -213,12 +215,15 @@ constexpr std::size_t kFailureNotes = 8;
 FlightRecorder::FlightRecorder(std::size_t capacity, CommunicatorIdentity identity)
     : identity_(std::move(identity)), records_(capacity) {}
 
-FlightRecord& FlightRecorder::begin(const Request& request) {
-  FlightRecord& record = records_[request.sequence % records_.size()];
-  const std::uint32_t version = record.version.load(std::memory_order_relaxed);
-  record.version.store(version + 1, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  record.state.store(CallState::kStarted, std::memory_order_relaxed);
+namespace {
+
+bool in_flight(CallState state) {
+  return state == CallState::kQueued || state == CallState::kStarted;
+}
+
+// Every field but the version, for a call in `state`.
+void fill(FlightRecord& record, const Request& request, CallState state, std::int64_t queued_ns) {
+  record.state.store(state, std::memory_order_relaxed);
   record.algorithm.store(Algorithm::kAuto, std::memory_order_relaxed);
   record.requested.store(request.requested, std::memory_order_relaxed);
   record.kind.store(request.kind, std::memory_order_relaxed);
@@ -229,9 +234,78 @@ FlightRecord& FlightRecorder::begin(const Request& request) {
   record.count.store(request.count, std::memory_order_relaxed);
   record.start_ns.store(0, std::memory_order_relaxed);
   record.end_ns.store(0, std::memory_order_relaxed);
+  record.queued_ns.store(queued_ns, std::memory_order_relaxed);
+}
+
+// Makes the version odd for this thread alone (the caller's thread queuing
+// a call and the thread running an earlier one may both want the slot
+// when more calls are in flight than the ring holds). Returns the even
+// version it found; the record's fields are this thread's until release.
+std::uint32_t claim(FlightRecord& record) {
+  std::uint32_t version = record.version.load(std::memory_order_relaxed);
+  for (;;) {
+    if (version & 1u) {
+      std::this_thread::yield();
+      version = record.version.load(std::memory_order_relaxed);
+    } else if (record.version.compare_exchange_weak(version, version + 1, std::memory_order_acquire,
+                                                    std::memory_order_relaxed)) {
+      std::atomic_thread_fence(std::memory_order_release);
+      return version;
+    }
+  }
+}
+
+// Ends a claim: a new version when the fields changed, else the old one
+// (a reader's copy taken meanwhile is still consistent).
+void release(FlightRecord& record, std::uint32_t version, bool changed) {
+  record.version.store(changed ? version + 2 : version, std::memory_order_release);
+}
+
+}  // namespace
+
+FlightRecord& FlightRecorder::begin(const Request& request) {
+  // Nothing is in flight (a blocking call first waits for the queue to
+  // empty): this thread is the record's only writer, no atomic exchange.
+  FlightRecord& record = records_[request.sequence % records_.size()];
+  const std::uint32_t version = record.version.load(std::memory_order_relaxed);
+  record.version.store(version + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  fill(record, request, CallState::kStarted, 0);
   record.version.store(version + 2, std::memory_order_release);
   started_.store(request.sequence + 1, std::memory_order_release);
   return record;
+}
+
+void FlightRecorder::queue(const Request& request) {
+  FlightRecord& record = records_[request.sequence % records_.size()];
+  const std::uint32_t version = claim(record);
+  // A call still queued or running keeps its record: it is the one a dump
+  // on its failure must show.
+  const bool taken = in_flight(record.state.load(std::memory_order_acquire));
+  if (!taken) fill(record, request, CallState::kQueued, coarse_now_ns());
+  release(record, version, !taken);
+  if (taken) not_recorded_.fetch_add(1, std::memory_order_relaxed);
+  // Only the thread that issues calls (in program order) moves this.
+  started_.store(request.sequence + 1, std::memory_order_release);
+}
+
+FlightRecord* FlightRecorder::begin_queued(const Request& request) {
+  FlightRecord& record = records_[request.sequence % records_.size()];
+  const std::uint32_t version = claim(record);
+  const CallState held = record.state.load(std::memory_order_acquire);
+  if (held == CallState::kQueued &&
+      record.sequence.load(std::memory_order_relaxed) == request.sequence) {
+    record.state.store(CallState::kStarted, std::memory_order_relaxed);
+  } else if (in_flight(held)) {
+    release(record, version, false);  // a later call's, queued meanwhile
+    return nullptr;
+  } else {
+    // Its queued record was never written (the slot was another call's
+    // in flight then): recorded from its start, queue time unknown.
+    fill(record, request, CallState::kStarted, 0);
+  }
+  release(record, version, true);
+  return &record;
 }
 
 void FlightRecorder::fail(FlightRecord& record, const char* why) {
@@ -273,7 +347,8 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
   out += ",\"rank\":" + std::to_string(identity_.rank) +
          ",\"size\":" + std::to_string(identity_.size) +
          ",\"capacity\":" + std::to_string(records_.size()) +
-         ",\"calls_started\":" + std::to_string(started_.load(std::memory_order_relaxed));
+         ",\"calls_started\":" + std::to_string(started_.load(std::memory_order_relaxed)) +
+         ",\"not_recorded\":" + std::to_string(not_recorded_.load(std::memory_order_relaxed));
   out += ",\"waiting\":";
   {
     const std::lock_guard<std::mutex> lock(wait_mutex_);
@@ -315,6 +390,10 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
     append_string(out, to_string(copy.requested));
     out += ",\"state\":";
     append_string(out, state_name(copy.state));
+    if (copy.queued_ns != 0) {
+      out += ",\"queued\":";
+      append_seconds(out, copy.queued_ns + steady_to_unix_ns);
+    }
     out += ",\"start\":";
     if (copy.start_ns != 0) {
       append_seconds(out, copy.start_ns + steady_to_unix_ns);

@@ -4,10 +4,15 @@
 // call fails, on SIGUSR1, or on demand (docs/errors.md, "Flight recorder").
 //
 // Cost on the hot path: a call fills one record in place (no allocation,
-// no formatting, no lock) and reads the clock once more, at its end. Only
-// the calling thread writes a record; a dump from another thread (the
-// SIGUSR1 watcher) reads it under a per-record sequence lock and skips a
-// record caught half written.
+// no formatting, no lock) and reads the clock once more, at its end. A
+// blocking call is recorded with nothing in flight, by its own thread
+// alone. A call in flight (`_async`, a plan's start) is recorded twice:
+// queued by the caller's thread, then started and ended by the thread that
+// runs it, so both claim a slot with a compare-and-swap of its version,
+// and a slot whose call is still queued or running is never taken by
+// another call (that call goes unrecorded, counted in `not_recorded`). A
+// dump from another thread (the SIGUSR1 watcher) reads a record under the
+// same per-record sequence lock and skips a record caught half written.
 #pragma once
 
 #include <time.h>
@@ -28,7 +33,21 @@
 
 namespace collective::internal {
 
-enum class CallState : std::uint8_t { kEmpty = 0, kStarted, kFinished, kFailed };
+enum class CallState : std::uint8_t { kEmpty = 0, kStarted, kFinished, kFailed, kQueued };
+
+// An enum of the API held in one byte (each has far fewer than 256
+// enumerators), so that a record with its queue time stays one cache line.
+template <typename Enum>
+class ByteEnum {
+ public:
+  void store(Enum value, std::memory_order order) {
+    byte_.store(static_cast<std::uint8_t>(value), order);
+  }
+  Enum load(std::memory_order order) const { return static_cast<Enum>(byte_.load(order)); }
+
+ private:
+  std::atomic<std::uint8_t> byte_{0};
+};
 
 // One call, one cache line. begin() fills it between two bumps of
 // `version` (odd while written), so a reader can tell a consistent copy;
@@ -37,11 +56,11 @@ enum class CallState : std::uint8_t { kEmpty = 0, kStarted, kFinished, kFailed }
 struct alignas(64) FlightRecord {
   std::atomic<std::uint32_t> version{0};
   std::atomic<CallState> state{CallState::kEmpty};
-  std::atomic<Algorithm> algorithm{Algorithm::kAuto};  // what ran (kAuto: not chosen yet)
-  std::atomic<Algorithm> requested{Algorithm::kAuto};
-  std::atomic<CollectiveKind> kind{CollectiveKind::kAllReduce};
-  std::atomic<DataType> type{DataType::kFloat32};
-  std::atomic<ReduceOp> op{ReduceOp::kSum};
+  ByteEnum<Algorithm> algorithm;  // what ran (kAuto: not chosen yet)
+  ByteEnum<Algorithm> requested;
+  ByteEnum<CollectiveKind> kind;
+  ByteEnum<DataType> type;
+  ByteEnum<ReduceOp> op;
   std::atomic<std::int32_t> root{0};
   std::atomic<std::uint64_t> sequence{0};
   std::atomic<std::uint64_t> count{0};
@@ -50,7 +69,11 @@ struct alignas(64) FlightRecord {
   // CLOCK_MONOTONIC_COARSE (the steady clock to the kernel's tick, 1-4 ms):
   // a precise clock read would cost a small call 40 ns (docs/performance.md).
   std::atomic<std::int64_t> end_ns{0};  // 0: still running
+  // When an `_async` call or a plan's start was queued (coarse clock);
+  // 0: a blocking call, never queued.
+  std::atomic<std::int64_t> queued_ns{0};
 };
+static_assert(sizeof(FlightRecord) == 64, "one record, one cache line");
 
 // Why a call failed; kept apart from the records (failures are rare).
 struct FailureNote {
@@ -82,8 +105,16 @@ class FlightRecorder {
  public:
   FlightRecorder(std::size_t capacity, CommunicatorIdentity identity);
 
-  // The record for `request` (its sequence number set), marked started.
+  // The record for `request` (its sequence number set), marked started:
+  // a blocking call's, with nothing in flight on the communicator.
   FlightRecord& begin(const Request& request);
+  // A call put in the queue of calls in flight, on the caller's thread in
+  // program order: its record, marked queued.
+  void queue(const Request& request);
+  // The queued call `request` starts, on the thread that runs it: its
+  // queued record marked started, or a fresh one when the ring dropped it;
+  // nullptr when its slot holds a call still in flight.
+  FlightRecord* begin_queued(const Request& request);
   static void set_start(FlightRecord& record, Clock::time_point start) {
     record.start_ns.store(
         std::chrono::duration_cast<std::chrono::nanoseconds>(start.time_since_epoch()).count(),
@@ -116,8 +147,13 @@ class FlightRecorder {
  private:
   CommunicatorIdentity identity_;
   std::vector<FlightRecord> records_;
-  std::atomic<std::uint64_t> started_{0};
-  mutable std::mutex wait_mutex_;  // guards wait_ and failures_
+  // Claims the slot of `sequence` (version made odd) and fills it; false
+  // when the slot holds a call still queued or running (left alone).
+  bool claim_and_fill(const Request& request, CallState state, std::int64_t queued_ns);
+
+  std::atomic<std::uint64_t> started_{0};       // highest sequence recorded + 1
+  std::atomic<std::uint64_t> not_recorded_{0};  // in flight, their slots taken
+  mutable std::mutex wait_mutex_;               // guards wait_ and failures_
   WaitNote wait_;
   std::vector<FailureNote> failures_;  // the last few, oldest first
 };
