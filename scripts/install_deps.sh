@@ -30,7 +30,7 @@ for arg in "$@"; do
     --with-fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --with-mpich) packages+=(mpich libmpich-dev) ;;
     --with-slurm) packages+=(slurmctld slurmd slurm-client) ;;
-    --with-python) packages+=(python3-dev python3-pybind11 python3-numpy python3-mpi4py python3-pytest) ;;
+    --with-python) packages+=(python3-dev python3-pybind11 python3-numpy python3-mpi4py python3-pytest python3-pip python3-venv python3-setuptools python3-wheel) ;;
     --with-torch) packages+=(python3-dev python3-pybind11 python3-numpy python3-mpi4py python3-pytest python3-torch) ;;
     *) echo "install_deps.sh: unknown option $arg" >&2; exit 2 ;;
   esac
