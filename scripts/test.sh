@@ -56,6 +56,16 @@ background=$root/build/ci-background
 rm -rf "$background"
 mkdir -p "$background"
 steps=()
+# `pip install .`'s test (tests/python) builds the library once more in its
+# own folder: minutes of compiling that run here in the background, the test
+# itself, and then once more in the foreground, incremental (seconds).
+pip_test='^python_pip_install'
+if ctest --test-dir build -N -R "$pip_test" | grep -q "Total Tests: [1-9]"; then
+  steps+=(pip_install)
+  main_exclusions=(-E "$pip_test")
+else
+  main_exclusions=()
+fi
 [[ -x scripts/mpich_coll_tests.sh ]] && steps+=(mpich_coll_tests)
 ((with_mpich)) && steps+=(mpich)
 [[ -x scripts/sanitizers.sh ]] && steps+=(sanitizers)
@@ -64,6 +74,7 @@ steps=()
 run_step() {
   local step=$1
   case $step in
+    pip_install) ctest --test-dir build --output-on-failure -R "$pip_test" ;;
     # MPICH's collective tests with and without the MPI drop-in; CI runs
     # the 30 testlist entries of at most 4 ranks, for time (all 73, up to 16
     # ranks: docs/mpich_coll_tests.md).
@@ -110,7 +121,7 @@ if [[ ${COLLECTIVE_CI_BACKGROUND:-1} == 1 ]]; then
 else
   phase tests
 fi
-ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900
+ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 900 "${main_exclusions[@]}"
 
 # Waits for STEP's background build, prints its output; fails when it did.
 await_build() {
@@ -130,7 +141,8 @@ await_build() {
   fi
   echo "== $step: waited $((SECONDS - since)) s for its build"
 }
-declare -A phase_names=([mpich_coll_tests]="MPICH collective tests" [mpich]="MPICH build and tests"
+declare -A phase_names=([pip_install]="pip install" [mpich_coll_tests]="MPICH collective tests"
+                         [mpich]="MPICH build and tests"
                          [sanitizers]=sanitizers [fuzzing]=fuzzing)
 for step in "${steps[@]}"; do
   phase "${phase_names[$step]}"
