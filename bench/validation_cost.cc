@@ -3,7 +3,7 @@
 // measure_validation_cost.sh). Also times MPI_Allreduce in the same run as
 // the reference. Not a test: prints medians, one line per configuration.
 // `auto` is what a caller gets (on one node: shared_memory, whose check
-// goes through the node segment and, up to 976 B, rides with the input).
+// goes through the node segment and, up to 4,112 B, rides with the input).
 //
 //   mpirun -np 4 collective_validation_cost [iterations] [repeats]
 #include <mpi.h>

@@ -195,14 +195,15 @@ void run_case(Communicator& comm, Kind kind, std::size_t base, int root, bool in
 TEST(SharedMemoryGatherScatter, EveryFormExact) {
   Communicator comm = Communicator::world();
   // Bases: empty, a few elements (every block in the first hand-off's box),
-  // 27 (216 bytes times q + 1: at 4 ranks rank 3's 864 bytes miss the box
-  // by 8 while the others' fit, one call mixes both), 200 (the slots),
+  // 125 (1000 bytes times q + 1: at 4 ranks rank 3's 4000 bytes miss the
+  // box by 8 while the others' fit, one call mixes both), 600 (4800 bytes
+  // and more: the slots),
   // 9000 elements = 72 KB (from 144 KB on rank 1's right, cross-memory
   // attach), one piece past the default 1 MiB slot.
   for (const Kind kind :
        {Kind::kAllGatherV, Kind::kGather, Kind::kGatherV, Kind::kScatter, Kind::kScatterV}) {
-    for (const std::size_t base : {std::size_t{0}, std::size_t{5}, std::size_t{27},
-                                   std::size_t{200}, std::size_t{9000}, std::size_t{140000}}) {
+    for (const std::size_t base : {std::size_t{0}, std::size_t{5}, std::size_t{125},
+                                   std::size_t{600}, std::size_t{9000}, std::size_t{140000}}) {
       for (const int root : {0, comm.size() - 1}) {
         if (kind == Kind::kAllGatherV && root != 0) continue;
         for (const bool in_place : {false, true}) {
@@ -321,9 +322,9 @@ TEST(SharedMemoryGatherScatter, AutoChoiceFollowsEveryCount) {
   const int size = comm.size();
   if (size < 2) GTEST_SKIP() << "one rank runs no algorithm";
   const auto p = static_cast<std::size_t>(size);
-  for (const std::size_t last : {std::size_t{1}, std::size_t{200}, std::size_t{1}}) {
-    // Every block 1 element but the last rank's: 1, then 1600 bytes (past
-    // the box), then 1 again.
+  for (const std::size_t last : {std::size_t{1}, std::size_t{600}, std::size_t{1}}) {
+    // Every block 1 element but the last rank's: 1, then 4800 bytes (past
+    // the box's 4112), then 1 again.
     std::vector<std::size_t> counts(p, 1), displs(p);
     counts[p - 1] = last;
     for (std::size_t q = 1; q < p; ++q) displs[q] = displs[q - 1] + counts[q - 1];
@@ -338,7 +339,7 @@ TEST(SharedMemoryGatherScatter, AutoChoiceFollowsEveryCount) {
     } else {
       EXPECT_NE(comm.last_algorithm(), Algorithm::kSharedMemory)
           << "rank " << rank
-          << ": AUTO all_gather_v with a 1600-byte block reused the box's choice";
+          << ": AUTO all_gather_v with a 4800-byte block reused the box's choice";
     }
     for (std::size_t q = 0; q < p; ++q) {
       for (std::size_t i = 0; i < counts[q]; ++i) {

@@ -24,7 +24,7 @@ namespace collective::internal {
 namespace {
 
 constexpr std::uint64_t kMagic = 0x636f6c6c5f73686dULL;  // "coll_shm"
-constexpr std::uint32_t kLayoutVersion = 4;
+constexpr std::uint32_t kLayoutVersion = 5;
 constexpr std::size_t kPage = 4096;
 // Polls of a flag between yields when ranks have their own processors: a
 // peer that is running answers within a few hundred nanoseconds, and a few
@@ -119,7 +119,7 @@ struct alignas(64) InlineBox {
   std::atomic<std::uint64_t> round;
   std::byte payload[kBoxPayloadBytes];
 };
-static_assert(sizeof(InlineBox) == 1024);
+static_assert(sizeof(InlineBox) == kBoxBytes);
 
 struct NodeSegment::Control {
   PaddedFlag flags[3];
