@@ -8,6 +8,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <sys/uio.h>
@@ -103,7 +104,24 @@ struct Exchange {
   // (all_gather_v) or sends to one peer only (gather): it is staged once,
   // in the whole slot, and each receiver reads it from there.
   bool one_outgoing_block = false;
+  // In-place all_to_all_v where this rank's blocks did not fit its box:
+  // the peers' blocks that came in their boxes would land on this rank's
+  // own blocks for them, which the later steps still send. They wait here
+  // (at their offsets in recv) until those have left: deliver_held.
+  bool hold_inlined = false;
+  std::vector<std::byte> held;
+  std::vector<std::pair<std::size_t, std::size_t>> held_places;  // recv offset, bytes
 };
+
+// Writes the blocks that hold_inlined kept back, once this rank's own
+// blocks have left.
+void deliver_held(Exchange& x) {
+  std::size_t from = 0;
+  for (const auto& [offset, bytes] : x.held_places) {
+    std::memcpy(x.recv + offset, x.held.data() + from, bytes);
+    from += bytes;
+  }
+}
 
 // Where this rank's block for local rank q lies in its send buffer (out)
 // and where q's block for it goes in its receive buffer (in), per kind.
@@ -310,9 +328,12 @@ void read_inlined_block(Exchange& x, const std::byte* theirs, int q, int own) {
     }
   }
   const std::size_t length = std::min(x.in.bytes[peer], place_of(me).bytes);
-  if (length != 0) {
-    std::memcpy(x.recv + x.in.offset[peer],
-                theirs + sizeof(BoxHeader) + ranks * sizeof(BlockPlace) + at, length);
+  const std::byte* block = theirs + sizeof(BoxHeader) + ranks * sizeof(BlockPlace) + at;
+  if (length != 0 && x.hold_inlined) {
+    x.held.insert(x.held.end(), block, block + length);
+    x.held_places.emplace_back(x.in.offset[peer], length);
+  } else if (length != 0) {
+    std::memcpy(x.recv + x.in.offset[peer], block, length);
   }
   // Received: nothing of q's is left for the later steps.
   x.in.bytes[peer] = 0;
@@ -347,6 +368,7 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
     segment.publish_inline(round);
   }
   copy_own_block(x, r);
+  x.hold_inlined = !x.sources_stay && mine.inlined == 0;
   if (mine.inlined != 0) {
     for (int q = 0; q < ranks; ++q) {
       if (q != r) x.out.bytes[static_cast<std::size_t>(q)] = 0;  // sent
@@ -681,18 +703,21 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state,
   fill_exchange(x, request, first, state.rank);
   const bool with_offsets = static_cast<std::size_t>(first.local_size()) <= kMaxPlacesInBox;
   const std::size_t largest = agree_on_blocks(first, x, request, state, with_offsets);
-  if (largest == 0) return;
-  if (x.all_shared) {
-    return exchange_in_rounds(first, x, request, largest, true, streaming_bytes, true);
-  }
-  if (use_cross_memory_attach(x, largest, with_offsets, state) &&
-      exchange_by_cross_memory_attach(first, x, request, state)) {
-    return;
-  }
-  // May make the segment again with larger slots (every rank at this
-  // point, with the same size): `first` is not used past here.
-  NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, largest, state.size), state);
-  exchange_in_rounds(segment, x, request, largest, with_offsets, streaming_bytes);
+  [&] {
+    if (largest == 0) return;
+    if (x.all_shared) {
+      return exchange_in_rounds(first, x, request, largest, true, streaming_bytes, true);
+    }
+    if (use_cross_memory_attach(x, largest, with_offsets, state) &&
+        exchange_by_cross_memory_attach(first, x, request, state)) {
+      return;
+    }
+    // May make the segment again with larger slots (every rank at this
+    // point, with the same size): `first` is not used past here.
+    NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, largest, state.size), state);
+    exchange_in_rounds(segment, x, request, largest, with_offsets, streaming_bytes);
+  }();
+  deliver_held(x);
 }
 
 }  // namespace collective::internal
