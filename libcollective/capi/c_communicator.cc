@@ -3,6 +3,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "collective/collective.h"
 #include "collective/collective_c.h"
@@ -122,6 +123,30 @@ int collective_comm_split(collective_comm_t comm, int color, int key, collective
   *out = nullptr;
   return with_comm(operation, comm, [&](collective::Communicator& c) {
     *out = collective::capi::issue_handle(c.split(color, key));
+  });
+}
+
+int collective_comm_shrink(collective_comm_t comm, collective_comm_t* out) {
+  const char* operation = "collective_comm_shrink";
+  if (out == nullptr) return null_output(operation, comm, "output handle");
+  *out = nullptr;
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    *out = collective::capi::issue_handle(c.shrink());
+  });
+}
+
+int collective_comm_failed_ranks(collective_comm_t comm, int* ranks, int capacity, int* count) {
+  const char* operation = "collective_comm_failed_ranks";
+  if (count == nullptr) return null_output(operation, comm, "count");
+  if (capacity < 0) {
+    return fail_argument(operation, rank_of(comm),
+                         "capacity is " + std::to_string(capacity) + ", expected >= 0");
+  }
+  if (capacity > 0 && ranks == nullptr) return null_output(operation, comm, "ranks");
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    const std::vector<int> failed = c.failed_ranks();
+    *count = static_cast<int>(failed.size());
+    for (int i = 0; i < capacity && i < *count; ++i) ranks[i] = failed[static_cast<std::size_t>(i)];
   });
 }
 

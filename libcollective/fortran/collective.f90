@@ -113,6 +113,7 @@ module collective
   public :: collective_options_init
   public :: collective_copy_last_error_padded, collective_last_status, collective_clear_last_error
   public :: collective_comm_world, collective_comm_from_fint, collective_comm_to_fint, collective_comm_split
+  public :: collective_comm_shrink, collective_comm_failed_ranks
   public :: collective_comm_free, collective_comm_rank, collective_comm_size
   public :: collective_comm_node_count, collective_comm_node_of, collective_comm_local_rank
   public :: collective_comm_allocate, collective_comm_deallocate
@@ -192,6 +193,23 @@ module collective
       integer(c_int), value :: color, key
       type(collective_comm), intent(out) :: new_comm
     end function collective_comm_split
+    ! After a rank died (COLLECTIVE_ERR_PEER_FAILED): every survivor calls
+    ! it and gets a communicator of the survivors (Communicator::shrink).
+    integer(c_int) function collective_comm_shrink(comm, new_comm) &
+        bind(C, name="collective_comm_shrink")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      type(collective_comm), intent(out) :: new_comm
+    end function collective_comm_shrink
+    ! The failed ranks, ascending: the first min(count, capacity) in ranks.
+    integer(c_int) function collective_comm_failed_ranks(comm, ranks, capacity, count) &
+        bind(C, name="collective_comm_failed_ranks")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), intent(out) :: ranks(*)
+      integer(c_int), value :: capacity
+      integer(c_int), intent(out) :: count
+    end function collective_comm_failed_ranks
     ! Frees the communicator and resets comm%handle to c_null_ptr.
     integer(c_int) function collective_comm_free(comm) bind(C, name="collective_comm_free")
       import :: c_int, collective_comm

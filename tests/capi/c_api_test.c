@@ -746,6 +746,32 @@ int main(int argc, char** argv) {
   CHECK_OK(collective_all_reduce(halves, &one, &one, 1, COLLECTIVE_INT32, COLLECTIVE_SUM, NULL));
   CHECK(one == half_size, "all_reduce on split: expected %d, actual %d", half_size, one);
 
+  /* shrink of a healthy communicator: a copy, nothing failed. */
+  collective_comm_t shrunk = NULL;
+  int failed_ranks[4] = {-1, -1, -1, -1}, failed_count = -1;
+  CHECK_OK(collective_comm_failed_ranks(world, failed_ranks, 4, &failed_count));
+  CHECK(failed_count == 0 && failed_ranks[0] == -1, "healthy failed_ranks count %d", failed_count);
+  CHECK_OK(collective_comm_shrink(world, &shrunk));
+  int shrunk_rank = -1, shrunk_size = -1;
+  CHECK_OK(collective_comm_rank(shrunk, &shrunk_rank));
+  CHECK_OK(collective_comm_size(shrunk, &shrunk_size));
+  CHECK(shrunk_rank == g_rank && shrunk_size == g_size, "shrunk rank/size %d/%d", shrunk_rank,
+        shrunk_size);
+  int32_t counted = 1;
+  CHECK_OK(
+      collective_all_reduce(shrunk, &counted, &counted, 1, COLLECTIVE_INT32, COLLECTIVE_SUM, NULL));
+  CHECK(counted == g_size, "all_reduce on the shrunk copy: expected %d, actual %d", g_size,
+        counted);
+  expect_failure("failed_ranks with a negative capacity",
+                 collective_comm_failed_ranks(shrunk, NULL, -1, &failed_count),
+                 COLLECTIVE_ERR_INVALID_ARGUMENT, "capacity is -1", rank_text_global());
+  expect_failure("failed_ranks with NULL ranks",
+                 collective_comm_failed_ranks(shrunk, NULL, 2, &failed_count),
+                 COLLECTIVE_ERR_INVALID_ARGUMENT, "ranks pointer is NULL", rank_text_global());
+  CHECK_OK(collective_comm_failed_ranks(shrunk, NULL, 0, &failed_count));
+  CHECK(failed_count == 0, "failed_ranks count with capacity 0: %d", failed_count);
+  CHECK_OK(collective_comm_free(&shrunk));
+
   test_errors(world);
 
   /* abort: this process's copy fails every later call, COMMUNICATION. */

@@ -12,6 +12,7 @@ program fortran_api_test
   type(collective_comm) :: world, halves, null_comm
   type(collective_options) :: options
   integer(c_int) :: crank, csize, algorithm
+  integer(c_int) :: failed(4), failed_count, shrunk_size
   integer(c_size_t), parameter :: n = 1001
   real(c_double), target :: d_send(n), d_recv(n)
   real(c_float), target :: f_buf(n)
@@ -260,6 +261,15 @@ program fortran_api_test
                                        COLLECTIVE_SUM, collective_options_default), 'all_reduce on split')
   if (i_recv(1) /= (size + 1 - mod(rank, 2)) / 2) call fail_msg('all_reduce on split: wrong size')
   call expect_ok(collective_comm_free(halves), 'free split')
+
+  ! shrink of a healthy communicator: a copy of the same size, nothing failed.
+  failed_count = -1
+  call expect_ok(collective_comm_failed_ranks(world, failed, 4, failed_count), 'failed_ranks')
+  if (failed_count /= 0) call fail_msg('failed_ranks of a healthy communicator is not empty')
+  call expect_ok(collective_comm_shrink(world, halves), 'shrink')
+  call expect_ok(collective_comm_size(halves, shrunk_size), 'size of shrunk')
+  if (shrunk_size /= size) call fail_msg('shrink of a healthy communicator changed its size')
+  call expect_ok(collective_comm_free(halves), 'free shrunk')
 
   ! Errors: a null handle, and a bad root (rejected on every rank).
   null_comm%handle = c_null_ptr

@@ -99,5 +99,27 @@ TEST(SplitTest, NegativeColorRefusedOnEveryRank) {
   expect_sum_works(world, rank, "world after the refused splits");
 }
 
+// shrink() on a healthy communicator: nothing failed, so every rank keeps
+// its rank in a copy that works on its own (the deaths are in
+// tests/reliability/shrink_driver.py); twice in a row, and of the copy.
+TEST(SplitTest, ShrinkOfHealthyCommunicatorIsACopy) {
+  auto world = Communicator::world();
+  const int rank = world.rank();
+  EXPECT_TRUE(world.failed_ranks().empty()) << "rank " << rank;
+  for (int round = 0; round < 2; ++round) {
+    auto shrunk = world.shrink();
+    EXPECT_EQ(shrunk.rank(), rank) << "rank " << rank << " round " << round;
+    EXPECT_EQ(shrunk.size(), world.size()) << "rank " << rank << " round " << round;
+    EXPECT_TRUE(shrunk.failed_ranks().empty()) << "rank " << rank;
+    expect_sum_works(shrunk, rank, "shrunk copy, round " + std::to_string(round));
+    auto again = shrunk.shrink();
+    expect_sum_works(again, rank, "shrink of the shrunk copy");
+  }
+  expect_sum_works(world, rank, "world after shrink");
+  auto none = world.split(Communicator::kUndefinedColor, 0);
+  expect_invalid([&] { (void)none.shrink(); }, "the communicator is null",
+                 "shrink of the null communicator", rank);
+}
+
 }  // namespace
 }  // namespace collective

@@ -266,6 +266,21 @@ def test_mpi4py_both_ways(comm):
         wrapped.free()
 
 
+def test_shrink_of_a_healthy_communicator_is_a_copy(comm):
+    # The deaths themselves: tests/reliability/shrink_driver.py.
+    assert comm.failed_ranks == []
+    shrunk = comm.shrink()
+    try:
+        assert (shrunk.rank, shrunk.size) == (comm.rank, comm.size)
+        assert shrunk.failed_ranks == []
+        x = np.arange(5, dtype=np.int64) + comm.rank
+        shrunk.all_reduce(x)
+        expected = np.arange(5, dtype=np.int64) * comm.size + sum(range(comm.size))
+        assert_elements(x, expected, comm.rank, "all_reduce on the shrunk copy")
+    finally:
+        shrunk.free()
+
+
 def test_timeout_and_algorithm_options(comm):
     x = np.ones(8, np.float32)
     comm.all_reduce(x, algorithm="ring", timeout=30)

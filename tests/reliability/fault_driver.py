@@ -152,7 +152,7 @@ def kill_in_blocking_mpi(args):
         # A survivor that looks after another already ended names that one
         # too ("rank 1 (...) and rank 2 (...) died during ...").
         lines = run.wait_for(r"\(rank (\d+)\): (?:.* )?rank %d \(pid %d on [^)]*\).* died during MPI's "
-                             r"blocking MPI_\w+ .*exit status 14" % (VICTIM, run.pids[VICTIM]),
+                             r"blocking MPI_\w+.*exit status 14" % (VICTIM, run.pids[VICTIM]),
                              len(survivors()), 10, stream="err",
                              what="every survivor's line naming the dead rank and its exit")
         ranks = sorted(int(match.group(1)) for _, match in lines)

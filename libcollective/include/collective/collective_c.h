@@ -161,6 +161,15 @@ int collective_comm_from_fint(int mpi_fortran_handle, collective_comm_t* out);
 int collective_comm_to_fint(collective_comm_t comm, int* mpi_fortran_handle);
 /* Ranks with the same color form a new communicator, ordered by key. */
 int collective_comm_split(collective_comm_t comm, int color, int key, collective_comm_t* out);
+/* After a rank died (COLLECTIVE_ERR_PEER_FAILED): every survivor calls it
+ * and gets, in *out, a communicator of the survivors in their order here
+ * (Communicator::shrink; docs/errors.md, "Shrinking after a death"). comm
+ * stays failed. Collective over the survivors. */
+int collective_comm_shrink(collective_comm_t comm, collective_comm_t* out);
+/* The ranks known to have failed, ascending: the first min(*count, capacity)
+ * go to ranks (which may be NULL when capacity is 0), and *count gets how
+ * many there are (0 on a healthy communicator). */
+int collective_comm_failed_ranks(collective_comm_t comm, int* ranks, int capacity, int* count);
 /* Frees the handle and sets *comm to NULL; a NULL *comm is a no-op. */
 int collective_comm_free(collective_comm_t* comm);
 

@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "collective/algorithm.h"
 #include "collective/options.h"
@@ -107,6 +108,21 @@ class COLLECTIVE_API Communicator {
   // handler is MPI's default, MPI_ERRORS_ARE_FATAL. Collective: every rank
   // calls it; bounded by COLLECTIVE_TIMEOUT like split().
   int to_mpi() const;
+
+  // After a rank died (PeerFailedError): the survivors each call shrink()
+  // and get a communicator of the survivors, ranked in their order here,
+  // with its own topology and shared-memory segments; this communicator
+  // stays failed. The survivors first agree on which ranks failed, the same
+  // set on every survivor also when another rank dies meanwhile; a rank
+  // that dies after that agreement, in the milliseconds in which MPI builds
+  // the new communicator, ends the survivors on its host with exit status
+  // 14 (kExitAfterCommunicationFailure). On a healthy communicator it
+  // returns a copy of it. Collective over the survivors; bounded by
+  // COLLECTIVE_TIMEOUT (docs/errors.md, "Shrinking after a death").
+  Communicator shrink() const;
+  // The ranks known to have failed (PeerFailedError's failed_ranks(), or
+  // what a shrink() agreed), ascending; empty on a healthy communicator.
+  std::vector<int> failed_ranks() const;
 
   // True on a rank that passed kUndefinedColor to split(): it belongs to no
   // group; rank() is -1, size() 0, and every other call (collectives,

@@ -224,6 +224,16 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
             return self.split(color, key);
           },
           py::arg("color"), py::arg("key") = 0)
+      .def(
+          "shrink",
+          [](const Communicator& self) {
+            py::gil_scoped_release release;
+            return self.shrink();
+          },
+          "After a PeerFailedError: every survivor calls it and gets a communicator of the "
+          "survivors, in their order here; this one stays failed.")
+      .def_property_readonly("failed_ranks", &Communicator::failed_ranks,
+                             "The ranks known to have failed, ascending; empty while healthy.")
       .def("free", [](Communicator& self) { self.free(); })
       .def(
           "abort", [](Communicator& self, const std::string& reason) { self.abort(reason); },

@@ -25,6 +25,7 @@
 #include "core/wait_guard.h"
 #include "transport/shm/shared_allocation.h"
 #include "api/communicator_topology.h"
+#include "api/flight_recorder_attach.h"
 
 namespace collective {
 namespace {
@@ -54,32 +55,6 @@ void wait_for_all_ranks(MPI_Request& request, const char* operation, int rank, c
           {}, std::string("every rank of the parent communicator to call ") + operation};
     });
   }
-}
-
-// The communicator's flight recorder (core/flight_recorder.h), named by
-// its members' world ranks so that every member's dump names it alike.
-void attach_flight_recorder(CommunicatorState& state) {
-  internal::CommunicatorIdentity identity;
-  identity.origin = state.origin;
-  identity.rank = state.rank;
-  identity.size = state.size;
-  std::vector<int> ranks(static_cast<std::size_t>(state.size));
-  for (int r = 0; r < state.size; ++r) ranks[static_cast<std::size_t>(r)] = r;
-  identity.members.assign(ranks.size(), MPI_UNDEFINED);
-  MPI_Group group = MPI_GROUP_NULL;
-  MPI_Group world_group = MPI_GROUP_NULL;
-  {
-    const internal::MpiLock lock;
-    if (MPI_Comm_group(state.comm, &group) == MPI_SUCCESS &&
-        MPI_Comm_group(MPI_COMM_WORLD, &world_group) == MPI_SUCCESS) {
-      MPI_Group_translate_ranks(group, state.size, ranks.data(), world_group,
-                                identity.members.data());
-    }
-    if (group != MPI_GROUP_NULL) MPI_Group_free(&group);
-    if (world_group != MPI_GROUP_NULL) MPI_Group_free(&world_group);
-  }
-  state.flight_recorder = internal::make_flight_recorder(std::move(identity));
-  internal::start_trace_if_requested();
 }
 
 // What making a communicator from `self` (split, to_mpi) needs first: a
@@ -128,7 +103,7 @@ std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operat
   wait_for_all_ranks(request, operation, rank, "MPI_Comm_idup");
   auto state = std::make_shared<CommunicatorState>(copy, operation);
   internal::attach_topology(*state, operation);
-  attach_flight_recorder(*state);
+  internal::attach_flight_recorder(*state);
   return state;
 }
 
@@ -273,7 +248,7 @@ Communicator Communicator::split(int color, int key) const {
   }
   auto state = std::make_shared<CommunicatorState>(child, kOperation);
   internal::attach_topology(*state, kOperation);
-  attach_flight_recorder(*state);
+  internal::attach_flight_recorder(*state);
   return Communicator(std::move(state));
 }
 

@@ -28,13 +28,13 @@ WatchRegistry& registry() {
 [[noreturn]] void end_process(const BlockingCallWatch& watch, const std::vector<int>& gone) {
   const PeerLiveness& liveness = watch.state().liveness;
   std::ostringstream text;
-  text << watch.request().label() << " (rank " << watch.state().rank << "): ";
+  text << watch.label() << " (rank " << watch.state().rank << "): ";
   for (std::size_t i = 0; i < gone.size(); ++i) {
     if (i > 0) text << (i + 1 == gone.size() ? " and " : ", ");
     text << liveness.describe(gone[i]);
   }
   text << " died during MPI's blocking " << watch.call()
-       << " (the mpi algorithm at MPI_THREAD_MULTIPLE), which never returns after a rank's death:"
+       << ", which never returns after a rank's death:"
        << " ending this process with exit status " << kExitStatusAfterFailure;
   record_communication_failure(text.str());
   COLLECTIVE_LOG(kWarn, text.str());
@@ -61,7 +61,17 @@ void watch_forever() {
 BlockingCallWatch::BlockingCallWatch(const Request& request, const WaitSubject& state,
                                      const char* call)
     : request_(&request), state_(&state), call_(call) {
-  if (state.liveness.empty() || state.liveness.judged_count() == 0) return;
+  start_watching();
+}
+
+BlockingCallWatch::BlockingCallWatch(const char* operation, const WaitSubject& state,
+                                     const char* call)
+    : operation_(operation), state_(&state), call_(call) {
+  start_watching();
+}
+
+void BlockingCallWatch::start_watching() {
+  if (state_->liveness.empty() || state_->liveness.judged_count() == 0) return;
   WatchRegistry& watched = registry();
   std::call_once(watched.watcher_started, [] { std::thread(watch_forever).detach(); });
   start_ = Clock::now();

@@ -12,6 +12,8 @@
 // rank on this host to judge are not watched.
 #pragma once
 
+#include <string>
+
 #include "core/request.h"
 #include "core/wait_subject.h"
 
@@ -21,18 +23,23 @@ class BlockingCallWatch {
  public:
   // `call` names MPI's function ("MPI_Allreduce"); a string literal.
   BlockingCallWatch(const Request& request, const WaitSubject& state, const char* call);
+  // For a blocking MPI call outside a collective (Communicator::shrink's
+  // MPI_Comm_create_group); `operation` is a string literal.
+  BlockingCallWatch(const char* operation, const WaitSubject& state, const char* call);
   ~BlockingCallWatch();
   BlockingCallWatch(const BlockingCallWatch&) = delete;
   BlockingCallWatch& operator=(const BlockingCallWatch&) = delete;
 
   // What the watcher thread reads, under the registry's lock.
-  const Request& request() const { return *request_; }
+  std::string label() const { return request_ != nullptr ? request_->label() : operation_; }
   const WaitSubject& state() const { return *state_; }
   const char* call() const { return call_; }
   Clock::time_point start() const { return start_; }
 
  private:
-  const Request* request_;
+  void start_watching();
+  const Request* request_ = nullptr;
+  const char* operation_ = nullptr;
   const WaitSubject* state_;
   const char* call_;
   Clock::time_point start_;

@@ -94,6 +94,9 @@ struct CommunicatorState : WaitSubject {
   std::vector<int> failed_ranks;
   // Keeps the first communication failure (its text, its dead ranks).
   void poison(const CommunicationError& error);
+  // Communicator::shrink calls on this communicator so far: each one's
+  // agreement tells its messages from an earlier one's.
+  std::uint32_t shrinks = 0;
 
   // Reused by the algorithms: incoming segments, partial sums.
   ScratchBuffer scratch_in;

@@ -18,6 +18,7 @@ static_assert(kNumCollectiveKinds + 1 <= 0xF, "a kind + 1 fits the claim word's 
 const char* operation_name(ExclusiveUse::Operation operation) {
   switch (operation) {
     case ExclusiveUse::Operation::kSplit: return "Communicator::split";
+    case ExclusiveUse::Operation::kShrink: return "Communicator::shrink";
     case ExclusiveUse::Operation::kFree: return "Communicator::free";
     case ExclusiveUse::Operation::kSend: return "Communicator::send";
     case ExclusiveUse::Operation::kRecv: return "Communicator::recv";

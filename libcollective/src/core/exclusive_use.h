@@ -24,7 +24,7 @@ class ExclusiveUse {
   // that a colliding thread can name it.
   ExclusiveUse(CommunicatorState& state, CollectiveKind kind);
   // The communicator's other operations that communicate or free it.
-  enum class Operation : std::uint8_t { kSplit, kFree, kSend, kRecv };
+  enum class Operation : std::uint8_t { kSplit, kShrink, kFree, kSend, kRecv };
   ExclusiveUse(CommunicatorState& state, Operation operation);
   ~ExclusiveUse();
   void started(std::uint64_t sequence);

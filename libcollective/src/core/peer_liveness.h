@@ -36,6 +36,9 @@ class PeerLiveness {
   void adopt(std::vector<ProcessIdentity> identities, int self);
 
   bool empty() const { return identities_.empty(); }
+  // Stops judging `rank` (a rank known dead that a watch of the survivors
+  // must not count again).
+  void forget(int rank) { judged_[static_cast<std::size_t>(rank)] = false; }
   // How many peers /proc can judge (on this host, same kernel and pid namespace).
   int judged_count() const;
   ProcessStatus status(int rank) const;

@@ -1,0 +1,12 @@
+// A new communicator's flight recorder (core/flight_recorder.h), named by
+// its members' world ranks so that every member's dump names it alike; the
+// trace starts with the first one when COLLECTIVE_TRACE asks for it.
+#pragma once
+
+#include "core/communicator_state.h"
+
+namespace collective::internal {
+
+void attach_flight_recorder(CommunicatorState& state);
+
+}  // namespace collective::internal

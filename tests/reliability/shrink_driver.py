@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Shrinking after a death, with real processes: runs collective_shrink_worker
+under `mpirun --enable-recovery`, SIGKILLs one or two ranks, and checks that
+every survivor raised PeerFailedError, shrank to a communicator of exactly the
+survivors (in their order) and that its calls there were exact. ctest runs one
+scenario per test:
+
+    shrink_driver.py --mpiexec mpiexec --worker collective_shrink_worker SCENARIO
+
+Each prints the time from the kill to the last survivor's shrunk communicator,
+and the shrink call's own time."""
+
+import argparse
+import os
+import signal
+import sys
+import time
+import traceback
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from mpirun_capture import CapturedMpirun, Failure  # noqa: E402
+
+
+def start(args, ranks, worker_args):
+    command = [args.mpiexec, "-n", str(ranks), "--oversubscribe", "--bind-to", "none",
+               "--enable-recovery", args.worker] + [str(a) for a in worker_args]
+    return CapturedMpirun(command, {"COLLECTIVE_TIMEOUT": "20"}, ranks)
+
+
+def expect_shrunk(run, ranks, victims, since):
+    """Every survivor's FAILED, SHRUNK and CHECKED lines; returns (seconds from
+    `since` to the last SHRUNK line, the slowest shrink call)."""
+    survivors = [r for r in range(ranks) if r not in victims]
+    pattern = "|".join(str(r) for r in survivors)
+    expected_failed = ",".join(str(v) for v in sorted(victims))
+    shrunk = run.wait_for(r"SHRUNK rank=(%s) new_rank=(\d+) size=(\d+) failed=([\d,]*) seconds=([\d.]+)"
+                          % pattern, len(survivors), 30, what="a SHRUNK line from every survivor")
+    latest, slowest = 0.0, 0.0
+    for at, match in shrunk:
+        rank, new_rank, size = int(match.group(1)), int(match.group(2)), int(match.group(3))
+        if match.group(4) != expected_failed:
+            raise Failure("rank %d agreed failed ranks [%s], expected [%s]"
+                          % (rank, match.group(4), expected_failed))
+        if size != len(survivors) or new_rank != survivors.index(rank):
+            raise Failure("rank %d is rank %d of %d after shrink, expected %d of %d"
+                          % (rank, new_rank, size, survivors.index(rank), len(survivors)))
+        latest = max(latest, at - since)
+        slowest = max(slowest, float(match.group(5)))
+    run.wait_for(r"CHECKED rank=(%s) " % pattern, len(survivors), 60,
+                 what="exact calls on the shrunk communicator on every survivor")
+    wrong = run.matching(r"WRONG .*")
+    if wrong:
+        raise Failure("a survivor saw a wrong result: %s" % wrong[0][1].group(0))
+    return latest, slowest
+
+
+def kill_in_loop(args, ranks, victims):
+    run = start(args, ranks, ["loop", -1])
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", ranks, 60, what="1000 calls on every rank")
+        killed = time.time()
+        for victim in victims:
+            os.kill(run.pids[victim], signal.SIGKILL)
+        latest, slowest = expect_shrunk(run, ranks, victims, killed)
+        run.wait_exit(60)
+        return ("%d ranks, SIGKILL of %s during the all_reduce loop: every survivor shrank %.2f s "
+                "after the kill (shrink itself at most %.3f s), then exact calls"
+                % (ranks, victims, latest, slowest))
+    finally:
+        finish(run)
+
+
+def kill_while_idle(args, ranks, victim):
+    run = start(args, ranks, ["idle", -1])
+    try:
+        run.wait_ready()
+        run.wait_for(r"IDLE rank=\d+", ranks, 60, what="every rank idle")
+        killed = time.time()
+        os.kill(run.pids[victim], signal.SIGKILL)
+        latest, slowest = expect_shrunk(run, ranks, [victim], killed)
+        run.wait_exit(60)
+        return ("%d ranks, SIGKILL of rank %d while every rank was idle: every survivor shrank "
+                "%.2f s after the kill (shrink itself at most %.3f s)" % (ranks, victim, latest, slowest))
+    finally:
+        finish(run)
+
+
+def kill_during_shrink(args, ranks, first, second):
+    run = start(args, ranks, ["loop", second])
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", ranks, 60, what="1000 calls on every rank")
+        os.kill(run.pids[first], signal.SIGKILL)
+        run.wait_for(r"SHRINKING rank=%d" % second, 1, 30, what="rank %d about to shrink" % second)
+        # The others are inside shrink by now, waiting for the second victim's view.
+        time.sleep(0.3)
+        killed = time.time()
+        os.kill(run.pids[second], signal.SIGKILL)
+        latest, slowest = expect_shrunk(run, ranks, [first, second], killed)
+        run.wait_exit(60)
+        return ("%d ranks, rank %d killed, then rank %d while the others agreed: every survivor "
+                "shrank to the 2 others %.2f s after the second kill (shrink at most %.3f s)"
+                % (ranks, first, second, latest, slowest))
+    finally:
+        finish(run)
+
+
+def finish(run):
+    failing = sys.exc_info()[0] is not None
+    left = run.cleanup()
+    if failing or left:
+        run.dump()
+    if left:
+        raise Failure("processes left behind: %s" % left)
+
+
+SCENARIOS = {
+    "kill_np3": lambda a: kill_in_loop(a, 3, [1]),
+    "kill_np4": lambda a: kill_in_loop(a, 4, [2]),
+    "kill_two_np4": lambda a: kill_in_loop(a, 4, [1, 2]),
+    "kill_idle_np3": lambda a: kill_while_idle(a, 3, 1),
+    "kill_during_shrink_np4": lambda a: kill_during_shrink(a, 4, 1, 2),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mpiexec", required=True)
+    parser.add_argument("--worker", required=True)
+    parser.add_argument("scenario", choices=sorted(SCENARIOS))
+    args = parser.parse_args()
+    try:
+        summary = SCENARIOS[args.scenario](args)
+    except Failure as failure:
+        print("FAIL %s: %s" % (args.scenario, failure))
+        return 1
+    except Exception:  # noqa: BLE001 - any driver error fails the test, with its trace
+        traceback.print_exc()
+        print("FAIL %s: driver error" % args.scenario)
+        return 1
+    print("PASS %s: %s" % (args.scenario, summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
