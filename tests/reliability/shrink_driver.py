@@ -28,8 +28,11 @@ def start(args, ranks, worker_args):
 
 
 def expect_shrunk(run, ranks, victims, since):
-    """Every survivor's FAILED, SHRUNK and CHECKED lines; returns (seconds from
-    `since` to the last SHRUNK line, the slowest shrink call)."""
+    """Every survivor's FAILED, SHRUNK, FIRST and CHECKED lines; returns a dict
+    of seconds from `since` (the kill): detected (the last survivor's
+    PeerFailedError), shrunk (its last shrink returned), first (its first
+    all_reduce on the survivors returned), and shrink_call (the slowest
+    shrink call itself)."""
     survivors = [r for r in range(ranks) if r not in victims]
     pattern = "|".join(str(r) for r in survivors)
     expected_failed = ",".join(str(v) for v in sorted(victims))
@@ -46,12 +49,24 @@ def expect_shrunk(run, ranks, victims, since):
                           % (rank, new_rank, size, survivors.index(rank), len(survivors)))
         latest = max(latest, at - since)
         slowest = max(slowest, float(match.group(5)))
+    firsts = run.wait_for(r"FIRST rank=(%s)$" % pattern, len(survivors), 30,
+                          what="the first all_reduce on the survivors")
     run.wait_for(r"CHECKED rank=(%s) " % pattern, len(survivors), 60,
                  what="exact calls on the shrunk communicator on every survivor")
     wrong = run.matching(r"WRONG .*")
     if wrong:
         raise Failure("a survivor saw a wrong result: %s" % wrong[0][1].group(0))
-    return latest, slowest
+    failed = run.matching(r"FAILED rank=(%s) " % pattern)
+    return {"detected": max(t for t, _ in failed) - since if failed else float("nan"),
+            "shrunk": latest, "first": max(t for t, _ in firsts) - since,
+            "shrink_call": slowest}
+
+
+def timing_text(t):
+    detected = ("PeerFailedError on every survivor %.3f s after the kill, " % t["detected"]
+                if t["detected"] >= 0 else "")
+    return ("%sshrunk %.3f s, first all_reduce on the survivors %.3f s (shrink itself at most "
+            "%.3f s)" % (detected, t["shrunk"], t["first"], t["shrink_call"]))
 
 
 def kill_in_loop(args, ranks, victims):
@@ -62,11 +77,10 @@ def kill_in_loop(args, ranks, victims):
         killed = time.time()
         for victim in victims:
             os.kill(run.pids[victim], signal.SIGKILL)
-        latest, slowest = expect_shrunk(run, ranks, victims, killed)
+        timing = expect_shrunk(run, ranks, victims, killed)
         run.wait_exit(60)
-        return ("%d ranks, SIGKILL of %s during the all_reduce loop: every survivor shrank %.2f s "
-                "after the kill (shrink itself at most %.3f s), then exact calls"
-                % (ranks, victims, latest, slowest))
+        return ("%d ranks, SIGKILL of %s during the all_reduce loop: %s; then exact calls"
+                % (ranks, victims, timing_text(timing)))
     finally:
         finish(run)
 
@@ -78,10 +92,10 @@ def kill_while_idle(args, ranks, victim):
         run.wait_for(r"IDLE rank=\d+", ranks, 60, what="every rank idle")
         killed = time.time()
         os.kill(run.pids[victim], signal.SIGKILL)
-        latest, slowest = expect_shrunk(run, ranks, [victim], killed)
+        timing = expect_shrunk(run, ranks, [victim], killed)
         run.wait_exit(60)
-        return ("%d ranks, SIGKILL of rank %d while every rank was idle: every survivor shrank "
-                "%.2f s after the kill (shrink itself at most %.3f s)" % (ranks, victim, latest, slowest))
+        return ("%d ranks, SIGKILL of rank %d while every rank slept 1.5 s between calls: %s"
+                % (ranks, victim, timing_text(timing)))
     finally:
         finish(run)
 
@@ -97,11 +111,10 @@ def kill_during_shrink(args, ranks, first, second):
         time.sleep(0.3)
         killed = time.time()
         os.kill(run.pids[second], signal.SIGKILL)
-        latest, slowest = expect_shrunk(run, ranks, [first, second], killed)
+        timing = expect_shrunk(run, ranks, [first, second], killed)
         run.wait_exit(60)
-        return ("%d ranks, rank %d killed, then rank %d while the others agreed: every survivor "
-                "shrank to the 2 others %.2f s after the second kill (shrink at most %.3f s)"
-                % (ranks, first, second, latest, slowest))
+        return ("%d ranks, rank %d killed, then rank %d while the others agreed, from the second "
+                "kill: %s" % (ranks, first, second, timing_text(timing)))
     finally:
         finish(run)
 

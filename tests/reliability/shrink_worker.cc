@@ -15,6 +15,7 @@
 //   PROGRESS rank=<r> calls=<n>
 //   FAILED rank=<r> class=<error class> failed=<ranks> what=<message>
 //   SHRUNK rank=<old> new_rank=<n> size=<s> failed=<ranks> seconds=<shrink time>
+//   FIRST rank=<old>              (its first all_reduce on the survivors returned, exact)
 //   CHECKED rank=<old> new_rank=<n> calls=<n>
 //   WRONG rank=<old> what=<call, index, expected, actual>
 #include <mpi.h>
@@ -189,6 +190,16 @@ int main(int argc, char** argv) {
   std::snprintf(stamp, sizeof(stamp), "%.4f", seconds);
   say("SHRUNK rank=" + std::to_string(rank) + " new_rank=" + std::to_string(shrunk.rank()) +
       " size=" + std::to_string(shrunk.size()) + " failed=" + joined(failed) + " seconds=" + stamp);
+  // The first call on the survivors: an 8-byte all_reduce.
+  std::int64_t first = rank;
+  shrunk.all_reduce(&first, &first, 1, collective::DataType::kInt64);
+  std::int64_t survivors_sum = 0;
+  for (const int member : members) survivors_sum += member;
+  if (first != survivors_sum) {
+    wrong(rank, "first all_reduce expected " + std::to_string(survivors_sum) + " actual " +
+                    std::to_string(first));
+  }
+  say("FIRST rank=" + std::to_string(rank));
   const int checked = check_shrunk(shrunk, rank, members);
   say("CHECKED rank=" + std::to_string(rank) + " new_rank=" + std::to_string(shrunk.rank()) +
       " calls=" + std::to_string(checked));

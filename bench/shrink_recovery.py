@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""From a rank's death to the first all_reduce on the survivors (a benchmark,
+never run as a test): runs the shrink fault scenarios of
+tests/reliability/shrink_driver.py (mpirun --enable-recovery, SIGKILL during
+an all_reduce loop, each survivor shrinks and checks its calls) N times each
+and prints, per scenario, the medians and ranges of: the detection (kill to
+the last survivor's PeerFailedError), the shrink call, and the kill to the
+last survivor's first all_reduce on the shrunk communicator.
+
+    bench/shrink_recovery.py --mpiexec mpirun --worker build/tests/reliability/collective_shrink_worker [--runs 5]
+
+One node only: the driver starts mpirun on this host."""
+
+import argparse
+import os
+import signal
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "tests", "reliability"))
+sys.path.insert(0, os.path.join(HERE, "..", "tests"))
+import shrink_driver  # noqa: E402
+
+
+def one_run(args, ranks, victims):
+    run = shrink_driver.start(args, ranks, ["loop", -1])
+    try:
+        run.wait_ready()
+        run.wait_for(r"PROGRESS rank=\d+ calls=1000", ranks, 60, what="1000 calls on every rank")
+        killed = time.time()
+        for victim in victims:
+            os.kill(run.pids[victim], signal.SIGKILL)
+        timing = shrink_driver.expect_shrunk(run, ranks, victims, killed)
+        run.wait_exit(60)
+        return timing
+    finally:
+        shrink_driver.finish(run)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--mpiexec", default="mpirun")
+    parser.add_argument("--worker", required=True)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    print("| ranks | killed | detection (s) | shrink call (s) | kill to first all_reduce (s) |")
+    print("|---|---|---|---|---|")
+    for ranks, victims in ((3, [1]), (4, [2]), (4, [1, 2])):
+        times = [one_run(args, ranks, victims) for _ in range(args.runs)]
+
+        def cell(key):
+            values = [t[key] for t in times]
+            return "%.3f (%.3f–%.3f)" % (statistics.median(values), min(values), max(values))
+        print("| %d | %s | %s | %s | %s |" % (ranks, ",".join(map(str, victims)), cell("detected"),
+                                              cell("shrink_call"), cell("first")), flush=True)
+
+
+if __name__ == "__main__":
+    main()
