@@ -22,8 +22,12 @@ from mpirun_capture import CapturedMpirun, Failure  # noqa: E402
 
 
 def start(args, ranks, worker_args):
+    # Each rank's worker runs under a shell that prints its exit status:
+    # under --enable-recovery Open MPI 4.1's mpirun returns 0 whatever its
+    # processes' statuses, so only this line shows them.
+    report = 'status=0; "$0" "$@" || status=$?; echo "EXITED rank=$OMPI_COMM_WORLD_RANK status=$status"'
     command = [args.mpiexec, "-n", str(ranks), "--oversubscribe", "--bind-to", "none",
-               "--enable-recovery", args.worker] + [str(a) for a in worker_args]
+               "--enable-recovery", "sh", "-c", report, args.worker] + [str(a) for a in worker_args]
     return CapturedMpirun(command, {"COLLECTIVE_TIMEOUT": "20"}, ranks)
 
 
@@ -62,6 +66,24 @@ def expect_shrunk(run, ranks, victims, since):
             "shrink_call": slowest}
 
 
+def expect_unclean_exit(run, ranks, victims):
+    """The job lost a rank: every survivor logs the summary line and ends
+    with kExitAfterPeerLoss (15), so mpirun does not return 0."""
+    run.wait_exit(60)
+    survivors = [r for r in range(ranks) if r not in victims]
+    lines = run.matching(r"collective WARN rank (\d+) .*this job lost a rank and went on without it; "
+                         r"(?:.*; )?ending this process with exit status 15", stream="err")
+    seen = sorted({int(m.group(1)) for _, m in lines})
+    if seen != survivors:
+        raise Failure("the summary line came from ranks %s, expected %s" % (seen, survivors))
+    statuses = {int(m.group(1)): int(m.group(2))
+                for _, m in run.matching(r"EXITED rank=(\d+) status=(\d+)")}
+    for rank in survivors:
+        if statuses.get(rank) != 15:
+            raise Failure("survivor %d ended with status %s, expected 15 (kExitAfterPeerLoss)"
+                          % (rank, statuses.get(rank)))
+
+
 def timing_text(t):
     detected = ("PeerFailedError on every survivor %.3f s after the kill, " % t["detected"]
                 if t["detected"] >= 0 else "")
@@ -78,9 +100,9 @@ def kill_in_loop(args, ranks, victims):
         for victim in victims:
             os.kill(run.pids[victim], signal.SIGKILL)
         timing = expect_shrunk(run, ranks, victims, killed)
-        run.wait_exit(60)
-        return ("%d ranks, SIGKILL of %s during the all_reduce loop: %s; then exact calls"
-                % (ranks, victims, timing_text(timing)))
+        expect_unclean_exit(run, ranks, victims)
+        return ("%d ranks, SIGKILL of %s during the all_reduce loop: %s; then exact calls, and "
+                "every survivor ended with status 15" % (ranks, victims, timing_text(timing)))
     finally:
         finish(run)
 
@@ -93,7 +115,7 @@ def kill_while_idle(args, ranks, victim):
         killed = time.time()
         os.kill(run.pids[victim], signal.SIGKILL)
         timing = expect_shrunk(run, ranks, [victim], killed)
-        run.wait_exit(60)
+        expect_unclean_exit(run, ranks, [victim])
         return ("%d ranks, SIGKILL of rank %d while every rank slept 1.5 s between calls: %s"
                 % (ranks, victim, timing_text(timing)))
     finally:
@@ -112,7 +134,7 @@ def kill_during_shrink(args, ranks, first, second):
         killed = time.time()
         os.kill(run.pids[second], signal.SIGKILL)
         timing = expect_shrunk(run, ranks, [first, second], killed)
-        run.wait_exit(60)
+        expect_unclean_exit(run, ranks, [first, second])
         return ("%d ranks, rank %d killed, then rank %d while the others agreed, from the second "
                 "kill: %s" % (ranks, first, second, timing_text(timing)))
     finally:

@@ -11,6 +11,12 @@ namespace collective {
 // The exit status of a process that Environment ends after a
 // communication failure (see below).
 inline constexpr int kExitAfterCommunicationFailure = 14;
+// The exit status of a process that finished, MPI_Finalize included, after
+// a rank of its job died (PeerFailedError, Communicator::shrink): under
+// `mpirun --enable-recovery` the job would otherwise end with status 0, as
+// a clean run. Environment's destructor logs a summary line naming the
+// first dead rank and ends the process with it (docs/errors.md).
+inline constexpr int kExitAfterPeerLoss = 15;
 
 // Initializes MPI (asking for MPI_THREAD_MULTIPLE) unless the program
 // already did, and finalizes it on destruction only if it initialized it.

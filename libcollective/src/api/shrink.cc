@@ -16,6 +16,7 @@
 #include "core/env_params.h"
 #include "core/exclusive_use.h"
 #include "core/failure_agreement.h"
+#include "core/failure_record.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "core/mpi_lifetime.h"
@@ -99,6 +100,11 @@ Communicator Communicator::shrink() const {
         kOperation, self.rank, "the survivors agreed that rank(s) " + rank_list(failed) + " failed",
         failed));
     self.failed_ranks = failed;
+    internal::record_communication_failure(kOperation + std::string(": rank(s) ") +
+                                           rank_list(failed) + " failed");
+    internal::record_peer_loss(kOperation + std::string(" (rank ") + std::to_string(self.rank) +
+                               "): the survivors agreed that rank(s) " + rank_list(failed) +
+                               " failed");
   }
   const MPI_Comm shrunk = create_survivors_comm(self, failed);
   auto state = std::make_shared<CommunicatorState>(shrunk, kOperation);

@@ -8,6 +8,7 @@
 #include "collective/errors.h"
 #include "core/env_params.h"
 #include "core/failure_record.h"
+#include "core/launcher_recovery.h"
 #include "core/log.h"
 
 namespace collective::internal {
@@ -174,9 +175,10 @@ void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget&
   for (std::size_t i = 0; i < target.ranks.size(); ++i) {
     cause << (i == 0 ? "rank " : ", ") << target.ranks[i];
   }
-  cause << (target.ranks.empty() ? "" : ": ") << target.what << ")";
+  cause << (target.ranks.empty() ? "" : ": ") << target.what << ")" << launcher_recovery_note();
   const PeerFailedError error(label(), rank_, cause.str(), ranks);
   record_communication_failure(error.what());
+  record_peer_loss(error.what());
   throw error;
 }
 
