@@ -35,9 +35,14 @@ double redundant_seconds(const Shape& shape) {
          node_work_seconds(shape, 0, n, shape.per_node * n);
 }
 
+// Up to here every rank reducing every input costs less than a second
+// hand-off on any node the model knows; above, up to the boxes' 4 KiB too,
+// the estimates decide (8 ranks of 4 KiB are 32 KiB of reduction each).
+constexpr double kAlwaysRedundantBytes = 976;
+
 bool redundant_is_cheaper(const Shape& shape) {
   if (shape.bytes > static_cast<double>(env_params().shm_small_bytes)) return false;
-  if (shape.bytes <= static_cast<double>(kInlineBytes)) return true;
+  if (shape.bytes <= kAlwaysRedundantBytes) return true;
   // Split: the input staged, 1/L of the reduction, the result copied out,
   // two hand-offs.
   const double n = shape.bytes;
