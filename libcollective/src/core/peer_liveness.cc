@@ -1,5 +1,7 @@
 #include "core/peer_liveness.h"
 
+#include "core/liveness_link.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -63,6 +65,9 @@ ProcessIdentity own_identity() {
   identity.start_ticks = self.start_ticks;
   identity.kernel_key = self.found ? kernel_key() : 0;
   gethostname(identity.host, sizeof(identity.host) - 1);
+  const LinkAddress link = own_link_address();
+  identity.link_ipv4 = link.ipv4;
+  identity.link_port = link.port;
   return identity;
 }
 
@@ -70,13 +75,16 @@ void PeerLiveness::adopt(std::vector<ProcessIdentity> identities, int self) {
   identities_ = std::move(identities);
   self_ = self;
   judged_.assign(identities_.size(), false);
+  linked_.assign(identities_.size(), false);
   if (self < 0 || static_cast<std::size_t>(self) >= identities_.size()) return;
   const ProcessIdentity& mine = identities_[static_cast<std::size_t>(self)];
   for (std::size_t r = 0; r < identities_.size(); ++r) {
     ProcessIdentity& peer = identities_[r];
     peer.host[sizeof(peer.host) - 1] = '\0';
-    if (static_cast<int>(r) == self || mine.kernel_key == 0 || peer.kernel_key != mine.kernel_key ||
+    if (static_cast<int>(r) == self) continue;
+    if (mine.kernel_key == 0 || peer.kernel_key != mine.kernel_key ||
         std::strcmp(peer.host, mine.host) != 0) {
+      linked_[r] = peer.link_port != 0;
       continue;
     }
     // Only a peer that /proc shows as it announced itself is judged later:
@@ -87,11 +95,18 @@ void PeerLiveness::adopt(std::vector<ProcessIdentity> identities, int self) {
 }
 
 ProcessStatus PeerLiveness::status(int rank) const {
-  if (rank < 0 || static_cast<std::size_t>(rank) >= identities_.size() ||
-      !judged_[static_cast<std::size_t>(rank)]) {
+  if (rank < 0 || static_cast<std::size_t>(rank) >= identities_.size()) {
     return ProcessStatus::kUnknown;
   }
   const ProcessIdentity& peer = identities_[static_cast<std::size_t>(rank)];
+  if (linked_[static_cast<std::size_t>(rank)]) {
+    switch (link_status({peer.link_ipv4, peer.link_port})) {
+      case LinkStatus::kGone: return ProcessStatus::kGone;
+      case LinkStatus::kAlive: return ProcessStatus::kRunning;
+      case LinkStatus::kUnknown: return ProcessStatus::kUnknown;
+    }
+  }
+  if (!judged_[static_cast<std::size_t>(rank)]) return ProcessStatus::kUnknown;
   const StatLine now = read_stat(peer.pid);
   if (!now.found || now.start_ticks != peer.start_ticks || now.state == 'Z' || now.state == 'X' ||
       now.state == 'x') {
@@ -102,21 +117,22 @@ ProcessStatus PeerLiveness::status(int rank) const {
 }
 
 int PeerLiveness::judged_count() const {
-  return static_cast<int>(std::count(judged_.begin(), judged_.end(), true));
+  return static_cast<int>(std::count(judged_.begin(), judged_.end(), true) +
+                          std::count(linked_.begin(), linked_.end(), true));
 }
 
 std::vector<int> PeerLiveness::gone() const {
   std::vector<int> ranks;
   for (std::size_t r = 0; r < identities_.size(); ++r) {
-    if (judged_[r] && status(static_cast<int>(r)) == ProcessStatus::kGone) {
+    if ((judged_[r] || linked_[r]) && status(static_cast<int>(r)) == ProcessStatus::kGone) {
       ranks.push_back(static_cast<int>(r));
     }
   }
   return ranks;
 }
 
-std::string PeerLiveness::describe(int rank) const {
-  std::string text = "rank " + std::to_string(rank);
+std::string PeerLiveness::describe(int rank, int shown_rank) const {
+  std::string text = "rank " + std::to_string(shown_rank >= 0 ? shown_rank : rank);
   if (rank >= 0 && static_cast<std::size_t>(rank) < identities_.size()) {
     const ProcessIdentity& peer = identities_[static_cast<std::size_t>(rank)];
     text += " (pid " + std::to_string(peer.pid) + " on " + peer.host + ")";

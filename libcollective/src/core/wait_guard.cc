@@ -24,7 +24,7 @@ WaitGuard::WaitGuard(const Request& request, const WaitSubject& state, const cha
     : request_(&request),
       state_(&state),
       abort_flag_(&state.abort_flag),
-      rank_(state.rank),
+      rank_(state.shown(state.rank)),
       who_(who),
       timeout_(request.timeout),
       start_(request.deadline - request.timeout),
@@ -36,7 +36,7 @@ WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds 
     : operation_(operation),
       state_(state),
       abort_flag_(state != nullptr ? &state->abort_flag : nullptr),
-      rank_(rank),
+      rank_(state != nullptr ? state->shown(rank) : rank),
       who_(who),
       timeout_(timeout),
       start_(Clock::now()),
@@ -82,9 +82,10 @@ std::string WaitGuard::ranks_text(const std::vector<int>& ranks) const {
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (i > 0) text << (i + 1 == ranks.size() ? " and " : ", ");
     if (state_ != nullptr && !state_->liveness.empty()) {
-      text << state_->liveness.describe(ranks[i]) << state_->liveness.status_note(ranks[i]);
+      text << state_->liveness.describe(ranks[i], state_->shown(ranks[i]))
+           << state_->liveness.status_note(ranks[i]);
     } else {
-      text << "rank " << ranks[i];
+      text << "rank " << (state_ != nullptr ? state_->shown(ranks[i]) : ranks[i]);
     }
   }
   return text.str();
@@ -167,16 +168,20 @@ void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget&
   std::ostringstream cause;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (i > 0) cause << (i + 1 == ranks.size() ? " and " : ", ");
-    cause << state_->liveness.describe(ranks[i]);
+    cause << state_->liveness.describe(ranks[i], state_->shown(ranks[i]));
   }
   cause << (ranks.size() == 1 ? " died: its process is gone ("
                               : " died: their processes are gone (")
         << who_ << " was waiting for ";
   for (std::size_t i = 0; i < target.ranks.size(); ++i) {
-    cause << (i == 0 ? "rank " : ", ") << target.ranks[i];
+    cause << (i == 0 ? "rank " : ", ") << state_->shown(target.ranks[i]);
   }
   cause << (target.ranks.empty() ? "" : ": ") << target.what << ")" << launcher_recovery_note();
-  const PeerFailedError error(label(), rank_, cause.str(), ranks);
+  // Named by the ranks of the communicator the user called.
+  std::vector<int> failed(ranks.size());
+  for (std::size_t i = 0; i < ranks.size(); ++i) failed[i] = state_->shown(ranks[i]);
+  std::sort(failed.begin(), failed.end());
+  const PeerFailedError error(label(), rank_, cause.str(), failed);
   record_communication_failure(error.what());
   record_peer_loss(error.what());
   throw error;

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "core/peer_liveness.h"
 
@@ -35,6 +36,16 @@ struct WaitSubject {
 
   MPI_Comm comm = MPI_COMM_NULL;
   int rank = 0;
+
+  // The rank each rank of this communicator has in the one the user called,
+  // for a communicator that runs a step of another's call (hierarchical's
+  // cross-node ring): errors and logs name the user's ranks. Empty: the same.
+  std::vector<int> shown_ranks;
+  int shown(int of_rank) const {
+    return of_rank >= 0 && static_cast<std::size_t>(of_rank) < shown_ranks.size()
+               ? shown_ranks[static_cast<std::size_t>(of_rank)]
+               : of_rank;
+  }
 
   // Set by request_abort from any thread; read by every wait loop.
   std::atomic<bool> abort_flag{false};
