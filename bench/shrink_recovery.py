@@ -13,30 +13,13 @@ One node only: the driver starts mpirun on this host."""
 
 import argparse
 import os
-import signal
 import statistics
 import sys
-import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "tests", "reliability"))
 sys.path.insert(0, os.path.join(HERE, "..", "tests"))
 import shrink_driver  # noqa: E402
-
-
-def one_run(args, ranks, victims):
-    run = shrink_driver.start(args, ranks, ["loop", -1])
-    try:
-        run.wait_ready()
-        run.wait_for(r"PROGRESS rank=\d+ calls=1000", ranks, 60, what="1000 calls on every rank")
-        killed = time.time()
-        for victim in victims:
-            os.kill(run.pids[victim], signal.SIGKILL)
-        timing = shrink_driver.expect_shrunk(run, ranks, victims, killed)
-        run.wait_exit(60)
-        return timing
-    finally:
-        shrink_driver.finish(run)
 
 
 def main():
@@ -48,7 +31,7 @@ def main():
     print("| ranks | killed | detection (s) | shrink call (s) | kill to first all_reduce (s) |")
     print("|---|---|---|---|---|")
     for ranks, victims in ((3, [1]), (4, [2]), (4, [1, 2])):
-        times = [one_run(args, ranks, victims) for _ in range(args.runs)]
+        times = [shrink_driver.timed_kill_in_loop(args, ranks, victims) for _ in range(args.runs)]
 
         def cell(key):
             values = [t[key] for t in times]

@@ -117,7 +117,10 @@ def timing_text(t):
             "%.3f s)" % (detected, t["shrunk"], t["first"], t["shrink_call"]))
 
 
-def kill_in_loop(args, ranks, victims):
+def timed_kill_in_loop(args, ranks, victims):
+    """SIGKILL of `victims` during the all_reduce loop, every check of
+    expect_shrunk and expect_unclean_exit; returns expect_shrunk's times
+    (bench/shrink_recovery.py repeats it)."""
     run = start(args, ranks, ["loop", -1])
     try:
         run.wait_ready()
@@ -127,10 +130,15 @@ def kill_in_loop(args, ranks, victims):
             os.kill(run.pids[victim], signal.SIGKILL)
         timing = expect_shrunk(run, ranks, victims, killed)
         expect_unclean_exit(run, ranks, victims)
-        return ("%d ranks, SIGKILL of %s during the all_reduce loop: %s; then exact calls, and "
-                "every survivor ended with status 15" % (ranks, victims, timing_text(timing)))
+        return timing
     finally:
         finish(run)
+
+
+def kill_in_loop(args, ranks, victims):
+    timing = timed_kill_in_loop(args, ranks, victims)
+    return ("%d ranks, SIGKILL of %s during the all_reduce loop: %s; then exact calls, and "
+            "every survivor ended with status 15" % (ranks, victims, timing_text(timing)))
 
 
 def kill_across_hosts(args, victim):
