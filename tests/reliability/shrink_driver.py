@@ -34,13 +34,14 @@ NETNS_CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "
 REPORT_STATUS = 'status=0; "$0" "$@" || status=$?; echo "EXITED rank=$OMPI_COMM_WORLD_RANK status=$status"'
 
 
-def start_across_hosts(args, hosts, ranks_per_host, worker_args):
+def start_across_hosts(args, hosts, ranks_per_host, worker_args, env=None):
     """2 simulated hosts (network namespaces, scripts/netns_cluster.sh):
     ranks 0..ranks_per_host-1 on the first."""
     command = [NETNS_CLUSTER, "--hosts", str(hosts), "--ranks-per-host", str(ranks_per_host),
                "--mpirun-arg", "--enable-recovery", "--", "sh", "-c", REPORT_STATUS,
                args.worker] + [str(a) for a in worker_args]
-    return CapturedMpirun(command, {"COLLECTIVE_TIMEOUT": "20"}, hosts * ranks_per_host)
+    return CapturedMpirun(command, dict({"COLLECTIVE_TIMEOUT": "20"}, **(env or {})),
+                          hosts * ranks_per_host)
 
 
 def start(args, ranks, worker_args):
@@ -141,22 +142,36 @@ def kill_in_loop(args, ranks, victims):
             "every survivor ended with status 15" % (ranks, victims, timing_text(timing)))
 
 
-def kill_across_hosts(args, victim):
+def kill_across_hosts(args, victim, idle):
     """2 hosts x 2 ranks: the victim's host-mate learns of its death from
-    /proc, the other host's ranks from its liveness listener's connection."""
+    /proc, the other host's ranks from its liveness listener's connection.
+    Idle: the kill lands while every rank sleeps, so that each enters the
+    next call with the victim gone. Its 4 KiB all_reduce is hierarchical,
+    without the cross-rank check (which would meet the death first): rank 0
+    waits for rank 1 on its node and gives the call up, while rank 2 (the
+    other host) has passed its node's step and waits for rank 0 in the ring
+    across nodes, a ring that rank 1 is no member of; rank 2 must learn of
+    the death all the same, not wait for rank 0 until the timeout."""
     check = subprocess.run([NETNS_CLUSTER, "--check"])
     if check.returncode == 77:
         raise Skip("network namespaces are not permitted here")
-    run = start_across_hosts(args, 2, 2, ["loop", -1])
+    worker_args = ["idle", -1, "hierarchical"] if idle else ["loop", -1]
+    env = {"COLLECTIVE_VALIDATE": "0"} if idle else {}
+    run = start_across_hosts(args, 2, 2, worker_args, env)
     try:
         run.wait_ready()
-        run.wait_for(r"PROGRESS rank=\d+ calls=1000", 4, 60, what="1000 calls on every rank")
+        if idle:
+            run.wait_for(r"IDLE rank=\d+", 4, 60, what="every rank idle")
+        else:
+            run.wait_for(r"PROGRESS rank=\d+ calls=1000", 4, 60, what="1000 calls on every rank")
         killed = time.time()
         os.kill(run.pids[victim], signal.SIGKILL)
         timing = expect_shrunk(run, 4, [victim], killed)
         expect_unclean_exit(run, 4, [victim])
-        return ("2 hosts x 2 ranks, SIGKILL of rank %d: %s; then exact calls across the hosts, and "
-                "every survivor ended with status 15" % (victim, timing_text(timing)))
+        return ("2 hosts x 2 ranks, SIGKILL of rank %d %s: %s; then exact calls across the hosts, "
+                "and every survivor ended with status 15"
+                % (victim, "while every rank slept" if idle else "during the all_reduce loop",
+                   timing_text(timing)))
     finally:
         finish(run)
 
@@ -176,8 +191,16 @@ def kill_while_idle(args, ranks, victim):
         finish(run)
 
 
-def kill_during_shrink(args, ranks, first, second):
-    run = start(args, ranks, ["loop", second])
+def kill_during_shrink(args, ranks, first, second, across_hosts=False):
+    """Across hosts (2 x 2): the second victim is on the other host than
+    the first, so a survivor learns of its death during the agreement
+    through its liveness listener only."""
+    if across_hosts:
+        if subprocess.run([NETNS_CLUSTER, "--check"]).returncode == 77:
+            raise Skip("network namespaces are not permitted here")
+        run = start_across_hosts(args, 2, ranks // 2, ["loop", second])
+    else:
+        run = start(args, ranks, ["loop", second])
     try:
         run.wait_ready()
         run.wait_for(r"PROGRESS rank=\d+ calls=1000", ranks, 60, what="1000 calls on every rank")
@@ -189,8 +212,9 @@ def kill_during_shrink(args, ranks, first, second):
         os.kill(run.pids[second], signal.SIGKILL)
         timing = expect_shrunk(run, ranks, [first, second], killed)
         expect_unclean_exit(run, ranks, [first, second])
-        return ("%d ranks, rank %d killed, then rank %d while the others agreed, from the second "
-                "kill: %s" % (ranks, first, second, timing_text(timing)))
+        return ("%d ranks%s, rank %d killed, then rank %d while the others agreed, from the "
+                "second kill: %s" % (ranks, " on 2 hosts" if across_hosts else "", first, second,
+                                     timing_text(timing)))
     finally:
         finish(run)
 
@@ -210,7 +234,9 @@ SCENARIOS = {
     "kill_two_np4": lambda a: kill_in_loop(a, 4, [1, 2]),
     "kill_idle_np3": lambda a: kill_while_idle(a, 3, 1),
     "kill_during_shrink_np4": lambda a: kill_during_shrink(a, 4, 1, 2),
-    "kill_netns_2hosts_x2": lambda a: kill_across_hosts(a, 2),
+    "kill_netns_2hosts_x2": lambda a: kill_across_hosts(a, 2, idle=False),
+    "kill_during_shrink_netns_2hosts_x2": lambda a: kill_during_shrink(a, 4, 1, 2, True),
+    "kill_idle_netns_2hosts_x2": lambda a: kill_across_hosts(a, 1, idle=True),
 }
 
 

@@ -1,5 +1,5 @@
 // Shrinking after a death, with real processes (tests/reliability/shrink_driver.py):
-//   collective_shrink_worker <scenario> <second victim or -1>
+//   collective_shrink_worker <scenario> <second victim or -1> [hierarchical]
 // Every rank loops all_reduce (AUTO, exact check) on the world communicator
 // until a call fails; the driver SIGKILLs the victims. Each survivor then
 // calls shrink() and checks the new communicator: its ranks are the
@@ -9,7 +9,9 @@
 //   scenario idle: every rank stops calling after 300 calls (IDLE), the kill
 //     lands while it sleeps, and its next call fails;
 //   second victim: that rank, once it failed, says SHRINKING and waits for
-//     the driver's SIGKILL, which lands while the others agree.
+//     the driver's SIGKILL, which lands while the others agree;
+//   hierarchical: the loop's all_reduce names that algorithm (the calls on
+//     the shrunk communicator stay AUTO).
 // Lines (stdout):
 //   READY rank=<r> pid=<p>
 //   PROGRESS rank=<r> calls=<n>
@@ -140,6 +142,10 @@ int main(int argc, char** argv) {
   }
   const std::string scenario = argv[1];
   const int second_victim = std::atoi(argv[2]);
+  collective::AllReduceOptions loop_options;
+  if (argc > 3 && std::string(argv[3]) == "hierarchical") {
+    loop_options.algorithm = collective::Algorithm::kHierarchical;
+  }
   collective::Environment environment(argc, argv);
   auto world = collective::Communicator::world();
   const int rank = world.rank();
@@ -153,7 +159,8 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1500));
       }
       for (std::size_t k = 0; k < values.size(); ++k) values[k] = static_cast<float>(rank + k % 7);
-      world.all_reduce(std::span<float>(values));
+      world.all_reduce(values.data(), values.data(), values.size(), collective::DataType::kFloat32,
+                       loop_options);
       ++calls;
       const auto expected = static_cast<float>(world.size() * (world.size() - 1) / 2);
       for (std::size_t k = 0; k < values.size(); ++k) {

@@ -15,6 +15,7 @@
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "core/mpi_thread_level.h"
+#include "core/rank_translation.h"
 #include "selection/rules_file.h"
 #include "topology/machine_probe.h"
 #include "topology/topology_file.h"
@@ -255,21 +256,11 @@ void split_node_groups(CommunicatorState& state, const char* operation) {
     state.cross_node = std::make_unique<CommunicatorState>(cross);
     state.cross_node->spans_nodes = true;
     state.cross_node->node_oversubscribed = state.node_oversubscribed;
+    state.cross_node->step_of = &state;
     // Its errors (a dead peer, a timeout in the ring step) name this
     // communicator's ranks, not the cross-node ring's.
     CommunicatorState& across = *state.cross_node;
-    std::vector<int> ranks(static_cast<std::size_t>(across.size));
-    for (int r = 0; r < across.size; ++r) ranks[static_cast<std::size_t>(r)] = r;
-    across.shown_ranks.assign(ranks.size(), MPI_UNDEFINED);
-    MPI_Group from = MPI_GROUP_NULL;
-    MPI_Group to = MPI_GROUP_NULL;
-    const MpiLock lock;
-    if (MPI_Comm_group(across.comm, &from) == MPI_SUCCESS &&
-        MPI_Comm_group(state.comm, &to) == MPI_SUCCESS) {
-      MPI_Group_translate_ranks(from, across.size, ranks.data(), to, across.shown_ranks.data());
-    }
-    if (from != MPI_GROUP_NULL) MPI_Group_free(&from);
-    if (to != MPI_GROUP_NULL) MPI_Group_free(&to);
+    across.shown_ranks = ranks_in(across.comm, state.comm);
     if (std::find(across.shown_ranks.begin(), across.shown_ranks.end(), MPI_UNDEFINED) !=
         across.shown_ranks.end()) {
       across.shown_ranks.clear();  // never the case; the ring's own numbers then

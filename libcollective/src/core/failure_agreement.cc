@@ -195,7 +195,7 @@ class Agreement {
       what << (first ? "" : ", ") << "rank " << rank;
       first = false;
     }
-    what << " (every survivor calls shrink; a rank on another host that died is not seen here)";
+    what << " (every survivor calls shrink)";
     target.what = what.str();
     return target;
   }

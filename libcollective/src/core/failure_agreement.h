@@ -8,11 +8,13 @@
 // here). It decides once the latest view it holds from every rank it
 // believes alive equals its own. A survivor that decided sent that view
 // last, so no other survivor can decide a different one while it lives.
-// Deaths are judged on this host only: a rank on another host that dies
-// during the agreement is waited for until the timeout, which raises
-// TimeoutError naming it. A rank that dies after the survivors decided is a
-// member of what they build next; that is the caller's to bound
-// (Communicator::shrink watches the MPI call that builds it).
+// Deaths are judged as every wait judges them (core/peer_liveness.h): on
+// this host by /proc, elsewhere by the peer's liveness listener; a rank
+// that can be judged neither way and dies during the agreement is waited
+// for until the timeout, which raises TimeoutError naming it. A rank that
+// dies after the survivors decided is a member of what they build next;
+// that is the caller's to bound (Communicator::shrink watches the MPI call
+// that builds it).
 #pragma once
 
 #include <string>

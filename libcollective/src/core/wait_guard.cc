@@ -23,7 +23,7 @@ double seconds(std::chrono::milliseconds duration) {
 WaitGuard::WaitGuard(const Request& request, const WaitSubject& state, const char* who)
     : request_(&request),
       state_(&state),
-      abort_flag_(&state.abort_flag),
+      abort_flag_(&state.called().abort_flag),
       rank_(state.shown(state.rank)),
       who_(who),
       timeout_(request.timeout),
@@ -35,7 +35,7 @@ WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds 
                      const WaitSubject* state, const char* who)
     : operation_(operation),
       state_(state),
-      abort_flag_(state != nullptr ? &state->abort_flag : nullptr),
+      abort_flag_(state != nullptr ? &state->called().abort_flag : nullptr),
       rank_(state != nullptr ? state->shown(rank) : rank),
       who_(who),
       timeout_(timeout),
@@ -45,8 +45,9 @@ WaitGuard::WaitGuard(const char* operation, int rank, std::chrono::milliseconds 
 
 void WaitGuard::arm() {
   armed_ = true;
-  if (state_ != nullptr && state_->flight_recorder) {
-    dump_generation_seen_ = &state_->flight_recorder->dump_generation_seen;
+  // A step's waits are noted with the call they are part of.
+  if (state_ != nullptr && state_->called().flight_recorder) {
+    dump_generation_seen_ = &state_->called().flight_recorder->dump_generation_seen;
   }
   const double fraction = env_params().stall_warning_fraction;
   warn_at_ = fraction > 0
@@ -55,7 +56,7 @@ void WaitGuard::arm() {
   // A rank on this host that died is noticed within the interval once a
   // wait has lasted that long; faster waits never look at /proc.
   liveness_interval_ = env_params().peer_check_interval;
-  next_liveness_check_ = state_ != nullptr && !state_->liveness.empty()
+  next_liveness_check_ = state_ != nullptr && !state_->called().liveness.empty()
                              ? start_ + liveness_interval_
                              : Clock::time_point::max();
   next_check_ = std::min({deadline_, warn_at_, next_liveness_check_});
@@ -104,7 +105,9 @@ void WaitGuard::checkpoint(const Describer& describe) {
   }
   if (now >= next_liveness_check_) {
     next_liveness_check_ = now + liveness_interval_;
-    const std::vector<int> gone = state_->liveness.gone();
+    // Every rank of the communicator called, not only those awaited: a peer
+    // that saw a death and gave the call up leaves its partners waiting.
+    const std::vector<int> gone = state_->called().liveness.gone();
     if (!gone.empty()) fail_dead_peers(gone, describe());
   }
   if (!warned_ && now >= warn_at_) {
@@ -129,10 +132,12 @@ void WaitGuard::note_wait(const WaitTarget& target) const {
   // The recorder keeps collectives by sequence number; a point-to-point
   // call's number counts its pair's calls, not the collectives.
   if (request_ == nullptr || request_->point_to_point != nullptr || state_ == nullptr ||
-      !state_->flight_recorder) {
+      !state_->called().flight_recorder) {
     return;
   }
-  state_->flight_recorder->note_wait(request_->sequence, who_, target.ranks, target.what);
+  std::vector<int> shown(target.ranks.size());
+  for (std::size_t i = 0; i < shown.size(); ++i) shown[i] = state_->shown(target.ranks[i]);
+  state_->called().flight_recorder->note_wait(request_->sequence, who_, shown, target.what);
 }
 
 void WaitGuard::answer_dump_request(const Describer& describe) {
@@ -141,7 +146,7 @@ void WaitGuard::answer_dump_request(const Describer& describe) {
 }
 
 void WaitGuard::fail_abort() const {
-  const std::string reason = state_->abort_reason();
+  const std::string reason = state_->called().abort_reason();
   const CommunicationError error(
       label(), rank_,
       "aborted by Communicator::abort while " + std::string(who_) + " waited: " + reason);
@@ -165,10 +170,12 @@ void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget&
   note_wait(target);
   // Every dead rank is named: a survivor that already failed and left may
   // be among them, next to the rank that died first.
+  // `ranks` are the called communicator's; the target's are this one's.
+  const WaitSubject& called = state_->called();
   std::ostringstream cause;
   for (std::size_t i = 0; i < ranks.size(); ++i) {
     if (i > 0) cause << (i + 1 == ranks.size() ? " and " : ", ");
-    cause << state_->liveness.describe(ranks[i], state_->shown(ranks[i]));
+    cause << called.liveness.describe(ranks[i], called.shown(ranks[i]));
   }
   cause << (ranks.size() == 1 ? " died: its process is gone ("
                               : " died: their processes are gone (")
@@ -179,7 +186,7 @@ void WaitGuard::fail_dead_peers(const std::vector<int>& ranks, const WaitTarget&
   cause << (target.ranks.empty() ? "" : ": ") << target.what << ")" << launcher_recovery_note();
   // Named by the ranks of the communicator the user called.
   std::vector<int> failed(ranks.size());
-  for (std::size_t i = 0; i < ranks.size(); ++i) failed[i] = state_->shown(ranks[i]);
+  for (std::size_t i = 0; i < ranks.size(); ++i) failed[i] = called.shown(ranks[i]);
   std::sort(failed.begin(), failed.end());
   const PeerFailedError error(label(), rank_, cause.str(), failed);
   record_communication_failure(error.what());

@@ -47,6 +47,14 @@ struct WaitSubject {
                : of_rank;
   }
 
+  // The communicator whose call this one runs a step of (hierarchical's and
+  // NCCL's communicators across nodes), or null. Its abort and the death of
+  // any of its ranks end this one's waits too: a death elsewhere in it makes
+  // this step's peers give the call up, and a wait here for one of them
+  // would otherwise last until the timeout.
+  const WaitSubject* step_of = nullptr;
+  const WaitSubject& called() const { return step_of != nullptr ? *step_of : *this; }
+
   // Set by request_abort from any thread; read by every wait loop.
   std::atomic<bool> abort_flag{false};
 

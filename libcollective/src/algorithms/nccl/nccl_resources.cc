@@ -2,6 +2,7 @@
 
 #include "algorithms/nccl/nccl_bootstrap.h"
 #include "core/log.h"
+#include "core/rank_translation.h"
 #include "core/mpi_check.h"
 
 namespace collective::internal {
@@ -63,6 +64,8 @@ void NcclResources::split_for_hierarchy(const Request& request) {
   MPI_Comm_set_errhandler(node_comm_, MPI_ERRORS_RETURN);
   across_nodes_ = std::make_unique<CommunicatorState>(across);
   across_nodes_->spans_nodes = true;
+  across_nodes_->step_of = &owner_;
+  across_nodes_->shown_ranks = ranks_in(across, owner_.comm);
 }
 
 NcclCommunicator& NcclResources::this_node(int device, const Request& request) {
