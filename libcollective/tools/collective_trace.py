@@ -8,6 +8,9 @@ instead. Calls in flight (`_async` calls and plans' starts, queued in
 program order, then started one at a time) are listed per rank, each with
 where it stopped: queued (behind which call), or started and what it waits
 for. A queued call has not arrived: the verdict compares the calls started.
+A rank that died is named as such where the survivors' dumps say they lost
+it (PeerFailedError or Communicator::shrink's agreement), with when; each
+shrink is listed with the communicator it made.
 
     collective_trace [--json] DIR_OR_FILE...
 
@@ -28,6 +31,7 @@ import glob
 import json
 import os
 import sys
+import time
 
 FORMAT = "collective-flight-record"
 VERSION = 1
@@ -106,6 +110,18 @@ class Shape:
             self.fail(where, "calls_started is negative (%d)" % started)
         if (self.field(entry, "not_recorded", where, "int", optional=True) or 0) < 0:
             self.fail(where, "not_recorded is negative")
+        lost = self.field(entry, "lost", where, "dict", optional=True)
+        if lost is not None:
+            if not all(is_int(r) and 0 <= r < world_size
+                       for r in self.field(lost, "ranks", where + ".lost", "list")):
+                self.fail(where + ".lost", "ranks are not all world ranks")
+            self.field(lost, "at", where + ".lost", "number")
+        shrunk = self.field(entry, "shrunk_into", where, "dict", optional=True)
+        if shrunk is not None:
+            self.field(shrunk, "id", where + ".shrunk_into", "str")
+            for key in ("at", "agreed_ms", "made_ms"):
+                self.field(shrunk, key, where + ".shrunk_into", "number")
+        self.field(entry, "shrunk_from", where, "str", optional=True)
         waiting = self.field(entry, "waiting", where, "dict or null", optional=True)
         if waiting is not None:
             note = where + ".waiting"
@@ -302,10 +318,67 @@ def describe_wait(member, comm_members):
     return " (%s, waiting%s: %s)" % (note["phase"], who, note["what"])
 
 
-def doing_instead(rank, dumps, comm_id, last_call, comms):
+def clock_text(seconds):
+    """Unix seconds as UTC time of day, to the millisecond."""
+    return time.strftime("%H:%M:%S", time.gmtime(seconds)) + ".%03d" % int(seconds % 1 * 1000)
+
+
+def deaths(dumps):
+    """{world rank: {"seen_by": [ranks], "on": [communicator ids], "at": first}}
+    for every rank some dump says its communicator lost."""
+    found = {}
+    for rank, dump in sorted(dumps.items()):
+        for entry in dump["communicators"]:
+            lost = entry.get("lost")
+            if not lost:
+                continue
+            for dead in lost["ranks"]:
+                death = found.setdefault(dead, {"seen_by": [], "on": [], "at": lost["at"]})
+                if rank not in death["seen_by"]:
+                    death["seen_by"].append(rank)
+                if entry["id"] not in death["on"]:
+                    death["on"].append(entry["id"])
+                death["at"] = min(death["at"], lost["at"])
+    return found
+
+
+def death_text(death):
+    return ("%s lost it on %s (PeerFailedError or shrink's agreement), first at %s UTC" %
+            (ranks_text(death["seen_by"]), " and ".join(death["on"]), clock_text(death["at"])))
+
+
+def shrinks(dumps):
+    """One entry per shrink: the communicator, the ranks lost, who made what."""
+    made = {}
+    for rank, dump in sorted(dumps.items()):
+        for entry in dump["communicators"]:
+            into = entry.get("shrunk_into")
+            if not into:
+                continue
+            item = made.setdefault((entry["id"], into["id"]), {
+                "from": entry["id"], "into": into["id"], "lost": [], "ranks": [],
+                "agreed_ms": 0.0, "made_ms": 0.0})
+            item["ranks"].append(rank)
+            lost = (entry.get("lost") or {}).get("ranks", [])
+            item["lost"] = sorted(set(item["lost"]) | set(lost))
+            item["agreed_ms"] = max(item["agreed_ms"], into["agreed_ms"])
+            item["made_ms"] = max(item["made_ms"], into["made_ms"])
+    return [made[key] for key in sorted(made)]
+
+
+def shrink_text(item):
+    lost = ranks_text(item["lost"]) if item["lost"] else "no rank"
+    return ("SHRUNK: %s lost %s; %s shrank it into %s (the slowest agreed in %.1f ms and made it "
+            "in %.1f ms)" % (item["from"], lost, ranks_text(item["ranks"]), item["into"],
+                             item["agreed_ms"], item["made_ms"]))
+
+
+def doing_instead(rank, dumps, comm_id, last_call, comms, died=None):
     """What `rank` was doing while the others waited on comm_id."""
     dump = dumps.get(rank)
     if dump is None:
+        if died and rank in died:
+            return "died: " + death_text(died[rank])
         return "no dump from rank %d: its process was stopped, killed, or never dumped" % rank
     for entry in dump["communicators"]:
         if entry["id"] == comm_id:
@@ -329,7 +402,7 @@ def doing_instead(rank, dumps, comm_id, last_call, comms):
             "another communicator" % (call_name(last_call), last_call["state"], idle))
 
 
-def analyse_communicator(comm_id, members, dumps):
+def analyse_communicator(comm_id, members, dumps, died=None):
     """A verdict dict for one communicator, or None when its ranks agree."""
     any_entry = next(iter(members.values())).entry
     world_members = any_entry["members"]
@@ -394,7 +467,7 @@ def analyse_communicator(comm_id, members, dumps):
     for rank in sorted(missing):
         member = members.get(rank)
         last_call = member.calls.get(member.last) if member else None
-        instead[rank] = doing_instead(rank, dumps, comm_id, last_call, members)
+        instead[rank] = doing_instead(rank, dumps, comm_id, last_call, members, died)
         text.append("  rank %d: %s" % (rank, instead[rank]))
     if unawaited:
         text.append("  %s: no dump, but no rank that dumped waited for %s" %
@@ -415,8 +488,9 @@ def analyse(dumps):
         for entry in dump["communicators"]:
             comms.setdefault(entry["id"], {})[rank] = Member(dump, entry)
     verdicts = []
+    died = deaths(dumps)
     for comm_id in sorted(comms, key=lambda c: (-len(comms[c]), c)):
-        verdict = analyse_communicator(comm_id, comms[comm_id], dumps)
+        verdict = analyse_communicator(comm_id, comms[comm_id], dumps, died)
         if verdict:
             verdicts.append(verdict)
     # Ranks that wait for each other on different communicators.
@@ -452,10 +526,13 @@ def main():
     absent_files = {r: missing_file(r, directories) for r in absent}
     status = EXIT_DIVERGED if verdicts else (EXIT_INCOMPLETE if absent else EXIT_AGREE)
     flying = calls_in_flight(dumps)
+    died = deaths(dumps)
+    shrunk = shrinks(dumps)
     if args.json:
         json.dump({"dumps": sorted(dumps), "world_size": world_size, "no_dump": absent,
                    "missing_files": [absent_files[r] for r in absent],
-                   "verdicts": verdicts, "deadlock": cycle, "in_flight": flying},
+                   "verdicts": verdicts, "deadlock": cycle, "in_flight": flying,
+                   "died": {str(r): d for r, d in sorted(died.items())}, "shrinks": shrunk},
                   sys.stdout, indent=1)
         print()
         return status
@@ -465,6 +542,10 @@ def main():
            first_dump["world_rank"], first_dump["reason"][:200]))
     for rank in absent:
         print("missing: no dump from rank %d (%s does not exist)" % (rank, absent_files[rank]))
+    for rank, death in sorted(died.items()):
+        print("DIED: rank %d: %s" % (rank, death_text(death)))
+    for item in shrunk:
+        print(shrink_text(item))
     if not verdicts:
         if absent:
             print("INCOMPLETE: the %d dumps there are agree on every call recorded; %s left no "

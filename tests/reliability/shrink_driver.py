@@ -11,10 +11,13 @@ Each prints the time from the kill to the last survivor's shrunk communicator,
 and the shrink call's own time."""
 
 import argparse
+import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 
@@ -26,6 +29,8 @@ class Skip(Exception):
     pass
 
 
+TRACE_TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "libcollective",
+                          "tools", "collective_trace.py")
 NETNS_CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts",
                              "netns_cluster.sh")
 # Each rank's worker runs under a shell that prints its exit status:
@@ -44,10 +49,38 @@ def start_across_hosts(args, hosts, ranks_per_host, worker_args, env=None):
                           hosts * ranks_per_host)
 
 
-def start(args, ranks, worker_args):
+def start(args, ranks, worker_args, env=None):
     command = [args.mpiexec, "-n", str(ranks), "--oversubscribe", "--bind-to", "none",
                "--enable-recovery", "sh", "-c", REPORT_STATUS, args.worker] + [str(a) for a in worker_args]
-    return CapturedMpirun(command, {"COLLECTIVE_TIMEOUT": "20"}, ranks)
+    return CapturedMpirun(command, dict({"COLLECTIVE_TIMEOUT": "20"}, **(env or {})), ranks)
+
+
+def expect_trace(dump_dir, ranks, victims):
+    """collective_trace on the survivors' flight records (the last written
+    after shrink): it names each victim as died, seen by every survivor,
+    and the shrink of the world communicator into one of the survivors."""
+    survivors = [r for r in range(ranks) if r not in victims]
+    result = subprocess.run([sys.executable, TRACE_TOOL, "--json", dump_dir],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        verdict = json.loads(result.stdout)
+    except ValueError:
+        raise Failure("collective_trace printed no JSON (status %d): %s %s"
+                      % (result.returncode, result.stdout[-300:], result.stderr[-300:]))
+    died = {int(r): d for r, d in verdict["died"].items()}
+    if sorted(died) != sorted(victims):
+        raise Failure("collective_trace says ranks %s died, expected %s" % (sorted(died), victims))
+    for victim, death in died.items():
+        if sorted(death["seen_by"]) != survivors:
+            raise Failure("collective_trace: rank %d's death seen by %s, expected every survivor %s"
+                          % (victim, death["seen_by"], survivors))
+    world = "[%s]#0" % ",".join(str(r) for r in range(ranks))
+    shrunk = [s for s in verdict["shrinks"] if s["from"] == world]
+    into = "[%s]#0" % ",".join(str(r) for r in survivors)
+    if (len(shrunk) != 1 or shrunk[0]["into"] != into or shrunk[0]["lost"] != sorted(victims)
+            or shrunk[0]["ranks"] != survivors):
+        raise Failure("collective_trace's shrinks are %s, expected %s losing %s into %s by %s"
+                      % (verdict["shrinks"], world, sorted(victims), into, survivors))
 
 
 def expect_shrunk(run, ranks, victims, since):
@@ -122,7 +155,8 @@ def timed_kill_in_loop(args, ranks, victims):
     """SIGKILL of `victims` during the all_reduce loop, every check of
     expect_shrunk and expect_unclean_exit; returns expect_shrunk's times
     (bench/shrink_recovery.py repeats it)."""
-    run = start(args, ranks, ["loop", -1])
+    dump_dir = tempfile.mkdtemp(prefix="shrink_records.")
+    run = start(args, ranks, ["loop", -1], {"COLLECTIVE_FLIGHT_RECORDER_DIR": dump_dir})
     try:
         run.wait_ready()
         run.wait_for(r"PROGRESS rank=\d+ calls=1000", ranks, 60, what="1000 calls on every rank")
@@ -131,15 +165,18 @@ def timed_kill_in_loop(args, ranks, victims):
             os.kill(run.pids[victim], signal.SIGKILL)
         timing = expect_shrunk(run, ranks, victims, killed)
         expect_unclean_exit(run, ranks, victims)
+        expect_trace(dump_dir, ranks, victims)
         return timing
     finally:
         finish(run)
+        shutil.rmtree(dump_dir, ignore_errors=True)
 
 
 def kill_in_loop(args, ranks, victims):
     timing = timed_kill_in_loop(args, ranks, victims)
-    return ("%d ranks, SIGKILL of %s during the all_reduce loop: %s; then exact calls, and "
-            "every survivor ended with status 15" % (ranks, victims, timing_text(timing)))
+    return ("%d ranks, SIGKILL of %s during the all_reduce loop: %s; then exact calls, every "
+            "survivor ended with status 15, and collective_trace named the dead and the shrink"
+            % (ranks, victims, timing_text(timing)))
 
 
 def kill_across_hosts(args, victim, idle):

@@ -11,12 +11,13 @@
 
 namespace collective::internal {
 
-void attach_flight_recorder(CommunicatorState& state) {
+void attach_flight_recorder(CommunicatorState& state, const std::string& shrunk_from) {
   CommunicatorIdentity identity;
   identity.origin = state.origin;
   identity.rank = state.rank;
   identity.size = state.size;
   identity.members = ranks_in(state.comm, MPI_COMM_WORLD);
+  identity.shrunk_from = shrunk_from;
   state.flight_recorder = make_flight_recorder(std::move(identity));
   start_trace_if_requested();
 }

@@ -3,10 +3,14 @@
 // trace starts with the first one when COLLECTIVE_TRACE asks for it.
 #pragma once
 
+#include <string>
+
 #include "core/communicator_state.h"
 
 namespace collective::internal {
 
-void attach_flight_recorder(CommunicatorState& state);
+// `shrunk_from`: for Communicator::shrink, the id of the communicator it
+// shrank (its dump names it).
+void attach_flight_recorder(CommunicatorState& state, const std::string& shrunk_from = "");
 
 }  // namespace collective::internal

@@ -17,6 +17,7 @@
 #include "core/exclusive_use.h"
 #include "core/failure_agreement.h"
 #include "core/failure_record.h"
+#include "core/flight_recorder.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "core/mpi_lifetime.h"
@@ -100,6 +101,7 @@ Communicator Communicator::shrink() const {
         kOperation, self.rank, "the survivors agreed that rank(s) " + rank_list(failed) + " failed",
         failed));
     self.failed_ranks = failed;
+    if (self.flight_recorder) self.flight_recorder->note_lost(failed);
     internal::record_communication_failure(kOperation + std::string(": rank(s) ") +
                                            rank_list(failed) + " failed");
     internal::record_peer_loss(kOperation + std::string(" (rank ") + std::to_string(self.rank) +
@@ -109,16 +111,23 @@ Communicator Communicator::shrink() const {
   const MPI_Comm shrunk = create_survivors_comm(self, failed);
   auto state = std::make_shared<CommunicatorState>(shrunk, kOperation);
   internal::attach_topology(*state, kOperation);
-  internal::attach_flight_recorder(*state);
+  internal::attach_flight_recorder(*state, self.flight_recorder ? self.flight_recorder->id() : "");
   const auto made = std::chrono::steady_clock::now();
+  using Ms = std::chrono::duration<double, std::milli>;
+  if (self.flight_recorder && state->flight_recorder) {
+    self.flight_recorder->note_shrink(state->flight_recorder->id(), Ms(agreed - start).count(),
+                                      Ms(made - agreed).count());
+  }
   if (!failed.empty()) {
-    using Ms = std::chrono::duration<double, std::milli>;
     std::ostringstream text;
     text << kOperation << " (rank " << self.rank << "): rank(s) " << rank_list(failed)
          << " failed; " << state->size << " survivors agreed in " << Ms(agreed - start).count()
          << " ms and made their communicator in " << Ms(made - agreed).count()
          << " ms; this rank is rank " << state->rank << " of it";
     COLLECTIVE_LOG(kWarn, text.str());
+    // The dump written at the failure predates the shrink: this one holds
+    // both communicators, for collective_trace.
+    internal::dump_flight_records_noexcept(text.str());
   }
   return Communicator(std::move(state));
 }

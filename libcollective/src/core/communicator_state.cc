@@ -4,6 +4,7 @@
 
 #include "collective/errors.h"
 #include "core/env_params.h"
+#include "core/flight_recorder.h"
 #include "core/log.h"
 #include "core/mpi_check.h"
 #include "core/mpi_thread_level.h"
@@ -77,6 +78,7 @@ void CommunicatorState::poison(const CommunicationError& error) {
   poisoned = error.what();
   if (const auto* peer_failure = dynamic_cast<const PeerFailedError*>(&error)) {
     failed_ranks = peer_failure->failed_ranks();
+    if (flight_recorder) flight_recorder->note_lost(failed_ranks);
   }
 }
 

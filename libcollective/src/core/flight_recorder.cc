@@ -322,6 +322,38 @@ void FlightRecorder::fail(FlightRecord& record, const char* why) {
   record.state.store(CallState::kFailed, std::memory_order_release);
 }
 
+void FlightRecorder::note_lost(const std::vector<int>& ranks) {
+  const std::int64_t now = steady_ns(Clock::now());
+  const std::lock_guard<std::mutex> lock(wait_mutex_);
+  if (loss_.at_ns == 0) loss_.at_ns = now;
+  for (const int rank : ranks) {
+    if (rank < 0 || static_cast<std::size_t>(rank) >= identity_.members.size()) continue;
+    const int world = identity_.members[static_cast<std::size_t>(rank)];
+    if (std::find(loss_.ranks.begin(), loss_.ranks.end(), world) == loss_.ranks.end()) {
+      loss_.ranks.push_back(world);
+    }
+  }
+  std::sort(loss_.ranks.begin(), loss_.ranks.end());
+}
+
+void FlightRecorder::note_shrink(const std::string& into, double agreed_ms, double made_ms) {
+  const std::int64_t now = steady_ns(Clock::now());
+  const std::lock_guard<std::mutex> lock(wait_mutex_);
+  loss_.shrunk_into = into;
+  loss_.shrunk_at_ns = now;
+  loss_.agreed_ms = agreed_ms;
+  loss_.made_ms = made_ms;
+}
+
+std::string FlightRecorder::id() const {
+  std::string id = "[";
+  for (std::size_t i = 0; i < identity_.members.size(); ++i) {
+    if (i > 0) id += ',';
+    id += std::to_string(identity_.members[i]);
+  }
+  return id + "]#" + std::to_string(identity_.ordinal);
+}
+
 void FlightRecorder::note_wait(std::uint64_t sequence, const char* phase,
                                const std::vector<int>& ranks, const std::string& what) {
   const std::lock_guard<std::mutex> lock(wait_mutex_);
@@ -334,14 +366,13 @@ void FlightRecorder::note_wait(std::uint64_t sequence, const char* phase,
 
 void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns) const {
   out += "{\"id\":";
-  std::string id;
-  for (std::size_t i = 0; i < identity_.members.size(); ++i) {
-    if (i > 0) id += ',';
-    id += std::to_string(identity_.members[i]);
-  }
-  append_string(out, "[" + id + "]#" + std::to_string(identity_.ordinal));
+  append_string(out, id());
   out += ",\"origin\":";
   append_string(out, identity_.origin);
+  if (!identity_.shrunk_from.empty()) {
+    out += ",\"shrunk_from\":";
+    append_string(out, identity_.shrunk_from);
+  }
   out += ",\"members\":";
   append_ranks(out, identity_.members);
   out += ",\"rank\":" + std::to_string(identity_.rank) +
@@ -362,6 +393,27 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
       out += '}';
     } else {
       out += "null";
+    }
+  }
+  {
+    // Which ranks it lost and when; the shrink of it (docs/errors.md).
+    const std::lock_guard<std::mutex> lock(wait_mutex_);
+    if (loss_.at_ns != 0) {
+      out += ",\"lost\":{\"ranks\":";
+      append_ranks(out, loss_.ranks);
+      out += ",\"at\":";
+      append_seconds(out, loss_.at_ns + steady_to_unix_ns);
+      out += '}';
+    }
+    if (loss_.shrunk_at_ns != 0) {
+      out += ",\"shrunk_into\":{\"id\":";
+      append_string(out, loss_.shrunk_into);
+      out += ",\"at\":";
+      append_seconds(out, loss_.shrunk_at_ns + steady_to_unix_ns);
+      char times[96];
+      std::snprintf(times, sizeof(times), ",\"agreed_ms\":%.3f,\"made_ms\":%.3f}", loss_.agreed_ms,
+                    loss_.made_ms);
+      out += times;
     }
   }
   // Oldest first: the ring holds sequence numbers [started - capacity, started).

@@ -90,6 +90,17 @@ struct CommunicatorIdentity {
   std::string origin;  // "Communicator::world", "Communicator::split", ...
   int rank = 0;
   int size = 1;
+  std::string shrunk_from;  // Communicator::shrink: the id of the one it shrank
+};
+
+// A death seen on a communicator, and the shrink of it, if any.
+struct LossNote {
+  std::vector<int> ranks;  // world ranks, ascending
+  std::int64_t at_ns = 0;  // steady clock: when this rank first learned of it
+  std::string shrunk_into;
+  std::int64_t shrunk_at_ns = 0;
+  double agreed_ms = 0;
+  double made_ms = 0;
 };
 
 // What the call in flight waits for, as the wait loop last described it.
@@ -137,6 +148,15 @@ class FlightRecorder {
   void note_wait(std::uint64_t sequence, const char* phase, const std::vector<int>& ranks,
                  const std::string& what);
 
+  // The communicator lost ranks `ranks` (its own numbering; PeerFailedError
+  // or the survivors' agreement): noted with the time this rank learned it.
+  void note_lost(const std::vector<int>& ranks);
+  // Communicator::shrink made the communicator `into` (its id) of this
+  // one's survivors: how long they took to agree and to make it.
+  void note_shrink(const std::string& into, double agreed_ms, double made_ms);
+  // "[0,1,2]#0": its members' world ranks and ordinal, as dumps name it.
+  std::string id() const;
+
   // One JSON object: the identity, the wait note, the records oldest first.
   void write_json(std::string& out, std::int64_t steady_to_unix_ns) const;
 
@@ -156,6 +176,7 @@ class FlightRecorder {
   mutable std::mutex wait_mutex_;               // guards wait_ and failures_
   WaitNote wait_;
   std::vector<FailureNote> failures_;  // the last few, oldest first
+  LossNote loss_;                      // guarded by wait_mutex_
 };
 
 // Makes the recorder of a new communicator (none when
