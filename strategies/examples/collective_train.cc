@@ -4,12 +4,16 @@
 //
 //   collective_train --strategy mirrored --local-replicas 2 --format json
 //   mpirun -n 4 collective_train --strategy multi_worker_mirrored --format json
+//   mpirun --enable-recovery -n 4 collective_train --strategy multi_worker_mirrored
+//       --elastic --fault-at-step 7 --fault-rank 2   (a worker dies; the rest go on)
 //
 // The data set and the initial weights depend only on --seed, and every
 // step consumes one global batch (--global-batch rows, the same rows under
 // every strategy), so all strategies compute the same training run; only
 // the order of float32 summation differs (see docs/strategies.md).
+#include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -41,6 +45,18 @@ struct Arguments {
   std::string output;
   std::string implementation = "auto";
   std::size_t bytes_per_pack = 0;
+  bool deterministic = false;
+  bool elastic = false;
+  bool log_steps = false;  // "STEP n workers w" on stderr after each step (worker 0)
+  // Fault injection for --elastic: world rank fault_rank SIGKILLs itself
+  // inside step fault_step's replica function, while the others reduce.
+  int fault_step = -1;
+  int fault_rank = -1;
+  // Starting from a saved state: the weights (--save-weights' file) and how
+  // many global batches the run before consumed.
+  std::string initial_weights;
+  std::string save_weights;
+  int skip_steps = 0;
 };
 
 constexpr const char* kUsage =
@@ -48,7 +64,9 @@ constexpr const char* kUsage =
     "  multi_worker_mirrored]\n"
     "  [--local-replicas K] [--steps S] [--global-batch B] [--seed N]\n"
     "  [--learning-rate LR] [--features D] [--examples N]\n"
-    "  [--implementation auto|ring|nccl] [--bytes-per-pack BYTES]\n"
+    "  [--implementation auto|ring|nccl] [--bytes-per-pack BYTES] [--deterministic]\n"
+    "  [--elastic] [--fault-at-step S --fault-rank R] [--log-steps]\n"
+    "  [--save-weights FILE] [--initial-weights FILE] [--skip-steps K]\n"
     "  (nccl serves device buffers: with this example's host tensors the\n"
     "  strategy refuses it with UnsupportedError)\n"
     "  [--format text|json] [--output FILE]\n";
@@ -80,6 +98,18 @@ Arguments parse(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string flag = argv[i];
     if (flag == "--help" || flag == "-h") help();
+    if (flag == "--deterministic") {
+      args.deterministic = true;
+      continue;
+    }
+    if (flag == "--elastic") {
+      args.elastic = true;
+      continue;
+    }
+    if (flag == "--log-steps") {
+      args.log_steps = true;
+      continue;
+    }
     if (i + 1 >= argc) usage(flag + " needs a value");
     const char* value = argv[++i];
     if (flag == "--strategy") {
@@ -111,6 +141,16 @@ Arguments parse(int argc, char** argv) {
       args.implementation = value;
     } else if (flag == "--bytes-per-pack") {
       args.bytes_per_pack = static_cast<std::size_t>(parse_integer(flag, value, 0));
+    } else if (flag == "--fault-at-step") {
+      args.fault_step = static_cast<int>(parse_integer(flag, value, 0));
+    } else if (flag == "--fault-rank") {
+      args.fault_rank = static_cast<int>(parse_integer(flag, value, 0));
+    } else if (flag == "--initial-weights") {
+      args.initial_weights = value;
+    } else if (flag == "--save-weights") {
+      args.save_weights = value;
+    } else if (flag == "--skip-steps") {
+      args.skip_steps = static_cast<int>(parse_integer(flag, value, 0));
     } else {
       usage("unknown flag " + flag);
     }
@@ -119,6 +159,12 @@ Arguments parse(int argc, char** argv) {
   if (s != "default" && s != "one_device" && s != "mirrored" && s != "central_storage" &&
       s != "multi_worker_mirrored") {
     usage("unknown strategy \"" + s + "\"");
+  }
+  if ((args.elastic || args.deterministic) && s != "multi_worker_mirrored") {
+    usage("--elastic and --deterministic apply to multi_worker_mirrored only");
+  }
+  if ((args.fault_step >= 0) != (args.fault_rank >= 0)) {
+    usage("--fault-at-step and --fault-rank go together");
   }
   if ((s == "default" || s == "one_device") && args.local_replicas != 1) {
     usage("--local-replicas applies to mirrored, central_storage and multi_worker_mirrored only");
@@ -302,10 +348,39 @@ std::unique_ptr<cd::Strategy> make_strategy(const Arguments& args) {
       usage("--implementation is auto, ring or nccl");
     }
     options.bytes_per_pack = args.bytes_per_pack;
+    options.deterministic = args.deterministic;
+    options.elastic = args.elastic;
     return std::make_unique<cd::MultiWorkerMirroredStrategy>(
         options, cd::MirroredStrategy::cpu_devices(args.local_replicas));
   }
   return nullptr;  // the default strategy
+}
+
+// --save-weights / --initial-weights: one weight per line, exact (%.9g
+// round-trips a float32), the bias last.
+bool write_weights(const std::string& path, const std::vector<double>& weights) {
+  std::FILE* file = std::fopen(path.c_str(), "w");
+  bool ok = file != nullptr;
+  for (std::size_t i = 0; ok && i < weights.size(); ++i) {
+    ok = std::fprintf(file, "%.9g\n", weights[i]) > 0;
+  }
+  if (file != nullptr && std::fclose(file) != 0) ok = false;
+  if (!ok) std::fprintf(stderr, "collective_train: cannot write %s\n", path.c_str());
+  return ok;
+}
+
+std::vector<float> read_weights(const std::string& path, int count) {
+  std::FILE* file = std::fopen(path.c_str(), "r");
+  if (file == nullptr) usage("--initial-weights: cannot read " + path);
+  std::vector<float> weights;
+  float value = 0;
+  while (std::fscanf(file, "%f", &value) == 1) weights.push_back(value);
+  std::fclose(file);
+  if (static_cast<int>(weights.size()) != count) {
+    usage("--initial-weights: " + path + " holds " + std::to_string(weights.size()) +
+          " weights, this model has " + std::to_string(count) + " (--features + 1)");
+  }
+  return weights;
 }
 
 std::string json_floats(const std::vector<double>& values) {
@@ -330,9 +405,15 @@ int train(const Arguments& args) {
   Random init(args.seed ^ 0x5DEECE66Dull);
   std::vector<float> initial_kernel(static_cast<std::size_t>(args.features));
   for (float& w : initial_kernel) w = 0.2f * init.unit() - 0.1f;
+  float initial_bias = 0.0f;
+  if (!args.initial_weights.empty()) {
+    const std::vector<float> saved = read_weights(args.initial_weights, args.features + 1);
+    std::copy(saved.begin(), saved.end() - 1, initial_kernel.begin());
+    initial_bias = saved.back();
+  }
   Model model{
       cd::Variable(cd::Tensor(initial_kernel, cd::Shape{args.features}), {.name = "kernel"}),
-      cd::Variable(cd::Tensor(std::vector<float>{0.0f}, cd::Shape{1}), {.name = "bias"})};
+      cd::Variable(cd::Tensor(std::vector<float>{initial_bias}, cd::Shape{1}), {.name = "bias"})};
   cd::SGD optimizer(args.learning_rate);
 
   const cd::Dataset examples = cd::Dataset::from_tensor_slices({data.features, data.labels});
@@ -353,16 +434,40 @@ int train(const Arguments& args) {
   track_weights();
   const double initial_loss = dataset_loss(strategy, eval_data, model, args.examples);
   cd::DistributedIterator iterator = train_data.make_iterator();
+  // The global batches a run before this one consumed (--skip-steps).
+  for (int step = 0; step < args.skip_steps; ++step) (void)iterator.get_next();
   double last_step_loss = 0;
-  for (int step = 0; step < args.steps; ++step) {
+  // Elastic training: the steps after which fewer workers went on.
+  std::string elastic_events;
+  const int first_worker_index = strategy.extended().worker_index();
+  for (int step = args.skip_steps; step < args.skip_steps + args.steps; ++step) {
+    const int workers = strategy.extended().num_workers();
+    const int redone = strategy.extended().elastic_steps_redone();
     const cd::PerReplica<cd::Element> batch = iterator.get_next();
     const cd::PerReplica<cd::Tensor> losses = strategy.run(
         [&](const cd::Element& slice) {
+          if (step == args.fault_step && first_worker_index == args.fault_rank) {
+            std::raise(SIGKILL);  // --fault-at-step: the others wait in this step's reduction
+          }
           return train_step(slice, model, optimizer, args.global_batch);
         },
         batch);
     last_step_loss = strategy.reduce(collective::ReduceOp::kSum, losses).values<double>()[0];
     track_weights();
+    if (args.log_steps && strategy.extended().worker_index() == 0) {
+      std::fprintf(stderr, "STEP %d workers %d\n", step, strategy.extended().num_workers());
+    }
+    if (strategy.extended().num_workers() != workers) {
+      char event[128];
+      // redone: this step ran again on the survivors; else it completed on
+      // every worker and the survivors went on from the next.
+      std::snprintf(event, sizeof(event),
+                    "%s{\"step\": %d, \"workers_before\": %d, \"workers\": %d, \"redone\": %s}",
+                    elastic_events.empty() ? "" : ", ", step, workers,
+                    strategy.extended().num_workers(),
+                    strategy.extended().elastic_steps_redone() != redone ? "true" : "false");
+      elastic_events += event;
+    }
   }
   const double final_loss = dataset_loss(strategy, eval_data, model, args.examples);
   const bool identical =
@@ -373,6 +478,7 @@ int train(const Arguments& args) {
   std::vector<double> weights = model.kernel.value().to_doubles();
   weights.push_back(model.bias.value().to_doubles()[0]);
   if (!strategy.extended().should_checkpoint()) return identical ? 0 : 1;  // the chief reports
+  if (!args.save_weights.empty() && !write_weights(args.save_weights, weights)) return 1;
 
   std::string report;
   char line[1024];
@@ -385,14 +491,15 @@ int train(const Arguments& args) {
         "\"max_abs_feature\": %.9g, \"max_sq_norm\": %.9g, \"max_abs_weight\": %.9g, "
         "\"initial_loss\": %.17g, "
         "\"final_loss\": %.17g, \"last_step_loss\": %.17g, \"replicas_identical\": %s, "
-        "\"seconds\": %.3f, ",
+        "\"seconds\": %.3f, \"first_step\": %d, \"elastic_events\": [%s], ",
         args.strategy.c_str(), std::string(strategy.name()).c_str(),
         strategy.num_replicas_in_sync(), strategy.extended().num_workers(),
         strategy.extended().num_local_replicas(), args.steps,
         static_cast<long long>(args.global_batch), static_cast<unsigned long long>(args.seed),
         args.learning_rate, args.features, static_cast<long long>(args.examples),
         data.max_abs_feature, data.max_sq_norm, max_abs_weight, initial_loss, final_loss,
-        last_step_loss, identical ? "true" : "false", seconds);
+        last_step_loss, identical ? "true" : "false", seconds, args.skip_steps,
+        elastic_events.c_str());
     report = line + std::string("\"weights\": ") + json_floats(weights) + "}\n";
   } else {
     std::snprintf(line, sizeof(line),

@@ -63,6 +63,18 @@ ElementSpec spec_of(const Element& batch) {
 
 }  // namespace
 
+std::vector<Element> this_workers_parts(const StrategyImpl& impl, const Element& global_batch) {
+  const std::int64_t rows = batch_rows(global_batch);
+  const std::int64_t local = impl.num_local_replicas;
+  std::vector<Element> parts;
+  for (std::int64_t r = 0; r < local; ++r) {
+    const auto [begin, end] =
+        split_range(rows, impl.worker_index * local + r, impl.num_replicas_in_sync());
+    parts.push_back(slice_batch(global_batch, begin, end));
+  }
+  return parts;
+}
+
 class DistributedIteratorState {
  public:
   explicit DistributedIteratorState(std::shared_ptr<const DistributedDatasetState> state)
@@ -89,16 +101,12 @@ class DistributedIteratorState {
         // Every worker sees every global batch, so they run out together.
         std::optional<Element> batch = iterator_.get_next();
         if (!batch) return finish();
-        const std::int64_t rows = batch_rows(*batch);
-        std::vector<Element> replicas;
-        for (std::int64_t r = 0; r < local; ++r) {
-          const auto [begin, end] =
-              split_range(rows, impl.worker_index * local + r, impl.num_replicas_in_sync());
-          replicas.push_back(slice_batch(*batch, begin, end));
-        }
+        std::vector<Element> replicas = this_workers_parts(impl, *batch);
+        if (impl.elastic_state) remember_for_recut(impl, std::move(*batch), replicas);
         return PerReplica<Element>(std::move(replicas));
       }
       case InputSharding::kByFile: {
+        refuse_when_elastic(impl, operation);
         std::optional<Element> batch = iterator_.get_next();
         if (!impl.any_worker(batch.has_value(), operation)) return finish();
         std::vector<Element> replicas;
@@ -115,6 +123,7 @@ class DistributedIteratorState {
         return PerReplica<Element>(std::move(replicas));
       }
       case InputSharding::kOff: {
+        refuse_when_elastic(impl, operation);
         // Every worker runs the whole pipeline; each global batch is cut
         // into num_replicas_in_sync parts and this worker's replicas take
         // the next num_local_replicas parts per step (tf.distribute's
@@ -137,6 +146,7 @@ class DistributedIteratorState {
         return PerReplica<Element>(std::move(replicas));
       }
       case InputSharding::kFromFunction: {
+        refuse_when_elastic(impl, operation);
         if (!replica_iterators_.empty() || state_->replica_datasets.size() == 1) {
           // One dataset per replica: each replica its own next batch.
           std::vector<std::optional<Element>> batches;
@@ -174,6 +184,32 @@ class DistributedIteratorState {
   }
 
  private:
+  // Elastic training: a step that lost a worker is redone on its global
+  // batch cut anew over the survivors (recut_batch), so the batch is kept
+  // with the first bytes of each part as handed out, which is how run()
+  // knows its argument (Strategy::run, detail::elastic_part).
+  static void remember_for_recut(StrategyImpl& impl, Element global,
+                                 const std::vector<Element>& parts) {
+    StrategyImpl::ElasticState& elastic = *impl.elastic_state;
+    elastic.global_batch = std::move(global);
+    elastic.batch_membership = elastic.membership;
+    elastic.part_keys.clear();
+    for (const Element& part : parts) {
+      elastic.part_keys.push_back(part.empty() ? nullptr : part.front().raw_data());
+    }
+  }
+
+  // Other shardings cannot be cut anew over fewer workers.
+  void refuse_when_elastic(const StrategyImpl& impl, const std::string& operation) const {
+    if (!impl.elastic_state) return;
+    throw UnsupportedError(operation, impl.error_rank(),
+                           "elastic training redoes a step on its global batch cut over the "
+                           "surviving workers, which needs the input distributed by element "
+                           "(experimental_distribute_dataset with a batched dataset, auto or "
+                           "data sharding); this dataset is distributed " +
+                               std::string(to_string(state_->sharding)));
+  }
+
   std::optional<PerReplica<Element>> finish() {
     finished_ = true;
     return std::nullopt;

@@ -65,6 +65,26 @@ std::shared_ptr<StrategyImpl> shared_impl_of(const Strategy& strategy) {
 
 Strategy& current_strategy() { return get_strategy(); }
 
+std::vector<Tensor>* elastic_part(const std::vector<Tensor>& handed_out, int local_replica) {
+  const ContextFrame* frame = current_frame();
+  if (frame == nullptr || frame->strategy == nullptr) return nullptr;
+  StrategyImpl& impl = impl_of(*frame->strategy);
+  if (!impl.elastic_state || !impl.elastic_state->recut_active) return nullptr;
+  StrategyImpl::ElasticState& elastic = *impl.elastic_state;
+  const std::size_t r = static_cast<std::size_t>(local_replica);
+  const void* key = handed_out.empty() ? nullptr : handed_out.front().raw_data();
+  if (r < elastic.part_keys.size() && r < elastic.recut.size() && elastic.part_keys[r] == key) {
+    return &elastic.recut[r];
+  }
+  // Run on a batch cut for the workers before the shrink: its rows would be
+  // those of another worker's part, a wrong result.
+  throw UnsupportedError(impl.label() + " run", impl.error_rank(),
+                         "the workers shrank (elastic training), and this run()'s batch is not "
+                         "the last one a distributed iterator handed out, the only one that can "
+                         "be cut anew over the survivors; take each step's batch with get_next() "
+                         "right before its run()");
+}
+
 ReplicaContext* current_replica_context() { return get_replica_context(); }
 
 }  // namespace detail

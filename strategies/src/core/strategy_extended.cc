@@ -10,6 +10,7 @@
 #include "collective/diagnostics.h"
 #include "collective/errors.h"
 #include "core/context_stack.h"
+#include "core/elastic_step.h"
 #include "core/rendezvous_run.h"
 #include "base/call_purpose.h"
 #include "core/strategy_impl.h"
@@ -35,6 +36,9 @@ int StrategyExtended::num_local_replicas() const { return impl_->num_local_repli
 int StrategyExtended::num_replicas_in_sync() const { return impl_->num_replicas_in_sync(); }
 int StrategyExtended::num_workers() const { return impl_->num_workers; }
 int StrategyExtended::worker_index() const { return impl_->worker_index; }
+int StrategyExtended::elastic_steps_redone() const {
+  return impl_->elastic_state ? impl_->elastic_state->steps_redone : 0;
+}
 bool StrategyExtended::should_checkpoint() const { return impl_->worker_index == 0; }
 bool StrategyExtended::should_save_summary() const { return impl_->worker_index == 0; }
 const CommunicationOptions& StrategyExtended::communication_options() const {
@@ -199,63 +203,81 @@ void StrategyExtended::call_for_each_replica(const std::function<void(int)>& fn)
     }
   } step{impl.worker_calls.get()};
 
-  detail::RendezvousRun run(impl);
-  // The destructor may break this rendezvous only while it exists.
-  struct RendezvousAttachment {
-    detail::RunGate& gate;
-    RendezvousAttachment(detail::RunGate& g, detail::ReplicaRendezvous& rendezvous) : gate(g) {
-      gate.attach(&rendezvous);
-    }
-    ~RendezvousAttachment() { gate.attach(nullptr); }
-  } attachment(*gate, run.rendezvous());
   const int k = impl.num_local_replicas;
-  if (impl.replica_contexts.empty()) {
-    for (int r = 0; r < k; ++r) {
-      impl.replica_contexts.push_back(std::make_unique<ReplicaContext>(
-          *impl.strategy, nullptr, r, impl.worker_index * k + r, impl.num_replicas_in_sync(),
-          impl.worker_devices[static_cast<std::size_t>(r)]));
+  // One attempt of the step: every local replica runs fn; the first
+  // replica's own error is raised once all stopped. Elastic training may
+  // make several (a step that lost a worker is redone).
+  const auto attempt = [&] {
+    detail::RendezvousRun run(impl);
+    // The destructor may break this rendezvous only while it exists.
+    struct RendezvousAttachment {
+      detail::RunGate& gate;
+      RendezvousAttachment(detail::RunGate& g, detail::ReplicaRendezvous& rendezvous) : gate(g) {
+        gate.attach(&rendezvous);
+      }
+      ~RendezvousAttachment() { gate.attach(nullptr); }
+    } attachment(*gate, run.rendezvous());
+    if (impl.replica_contexts.empty()) {
+      for (int r = 0; r < k; ++r) {
+        impl.replica_contexts.push_back(std::make_unique<ReplicaContext>(
+            *impl.strategy, nullptr, r, impl.worker_index * k + r, impl.num_replicas_in_sync(),
+            impl.worker_devices[static_cast<std::size_t>(r)]));
+      }
     }
-  }
-  std::vector<std::unique_ptr<ReplicaContext>>& contexts = impl.replica_contexts;
-  for (auto& context : contexts) context->run_ = &run;
-  struct DetachContexts {
-    std::vector<std::unique_ptr<ReplicaContext>>& contexts;
-    ~DetachContexts() {
-      for (auto& context : contexts) context->run_ = nullptr;
+    std::vector<std::unique_ptr<ReplicaContext>>& contexts = impl.replica_contexts;
+    for (std::size_t r = 0; r < contexts.size(); ++r) {
+      ReplicaContext& context = *contexts[r];
+      context.run_ = &run;
+      // An elastic strategy renumbers its replicas when it loses a worker.
+      context.replica_id_in_sync_group_ = impl.worker_index * k + static_cast<int>(r);
+      context.num_replicas_in_sync_ = impl.num_replicas_in_sync();
+      context.device_ = impl.worker_devices[r];
     }
-  } detach{contexts};
-  std::vector<std::exception_ptr> errors(static_cast<std::size_t>(k));
-  // char, not bool: replica threads write their own entries concurrently.
-  std::vector<char> aborted(static_cast<std::size_t>(k), 0);
-  const std::function<void(int)> body = [&](int replica) {
-    const std::size_t r = static_cast<std::size_t>(replica);
-    detail::FrameGuard frame_guard(ContextFrame::Kind::kReplica, impl.strategy, contexts[r].get());
-    const TraceSlice traced("replica function", "strategies",
-                            TraceSlice::enabled() ? "replica " + std::to_string(replica) : "");
-    try {
-      fn(replica);
-      run.rendezvous().replica_finished(replica, false);
-    } catch (const detail::ReplicaAbortedError&) {
-      errors[r] = std::current_exception();
-      aborted[r] = 1;
-      run.rendezvous().replica_finished(replica, true);
-    } catch (...) {
-      errors[r] = std::current_exception();
-      run.rendezvous().replica_finished(replica, true);
+    struct DetachContexts {
+      std::vector<std::unique_ptr<ReplicaContext>>& contexts;
+      ~DetachContexts() {
+        for (auto& context : contexts) context->run_ = nullptr;
+      }
+    } detach{contexts};
+    std::vector<std::exception_ptr> errors(static_cast<std::size_t>(k));
+    // char, not bool: replica threads write their own entries concurrently.
+    std::vector<char> aborted(static_cast<std::size_t>(k), 0);
+    const std::function<void(int)> body = [&](int replica) {
+      const std::size_t r = static_cast<std::size_t>(replica);
+      detail::FrameGuard frame_guard(ContextFrame::Kind::kReplica, impl.strategy,
+                                     contexts[r].get());
+      const TraceSlice traced("replica function", "strategies",
+                              TraceSlice::enabled() ? "replica " + std::to_string(replica) : "");
+      try {
+        fn(replica);
+        run.rendezvous().replica_finished(replica, false);
+      } catch (const detail::ReplicaAbortedError&) {
+        errors[r] = std::current_exception();
+        aborted[r] = 1;
+        run.rendezvous().replica_finished(replica, true);
+      } catch (...) {
+        errors[r] = std::current_exception();
+        run.rendezvous().replica_finished(replica, true);
+      }
+    };
+    if (k == 1) {
+      body(0);
+    } else {
+      impl.threads->run_all(body);
+    }
+    // The first replica's own error explains the failure; errors raised only
+    // because a collective was abandoned come second.
+    for (std::size_t r = 0; r < errors.size(); ++r) {
+      if (errors[r] && !aborted[r]) std::rethrow_exception(errors[r]);
+    }
+    for (const std::exception_ptr& error : errors) {
+      if (error) std::rethrow_exception(error);
     }
   };
-  if (k == 1) {
-    body(0);
+  if (impl.elastic) {
+    detail::run_elastic_step(impl, attempt);
   } else {
-    impl.threads->run_all(body);
-  }
-  // The first replica's own error explains the failure; errors raised only
-  // because a collective was abandoned come second.
-  for (std::size_t r = 0; r < errors.size(); ++r) {
-    if (errors[r] && !aborted[r]) std::rethrow_exception(errors[r]);
-  }
-  for (const std::exception_ptr& error : errors) {
-    if (error) std::rethrow_exception(error);
+    attempt();
   }
 }
 

@@ -78,6 +78,28 @@ struct StrategyImpl {
   // the run, which may outlive the rest of this state by its last lines.
   std::shared_ptr<RunGate> run_gate = std::make_shared<RunGate>();
 
+  // Elastic training (CommunicationOptions::elastic, MultiWorkerMirrored-
+  // Strategy): a step that lost a worker is redone from the variables'
+  // values when it began, on the global batch cut anew over the survivors.
+  struct ElasticState {
+    std::mutex mutex;  // guards variables
+    std::vector<std::weak_ptr<VariableState>> variables;
+    // The last global batch a distributed iterator cut (by element), the
+    // first bytes of each local replica's part as handed out (how run()
+    // knows its argument), and the parts cut anew for a redone step.
+    std::vector<Tensor> global_batch;
+    std::vector<const void*> part_keys;
+    std::vector<std::vector<Tensor>> recut;
+    bool recut_active = false;
+    // How many times the workers shrank, now and when global_batch was cut:
+    // a batch cut for more workers is cut anew before a step runs on it.
+    std::uint64_t membership = 0;
+    std::uint64_t batch_membership = 0;
+    int steps_redone = 0;
+  };
+  bool elastic = false;
+  std::unique_ptr<ElasticState> elastic_state;
+
   int num_replicas_in_sync() const { return num_workers * num_local_replicas; }
   // "MirroredStrategy #2".
   std::string label() const;

@@ -121,6 +121,13 @@ std::shared_ptr<VariableState> make_state(Strategy& strategy, const Tensor& init
   } else {
     state->copies.assign(copies, initial_value);
   }
+  if (impl.elastic_state) {
+    // Restored when a step that lost a worker is redone (elastic training).
+    detail::StrategyImpl::ElasticState& elastic = *impl.elastic_state;
+    const std::lock_guard<std::mutex> lock(elastic.mutex);
+    std::erase_if(elastic.variables, [](const auto& weak) { return weak.expired(); });
+    elastic.variables.push_back(state);
+  }
   return state;
 }
 

@@ -413,7 +413,9 @@ CollectiveAllReduce::CollectiveAllReduce(Communicator communicator, Communicatio
   if (!local_ops_) local_ops_ = std::make_unique<ReductionToOneDevice>();
 }
 
-int CollectiveAllReduce::num_workers() const { return communicator_.size(); }
+// The workers now: an elastic strategy's shrink to the survivors reaches
+// the calls (worker_calls_), not the communicator this was made with.
+int CollectiveAllReduce::num_workers() const { return worker_calls_->size(); }
 
 void CollectiveAllReduce::reduce_replica_buffers(ReduceOp op, DataType type,
                                                  std::span<const void* const> inputs, void* output,
@@ -466,7 +468,7 @@ void CollectiveAllReduce::reduce_single_replica_pack(ReduceOp op, DataType type,
 
 void CollectiveAllReduce::all_reduce_across_workers(ReduceOp op, DataType type, const void* input,
                                                     void* output, std::size_t count) {
-  if (communicator_.size() == 1) {
+  if (worker_calls_->size() == 1) {
     if (input != output) std::memcpy(output, input, count * element_size(type));
     return;
   }
@@ -477,7 +479,9 @@ void CollectiveAllReduce::all_reduce_across_workers(ReduceOp op, DataType type, 
   options.timeout = effective_timeout(options_);
   options.memory = MemoryKind::kHost;
   options.deterministic = options_.deterministic;
-  if (batch_in_flight.open && packs_may_stay_in_flight()) {
+  // Elastic training recovers each call where it failed (worker_calls.h):
+  // packs wait for their reductions.
+  if (batch_in_flight.open && packs_may_stay_in_flight() && !worker_calls_->elastic()) {
     // Inside batch_reduce: the same call, left in flight while the next
     // pack is packed (finish_packs_in_flight waits).
     batch_in_flight.calls.push_back(
@@ -498,7 +502,7 @@ void CollectiveAllReduce::reduce_pack(ReduceOp op, DataType type,
                                       std::span<const void* const> inputs, void* output,
                                       std::size_t count) {
   if (!options_.deterministic) return CrossDeviceOps::reduce_pack(op, type, inputs, output, count);
-  if (inputs.size() > 1 && communicator_.size() > 1) {
+  if (inputs.size() > 1 && worker_calls_->size() > 1) {
     return gather_and_reduce_in_order(op, type, inputs, output, count);
   }
   // One worker, or one replica per worker: the local step in replica order
@@ -516,7 +520,7 @@ void CollectiveAllReduce::gather_and_reduce_in_order(ReduceOp op, DataType type,
                                                      void* output, std::size_t count) {
   const std::size_t bytes = count * element_size(type);
   const std::size_t local = inputs.size();
-  const std::size_t workers = static_cast<std::size_t>(communicator_.size());
+  const std::size_t workers = static_cast<std::size_t>(worker_calls_->size());
   std::vector<std::byte> mine(local * bytes);
   for (std::size_t r = 0; r < local; ++r) {
     if (bytes > 0) std::memcpy(mine.data() + r * bytes, inputs[r], bytes);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "base/call_purpose.h"
+#include "collective/types.h"
 
 namespace collective::distribute::detail {
 namespace {
@@ -57,6 +58,11 @@ void WorkerCalls::adopt(std::string owner_label) {
 void WorkerCalls::begin_step() {
   const std::uint64_t step = phase_.load(std::memory_order_relaxed) / 2 + 1;
   phase_.store(2 * step + 1, std::memory_order_release);
+  if (elastic()) {
+    std::lock_guard<std::mutex> lock(*mutex_);
+    step_completed_ = completed_;
+    step_failure_.reset();
+  }
 }
 
 void WorkerCalls::end_step() {
@@ -95,22 +101,56 @@ void WorkerCalls::refuse_when_out_of_step() const {
 }
 
 template <typename Options, typename Call>
-void WorkerCalls::Session::tagged(Options& options, const Call& call) {
+void WorkerCalls::Session::tagged(Options& options, const Call& call, void* output,
+                                  std::size_t output_bytes, bool may_call_again) {
   owner_.refuse_when_out_of_step();
   const Identity identity = owner_.next_identity();
   options.call_tag = identity.tag();
-  try {
-    call(options);
-  } catch (const MismatchError& error) {
-    owner_.explain_mismatch(error, identity, options);
+  for (;;) {
+    try {
+      call(options);
+      owner_.completed(identity.in_run, output, output_bytes);
+      return;
+    } catch (const MismatchError& error) {
+      owner_.explain_mismatch(error, identity, options);
+    } catch (const PeerFailedError& error) {
+      if (!owner_.elastic()) throw;
+      if (identity.in_run) {
+        // The step's recovery is its run()'s (recover_step), once every
+        // local replica stopped.
+        owner_.step_failure_ = Failure{
+            owner_.committing_ ? FailedCall::kCommit : FailedCall::kStepCall, identity.step};
+        throw;
+      }
+      const Decision decision =
+          owner_.recover(FailedCall::kBetweenSteps, identity.step, output, output_bytes);
+      if (decision == Decision::kCompletedFromPeer) {
+        owner_.completed(false, output, output_bytes);
+        return;
+      }
+      if (!may_call_again) {
+        throw PeerFailedError(owner_.label_, owner_.worker_,
+                              "a worker died during this call (" + std::string(error.what()) +
+                                  "); the strategy now runs on the " +
+                                  std::to_string(owner_.size_) +
+                                  " survivors, and this call's result depends on the number of "
+                                  "workers: call it again",
+                              error.failed_ranks());
+      }
+      // Made again on the survivors, with the same identity: the others
+      // make it there for the first time.
+    }
   }
 }
 
 void WorkerCalls::Session::all_reduce(const void* input, void* output, std::size_t count,
                                       DataType type, AllReduceOptions options) {
-  tagged(options, [&](const AllReduceOptions& tagged_options) {
-    owner_.communicator_.all_reduce(input, output, count, type, tagged_options);
-  });
+  tagged(
+      options,
+      [&](const AllReduceOptions& tagged_options) {
+        owner_.communicator_.all_reduce(input, output, count, type, tagged_options);
+      },
+      output, count * element_size(type), true);
 }
 
 WorkerCalls::InFlightCall WorkerCalls::Session::all_reduce_async(const void* input, void* output,
@@ -161,26 +201,189 @@ void WorkerCalls::finish(std::vector<InFlightCall>& calls) {
 
 void WorkerCalls::Session::all_gather(const void* input, void* output, std::size_t count,
                                       DataType type, AllGatherOptions options) {
-  tagged(options, [&](const AllGatherOptions& tagged_options) {
-    owner_.communicator_.all_gather(input, output, count, type, tagged_options);
-  });
+  tagged(
+      options,
+      [&](const AllGatherOptions& tagged_options) {
+        owner_.communicator_.all_gather(input, output, count, type, tagged_options);
+      },
+      output, count * static_cast<std::size_t>(owner_.size_) * element_size(type), false);
 }
 
 void WorkerCalls::Session::all_gather_v(const void* send, std::size_t send_count, void* recv,
                                         std::span<const std::size_t> recv_counts,
                                         std::span<const std::size_t> recv_displacements,
                                         DataType type, AllGatherOptions options) {
-  tagged(options, [&](const AllGatherOptions& tagged_options) {
-    owner_.communicator_.all_gather_v(send, send_count, recv, recv_counts, recv_displacements, type,
-                                      tagged_options);
-  });
+  std::size_t extent = 0;
+  for (std::size_t q = 0; q < recv_counts.size() && q < recv_displacements.size(); ++q) {
+    extent = std::max(extent, recv_displacements[q] + recv_counts[q]);
+  }
+  tagged(
+      options,
+      [&](const AllGatherOptions& tagged_options) {
+        owner_.communicator_.all_gather_v(send, send_count, recv, recv_counts, recv_displacements,
+                                          type, tagged_options);
+      },
+      recv, extent * element_size(type), false);
 }
 
 void WorkerCalls::Session::broadcast(void* buffer, std::size_t count, DataType type,
                                      BroadcastOptions options) {
-  tagged(options, [&](const BroadcastOptions& tagged_options) {
-    owner_.communicator_.broadcast(buffer, count, type, tagged_options);
-  });
+  tagged(
+      options,
+      [&](const BroadcastOptions& tagged_options) {
+        owner_.communicator_.broadcast(buffer, count, type, tagged_options);
+      },
+      buffer, count * element_size(type), true);
+}
+
+// ---- Elastic training ---------------------------------------------------------
+
+void WorkerCalls::make_elastic(ShrinkHandler on_shrink) {
+  std::lock_guard<std::mutex> lock(*mutex_);
+  on_shrink_ = std::move(on_shrink);
+}
+
+void WorkerCalls::completed(bool in_run, const void* output, std::size_t output_bytes) {
+  ++completed_;
+  if (!elastic()) return;
+  last_output_valid_ = !in_run;
+  if (!in_run) {
+    const auto* bytes = static_cast<const std::byte*>(output);
+    last_output_.assign(bytes, bytes + (output != nullptr ? output_bytes : 0));
+  }
+}
+
+void WorkerCalls::commit_step(AllReduceOptions options) {
+  const CallPurpose purpose("the step's commit (elastic training)");
+  std::int64_t reached = 1;
+  options.op = ReduceOp::kMin;
+  options.memory = MemoryKind::kHost;
+  Session session(*this);
+  committing_ = true;
+  try {
+    session.all_reduce(&reached, &reached, 1, DataType::kInt64, options);
+  } catch (...) {
+    committing_ = false;
+    throw;
+  }
+  committing_ = false;
+}
+
+void WorkerCalls::restart_step() {
+  std::lock_guard<std::mutex> lock(*mutex_);
+  index_phase_ = phase_.load(std::memory_order_acquire);
+  index_ = 0;
+  completed_ = step_completed_;
+  last_output_valid_ = false;
+  step_failure_.reset();
+}
+
+WorkerCalls::Decision WorkerCalls::recover_step() {
+  std::lock_guard<std::mutex> lock(*mutex_);
+  const Failure failure = step_failure_.value_or(Failure{FailedCall::kStepCall, phase_.load() / 2});
+  return recover(failure.kind, failure.step, nullptr, 0);
+}
+
+namespace {
+
+// What a survivor tells the others when they recover (WorkerCalls::recover).
+struct RecoveryReport {
+  std::uint64_t completed;     // calls it completed
+  std::uint64_t step;          // the step its failed call belongs to, or follows
+  std::uint64_t output_bytes;  // between steps: its failed call's output
+  std::uint8_t kind;           // WorkerCalls::FailedCall
+  std::uint8_t has_last_output;
+  std::uint8_t padding[6];
+};
+static_assert(sizeof(RecoveryReport) == 32, "exchanged as 32 bytes");
+
+}  // namespace
+
+WorkerCalls::Decision WorkerCalls::recover(FailedCall kind, std::uint64_t step, void* output,
+                                           std::size_t output_bytes) {
+  for (;;) {
+    Communicator survivors = communicator_.shrink();
+    const std::vector<int> lost = communicator_.failed_ranks();
+    RecoveryReport mine{};
+    mine.completed = completed_;
+    mine.step = step;
+    mine.output_bytes = kind == FailedCall::kBetweenSteps ? output_bytes : 0;
+    mine.kind = static_cast<std::uint8_t>(kind);
+    mine.has_last_output = last_output_valid_ ? 1 : 0;
+    std::vector<RecoveryReport> reports(static_cast<std::size_t>(survivors.size()));
+    Decision decision = Decision::kRedoStep;
+    try {
+      AllGatherOptions exchange;
+      exchange.memory = MemoryKind::kHost;
+      survivors.all_gather(&mine, reports.data(), sizeof(RecoveryReport), DataType::kUInt8,
+                           exchange);
+      std::uint64_t most = 0;
+      bool step_call_failed = false;  // in this survivor's step, by any survivor
+      for (const RecoveryReport& report : reports) {
+        most = std::max(most, report.completed);
+        step_call_failed |=
+            report.kind == static_cast<std::uint8_t>(FailedCall::kStepCall) && report.step == step;
+      }
+      switch (kind) {
+        case FailedCall::kStepCall: decision = Decision::kRedoStep; break;
+        case FailedCall::kCommit:
+          decision = step_call_failed ? Decision::kRedoStep : Decision::kStepStands;
+          break;
+        case FailedCall::kBetweenSteps:
+          decision = completed_ < most ? Decision::kCompletedFromPeer : Decision::kCallAgain;
+          break;
+      }
+      // A call between steps that some survivor completed and others failed:
+      // the first survivor that completed it sends its output to all.
+      std::uint64_t needed = 0;
+      int source = -1;
+      for (std::size_t r = 0; r < reports.size(); ++r) {
+        const RecoveryReport& report = reports[r];
+        if (report.kind == static_cast<std::uint8_t>(FailedCall::kBetweenSteps) &&
+            report.completed < most) {
+          needed = std::max(needed, report.output_bytes);
+        }
+        if (source < 0 && report.completed == most && report.has_last_output) {
+          source = static_cast<int>(r);
+        }
+      }
+      if (needed > 0) {
+        if (source < 0) {
+          throw CommunicationError(label_, worker_,
+                                   "elastic recovery: a survivor failed a call that another "
+                                   "completed, and no survivor kept that call's output");
+        }
+        std::vector<std::byte> buffer(needed);
+        if (survivors.rank() == source) {
+          std::memcpy(buffer.data(), last_output_.data(),
+                      std::min(buffer.size(), last_output_.size()));
+        }
+        BroadcastOptions from_source;
+        from_source.root = source;
+        from_source.memory = MemoryKind::kHost;
+        survivors.broadcast(buffer.data(), buffer.size(), DataType::kUInt8, from_source);
+        if (decision == Decision::kCompletedFromPeer && output != nullptr && output_bytes > 0) {
+          std::memcpy(output, buffer.data(), std::min<std::size_t>(output_bytes, buffer.size()));
+        }
+      }
+    } catch (const PeerFailedError&) {
+      // Another death while the survivors recovered: recover on them.
+      adopt_survivors(std::move(survivors), lost, step, std::nullopt);
+      continue;
+    }
+    adopt_survivors(std::move(survivors), lost, step, decision);
+    if (decision == Decision::kStepStands) ++completed_;  // the commit
+    return decision;
+  }
+}
+
+void WorkerCalls::adopt_survivors(Communicator survivors, const std::vector<int>& lost,
+                                  std::uint64_t step, std::optional<Decision> decision) {
+  communicator_ = std::move(survivors);
+  size_ = communicator_.size();
+  worker_ = communicator_.rank();
+  out_of_step_.reset();
+  on_shrink_(communicator_, lost, step, decision);
 }
 
 void WorkerCalls::explain_mismatch(const MismatchError& error, const Identity& identity,

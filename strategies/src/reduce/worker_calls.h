@@ -13,7 +13,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -45,6 +47,45 @@ class WorkerCalls {
 
   Communicator& communicator() { return communicator_; }
   int size() const { return size_; }
+
+  // ---- Elastic training (CommunicationOptions::elastic; docs/strategies.md,
+  // "Elastic training"). A cross-worker call that raises PeerFailedError is
+  // recovered: the survivors shrink the communicator and tell each other
+  // where each stood (the calls it completed, the step, whether its failed
+  // call was a step's call, the step's commit or a call between steps), and
+  // every one takes the same decision from the same reports:
+  //   - a step whose calls some survivor failed is redone by every survivor
+  //     inside it (the strategy restores the variables and re-cuts the batch);
+  //   - a survivor that failed only the step's commit has every step call
+  //     done, like every other survivor: the step stands;
+  //   - a call between steps that another survivor completed is completed
+  //     here from that survivor's output (broadcast); one that no survivor
+  //     completed is made again on the survivors (all_reduce, broadcast), or
+  //     raises PeerFailedError after the shrink (a gather, whose layout
+  //     depends on the number of workers).
+  // A worker completes a call only when every worker entered it, so two
+  // survivors are never more than one call apart: the rules above cover
+  // every case (docs/strategies.md).
+  enum class Decision { kRedoStep, kStepStands, kCompletedFromPeer, kCallAgain };
+  // Called after a shrink, before any call on the survivors: the strategy
+  // renumbers its workers. `lost`: ranks of the communicator before it.
+  // `decision`: none when another worker died during the recovery, which
+  // then goes on over the survivors of that death too.
+  using ShrinkHandler = std::function<void(Communicator& survivors, const std::vector<int>& lost,
+                                           std::uint64_t step, std::optional<Decision> decision)>;
+  void make_elastic(ShrinkHandler on_shrink);
+  bool elastic() const { return static_cast<bool>(on_shrink_); }
+  // The step's commit (elastic): one 8-byte all-reduce after its replica
+  // functions returned; raises PeerFailedError as any call.
+  void commit_step(AllReduceOptions options);
+  // Whether a call of the current step (its commit included) raised
+  // PeerFailedError since the step began or was last redone.
+  bool step_lost_peer() const { return step_failure_.has_value(); }
+  // Recovers the step's failed call (above): kRedoStep or kStepStands.
+  Decision recover_step();
+  // A redo of the current step starts: its calls are numbered from 0 again
+  // and its count of completed calls is the one it started with.
+  void restart_step();
 
   // An all-reduce started by Session::all_reduce_async: its handle and what
   // explains a mismatch when it fails.
@@ -82,8 +123,11 @@ class WorkerCalls {
    private:
     friend class WorkerCalls;
     explicit Session(WorkerCalls& owner) : owner_(owner), lock_(*owner.mutex_) {}
+    // `output`: what the call writes, kept between steps (elastic);
+    // `may_call_again`: whether it can be made again on fewer workers.
     template <typename Options, typename Call>
-    void tagged(Options& options, const Call& call);
+    void tagged(Options& options, const Call& call, void* output, std::size_t output_bytes,
+                bool may_call_again);
 
     WorkerCalls& owner_;
     std::unique_lock<std::mutex> lock_;
@@ -101,6 +145,20 @@ class WorkerCalls {
   };
   Identity next_identity();
   void refuse_when_out_of_step() const;
+
+  enum class FailedCall : std::uint8_t { kStepCall = 0, kCommit = 1, kBetweenSteps = 2 };
+  struct Failure {
+    FailedCall kind = FailedCall::kStepCall;
+    std::uint64_t step = 0;
+  };
+  // A blocking call completed: counted, and between steps its output kept
+  // (elastic) for a survivor that failed it.
+  void completed(bool in_run, const void* output, std::size_t output_bytes);
+  // The shrink, the exchange of reports, the decision and the broadcast of
+  // a completed call's output (into `output` when this survivor needs it).
+  Decision recover(FailedCall kind, std::uint64_t step, void* output, std::size_t output_bytes);
+  void adopt_survivors(Communicator survivors, const std::vector<int>& lost, std::uint64_t step,
+                       std::optional<Decision> decision);
   [[noreturn]] void explain_mismatch(const MismatchError& error, const Identity& identity,
                                      const CommonOptions& options);
 
@@ -117,6 +175,15 @@ class WorkerCalls {
   std::uint64_t index_phase_ = 0;
   std::uint64_t index_ = 0;
   std::optional<std::string> out_of_step_;
+
+  // Elastic only.
+  ShrinkHandler on_shrink_;
+  std::uint64_t completed_ = 0;         // calls completed, in program order
+  std::uint64_t step_completed_ = 0;    // completed_ when the current step began
+  std::vector<std::byte> last_output_;  // the last completed call's between steps
+  bool last_output_valid_ = false;      // ... and whether it was the last call
+  std::optional<Failure> step_failure_;
+  bool committing_ = false;  // commit_step's call is in progress
 };
 
 }  // namespace collective::distribute::detail

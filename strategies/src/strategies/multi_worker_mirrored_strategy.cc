@@ -1,6 +1,9 @@
 #include "collective/distribute/multi_worker_mirrored_strategy.h"
 
 #include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "collective/distribute/cluster_resolver.h"
 #include "collective/distribute/cross_device_ops.h"
@@ -13,6 +16,67 @@
 
 namespace collective::distribute {
 namespace {
+
+std::string worker_list(const std::vector<int>& workers) {
+  std::string text;
+  for (std::size_t i = 0; i < workers.size(); ++i) {
+    text += (i > 0 ? ", " : "") + std::to_string(workers[i]);
+  }
+  return text;
+}
+
+// Elastic training (CommunicationOptions::elastic; docs/strategies.md): when
+// the strategy's calls shrink to the surviving workers (worker_calls.h), the
+// strategy renumbers its workers and replicas and says what happened.
+void make_elastic(detail::StrategyImpl& impl, const std::vector<detail::DeviceSpec>& devices) {
+  impl.elastic = true;
+  impl.elastic_state = std::make_unique<detail::StrategyImpl::ElasticState>();
+  detail::StrategyImpl* const strategy = &impl;  // the calls live no longer than it
+  impl.worker_calls->make_elastic([strategy, devices](
+                                      Communicator& survivors, const std::vector<int>& lost,
+                                      std::uint64_t step,
+                                      std::optional<detail::WorkerCalls::Decision> decision) {
+    detail::StrategyImpl& self = *strategy;
+    const int workers_before = self.num_workers;
+    const int was = self.worker_index;
+    const int replicas_before = self.num_replicas_in_sync();
+    self.num_workers = survivors.size();
+    self.worker_index = survivors.rank();
+    self.worker_devices.clear();
+    for (const detail::DeviceSpec& device : devices) {
+      self.worker_devices.push_back(detail::full_device_name(device, "worker", self.worker_index));
+    }
+    self.parameter_devices = self.worker_devices;
+    ++self.elastic_state->membership;
+    std::string what;
+    using Decision = detail::WorkerCalls::Decision;
+    // The strategy's run() count: the step in progress, or the last one.
+    const std::string step_text = "the step of run() #" + std::to_string(step);
+    if (!decision) {
+      what = "another worker died while the survivors recovered: recovering on the rest";
+    } else if (*decision == Decision::kRedoStep) {
+      what = "redoing " + step_text +
+             " from the values its variables had when it began, on its global batch cut over "
+             "the survivors";
+    } else if (*decision == Decision::kStepStands) {
+      what = step_text + " had completed on every survivor and stands";
+    } else if (*decision == Decision::kCompletedFromPeer) {
+      what = "the cross-worker call after " + step_text +
+             " that this worker lost was completed from a survivor's result";
+    } else {
+      what = "the cross-worker call after " + step_text + " is made again on the survivors";
+    }
+    // Its task id is the worker's new index (a collective on the survivors,
+    // made by each of them here).
+    if (decision && self.cluster_resolver) *self.cluster_resolver = MPIClusterResolver(survivors);
+    DISTRIBUTE_LOG(kWarn, self.label()
+                              << ": lost worker(s) " << worker_list(lost) << " of "
+                              << workers_before << " (elastic training); " << self.num_workers
+                              << " workers go on, num_replicas_in_sync " << replicas_before
+                              << " -> " << self.num_replicas_in_sync() << "; this worker was "
+                              << was << " and is now worker " << self.worker_index << "; " << what);
+  });
+}
 
 std::unique_ptr<StrategyExtended> make_multi_worker(const CommunicationOptions& options,
                                                     const std::vector<std::string>& names,
@@ -67,6 +131,7 @@ std::unique_ptr<StrategyExtended> make_multi_worker(const CommunicationOptions& 
                                                    std::make_shared<std::mutex>());
   impl->worker_calls = detail::WorkerCallsAccess::of(*ops);
   impl->cross_device_ops = std::move(ops);
+  if (options.elastic) make_elastic(*impl, devices);
   impl->finish_setup();
   // The communicator is the strategy's own: only its tagged calls use it.
   impl->worker_calls->adopt(impl->label());

@@ -56,6 +56,16 @@ struct CommunicationOptions {
   // on every worker, K x the bytes of the usual local-sum-then-all-reduce
   // (docs/strategies.md).
   bool deterministic = false;
+
+  // MultiWorkerMirroredStrategy keeps training when a worker dies
+  // (libcollective's extension; docs/strategies.md, "Elastic training"):
+  // the survivors shrink the strategy's communicator, agree on where each
+  // stood, redo the step that failed from the weights it started with, with
+  // each global batch cut over the remaining workers, and go on; a log line
+  // says what happened. Needs `mpirun --enable-recovery` (Open MPI), else
+  // mpirun ends the job. Costs per step: a copy of the strategy's variables
+  // when run() starts and one 8-byte all-reduce when it ends.
+  bool elastic = false;
 };
 
 // The libcollective algorithm a host-memory collective uses under this

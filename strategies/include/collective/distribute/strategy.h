@@ -186,9 +186,19 @@ ReduceOp get_loss_reduction();
 
 namespace detail {
 
+// Elastic training (CommunicationOptions::elastic): once the workers
+// shrank, a local replica's part of the batch a distributed iterator last
+// handed out, cut anew over the survivors; nullptr otherwise. Raises when
+// the batch is another one cut before the shrink.
+std::vector<Tensor>* elastic_part(const std::vector<Tensor>& handed_out, int local_replica);
+
 template <typename A>
 decltype(auto) replica_argument(A& argument, int local_replica) {
-  if constexpr (is_distributed_values_v<A>) {
+  if constexpr (std::is_same_v<std::remove_cv_t<A>, PerReplica<std::vector<Tensor>>>) {
+    auto& part = argument.values()[static_cast<std::size_t>(local_replica)];
+    std::vector<Tensor>* cut_anew = elastic_part(part, local_replica);
+    return (cut_anew != nullptr ? *cut_anew : part);
+  } else if constexpr (is_distributed_values_v<A>) {
     return (argument.values()[static_cast<std::size_t>(local_replica)]);
   } else {
     return (argument);

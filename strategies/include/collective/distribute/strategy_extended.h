@@ -47,6 +47,9 @@ class StrategyExtended {
   int num_replicas_in_sync() const;
   int num_workers() const;
   int worker_index() const;
+  // Elastic training (CommunicationOptions::elastic): how many steps were
+  // redone on the survivors after a worker was lost. 0 elsewhere.
+  int elastic_steps_redone() const;
   // Whether this worker should save checkpoints / write summaries (the
   // chief, worker 0, in multi-worker training; always true otherwise).
   bool should_checkpoint() const;
