@@ -18,6 +18,7 @@
 #include "core/rank_translation.h"
 #include "selection/rules_file.h"
 #include "topology/machine_probe.h"
+#include "topology/survivors_topology.h"
 #include "topology/topology_file.h"
 #include "util/json.h"
 
@@ -237,20 +238,48 @@ void dump_once(const Topology& topology, int rank) {
   }
 }
 
+// A communicator of `members` (ranks of `comm`, in its new rank order), made
+// by MPI_Comm_create_group: collective over the members only, so a node's
+// group is made over its shared memory, and the group across nodes over its
+// few members, where MPI_Comm_split would make every rank of `comm` agree
+// (over TCP once it spans hosts; 40-200 ms between two simulated hosts).
+MPI_Comm group_comm(MPI_Comm comm, const std::vector<int>& members, int tag, const char* operation,
+                    int rank) {
+  const MpiLock lock;  // blocking; see all_gather_text
+  MPI_Group all = MPI_GROUP_NULL;
+  MPI_Group group = MPI_GROUP_NULL;
+  MPI_Comm made = MPI_COMM_NULL;
+  COLLECTIVE_MPI_CHECK(MPI_Comm_group(comm, &all), operation, rank);
+  const int included =
+      MPI_Group_incl(all, static_cast<int>(members.size()), members.data(), &group);
+  MPI_Group_free(&all);
+  check_mpi(included, "MPI_Group_incl", operation, rank);
+  const int created = MPI_Comm_create_group(comm, group, tag, &made);
+  MPI_Group_free(&group);
+  check_mpi(created, "MPI_Comm_create_group", operation, rank);
+  MPI_Comm_set_errhandler(made, MPI_ERRORS_RETURN);
+  return made;
+}
+
+// MPI_Comm_create_group's tags for the two kinds of groups (disjoint groups
+// of one kind may share a tag).
+constexpr int kNodeGroupTag = 7412;
+constexpr int kCrossNodeGroupTag = 7413;
+
 void split_node_groups(CommunicatorState& state, const char* operation) {
   const Topology& topology = *state.topology;
   const int local = topology.local_rank(state.rank);
-  const int color = local < topology.min_ranks_per_node() ? local : MPI_UNDEFINED;
+  state.node_comm = group_comm(state.comm, topology.node(topology.node_of(state.rank)).ranks,
+                               kNodeGroupTag, operation, state.rank);
+  if (topology.node_count() < 2) return;
   MPI_Comm cross = MPI_COMM_NULL;
-  {
-    const MpiLock lock;  // blocking; see all_gather_text
-    COLLECTIVE_MPI_CHECK(
-        MPI_Comm_split(state.comm, topology.node_of(state.rank), state.rank, &state.node_comm),
-        operation, state.rank);
-    MPI_Comm_set_errhandler(state.node_comm, MPI_ERRORS_RETURN);
-    if (topology.node_count() < 2) return;
-    COLLECTIVE_MPI_CHECK(MPI_Comm_split(state.comm, color, topology.node_of(state.rank), &cross),
-                         operation, state.rank);
+  if (local < topology.min_ranks_per_node()) {
+    // The ranks of local rank `local` on each node, in node order.
+    std::vector<int> across;
+    for (int node = 0; node < topology.node_count(); ++node) {
+      across.push_back(topology.node(node).ranks[static_cast<std::size_t>(local)]);
+    }
+    cross = group_comm(state.comm, across, kCrossNodeGroupTag, operation, state.rank);
   }
   if (cross != MPI_COMM_NULL) {
     state.cross_node = std::make_unique<CommunicatorState>(cross);
@@ -265,6 +294,20 @@ void split_node_groups(CommunicatorState& state, const char* operation) {
         across.shown_ranks.end()) {
       across.shown_ranks.clear();  // never the case; the ring's own numbers then
     }
+  }
+}
+
+// What the state keeps of its topology: whether its node is oversubscribed,
+// its node and cross-node communicators.
+void use_topology(CommunicatorState& state, const char* operation) {
+  const int node_index = state.topology->node_of(state.rank);
+  const int usable = state.topology->usable_processing_units(node_index);
+  state.node_oversubscribed =
+      usable > 0 && static_cast<int>(state.topology->node(node_index).ranks.size()) > usable;
+  split_node_groups(state, operation);
+  if (state.rank == 0) {
+    COLLECTIVE_LOG(kDebug, "topology of a new communicator of " << state.size << " ranks:\n"
+                                                                << state.topology->describe());
   }
 }
 
@@ -320,15 +363,14 @@ void attach_topology(CommunicatorState& state, const char* operation) {
   check_agreed_parameters(parameters, operation, rank);
   check_same_everywhere(*topology, state.comm, rank, operation);
   state.topology = std::make_shared<const Topology>(std::move(*topology));
-  const int node_index = state.topology->node_of(rank);
-  const int usable = state.topology->usable_processing_units(node_index);
-  state.node_oversubscribed =
-      usable > 0 && static_cast<int>(state.topology->node(node_index).ranks.size()) > usable;
   dump_once(*state.topology, rank);
-  split_node_groups(state, operation);
-  if (rank == 0)
-    COLLECTIVE_LOG(kDebug, "topology of a new communicator of " << state.size << " ranks:\n"
-                                                                << state.topology->describe());
+  use_topology(state, operation);
+}
+
+void attach_survivors_topology(CommunicatorState& state, const Topology& before,
+                               const std::vector<int>& members, const char* operation) {
+  state.topology = std::make_shared<const Topology>(survivors_topology(before, members));
+  use_topology(state, operation);
 }
 
 }  // namespace collective::internal

@@ -17,6 +17,9 @@
 //     sharing a local rank are split off for the algorithms.
 #pragma once
 
+#include <vector>
+
+#include "collective/topology.h"
 #include "core/communicator_state.h"
 
 namespace collective::internal {
@@ -24,5 +27,12 @@ namespace collective::internal {
 // Throws InvalidArgumentError (a bad topology file, on every rank alike) or
 // CommunicationError (an MPI failure).
 void attach_topology(CommunicatorState& state, const char* operation);
+
+// For Communicator::shrink: the survivors' topology is the failed
+// communicator's `before` without the failed ranks (`members`: the ranks of
+// `before` that make `state`, in its order), derived with no probe and no
+// exchange (steps 1-4 were made, and agreed, for `before`); step 5 as above.
+void attach_survivors_topology(CommunicatorState& state, const Topology& before,
+                               const std::vector<int>& members, const char* operation);
 
 }  // namespace collective::internal

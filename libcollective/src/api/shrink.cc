@@ -1,5 +1,6 @@
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <sstream>
 #include <string>
@@ -110,7 +111,15 @@ Communicator Communicator::shrink() const {
   }
   const MPI_Comm shrunk = create_survivors_comm(self, failed);
   auto state = std::make_shared<CommunicatorState>(shrunk, kOperation);
-  internal::attach_topology(*state, kOperation);
+  std::vector<int> members;
+  for (int rank = 0; rank < self.size; ++rank) {
+    if (std::find(failed.begin(), failed.end(), rank) == failed.end()) members.push_back(rank);
+  }
+  if (self.topology) {
+    internal::attach_survivors_topology(*state, *self.topology, members, kOperation);
+  } else {
+    internal::attach_topology(*state, kOperation);
+  }
   internal::attach_flight_recorder(*state, self.flight_recorder ? self.flight_recorder->id() : "");
   const auto made = std::chrono::steady_clock::now();
   using Ms = std::chrono::duration<double, std::milli>;
