@@ -9,7 +9,8 @@ last survivor's first all_reduce on the shrunk communicator.
 
     bench/shrink_recovery.py --mpiexec mpirun --worker build/tests/reliability/collective_shrink_worker [--runs 5]
 
-One node only: the driver starts mpirun on this host."""
+Then the same across 2 simulated hosts x 2 ranks (network namespaces,
+scripts/netns_cluster.sh; rank 2 killed), where they are permitted."""
 
 import argparse
 import os
@@ -38,6 +39,16 @@ def main():
             return "%.3f (%.3f–%.3f)" % (statistics.median(values), min(values), max(values))
         print("| %d | %s | %s | %s | %s |" % (ranks, ",".join(map(str, victims)), cell("detected"),
                                               cell("shrink_call"), cell("first")), flush=True)
+    try:
+        times = [shrink_driver.timed_kill_across_hosts(args, 2, idle=False)
+                 for _ in range(args.runs)]
+    except shrink_driver.Skip as skip:
+        print("(2 hosts x 2 ranks: skipped, %s)" % skip)
+        return
+    values = {key: [t[key] for t in times] for key in ("detected", "shrink_call", "first")}
+    print("| 2 hosts x 2 | 2 | %s |" % " | ".join(
+        "%.3f (%.3f–%.3f)" % (statistics.median(v), min(v), max(v))
+        for v in (values["detected"], values["shrink_call"], values["first"])), flush=True)
 
 
 if __name__ == "__main__":

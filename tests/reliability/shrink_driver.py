@@ -180,6 +180,14 @@ def kill_in_loop(args, ranks, victims):
 
 
 def kill_across_hosts(args, victim, idle):
+    timing = timed_kill_across_hosts(args, victim, idle)
+    return ("2 hosts x 2 ranks, SIGKILL of rank %d %s: %s; then exact calls across the hosts, "
+            "and every survivor ended with status 15"
+            % (victim, "while every rank slept" if idle else "during the all_reduce loop",
+               timing_text(timing)))
+
+
+def timed_kill_across_hosts(args, victim, idle):
     """2 hosts x 2 ranks: the victim's host-mate learns of its death from
     /proc, the other host's ranks from its liveness listener's connection.
     Idle: the kill lands while every rank sleeps, so that each enters the
@@ -205,10 +213,7 @@ def kill_across_hosts(args, victim, idle):
         os.kill(run.pids[victim], signal.SIGKILL)
         timing = expect_shrunk(run, 4, [victim], killed)
         expect_unclean_exit(run, 4, [victim])
-        return ("2 hosts x 2 ranks, SIGKILL of rank %d %s: %s; then exact calls across the hosts, "
-                "and every survivor ended with status 15"
-                % (victim, "while every rank slept" if idle else "during the all_reduce loop",
-                   timing_text(timing)))
+        return timing
     finally:
         finish(run)
 
