@@ -284,21 +284,6 @@ WorkerCalls::Decision WorkerCalls::recover_step() {
   return recover(failure.kind, failure.step, nullptr, 0);
 }
 
-namespace {
-
-// What a survivor tells the others when they recover (WorkerCalls::recover).
-struct RecoveryReport {
-  std::uint64_t completed;     // calls it completed
-  std::uint64_t step;          // the step its failed call belongs to, or follows
-  std::uint64_t output_bytes;  // between steps: its failed call's output
-  std::uint8_t kind;           // WorkerCalls::FailedCall
-  std::uint8_t has_last_output;
-  std::uint8_t padding[6];
-};
-static_assert(sizeof(RecoveryReport) == 32, "exchanged as 32 bytes");
-
-}  // namespace
-
 WorkerCalls::Decision WorkerCalls::recover(FailedCall kind, std::uint64_t step, void* output,
                                            std::size_t output_bytes) {
   for (;;) {
@@ -317,36 +302,10 @@ WorkerCalls::Decision WorkerCalls::recover(FailedCall kind, std::uint64_t step, 
       exchange.memory = MemoryKind::kHost;
       survivors.all_gather(&mine, reports.data(), sizeof(RecoveryReport), DataType::kUInt8,
                            exchange);
-      std::uint64_t most = 0;
-      bool step_call_failed = false;  // in this survivor's step, by any survivor
-      for (const RecoveryReport& report : reports) {
-        most = std::max(most, report.completed);
-        step_call_failed |=
-            report.kind == static_cast<std::uint8_t>(FailedCall::kStepCall) && report.step == step;
-      }
-      switch (kind) {
-        case FailedCall::kStepCall: decision = Decision::kRedoStep; break;
-        case FailedCall::kCommit:
-          decision = step_call_failed ? Decision::kRedoStep : Decision::kStepStands;
-          break;
-        case FailedCall::kBetweenSteps:
-          decision = completed_ < most ? Decision::kCompletedFromPeer : Decision::kCallAgain;
-          break;
-      }
-      // A call between steps that some survivor completed and others failed:
-      // the first survivor that completed it sends its output to all.
-      std::uint64_t needed = 0;
-      int source = -1;
-      for (std::size_t r = 0; r < reports.size(); ++r) {
-        const RecoveryReport& report = reports[r];
-        if (report.kind == static_cast<std::uint8_t>(FailedCall::kBetweenSteps) &&
-            report.completed < most) {
-          needed = std::max(needed, report.output_bytes);
-        }
-        if (source < 0 && report.completed == most && report.has_last_output) {
-          source = static_cast<int>(r);
-        }
-      }
+      const RecoveryPlan plan = plan_recovery(reports, static_cast<std::size_t>(survivors.rank()));
+      decision = plan.decision;
+      const std::uint64_t needed = plan.broadcast_bytes;
+      const int source = plan.source;
       if (needed > 0) {
         if (source < 0) {
           throw CommunicationError(label_, worker_,

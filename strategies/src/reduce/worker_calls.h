@@ -27,6 +27,7 @@
 #include "collective/errors.h"
 #include "collective/options.h"
 #include "collective/work.h"
+#include "reduce/elastic_recovery_plan.h"
 
 namespace collective::distribute::detail {
 
@@ -66,7 +67,7 @@ class WorkerCalls {
   // A worker completes a call only when every worker entered it, so two
   // survivors are never more than one call apart: the rules above cover
   // every case (docs/strategies.md).
-  enum class Decision { kRedoStep, kStepStands, kCompletedFromPeer, kCallAgain };
+  using Decision = RecoveryDecision;
   // Called after a shrink, before any call on the survivors: the strategy
   // renumbers its workers. `lost`: ranks of the communicator before it.
   // `decision`: none when another worker died during the recovery, which
@@ -146,7 +147,6 @@ class WorkerCalls {
   Identity next_identity();
   void refuse_when_out_of_step() const;
 
-  enum class FailedCall : std::uint8_t { kStepCall = 0, kCommit = 1, kBetweenSteps = 2 };
   struct Failure {
     FailedCall kind = FailedCall::kStepCall;
     std::uint64_t step = 0;
