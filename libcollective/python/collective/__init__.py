@@ -15,8 +15,9 @@ array.array, bytearray), C-contiguous, used in place without a copy; count
 and element type come from the buffer (dtype="bfloat16" for 2-byte raw
 elements). Every call blocks until its result is in place and releases the
 GIL meanwhile; each collective's `_async` form starts it and returns a
-collective.Work (wait(), test(), is_completed()). Errors are collective.Error and its subclasses, with the
-C++ library's texts. MPI is initialised on first use unless mpi4py or the
+collective.Work (wait(), test(), is_completed()), and its `_init` form makes a
+collective.Plan whose start() repeats it. Errors are collective.Error and its
+subclasses, with the C++ library's texts. MPI is initialised on first use unless mpi4py or the
 program already did (docs/python.md).
 """
 
@@ -27,6 +28,7 @@ from ._collective import (  # noqa: F401
     InvalidArgumentError,
     MismatchError,
     PeerFailedError,
+    Plan,
     TimeoutError,
     UnsupportedError,
     Work,
@@ -46,6 +48,7 @@ _atexit.register(finalize)
 __all__ = [
     "Communicator",
     "Work",
+    "Plan",
     "Error",
     "InvalidArgumentError",
     "MismatchError",

@@ -36,6 +36,8 @@ BACKEND = "collective"
 _OPS = {_ReduceOp.SUM: "sum", _ReduceOp.MIN: "min", _ReduceOp.MAX: "max", _ReduceOp.PRODUCT: "prod"}
 if hasattr(_ReduceOp, "AVG"):
     _OPS[_ReduceOp.AVG] = "mean"
+# Keyed by the op's number: hashing torch's ReduceOp runs Python code (µs a call).
+_OPS_BY_VALUE = {op.op.value: name for op, name in _OPS.items()}
 
 # torch dtype -> (numpy view dtype, library dtype name or None to infer)
 _TYPES = {
@@ -62,16 +64,21 @@ def _buffer(tensor, operation, rank, argument):
     """The tensor's memory as a numpy array (no copy), and the dtype to declare."""
     if not isinstance(tensor, torch.Tensor):
         _refuse(operation, rank, f"{argument} is a {type(tensor).__name__}, not a tensor")
-    if tensor.device.type != "cpu":
+    if not tensor.is_cpu:
         _refuse(operation, rank, f"{argument} is on {tensor.device}; this backend serves CPU tensors")
-    if tensor.dtype not in _TYPES:
+    types = _TYPES.get(tensor.dtype)
+    if types is None:
         _refuse(operation, rank, f"{argument} has dtype {tensor.dtype}, which it does not reduce "
                 "(float16, bfloat16, float32, float64, int8, uint8, int32, int64)")
     if not tensor.is_contiguous():
         _refuse(operation, rank, f"{argument} is not contiguous (pass tensor.contiguous())")
-    view_type, declared = _TYPES[tensor.dtype]
-    array = tensor.detach().view(view_type).reshape(-1).numpy()
-    return array, declared
+    view_type, declared = types
+    # Each step only where needed: together they cost more than a small call (µs each).
+    if tensor.requires_grad:
+        tensor = tensor.detach()
+    if view_type is not tensor.dtype:
+        tensor = tensor.view(view_type)
+    return tensor.numpy(), declared
 
 
 def _same_dtype(tensors, operation, rank):
@@ -109,12 +116,12 @@ class _Completer:
 _COMPLETER = None
 
 
-def _work(works, result, after=None):
+def _work(works, result, after=None, python_caller=False):
     """A torch Work (C++, so DDP's reducer may hold and wait on it) completed when the library's
     calls `works` finished: torch's future-backed Work, its future set by the completer thread."""
     global _COMPLETER
     future = torch.futures.Future()
-    if all(work.is_completed() for work in works):  # finished already (or no call: send/recv)
+    if all(work.is_completed() for work in works):  # finished already
         try:
             for work in works:
                 work.wait()
@@ -128,9 +135,54 @@ def _work(works, result, after=None):
         if _COMPLETER is None:
             _COMPLETER = _Completer()
         _COMPLETER.submit(works, future, result, after)
-    if _caller_is_python_api():
+    if python_caller:
         return _PythonWork(future, result)
     return _create_work_from_future(future)
+
+
+class _Done:
+    """The Work returned to a caller that waits at once (the blocking path of _issue): complete
+    before it is returned, and dropped by torch.distributed right after its wait(), so one
+    object serves every such call."""
+    work = None
+
+
+def _done():
+    if _Done.work is None:
+        future = torch.futures.Future()
+        future.set_result([])
+        _Done.work = _PythonWork(future, [])
+    return _Done.work
+
+
+def _issue(blocking, started, result, *args, after=None, **kwargs):
+    """Runs one library call for a process-group method: blocking when torch.distributed's Python
+    function called the method with async_op=False, started (`_async`) otherwise.
+
+    A caller with async_op=False waits on the Work at once; the library's blocking call (GIL
+    released) gives it the same result and errors with no thread hand-off, where the `_async`
+    call crosses to the progress thread and its completion back (tens of µs on a small call:
+    docs/python.md, "torch.distributed"). Async callers and C++ callers (DDP's reducer) get the
+    `_async` call and a Work that completes on its own."""
+    caller = _caller_frame()
+    python_caller = caller is not None and caller.f_globals.get("__name__") == _C10D
+    if python_caller and _waits_at_once(caller):
+        blocking(*args, **kwargs)
+        if after is not None:
+            after()
+        return _done()
+    return _work([started(*args, **kwargs)], result, after, python_caller)
+
+
+_C10D = "torch.distributed.distributed_c10d"
+
+
+def _waits_at_once(caller):
+    """Whether torch.distributed's function `caller` waits on the Work as soon as it has it:
+    dist.send and dist.recv always (isend and irecv never), the others when async_op is False."""
+    if caller.f_code.co_name in ("send", "recv"):
+        return True
+    return caller.f_locals.get("async_op") is False
 
 
 class _PythonWork(_TorchWork):
@@ -168,16 +220,17 @@ class _PythonWork(_TorchWork):
         return self._future
 
 
-def _caller_is_python_api():
-    """True when the process group's method was called by torch.distributed's Python functions,
-    which keep the Work's Python object while they use it. A C++ caller (DDP's reducer through
-    the PyProcessGroup trampoline) may hold the Work after its Python object is gone, when a
-    Python override can no longer be reached: it gets the C++ Work."""
+def _caller_frame():
+    """The frame of the code that called the process group's method (_caller_frame <- _issue <-
+    the method <- its caller), or None when C++ called it on a thread of its own. The methods
+    answer torch.distributed's Python functions (dist.all_reduce, ...), which keep the Work's
+    Python object while they use it and wait at once when async_op is False; a C++ caller (DDP's
+    reducer through the PyProcessGroup trampoline) may hold the Work after its Python object is
+    gone, when a Python override can no longer be reached: it gets the C++ Work."""
     try:
-        caller = sys._getframe(3)  # _caller_is_python_api <- _work <- the method <- its caller
-    except ValueError:  # no Python caller at all: called from C++ on a thread of its own
-        return False
-    return caller.f_globals.get("__name__") == "torch.distributed.distributed_c10d"
+        return sys._getframe(3)
+    except ValueError:
+        return None
 
 
 class ProcessGroupCollective(_ProcessGroup):
@@ -211,10 +264,10 @@ class ProcessGroupCollective(_ProcessGroup):
         return tensors[0]
 
     def _op(self, op, operation):
-        reduce_op = op.reduceOp if hasattr(op, "reduceOp") else op
-        if reduce_op not in _OPS:
-            _refuse(operation, self.rank(), f"reduce op {reduce_op} is not served (SUM, MIN, MAX, PRODUCT, AVG)")
-        return _OPS[reduce_op]
+        name = _OPS_BY_VALUE.get(getattr(getattr(op, "op", None), "value", None))
+        if name is None:
+            _refuse(operation, self.rank(), f"reduce op {op} is not served (SUM, MIN, MAX, PRODUCT, AVG)")
+        return name
 
     def _opts(self):
         return {} if self._timeout is None else {"timeout": self._timeout}
@@ -225,35 +278,37 @@ class ProcessGroupCollective(_ProcessGroup):
         tensor = self._one(tensors, operation)
         op = self._op(opts.reduceOp if opts is not None else _ReduceOp.SUM, operation)
         array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
-        return _work([self._comm.all_reduce_async(
-            array, op=op, dtype=dtype, deterministic=self.deterministic,
-            algorithm=self.all_reduce_algorithm, **self._opts())], tensors)
+        return _issue(self._comm.all_reduce, self._comm.all_reduce_async, tensors, array, op=op,
+                      dtype=dtype, deterministic=self.deterministic,
+                      algorithm=self.all_reduce_algorithm, **self._opts())
 
     def broadcast(self, tensors, opts=None):
         operation = "broadcast"
         tensor = self._one(tensors, operation)
         root = opts.rootRank if opts is not None else 0
         array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
-        return _work([self._comm.broadcast_async(array, root=root, dtype=dtype, **self._opts())], tensors)
+        return _issue(self._comm.broadcast, self._comm.broadcast_async, tensors, array, root=root,
+                      dtype=dtype, **self._opts())
 
     def reduce(self, tensors, opts=None):
         operation = "reduce"
         tensor = self._one(tensors, operation)
         op = self._op(opts.reduceOp, operation)
         array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
-        return _work([self._comm.reduce_async(array, root=opts.rootRank, op=op, dtype=dtype,
-                                             deterministic=self.deterministic,
-                                             **self._opts())], tensors)
+        return _issue(self._comm.reduce, self._comm.reduce_async, tensors, array,
+                      root=opts.rootRank, op=op, dtype=dtype, deterministic=self.deterministic,
+                      **self._opts())
 
     def barrier(self, opts=None):
-        return _work([self._comm.barrier_async(**self._opts())], [])
+        return _issue(self._comm.barrier, self._comm.barrier_async, [], **self._opts())
 
     def _allgather_base(self, output, input, opts=None):
         operation = "all_gather_into_tensor"
         _same_dtype([output, input], operation, self.rank())
         send, dtype = _buffer(input, operation, self.rank(), "input")
         recv, _ = _buffer(output, operation, self.rank(), "output")
-        return _work([self._comm.all_gather_async(send, recv, dtype=dtype, **self._opts())], [output])
+        return _issue(self._comm.all_gather, self._comm.all_gather_async, [output], send, recv,
+                      dtype=dtype, **self._opts())
 
     def allgather(self, output_lists, input_tensors, opts=None):
         operation = "all_gather"
@@ -275,8 +330,8 @@ class ProcessGroupCollective(_ProcessGroup):
             for q, out in enumerate(outputs):
                 out.copy_(flat[q * tensor.numel():(q + 1) * tensor.numel()].view_as(out))
 
-        return _work([self._comm.all_gather_async(send, recv, dtype=dtype, **self._opts())],
-                    output_lists, copy_out)
+        return _issue(self._comm.all_gather, self._comm.all_gather_async, output_lists, send, recv,
+                      dtype=dtype, after=copy_out, **self._opts())
 
     def _reduce_scatter_base(self, output, input, opts=None):
         operation = "reduce_scatter_tensor"
@@ -284,9 +339,8 @@ class ProcessGroupCollective(_ProcessGroup):
         op = self._op(opts.reduceOp if opts is not None else _ReduceOp.SUM, operation)
         send, dtype = _buffer(input, operation, self.rank(), "input")
         recv, _ = _buffer(output, operation, self.rank(), "output")
-        return _work([self._comm.reduce_scatter_async(send, recv, op=op, dtype=dtype,
-                                                   deterministic=self.deterministic, **self._opts())],
-                    [output])
+        return _issue(self._comm.reduce_scatter, self._comm.reduce_scatter_async, [output], send,
+                      recv, op=op, dtype=dtype, deterministic=self.deterministic, **self._opts())
 
     def reduce_scatter(self, output_tensors, input_lists, opts=None):
         operation = "reduce_scatter"
@@ -305,9 +359,9 @@ class ProcessGroupCollective(_ProcessGroup):
         flat = torch.cat([t.reshape(-1) for t in inputs]) if inputs else torch.empty(0, dtype=output.dtype)
         send, dtype = _buffer(flat, operation, self.rank(), "input")
         recv, _ = _buffer(output, operation, self.rank(), "output")
-        return _work([self._comm.reduce_scatter_async(send, recv, op=op, dtype=dtype,
-                                                   deterministic=self.deterministic, **self._opts())],
-                    output_tensors, lambda: flat)
+        return _issue(self._comm.reduce_scatter, self._comm.reduce_scatter_async, output_tensors,
+                      send, recv, op=op, dtype=dtype, deterministic=self.deterministic,
+                      after=lambda: flat, **self._opts())
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         operation = "all_to_all_single"
@@ -319,29 +373,30 @@ class ProcessGroupCollective(_ProcessGroup):
             if send.size % p or recv.size != send.size:
                 _refuse(operation, self.rank(), f"input ({send.size}) and output ({recv.size}) must "
                         f"hold the same multiple of {p} elements")
-            return _work([self._comm.all_to_all_async(send, recv, dtype=dtype, **self._opts())], [output])
+            return _issue(self._comm.all_to_all, self._comm.all_to_all_async, [output], send, recv,
+                          dtype=dtype, **self._opts())
         row = 1
         for d in (input.shape[1:] if input.dim() > 1 else ()):
             row *= d
         send_counts = [s * row for s in input_split_sizes] if input_split_sizes else [send.size // p] * p
         recv_counts = [s * row for s in output_split_sizes] if output_split_sizes else [recv.size // p] * p
-        return _work([self._comm.all_to_all_v_async(send, send_counts, None, recv, recv_counts, None,
-                                                   dtype=dtype, **self._opts())], [output])
+        return _issue(self._comm.all_to_all_v, self._comm.all_to_all_v_async, [output], send,
+                      send_counts, None, recv, recv_counts, None, dtype=dtype, **self._opts())
 
     def send(self, tensors, dst, tag):
         operation = "send"
         tensor = self._one(tensors, operation)
         array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
-        # The library's send is synchronous and has no _async form: it completes here.
-        self._comm.send(array, dst, tag=tag, dtype=dtype, **self._opts())
-        return _work([], tensors)
+        # Synchronous, as the library's send: its Work completes once dst's recv accepted it.
+        return _issue(self._comm.send, self._comm.send_async, tensors, array, dst, tag=tag,
+                      dtype=dtype, **self._opts())
 
     def recv(self, tensors, src, tag):
         operation = "recv"
         tensor = self._one(tensors, operation)
         array, dtype = _buffer(tensor, operation, self.rank(), "tensor")
-        self._comm.recv(array, src, tag=tag, dtype=dtype, **self._opts())
-        return _work([], tensors)
+        return _issue(self._comm.recv, self._comm.recv_async, tensors, array, src, tag=tag,
+                      dtype=dtype, **self._opts())
 
     # --- not served --------------------------------------------------------------------------
     def _not_served(name):

@@ -14,6 +14,7 @@
 #include "buffer_view.h"
 #include "collective/collective.h"
 #include "mpi_environment.h"
+#include "plan_binding.h"
 #include "work_binding.h"
 
 namespace collective::python {
@@ -145,27 +146,49 @@ KeptAlive keep(Items&... items) {
   return kept;
 }
 
-// Starts an `_async` call with the GIL released and wraps its Work.
-template <class Start>
-py::object start_async(Communicator& self, KeptAlive kept, Start&& start) {
+// The three forms each collective is bound in: `name` (blocking), `name_async`
+// (returns a collective.Work) and `name_init` (returns a collective.Plan).
+enum class Form { blocking, started, planned };
+template <Form F>
+using FormTag = std::integral_constant<Form, F>;
+template <class Tag>
+constexpr bool is_started = Tag::value != Form::blocking;
+
+// Starts an `_async` call (or makes an `_init` plan: a collective call too)
+// with the GIL released and wraps its Work (or Plan). `started` and
+// `planned` are the Communicator methods of the two forms, which take the
+// same arguments.
+template <Form F, class Started, class Planned, class... Args>
+py::object start_form(FormTag<F>, Communicator& self, KeptAlive kept, Started started,
+                      Planned planned, const Args&... args) {
   release_finished_orphans();
-  Work work;
-  {
-    py::gil_scoped_release release;
-    work = start();
+  if constexpr (F == Form::planned) {
+    Plan plan;
+    {
+      py::gil_scoped_release release;
+      plan = (self.*planned)(args...);
+    }
+    return py::cast(std::make_unique<PyPlan>(std::move(plan), std::move(kept), self.rank()));
+  } else {
+    Work work;
+    {
+      py::gil_scoped_release release;
+      work = (self.*started)(args...);
+    }
+    return py::cast(std::make_unique<PyWork>(std::move(work), std::move(kept), self.rank()));
   }
-  return py::cast(std::make_unique<PyWork>(std::move(work), std::move(kept), self.rank()));
 }
 
-// Defines `name` (blocking) and `name_async` (returning a collective.Work)
-// from one factory: factory(std::false_type) and factory(std::true_type)
-// give the two callables, which share their argument checks.
+// Defines `name` (blocking), `name_async` (returning a collective.Work) and
+// `name_init` (returning a collective.Plan) from one factory:
+// factory(FormTag<...>) gives each form's callable; the three share their
+// argument checks.
 template <class Factory, class... Extra>
-void def_with_async(py::class_<Communicator>& cls, const std::string& name, Factory factory,
-                    const Extra&... extra) {
-  cls.def(name.c_str(), factory(std::false_type{}), extra...);
-  const std::string async_name = name + "_async";
-  cls.def(async_name.c_str(), factory(std::true_type{}), extra...);
+void def_forms(py::class_<Communicator>& cls, const std::string& name, Factory factory,
+               const Extra&... extra) {
+  cls.def(name.c_str(), factory(FormTag<Form::blocking>{}), extra...);
+  cls.def((name + "_async").c_str(), factory(FormTag<Form::started>{}), extra...);
+  cls.def((name + "_init").c_str(), factory(FormTag<Form::planned>{}), extra...);
 }
 
 #define COMMON_ARGS                                                                        \
@@ -183,7 +206,9 @@ void bind_communicator(py::module_& module) {
   using Opt = std::optional<std::string>;
   py::class_<Communicator> cls(module, "Communicator", R"doc(
 A group of MPI processes that run collectives together (the C++ Communicator).
-Every call is blocking and releases the GIL; buffers are anything with the
+Each collective comes in three forms: blocking (the GIL released meanwhile),
+`_async` (returns a collective.Work) and `_init` (returns a collective.Plan
+whose start() repeats it); send and recv in the first two. Buffers are anything with the
 buffer protocol (numpy arrays, memoryview, array.array, bytearray), C-contiguous,
 used in place without a copy. Counts and the element type come from the buffers;
 dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
@@ -246,9 +271,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       .def_property_readonly("node_count",
                              [](const Communicator& self) { return self.topology().node_count(); });
 
-  def_with_async(
+  def_forms(
       cls, "all_reduce",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv,
                   const std::string& op, bool deterministic, const std::string& algorithm,
                   std::optional<double> timeout, std::uint64_t call_tag,
@@ -267,10 +292,10 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
           options.op = parse_op(op, operation, rank);
           options.deterministic = deterministic;
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.all_reduce_async(in.data, result.data, in.count, in.type, options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::all_reduce_async, &Communicator::all_reduce_init,
+                              in.data, result.data, in.count, in.type, options);
           }
           run_released([&] { self.all_reduce(in.data, result.data, in.count, in.type, options); });
           return out;
@@ -281,9 +306,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       "recv = op over every rank's send (in place when recv is None or send itself); returns "
       "recv.");
 
-  def_with_async(
+  def_forms(
       cls, "reduce_scatter",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv,
                   const std::string& op, bool deterministic, const std::string& algorithm,
                   std::optional<double> timeout, std::uint64_t call_tag,
@@ -303,11 +328,11 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
           options.op = parse_op(op, operation, rank);
           options.deterministic = deterministic;
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.reduce_scatter_async(in.data, result.data, result.count, in.type,
-                                               options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::reduce_scatter_async,
+                              &Communicator::reduce_scatter_init, in.data, result.data,
+                              result.count, in.type, options);
           }
           run_released(
               [&] { self.reduce_scatter(in.data, result.data, result.count, in.type, options); });
@@ -318,9 +343,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::arg("deterministic") = false, COMMON_ARGS,
       "recv = block `rank` of op over every rank's send (send holds size blocks of len(recv)).");
 
-  def_with_async(
+  def_forms(
       cls, "all_gather",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv,
                   const std::string& algorithm, std::optional<double> timeout,
                   std::uint64_t call_tag, const Opt& dtype) -> py::object {
@@ -337,10 +362,10 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           }
           AllGatherOptions options;
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.all_gather_async(in.data, result.data, in.count, in.type, options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::all_gather_async, &Communicator::all_gather_init,
+                              in.data, result.data, in.count, in.type, options);
           }
           run_released([&] { self.all_gather(in.data, result.data, in.count, in.type, options); });
           return recv;
@@ -349,9 +374,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::arg("send"), py::arg("recv"), py::kw_only(), COMMON_ARGS,
       "recv = every rank's send, in rank order.");
 
-  def_with_async(
+  def_forms(
       cls, "broadcast",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& buffer, int root,
                   const std::string& algorithm, std::optional<double> timeout,
                   std::uint64_t call_tag, const Opt& dtype) -> py::object {
@@ -362,10 +387,10 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           BroadcastOptions options;
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
           options.root = root;
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(view, buffer), [&] {
-              return self.broadcast_async(view.data, view.count, view.type, options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(view, buffer),
+                              &Communicator::broadcast_async, &Communicator::broadcast_init,
+                              view.data, view.count, view.type, options);
           }
           run_released([&] { self.broadcast(view.data, view.count, view.type, options); });
           return buffer;
@@ -374,9 +399,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::arg("buffer"), py::kw_only(), py::arg("root") = 0, COMMON_ARGS,
       "buffer = root's buffer on every rank.");
 
-  def_with_async(
+  def_forms(
       cls, "reduce",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv, int root,
                   const std::string& op, bool deterministic, const std::string& algorithm,
                   std::optional<double> timeout, std::uint64_t call_tag,
@@ -400,11 +425,10 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           options.op = parse_op(op, operation, rank);
           options.root = root;
           options.deterministic = deterministic;
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.reduce_async(in.data, result ? result->data : nullptr, in.count, in.type,
-                                       options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::reduce_async, &Communicator::reduce_init, in.data,
+                              result ? result->data : nullptr, in.count, in.type, options);
           }
           run_released([&] {
             self.reduce(in.data, result ? result->data : nullptr, in.count, in.type, options);
@@ -417,15 +441,16 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       "On root, recv = op over every rank's send (in place when recv is None); returns recv on "
       "root, None elsewhere.");
 
-  def_with_async(
+  def_forms(
       cls, "barrier",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const std::string& algorithm, std::optional<double> timeout,
                   std::uint64_t call_tag) -> py::object {
           BarrierOptions options;
           apply(options, common(algorithm, timeout, call_tag), "barrier", self.rank());
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(), [&] { return self.barrier_async(options); });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(), &Communicator::barrier_async,
+                              &Communicator::barrier_init, options);
           }
           run_released([&] { self.barrier(options); });
           return py::none();
@@ -434,9 +459,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::kw_only(), py::arg("algorithm") = "auto", py::arg("timeout") = py::none(),
       py::arg("call_tag") = 0);
 
-  def_with_async(
+  def_forms(
       cls, "all_to_all",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv,
                   const std::string& algorithm, std::optional<double> timeout,
                   std::uint64_t call_tag, const Opt& dtype) -> py::object {
@@ -459,10 +484,10 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           }
           AllToAllOptions options;
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.all_to_all_async(in.data, result.data, in.count / size, in.type, options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::all_to_all_async, &Communicator::all_to_all_init,
+                              in.data, result.data, in.count / size, in.type, options);
           }
           run_released(
               [&] { self.all_to_all(in.data, result.data, in.count / size, in.type, options); });
@@ -473,9 +498,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       "Block q of send goes to rank q, which stores it as block `rank` of recv (in place when "
       "recv is None).");
 
-  def_with_async(
+  def_forms(
       cls, "all_to_all_v",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const Counts& send_counts,
                   const std::optional<Counts>& send_displacements, const py::object& recv,
                   const Counts& recv_counts, const std::optional<Counts>& recv_displacements,
@@ -493,11 +518,11 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
           require_blocks_fit(operation, rank, "send", in.count, send_counts, sd);
           require_blocks_fit(operation, rank, "recv", result.count, recv_counts, rd);
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.all_to_all_v_async(in.data, send_counts, sd, result.data, recv_counts, rd,
-                                             in.type, options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::all_to_all_v_async, &Communicator::all_to_all_v_init,
+                              in.data, send_counts, sd, result.data, recv_counts, rd, in.type,
+                              options);
           }
           run_released([&] {
             self.all_to_all_v(in.data, send_counts, sd, result.data, recv_counts, rd, in.type,
@@ -510,9 +535,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::arg("recv_counts"), py::arg("recv_displacements"), py::kw_only(), COMMON_ARGS,
       "send_counts[q] elements from send_displacements[q] go to rank q (None: packed).");
 
-  def_with_async(
+  def_forms(
       cls, "all_gather_v",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv,
                   const Counts& recv_counts, const std::optional<Counts>& recv_displacements,
                   const std::string& algorithm, std::optional<double> timeout,
@@ -527,11 +552,10 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           require_blocks_fit(operation, rank, "recv", result.count, recv_counts, rd);
           AllGatherOptions options;
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.all_gather_v_async(in.data, in.count, result.data, recv_counts, rd,
-                                             in.type, options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::all_gather_v_async, &Communicator::all_gather_v_init,
+                              in.data, in.count, result.data, recv_counts, rd, in.type, options);
           }
           run_released([&] {
             self.all_gather_v(in.data, in.count, result.data, recv_counts, rd, in.type, options);
@@ -543,9 +567,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::arg("recv_displacements") = py::none(), py::kw_only(), COMMON_ARGS,
       "Rank q's send lands at recv[recv_displacements[q]:] (None: packed in rank order).");
 
-  def_with_async(
+  def_forms(
       cls, "reduce_scatter_v",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv,
                   const Counts& recv_counts, const std::string& op, bool deterministic,
                   const std::string& algorithm, std::optional<double> timeout,
@@ -569,11 +593,11 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
           options.op = parse_op(op, operation, rank);
           options.deterministic = deterministic;
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.reduce_scatter_v_async(in.data, result.data, recv_counts, in.type,
-                                                 options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::reduce_scatter_v_async,
+                              &Communicator::reduce_scatter_v_init, in.data, result.data,
+                              recv_counts, in.type, options);
           }
           run_released(
               [&] { self.reduce_scatter_v(in.data, result.data, recv_counts, in.type, options); });
@@ -584,9 +608,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::arg("op") = "sum", py::arg("deterministic") = false, COMMON_ARGS,
       "recv = block `rank` (recv_counts[rank] elements) of op over every rank's send.");
 
-  def_with_async(
+  def_forms(
       cls, "gather",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv, int root,
                   const std::string& algorithm, std::optional<double> timeout,
                   std::uint64_t call_tag, const Opt& dtype) -> py::object {
@@ -609,11 +633,10 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           GatherOptions options;
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
           options.root = root;
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.gather_async(in.data, result ? result->data : nullptr, in.count, in.type,
-                                       options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::gather_async, &Communicator::gather_init, in.data,
+                              result ? result->data : nullptr, in.count, in.type, options);
           }
           run_released([&] {
             self.gather(in.data, result ? result->data : nullptr, in.count, in.type, options);
@@ -624,9 +647,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::arg("send"), py::arg("recv") = py::none(), py::kw_only(), py::arg("root") = 0,
       COMMON_ARGS, "On root, recv = every rank's send in rank order (recv ignored elsewhere).");
 
-  def_with_async(
+  def_forms(
       cls, "gather_v",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv,
                   const Counts& recv_counts, const std::optional<Counts>& recv_displacements,
                   int root, const std::string& algorithm, std::optional<double> timeout,
@@ -648,11 +671,11 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           GatherOptions options;
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
           options.root = root;
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(in, result, send, recv), [&] {
-              return self.gather_v_async(in.data, in.count, result ? result->data : nullptr,
-                                         recv_counts, rd, in.type, options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(in, result, send, recv),
+                              &Communicator::gather_v_async, &Communicator::gather_v_init, in.data,
+                              in.count, result ? result->data : nullptr, recv_counts, rd, in.type,
+                              options);
           }
           run_released([&] {
             self.gather_v(in.data, in.count, result ? result->data : nullptr, recv_counts, rd,
@@ -665,9 +688,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::arg("recv_displacements") = py::none(), py::kw_only(), py::arg("root") = 0, COMMON_ARGS,
       "On root, rank q's send lands at recv[recv_displacements[q]:].");
 
-  def_with_async(
+  def_forms(
       cls, "scatter",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const py::object& recv, int root,
                   const std::string& algorithm, std::optional<double> timeout,
                   std::uint64_t call_tag, const Opt& dtype) -> py::object {
@@ -689,11 +712,11 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           ScatterOptions options;
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
           options.root = root;
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(result, in, send, recv), [&] {
-              return self.scatter_async(in ? in->data : nullptr, result.data, result.count,
-                                        result.type, options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(result, in, send, recv),
+                              &Communicator::scatter_async, &Communicator::scatter_init,
+                              in ? in->data : nullptr, result.data, result.count, result.type,
+                              options);
           }
           run_released([&] {
             self.scatter(in ? in->data : nullptr, result.data, result.count, result.type, options);
@@ -704,9 +727,9 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::arg("send"), py::arg("recv"), py::kw_only(), py::arg("root") = 0, COMMON_ARGS,
       "recv = block `rank` of root's send (send ignored off the root; may be None there).");
 
-  def_with_async(
+  def_forms(
       cls, "scatter_v",
-      [](auto started) {
+      [](auto form) {
         return [](Communicator& self, const py::object& send, const Counts& send_counts,
                   const std::optional<Counts>& send_displacements, const py::object& recv, int root,
                   const std::string& algorithm, std::optional<double> timeout,
@@ -727,11 +750,11 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           ScatterOptions options;
           apply(options, common(algorithm, timeout, call_tag), operation, rank);
           options.root = root;
-          if constexpr (decltype(started)::value) {
-            return start_async(self, keep(result, in, send, recv), [&] {
-              return self.scatter_v_async(in ? in->data : nullptr, send_counts, sd, result.data,
-                                          result.count, result.type, options);
-            });
+          if constexpr (is_started<decltype(form)>) {
+            return start_form(decltype(form){}, self, keep(result, in, send, recv),
+                              &Communicator::scatter_v_async, &Communicator::scatter_v_init,
+                              in ? in->data : nullptr, send_counts, sd, result.data, result.count,
+                              result.type, options);
           }
           run_released([&] {
             self.scatter_v(in ? in->data : nullptr, send_counts, sd, result.data, result.count,
@@ -744,40 +767,58 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
       py::kw_only(), py::arg("root") = 0, COMMON_ARGS,
       "recv = root's send_counts[rank] elements from send_displacements[rank] (None: packed).");
 
-  cls.def(
-      "send",
-      [](Communicator& self, const py::object& buffer, int peer, int tag,
-         std::optional<double> timeout, const Opt& dtype) {
-        const std::string operation = "send";
+  // Point-to-point: blocking and `_async` (the library has no persistent
+  // form of send and recv).
+  const auto point_to_point = [&](const char* name, bool sending, const char* doc) {
+    const auto bind = [&](auto form) {
+      return [sending](Communicator& self, const py::object& buffer, int peer, int tag,
+                       std::optional<double> timeout, const Opt& dtype) -> py::object {
+        const std::string operation = sending ? "send" : "recv";
         const int rank = self.rank();
-        const BufferView view = view_of(buffer, operation, rank, "buffer", false,
-                                        declared_type(dtype, operation, rank));
+        BufferView view = view_of(buffer, operation, rank, "buffer", !sending,
+                                  declared_type(dtype, operation, rank));
         PointToPointOptions options;
         apply(options, common("auto", timeout, 0), operation, rank);
         options.tag = tag;
-        run_released([&] { self.send(view.data, view.count, view.type, peer, options); });
-      },
-      py::arg("buffer"), py::arg("peer"), py::kw_only(), py::arg("tag") = 0,
-      py::arg("timeout") = py::none(), py::arg("dtype") = py::none(),
-      "Sends buffer to peer; pairs with peer's k-th recv from this rank (synchronous).");
-
-  cls.def(
-      "recv",
-      [](Communicator& self, const py::object& buffer, int peer, int tag,
-         std::optional<double> timeout, const Opt& dtype) {
-        const std::string operation = "recv";
-        const int rank = self.rank();
-        const BufferView view =
-            view_of(buffer, operation, rank, "buffer", true, declared_type(dtype, operation, rank));
-        PointToPointOptions options;
-        apply(options, common("auto", timeout, 0), operation, rank);
-        options.tag = tag;
-        run_released([&] { self.recv(view.data, view.count, view.type, peer, options); });
-        return buffer;
-      },
-      py::arg("buffer"), py::arg("peer"), py::kw_only(), py::arg("tag") = 0,
-      py::arg("timeout") = py::none(), py::arg("dtype") = py::none(),
-      "Receives into buffer from peer (count and type must match the send's).");
+        if constexpr (is_started<decltype(form)>) {
+          release_finished_orphans();
+          Work work;
+          {
+            py::gil_scoped_release release;
+            work = sending ? self.send_async(view.data, view.count, view.type, peer, options)
+                           : self.recv_async(view.data, view.count, view.type, peer, options);
+          }
+          return py::cast(
+              std::make_unique<PyWork>(std::move(work), keep(view, buffer), self.rank()));
+        }
+        run_released([&] {
+          if (sending) {
+            self.send(view.data, view.count, view.type, peer, options);
+          } else {
+            self.recv(view.data, view.count, view.type, peer, options);
+          }
+        });
+        return sending ? py::object(py::none()) : buffer;
+      };
+    };
+    const auto args =
+        std::make_tuple(py::arg("buffer"), py::arg("peer"), py::kw_only(), py::arg("tag") = 0,
+                        py::arg("timeout") = py::none(), py::arg("dtype") = py::none());
+    std::apply([&](const auto&... a) { cls.def(name, bind(FormTag<Form::blocking>{}), a..., doc); },
+               args);
+    std::apply(
+        [&](const auto&... a) {
+          cls.def((std::string(name) + "_async").c_str(), bind(FormTag<Form::started>{}), a...,
+                  doc);
+        },
+        args);
+  };
+  point_to_point("send", true,
+                 "Sends buffer to peer; pairs with peer's k-th recv from this rank (synchronous: "
+                 "returns, or its Work completes, once peer's recv accepted it).");
+  point_to_point("recv", false,
+                 "Receives into buffer from peer (count and type must match the send's); returns "
+                 "buffer.");
 }
 
 }  // namespace collective::python

@@ -5,6 +5,7 @@
 #include "communicator_binding.h"
 #include "cxx_timing.h"
 #include "mpi_environment.h"
+#include "plan_binding.h"
 #include "python_errors.h"
 #include "work_binding.h"
 
@@ -15,6 +16,7 @@ PYBIND11_MODULE(_collective, module) {
   collective::python::register_errors(module);
   collective::python::bind_environment(module);
   collective::python::bind_work(module);
+  collective::python::bind_plan(module);
   collective::python::bind_communicator(module);
   collective::python::bind_cxx_timing(module);
 }

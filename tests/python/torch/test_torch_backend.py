@@ -127,6 +127,9 @@ def test_refusals_name_backend_and_operation():
         dist.all_reduce(torch.ones(4, 4)[:, 1])
     with pytest.raises(RuntimeError, match=r"backend 'collective': all_reduce .*dtype torch.bool"):
         dist.all_reduce(torch.ones(4, dtype=torch.bool))
+    with pytest.raises(RuntimeError, match=rf"backend 'collective': all_reduce \(rank {r}\): reduce op .* "
+                       r"is not served"):
+        dist.all_reduce(torch.ones(4, dtype=torch.int32), op=dist.ReduceOp.BAND)
     with pytest.raises(RuntimeError, match=r"torch says rank 7 of 9 but MPI says rank"):
         collective.torch.ProcessGroupCollective(None, 7, 9, timedelta(seconds=10))
     x = torch.ones(3)
@@ -197,3 +200,48 @@ def test_a_failed_call_raises_from_wait_on_every_rank():
     y = torch.ones(3)
     dist.all_reduce(y)  # the group still works
     check(y, torch.full((3,), float(p)), "all_reduce after the mismatch")
+
+
+def test_a_failed_blocking_call_raises_from_the_call_on_every_rank():
+    r, p = dist.get_rank(), dist.get_world_size()
+    if p == 1:
+        pytest.skip("a mismatch needs two ranks")
+    x = torch.ones(3 if r == 0 else 4)
+    with pytest.raises(Exception, match=r"all_reduce #\d+ \(rank \d\): the ranks disagree"):
+        dist.all_reduce(x)  # async_op=False: the library's blocking call
+    y = torch.ones(3)
+    dist.all_reduce(y)
+    check(y, torch.full((3,), float(p)), "all_reduce after the blocking mismatch")
+
+
+def test_blocking_calls_between_calls_in_flight_keep_program_order():
+    r, p = dist.get_rank(), dist.get_world_size()
+    first = torch.full((1000,), float(r))
+    second = torch.full((7,), float(r + 1), dtype=torch.float64)
+    third = torch.arange(5, dtype=torch.int64) + r
+    a = dist.all_reduce(first, async_op=True)
+    dist.all_reduce(second)  # blocking: runs after `first`, on every rank
+    c = dist.broadcast(third, src=p - 1, async_op=True)
+    c.wait()
+    a.wait()
+    check(first, torch.full((1000,), float(sum(range(p)))), "async all_reduce before a blocking one")
+    check(second, torch.full((7,), float(sum(range(1, p + 1))), dtype=torch.float64),
+          "blocking all_reduce between async calls")
+    check(third, torch.arange(5, dtype=torch.int64) + p - 1, "async broadcast after a blocking call")
+
+
+def test_isend_irecv_are_asynchronous():
+    r, p = dist.get_rank(), dist.get_world_size()
+    if p == 1:
+        pytest.skip("needs a peer")
+    out = torch.arange(6, dtype=torch.float32) + 10 * r
+    got = torch.empty(6)
+    # Sends are synchronous (the library's): even ranks send first, odd ranks receive first.
+    if r % 2 == 0:
+        works = [dist.isend(out, (r + 1) % p), dist.irecv(got, (r - 1) % p)]
+    else:
+        works = [dist.irecv(got, (r - 1) % p), dist.isend(out, (r + 1) % p)]
+    for work in works:
+        work.wait()
+        assert work.is_completed()
+    check(got, torch.arange(6, dtype=torch.float32) + 10 * ((r - 1) % p), "irecv")
