@@ -81,6 +81,15 @@ def _buffer(tensor, operation, rank, argument):
     return tensor.numpy(), declared
 
 
+def _copy_out(flat, outputs):
+    """Copies consecutive blocks of `flat` into the tensors `outputs`, each its own size."""
+    offset = 0
+    for out in outputs:
+        n = out.numel()
+        out.copy_(flat[offset:offset + n].view_as(out))
+        offset += n
+
+
 def _same_dtype(tensors, operation, rank):
     dtypes = {t.dtype for t in tensors}
     if len(dtypes) > 1:
@@ -316,22 +325,14 @@ class ProcessGroupCollective(_ProcessGroup):
         if len(output_lists) != 1 or len(output_lists[0]) != self.size():
             _refuse(operation, self.rank(), f"needs one list of {self.size()} output tensors")
         outputs = output_lists[0]
-        for q, out in enumerate(outputs):
-            if out.numel() != tensor.numel() or out.dtype != tensor.dtype:
-                _refuse(operation, self.rank(), f"output {q} is {out.dtype} x {out.numel()} but the "
-                        f"input is {tensor.dtype} x {tensor.numel()}")
+        self._same_shape(outputs, tensor, operation, "output")
         send, dtype = _buffer(tensor, operation, self.rank(), "input")
         # The outputs are separate tensors: gathered into one buffer, then copied out
         # (all_gather_into_tensor is the zero-copy form).
         flat = torch.empty(self.size() * tensor.numel(), dtype=tensor.dtype)
         recv, _ = _buffer(flat, operation, self.rank(), "output")
-
-        def copy_out():
-            for q, out in enumerate(outputs):
-                out.copy_(flat[q * tensor.numel():(q + 1) * tensor.numel()].view_as(out))
-
         return _issue(self._comm.all_gather, self._comm.all_gather_async, output_lists, send, recv,
-                      dtype=dtype, after=copy_out, **self._opts())
+                      dtype=dtype, after=lambda: _copy_out(flat, outputs), **self._opts())
 
     def _reduce_scatter_base(self, output, input, opts=None):
         operation = "reduce_scatter_tensor"
@@ -362,6 +363,71 @@ class ProcessGroupCollective(_ProcessGroup):
         return _issue(self._comm.reduce_scatter, self._comm.reduce_scatter_async, output_tensors,
                       send, recv, op=op, dtype=dtype, deterministic=self.deterministic,
                       after=lambda: flat, **self._opts())
+
+    def gather(self, output_tensors, input_tensors, opts=None):
+        operation = "gather"
+        tensor = self._one(input_tensors, operation)
+        root = opts.rootRank if opts is not None else 0
+        send, dtype = _buffer(tensor, operation, self.rank(), "input")
+        if self.rank() != root:
+            if output_tensors:
+                _refuse(operation, self.rank(), f"takes no output list off the root (rank {root})")
+            return _issue(self._comm.gather, self._comm.gather_async, output_tensors, send, None,
+                          root=root, dtype=dtype, **self._opts())
+        if len(output_tensors) != 1 or len(output_tensors[0]) != self.size():
+            _refuse(operation, self.rank(), f"needs one list of {self.size()} output tensors on the root")
+        outputs = output_tensors[0]
+        self._same_shape(outputs, tensor, operation, "output")
+        # The outputs are separate tensors: gathered into one buffer, then copied out.
+        flat = torch.empty(self.size() * tensor.numel(), dtype=tensor.dtype)
+        recv, _ = _buffer(flat, operation, self.rank(), "output")
+        return _issue(self._comm.gather, self._comm.gather_async, output_tensors, send, recv,
+                      root=root, dtype=dtype, after=lambda: _copy_out(flat, outputs), **self._opts())
+
+    def scatter(self, output_tensors, input_tensors, opts=None):
+        operation = "scatter"
+        tensor = self._one(output_tensors, operation)
+        root = opts.rootRank if opts is not None else 0
+        recv, dtype = _buffer(tensor, operation, self.rank(), "output")
+        if self.rank() != root:
+            if input_tensors:
+                _refuse(operation, self.rank(), f"takes no input list off the root (rank {root})")
+            return _issue(self._comm.scatter, self._comm.scatter_async, output_tensors, None, recv,
+                          root=root, dtype=dtype, **self._opts())
+        if len(input_tensors) != 1 or len(input_tensors[0]) != self.size():
+            _refuse(operation, self.rank(), f"needs one list of {self.size()} input tensors on the root")
+        inputs = input_tensors[0]
+        self._same_shape(inputs, tensor, operation, "input")
+        # Separate input tensors: packed into one send buffer (a copy).
+        flat = torch.cat([t.reshape(-1) for t in inputs])
+        send, _ = _buffer(flat, operation, self.rank(), "input")
+        return _issue(self._comm.scatter, self._comm.scatter_async, output_tensors, send, recv,
+                      root=root, dtype=dtype, after=lambda: flat, **self._opts())
+
+    def alltoall(self, output_tensors, input_tensors, opts=None):
+        operation = "all_to_all"
+        p = self.size()
+        if len(output_tensors) != p or len(input_tensors) != p:
+            _refuse(operation, self.rank(), f"needs {p} output and {p} input tensors, not "
+                    f"{len(output_tensors)} and {len(input_tensors)}")
+        _same_dtype([*output_tensors, *input_tensors], operation, self.rank())
+        # Tensor q goes to rank q, each its own size (all_to_all_v): packed into one send buffer
+        # and received into one buffer, then copied out (all_to_all_single is the zero-copy form).
+        flat_in = torch.cat([t.reshape(-1) for t in input_tensors])
+        flat_out = torch.empty(sum(t.numel() for t in output_tensors), dtype=flat_in.dtype)
+        send, dtype = _buffer(flat_in, operation, self.rank(), "input")
+        recv, _ = _buffer(flat_out, operation, self.rank(), "output")
+        send_counts = [t.numel() for t in input_tensors]
+        recv_counts = [t.numel() for t in output_tensors]
+        return _issue(self._comm.all_to_all_v, self._comm.all_to_all_v_async, output_tensors, send,
+                      send_counts, None, recv, recv_counts, None, dtype=dtype,
+                      after=lambda: _copy_out(flat_out, output_tensors), **self._opts())
+
+    def _same_shape(self, tensors, like, operation, argument):
+        for q, t in enumerate(tensors):
+            if t.numel() != like.numel() or t.dtype != like.dtype:
+                _refuse(operation, self.rank(), f"{argument} {q} is {t.dtype} x {t.numel()} but the "
+                        f"rank's own tensor is {like.dtype} x {like.numel()}")
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         operation = "all_to_all_single"
@@ -407,9 +473,6 @@ class ProcessGroupCollective(_ProcessGroup):
 
     allreduce_coalesced = _not_served("allreduce_coalesced")
     allgather_coalesced = _not_served("allgather_coalesced")
-    gather = _not_served("gather")
-    scatter = _not_served("scatter")
-    alltoall = _not_served("all_to_all")
     recv_anysource = _not_served("recv_anysource")
     monitored_barrier = _not_served("monitored_barrier")
     del _not_served

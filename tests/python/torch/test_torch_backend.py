@@ -104,6 +104,37 @@ def test_all_to_all_single_even_and_uneven():
     check(recv, expected, "all_to_all_single uneven")
 
 
+@pytest.mark.parametrize("async_op", [False, True])
+def test_gather_scatter_and_all_to_all_lists(async_op):
+    r, p = dist.get_rank(), dist.get_world_size()
+    root = p - 1
+    mine = torch.arange(5, dtype=torch.int64) + 100 * r
+    gathered = [torch.empty(5, dtype=torch.int64) for _ in range(p)] if r == root else None
+    work = dist.gather(mine, gathered, dst=root, async_op=async_op)
+    if async_op:
+        work.wait()
+    if r == root:
+        check(torch.cat(gathered), torch.cat([torch.arange(5, dtype=torch.int64) + 100 * q for q in range(p)]),
+              "gather")
+
+    pieces = [torch.full((3, 2), float(10 * q + 1)) for q in range(p)] if r == 0 else None
+    got = torch.empty(3, 2)
+    work = dist.scatter(got, pieces, src=0, async_op=async_op)
+    if async_op:
+        work.wait()
+    check(got, torch.full((3, 2), float(10 * r + 1)), "scatter")
+
+    # rank r sends q + r + 1 elements to rank q: every tensor its own size
+    sends = [torch.arange(q + r + 1, dtype=torch.float64) + 1000 * r + 100 * q for q in range(p)]
+    recvs = [torch.empty(r + q + 1, dtype=torch.float64) for q in range(p)]
+    work = dist.all_to_all(recvs, sends, async_op=async_op)
+    if async_op:
+        work.wait()
+    for q in range(p):
+        check(recvs[q], torch.arange(r + q + 1, dtype=torch.float64) + 1000 * q + 100 * r,
+              f"all_to_all from rank {q}")
+
+
 def test_send_recv():
     r, p = dist.get_rank(), dist.get_world_size()
     if p == 1:
@@ -121,8 +152,9 @@ def test_send_recv():
 
 def test_refusals_name_backend_and_operation():
     r = dist.get_rank()
-    with pytest.raises(RuntimeError, match=rf"backend 'collective': gather \(rank {r}\): is not served"):
-        dist.gather(torch.ones(2), [torch.ones(2)] * dist.get_world_size() if r == 0 else None, dst=0)
+    with pytest.raises(RuntimeError,
+                       match=rf"backend 'collective': recv_anysource \(rank {r}\): is not served"):
+        dist.recv(torch.empty(2))  # from any source
     with pytest.raises(RuntimeError, match=r"backend 'collective': all_reduce .*not contiguous"):
         dist.all_reduce(torch.ones(4, 4)[:, 1])
     with pytest.raises(RuntimeError, match=r"backend 'collective': all_reduce .*dtype torch.bool"):
