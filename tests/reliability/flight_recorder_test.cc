@@ -156,7 +156,7 @@ TEST_F(FlightRecorderTest, RecordsCallsInFlightWithTheirQueueTime) {
     broadcast[i] = rank == 0 ? static_cast<int>(7 * i) : -1;
     planned[i] = 1;
   }
-  // #0, the plan's creation, is not in the ring (a plan's starts are).
+  // #0, the plan's creation, is recorded as all_reduce_init.
   Plan plan = comm.all_reduce_init(planned.data(), planned.data(), kCount, DataType::kInt32);
   std::vector<Work> works;
   works.push_back(comm.all_reduce_async(reduced[0].data(), reduced[0].data(), kCount,
@@ -181,13 +181,14 @@ TEST_F(FlightRecorderTest, RecordsCallsInFlightWithTheirQueueTime) {
   EXPECT_EQ(integer_of(mine, "calls_started"), 6);
   EXPECT_EQ(integer_of(mine, "not_recorded"), 0);
   const std::vector<Value>& calls = mine.find("calls")->items();
-  ASSERT_EQ(calls.size(), 5u) << "rank " << rank;
-  const char* collectives[] = {"all_reduce", "broadcast", "all_reduce", "all_reduce", "all_reduce"};
-  const bool was_queued[] = {true, true, true, true, false};
+  ASSERT_EQ(calls.size(), 6u) << "rank " << rank;
+  const char* collectives[] = {"all_reduce_init", "all_reduce", "broadcast",
+                               "all_reduce",      "all_reduce", "all_reduce"};
+  const bool was_queued[] = {false, true, true, true, true, false};
   for (std::size_t i = 0; i < calls.size(); ++i) {
     const Value& call = calls[i];
-    SCOPED_TRACE("rank " + std::to_string(rank) + " call " + std::to_string(i + 1));
-    EXPECT_EQ(integer_of(call, "seq"), static_cast<std::int64_t>(i + 1));
+    SCOPED_TRACE("rank " + std::to_string(rank) + " call " + std::to_string(i));
+    EXPECT_EQ(integer_of(call, "seq"), static_cast<std::int64_t>(i));
     EXPECT_EQ(text_of(call, "collective"), collectives[i]);
     EXPECT_EQ(integer_of(call, "count"), static_cast<std::int64_t>(kCount));
     EXPECT_EQ(text_of(call, "state"), "finished");

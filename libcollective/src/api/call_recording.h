@@ -17,16 +17,18 @@ namespace collective::internal {
 class CallRecording {
  public:
   // Whether the call was queued (an `_async` call or a plan's start,
-  // recorded as queued when it was issued) or is a blocking one.
-  enum class Issued : bool { kBlocking, kQueued };
+  // recorded as queued when it was issued), is a blocking one, or is a
+  // plan's creation (blocking, recorded as "<collective>_init").
+  enum class Issued : std::uint8_t { kBlocking, kQueued, kPlanCreation };
 
   // After the call claimed the communicator and took its sequence number.
   // Inline, like the three below: they run on every call.
   CallRecording(CommunicatorState& state, const Request& request, Issued issued = Issued::kBlocking)
       : state_(state), request_(request), poisoned_before_(state.poisoned.has_value()) {
     if (state.flight_recorder) {
-      record_ = issued == Issued::kQueued ? state.flight_recorder->begin_queued(request)
-                                          : &state.flight_recorder->begin(request);
+      record_ = issued == Issued::kQueued
+                    ? state.flight_recorder->begin_queued(request)
+                    : &state.flight_recorder->begin(request, issued == Issued::kPlanCreation);
     }
     if (trace_enabled()) trace_start_ns_ = trace_now_ns();
   }

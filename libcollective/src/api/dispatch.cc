@@ -235,19 +235,12 @@ std::uint64_t plan_fingerprint_tag(std::uint64_t call_tag, std::uint64_t created
   return call_tag ^ ((created_as + 1) * 0x9E3779B97F4A7C15ULL);
 }
 
-PreparedCall prepare_call(CommunicatorState& state, Request request, const CommonOptions& options) {
-  if (mpi_thread_level() < MPI_THREAD_MULTIPLE) {
-    // Before the plan takes a sequence number: no rank's creation counts.
-    throw InvalidArgumentError(
-        std::string(to_string(request.kind)) + "_init", state.rank,
-        std::string("a plan needs MPI_THREAD_MULTIPLE, MPI was initialised at ") +
-            mpi_thread_level_name(mpi_thread_level()) +
-            ": its starts run on the library's progress thread. Initialise MPI with "
-            "MPI_THREAD_MULTIPLE (collective::Environment does), or use the blocking call");
-  }
-  ExclusiveUse exclusive(state, request.kind);
-  request.sequence = state.next_sequence++;
-  exclusive.started(request.sequence);
+namespace {
+
+// prepare_call's work, after it claimed the communicator and took its
+// sequence number.
+PreparedCall create_plan(CommunicatorState& state, Request& request, const CommonOptions& options,
+                         CallRecording& recording) {
   const EnvParams& params = require_usable(state, [&] { return request.label() + " (plan)"; });
   PreparedCall prepared;
   prepared.created_as = request.sequence;
@@ -255,9 +248,13 @@ PreparedCall prepare_call(CommunicatorState& state, Request request, const Commo
   const std::exception_ptr& rejection = checks.rejection;
   const bool unsupported = checks.unsupported;
   const std::string& rejection_cause = checks.rejection_cause;
-  if (checks.selection) prepared.algorithm = checks.selection->algorithm;
+  if (checks.selection) {
+    prepared.algorithm = checks.selection->algorithm;
+    recording.algorithm(prepared.algorithm->id(), request.requested);
+  }
   if (request.timeout.count() <= 0) request.timeout = params.timeout;
   request.deadline = coarse_now() + request.timeout;
+  recording.started(request);
   // Creation's own check, always made (even with COLLECTIVE_VALIDATE=0,
   // where the starts carry none): every rank must hold the same plan.
   if (state.size > 1) {
@@ -280,6 +277,34 @@ PreparedCall prepare_call(CommunicatorState& state, Request request, const Commo
   request.deadline = {};
   prepared.request = request;
   return prepared;
+}
+
+}  // namespace
+
+PreparedCall prepare_call(CommunicatorState& state, Request request, const CommonOptions& options) {
+  if (mpi_thread_level() < MPI_THREAD_MULTIPLE) {
+    // Before the plan takes a sequence number: no rank's creation counts.
+    throw InvalidArgumentError(
+        std::string(to_string(request.kind)) + "_init", state.rank,
+        std::string("a plan needs MPI_THREAD_MULTIPLE, MPI was initialised at ") +
+            mpi_thread_level_name(mpi_thread_level()) +
+            ": its starts run on the library's progress thread. Initialise MPI with "
+            "MPI_THREAD_MULTIPLE (collective::Environment does), or use the blocking call");
+  }
+  ExclusiveUse exclusive(state, request.kind);
+  request.sequence = state.next_sequence++;
+  exclusive.started(request.sequence);
+  // Recorded as a call of its own ("<collective>_init"): a rank that hangs
+  // or fails in the creation's check shows there in the flight record.
+  CallRecording recording(state, request, CallRecording::Issued::kPlanCreation);
+  try {
+    PreparedCall prepared = create_plan(state, request, options, recording);
+    recording.finished();
+    return prepared;
+  } catch (const std::exception& error) {
+    recording.failed(error);
+    throw;
+  }
 }
 
 void run_prepared_call(CommunicatorState& state, const PreparedCall& prepared,

@@ -176,6 +176,7 @@ struct RecordCopy {
   CollectiveKind kind;
   DataType type;
   ReduceOp op;
+  bool creates_plan;
   std::int32_t root;
   std::uint64_t sequence, count;
   std::int64_t start_ns, end_ns, queued_ns;
@@ -192,6 +193,7 @@ bool snapshot(const FlightRecord& record, RecordCopy& copy) {
     copy.kind = record.kind.load(std::memory_order_relaxed);
     copy.type = record.type.load(std::memory_order_relaxed);
     copy.op = record.op.load(std::memory_order_relaxed);
+    copy.creates_plan = record.creates_plan.load(std::memory_order_relaxed);
     copy.root = record.root.load(std::memory_order_relaxed);
     copy.sequence = record.sequence.load(std::memory_order_relaxed);
     copy.count = record.count.load(std::memory_order_relaxed);
@@ -222,13 +224,15 @@ bool in_flight(CallState state) {
 }
 
 // Every field but the version, for a call in `state`.
-void fill(FlightRecord& record, const Request& request, CallState state, std::int64_t queued_ns) {
+void fill(FlightRecord& record, const Request& request, CallState state, std::int64_t queued_ns,
+          bool creates_plan = false) {
   record.state.store(state, std::memory_order_relaxed);
   record.algorithm.store(Algorithm::kAuto, std::memory_order_relaxed);
   record.requested.store(request.requested, std::memory_order_relaxed);
   record.kind.store(request.kind, std::memory_order_relaxed);
   record.type.store(request.type, std::memory_order_relaxed);
   record.op.store(request.op, std::memory_order_relaxed);
+  record.creates_plan.store(creates_plan, std::memory_order_relaxed);
   record.root.store(request.root, std::memory_order_relaxed);
   record.sequence.store(request.sequence, std::memory_order_relaxed);
   record.count.store(request.count, std::memory_order_relaxed);
@@ -263,14 +267,14 @@ void release(FlightRecord& record, std::uint32_t version, bool changed) {
 
 }  // namespace
 
-FlightRecord& FlightRecorder::begin(const Request& request) {
+FlightRecord& FlightRecorder::begin(const Request& request, bool creates_plan) {
   // Nothing is in flight (a blocking call first waits for the queue to
   // empty): this thread is the record's only writer, no atomic exchange.
   FlightRecord& record = records_[request.sequence % records_.size()];
   const std::uint32_t version = record.version.load(std::memory_order_relaxed);
   record.version.store(version + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  fill(record, request, CallState::kStarted, 0);
+  fill(record, request, CallState::kStarted, 0, creates_plan);
   record.version.store(version + 2, std::memory_order_release);
   started_.store(request.sequence + 1, std::memory_order_release);
   return record;
@@ -428,7 +432,7 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
     out += any ? ",\n  " : "\n  ";
     any = true;
     out += "{\"seq\":" + std::to_string(copy.sequence) + ",\"collective\":";
-    append_string(out, to_string(copy.kind));
+    append_string(out, std::string(to_string(copy.kind)) + (copy.creates_plan ? "_init" : ""));
     out += ",\"count\":" + std::to_string(copy.count) + ",\"dtype\":";
     append_string(out, to_string(copy.type));
     if (has_op(copy.kind)) {

@@ -61,6 +61,9 @@ struct alignas(64) FlightRecord {
   ByteEnum<CollectiveKind> kind;
   ByteEnum<DataType> type;
   ByteEnum<ReduceOp> op;
+  // The creation of a persistent plan (Communicator::*_init), a collective
+  // call of its own: dumped as "<collective>_init".
+  std::atomic<bool> creates_plan{false};
   std::atomic<std::int32_t> root{0};
   std::atomic<std::uint64_t> sequence{0};
   std::atomic<std::uint64_t> count{0};
@@ -118,7 +121,8 @@ class FlightRecorder {
 
   // The record for `request` (its sequence number set), marked started:
   // a blocking call's, with nothing in flight on the communicator.
-  FlightRecord& begin(const Request& request);
+  // `creates_plan`: the call is a plan's creation (prepare_call).
+  FlightRecord& begin(const Request& request, bool creates_plan = false);
   // A call put in the queue of calls in flight, on the caller's thread in
   // program order: its record, marked queued.
   void queue(const Request& request);
