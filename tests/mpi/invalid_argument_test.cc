@@ -122,5 +122,78 @@ TEST_F(InvalidArgumentTest, CommunicatorStaysUsable) {
   for (float v : values) EXPECT_EQ(v, 2.0f * comm.size());
 }
 
+// The repeat-call fast path (core/checked_call_memo.h) reuses the checks of
+// the last call that passed: after a run of valid calls, a call that
+// differs from them in one argument is still checked (and touches
+// nothing), and the valid call goes on working after each.
+TEST_F(InvalidArgumentTest, ARepeatedCallStillChecksEachChangedArgument) {
+  // Input at [0, 8), output at [16, 24).
+  std::vector<float> buffer(32, -1.0f);
+  float* in = buffer.data();
+  float* out = buffer.data() + 16;
+  const auto valid_calls = [&] {
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      for (int i = 0; i < 8; ++i) in[i] = static_cast<float>(comm.rank() + i + repeat);
+      comm.all_reduce(in, out, 8, DataType::kFloat32);
+      for (int i = 0; i < 8; ++i) {
+        const float expected =
+            static_cast<float>(comm.size() * (comm.size() - 1) / 2 + comm.size() * (i + repeat));
+        ASSERT_EQ(out[i], expected) << "rank " << comm.rank() << " index " << i;
+      }
+    }
+  };
+  const auto untouched_rejection = [&](auto call, const std::string& operation,
+                                       const std::string& needle) {
+    const std::vector<float> before = buffer;
+    try {
+      call();
+      ADD_FAILURE() << operation << ": expected InvalidArgumentError containing '" << needle << "'";
+    } catch (const InvalidArgumentError& error) {
+      const std::string text = error.what();
+      EXPECT_NE(text.find(needle), std::string::npos) << text;
+      EXPECT_NE(text.find(operation), std::string::npos) << text;
+    }
+    for (std::size_t i = 0; i < buffer.size(); ++i) {
+      ASSERT_EQ(buffer[i], before[i])
+          << "rank " << comm.rank() << ": " << operation << " touched index " << i;
+    }
+  };
+  const auto rejected = [&](auto call, const std::string& operation, const std::string& needle) {
+    valid_calls();
+    untouched_rejection(call, operation, needle);
+  };
+  rejected([&] { comm.all_reduce(in, nullptr, 8, DataType::kFloat32); }, "all_reduce",
+           "recv buffer is null");
+  rejected([&] { comm.all_reduce(in, in + 4, 8, DataType::kFloat32); }, "all_reduce", "overlap");
+  rejected([&] { comm.all_reduce(in, out, 8, static_cast<DataType>(42)); }, "all_reduce",
+           "unknown data type");
+  AllReduceOptions bad_op;
+  bad_op.op = static_cast<ReduceOp>(-3);
+  rejected([&] { comm.all_reduce(in, out, 8, DataType::kFloat32, bad_op); }, "all_reduce",
+           "unknown reduce op");
+  AllReduceOptions bad_algorithm;
+  bad_algorithm.algorithm = static_cast<Algorithm>(99);
+  rejected([&] { comm.all_reduce(in, out, 8, DataType::kFloat32, bad_algorithm); }, "all_reduce",
+           "unknown algorithm");
+  AllReduceOptions bad_timeout;
+  bad_timeout.timeout = std::chrono::milliseconds(-5);
+  rejected([&] { comm.all_reduce(in, out, 8, DataType::kFloat32, bad_timeout); }, "all_reduce",
+           "negative timeout");
+  rejected(
+      [&] {
+        comm.all_reduce(in, out, std::numeric_limits<std::size_t>::max() / 2, DataType::kFloat64);
+      },
+      "all_reduce", "overflows the byte size");
+  // A broadcast remembered, then the same broadcast with another root.
+  BroadcastOptions root_zero;
+  comm.broadcast(in, 8, DataType::kFloat32, root_zero);
+  comm.broadcast(in, 8, DataType::kFloat32, root_zero);
+  BroadcastOptions bad_root;
+  bad_root.root = comm.size();
+  untouched_rejection([&] { comm.broadcast(in, 8, DataType::kFloat32, bad_root); }, "broadcast",
+                      "is outside");
+  valid_calls();
+}
+
 }  // namespace
 }  // namespace collective

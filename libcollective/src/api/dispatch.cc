@@ -30,18 +30,18 @@
 namespace collective::internal {
 namespace {
 
-void apply_options(Request& request, const CommonOptions& options) {
+void apply_options(Request& request, const CommonOptions& options, const EnvParams& params) {
   request.requested = options.algorithm;
-  if (request.requested == Algorithm::kAuto && env_params().forced_algorithm) {
-    request.requested = *env_params().forced_algorithm;
+  if (request.requested == Algorithm::kAuto && params.forced_algorithm) {
+    request.requested = *params.forced_algorithm;
   }
   request.forced = request.requested != Algorithm::kAuto;
   const bool reducing = traits_of(request.kind).reduces;
-  request.deterministic = reducing && (request.deterministic || env_params().deterministic);
+  request.deterministic = reducing && (request.deterministic || params.deterministic);
   request.memory = options.memory;
   request.call_tag = options.call_tag;
-  request.timeout = options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout)
-                                                : env_params().timeout;
+  request.timeout =
+      options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout) : params.timeout;
   if (options.timeout.count() < 0) request.timeout = options.timeout;  // rejected by validation
 }
 
@@ -86,6 +86,10 @@ void run_single_rank(const Request& request, int rank) {
   }
 }
 
+// Whether a buffer's memory kind is the same whatever its address: no
+// CUDA, or no device (every buffer is host memory).
+bool memory_kind_is_fixed() { return !gpu::cuda_built_in() || gpu::device_count().count == 0; }
+
 // This rank's own checks and the algorithm's choice. With validation on
 // (and peers to tell), a rejection is held, not raised: the rank first
 // tells the others (cross_rank_check/cross_rank_check.h).
@@ -100,13 +104,26 @@ OwnChecks check_and_select(CommunicatorState& state, Request& request, const Com
                            const EnvParams& params) {
   OwnChecks checks;
   try {
-    apply_options(request, options);
+    apply_options(request, options, params);
+    // The same arguments as the last call that passed: the same verdict.
+    // Remembered only where the memory kind does not depend on the
+    // address (CUDA would tell it by pointer, and a freed buffer's address
+    // may come back as another kind).
+    if (state.checked_call.matches(request)) {
+      request.memory = state.checked_call.resolved_memory;
+      checks.selection = Selection{state.checked_call.algorithm, {}};
+      return checks;
+    }
     validate_request(request, state.rank, state.size);
+    const MemoryKind declared = request.memory;
     // kAuto asks CUDA (when built in) where the buffers live; a declared
     // kind is checked against it. Host algorithms refuse device buffers in
     // their supports(), so device buffers reach NCCL or an UnsupportedError.
     request.memory = gpu::resolve_memory_kind(request, state.rank);
     checks.selection = select_algorithm(request, state);
+    if (CheckedCallMemo::has_no_vectors(request) && memory_kind_is_fixed()) {
+      state.checked_call.remember(request, declared, checks.selection->algorithm);
+    }
   } catch (const Error& error) {
     if (!params.validate || state.size == 1) throw;
     checks.rejection = std::current_exception();
@@ -161,6 +178,7 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
       // refuse: AUTO serves the call with another; a forced one cannot.
       if (request.forced) throw;
       state.selection_memo = {};
+      state.checked_call = {};
       const Selection fallback = select_algorithm(request, state);
       std::ostringstream message;
       message << request.label() << ": " << selection->algorithm->name()
@@ -215,13 +233,13 @@ void run_numbered_collective(CommunicatorState& state, Request& request,
 
 void check_arguments(const CommunicatorState& state, Request request,
                      const CommonOptions& options) {
-  apply_options(request, options);
+  apply_options(request, options, env_params());
   validate_request(request, state.rank, state.size);
 }
 
 Algorithm resolve_algorithm(const CommunicatorState& state, Request request,
                             const CommonOptions& options) {
-  apply_options(request, options);
+  apply_options(request, options, env_params());
   request.sequence = state.next_sequence;
   request.memory = gpu::resolve_memory_kind(request, state.rank);
   return select_algorithm(request, state).algorithm->id();

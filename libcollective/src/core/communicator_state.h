@@ -18,6 +18,7 @@
 #include "collective/options.h"
 #include "collective/topology.h"
 #include "collective/types.h"
+#include "core/checked_call_memo.h"
 #include "core/request.h"
 #include "core/scratch_buffer.h"
 #include "core/resource_slots.h"
@@ -121,6 +122,8 @@ struct CommunicatorState : WaitSubject {
   // AUTO's last few decisions, most recent replaced first.
   mutable std::array<SelectionMemo, 8> selection_memo{};
   mutable std::uint32_t selection_memo_next = 0;
+  // The last call whose own checks passed (core/checked_call_memo.h).
+  CheckedCallMemo checked_call;
 
   // What the algorithms and transports keep between calls, one slot per
   // type (the node's shared-memory segment, transport/shm/node_segment.h;
