@@ -32,6 +32,7 @@ if [[ " $step " == *" build "* ]]; then
   help=$(cmake --build "$build_dir" --target help)
   [[ $help == *fortran_api_test* ]] && targets+=(fortran_api_test)
   [[ $help == *fortran_async_test* ]] && targets+=(fortran_async_test)
+  [[ $help == *fortran_plan_test* ]] && targets+=(fortran_plan_test)
   cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 fi
 [[ " $step " == *" test "* ]] || exit 0

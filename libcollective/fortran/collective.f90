@@ -16,6 +16,27 @@
 !                                  COLLECTIVE_FLOAT64, COLLECTIVE_SUM, collective_options_default)
 !   status = collective_comm_free(comm)
 !
+! Every collective has an _async form (the same arguments, then a
+! type(collective_work) set at once; finished by collective_work_wait or
+! collective_work_test, released by collective_work_free) and an _init
+! form, a persistent plan (the same arguments, then a
+! type(collective_plan)): made once, collectively, and started many times
+! on the same buffers by collective_plan_start, each start a
+! collective_work as above; released by collective_plan_free:
+!
+!   type(collective_plan) :: plan
+!   type(collective_work) :: work
+!   status = collective_all_reduce_init(comm, c_loc(x), c_loc(x), int(n, c_size_t), &
+!                                       COLLECTIVE_FLOAT64, COLLECTIVE_SUM, &
+!                                       collective_options_default, plan)
+!   do step = 1, steps
+!     x = ...                                  ! the next input, in place
+!     status = collective_plan_start(plan, work)
+!     status = collective_work_wait(work)
+!     status = collective_work_free(work)
+!   end do
+!   status = collective_plan_free(plan)
+!
 ! The module is interfaces and constants only: link -lcollective_c.
 module collective
   use, intrinsic :: iso_c_binding, only: c_int, c_int32_t, c_int64_t, c_size_t, c_ptr, &
@@ -109,6 +130,16 @@ module collective
     type(c_ptr) :: handle
   end type collective_work
 
+  ! collective_plan_t: a persistent collective (collective/plan.h), from a
+  ! collective_*_init function; each collective_plan_start is one call on
+  ! the plan's buffers, a collective_work. The buffers are the plan's until
+  ! collective_plan_free (TARGET, in scope; ASYNCHRONOUS as for _async).
+  ! A start while the previous one is unfinished is refused. Needs
+  ! MPI_THREAD_MULTIPLE, as _async.
+  type, bind(C), public :: collective_plan
+    type(c_ptr) :: handle
+  end type collective_plan
+
   public :: collective_init, collective_finalize, collective_initialized
   public :: collective_options_init
   public :: collective_copy_last_error_padded, collective_last_status, collective_clear_last_error
@@ -131,6 +162,13 @@ module collective
   public :: collective_scatter_v_async
   public :: collective_work_wait, collective_work_wait_for, collective_work_test
   public :: collective_work_free
+  public :: collective_all_reduce_init, collective_reduce_scatter_init
+  public :: collective_all_gather_init, collective_broadcast_init, collective_reduce_init
+  public :: collective_barrier_init, collective_all_to_all_init, collective_all_to_all_v_init
+  public :: collective_all_gather_v_init, collective_reduce_scatter_v_init
+  public :: collective_gather_init, collective_gather_v_init, collective_scatter_init
+  public :: collective_scatter_v_init
+  public :: collective_plan_start, collective_plan_free
   public :: collective_comm_choose_algorithm, collective_comm_last_algorithm
   public :: collective_comm_sequence_number, collective_comm_abort, collective_comm_aborted
   public :: collective_dtype_size, collective_built_with_nccl
@@ -569,6 +607,181 @@ module collective
       import :: c_int, collective_work
       type(collective_work), intent(inout) :: work
     end function collective_work_free
+
+    ! The collectives above as persistent plans (collective/plan.h): the
+    ! blocking call's arguments and then `plan` (c_null_ptr on failure).
+    ! A collective call, in program order on every rank: checks the
+    ! arguments, chooses the algorithm and agrees with the other ranks
+    ! (COLLECTIVE_ERR_MISMATCH on every rank when they differ), writing
+    ! nothing; the count and displacement arrays are copied.
+    integer(c_int) function collective_all_reduce_init(comm, send, recv, count, dtype, op, &
+                                                       options, plan) &
+        bind(C, name="collective_all_reduce_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_all_reduce_init
+    integer(c_int) function collective_reduce_scatter_init(comm, send, recv, recv_count, dtype, &
+                                                           op, options, plan) &
+        bind(C, name="collective_reduce_scatter_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, op
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_reduce_scatter_init
+    integer(c_int) function collective_all_gather_init(comm, send, recv, send_count, dtype, &
+                                                       options, plan) &
+        bind(C, name="collective_all_gather_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_all_gather_init
+    integer(c_int) function collective_broadcast_init(comm, buffer, count, dtype, root, options, &
+                                                      plan) &
+        bind(C, name="collective_broadcast_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: buffer
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_broadcast_init
+    integer(c_int) function collective_reduce_init(comm, send, recv, count, dtype, op, root, &
+                                                   options, plan) &
+        bind(C, name="collective_reduce_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype, op, root
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_reduce_init
+    integer(c_int) function collective_barrier_init(comm, options, plan) &
+        bind(C, name="collective_barrier_init")
+      import :: c_int, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_barrier_init
+    integer(c_int) function collective_all_to_all_init(comm, send, recv, count, dtype, options, &
+                                                       plan) &
+        bind(C, name="collective_all_to_all_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: count
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_all_to_all_init
+    integer(c_int) function collective_all_to_all_v_init(comm, send, send_counts, &
+                                                         send_displacements, recv, recv_counts, &
+                                                         recv_displacements, dtype, options, plan) &
+        bind(C, name="collective_all_to_all_v_init")
+      import :: c_int, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, send_counts, send_displacements
+      type(c_ptr), value :: recv, recv_counts, recv_displacements
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_all_to_all_v_init
+    integer(c_int) function collective_all_gather_v_init(comm, send, send_count, recv, &
+                                                         recv_counts, recv_displacements, dtype, &
+                                                         options, plan) &
+        bind(C, name="collective_all_gather_v_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv, recv_counts, recv_displacements
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_all_gather_v_init
+    integer(c_int) function collective_reduce_scatter_v_init(comm, send, recv, recv_counts, dtype, &
+                                                             op, options, plan) &
+        bind(C, name="collective_reduce_scatter_v_init")
+      import :: c_int, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv, recv_counts
+      integer(c_int), value :: dtype, op
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_reduce_scatter_v_init
+    integer(c_int) function collective_gather_init(comm, send, recv, send_count, dtype, root, &
+                                                   options, plan) &
+        bind(C, name="collective_gather_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_gather_init
+    integer(c_int) function collective_gather_v_init(comm, send, send_count, recv, recv_counts, &
+                                                     recv_displacements, dtype, root, options, &
+                                                     plan) &
+        bind(C, name="collective_gather_v_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv, recv_counts, recv_displacements
+      integer(c_size_t), value :: send_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_gather_v_init
+    integer(c_int) function collective_scatter_init(comm, send, recv, recv_count, dtype, root, &
+                                                    options, plan) &
+        bind(C, name="collective_scatter_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_scatter_init
+    integer(c_int) function collective_scatter_v_init(comm, send, send_counts, send_displacements, &
+                                                      recv, recv_count, dtype, root, options, &
+                                                      plan) &
+        bind(C, name="collective_scatter_v_init")
+      import :: c_int, c_size_t, c_ptr, collective_comm, collective_options, collective_plan
+      type(collective_comm), value :: comm
+      type(c_ptr), value :: send, send_counts, send_displacements, recv
+      integer(c_size_t), value :: recv_count
+      integer(c_int), value :: dtype, root
+      type(collective_options), intent(in) :: options
+      type(collective_plan), intent(out) :: plan
+    end function collective_scatter_v_init
+    ! Starts the plan once more on its buffers, in program order: `work` as
+    ! from an _async call. A start while the previous one is unfinished is
+    ! refused (COLLECTIVE_ERR_INVALID_ARGUMENT, work c_null_ptr).
+    integer(c_int) function collective_plan_start(plan, work) bind(C, name="collective_plan_start")
+      import :: c_int, collective_plan, collective_work
+      type(collective_plan), value :: plan
+      type(collective_work), intent(out) :: work
+    end function collective_plan_start
+    ! Releases the plan and sets it to c_null_ptr (c_null_ptr: no-op). With
+    ! a start in flight it refuses (COLLECTIVE_ERR_INVALID_ARGUMENT) and
+    ! frees nothing: wait for the start's work first.
+    integer(c_int) function collective_plan_free(plan) bind(C, name="collective_plan_free")
+      import :: c_int, collective_plan
+      type(collective_plan), intent(inout) :: plan
+    end function collective_plan_free
 
     ! Point-to-point (not collective): docs/errors.md.
     integer(c_int) function collective_send(comm, buffer, count, dtype, peer, tag, options) &
