@@ -92,18 +92,33 @@ std::vector<ReduceOp> parse_ops(const std::string& text) {
   return ops;
 }
 
-std::vector<CollectiveKind> parse_collectives(const std::string& text) {
-  const std::span<const CollectiveKind> cased = kinds_with_cases();
-  if (lower(text) == "all") return {cased.begin(), cased.end()};
+// -C's collectives: those with a case, and with --nonblocking (`with_barrier`)
+// barrier too, which has no buffers to sweep but has a started form to
+// overlap; `all` lists them in the library's order.
+std::vector<CollectiveKind> parse_collectives(const std::string& text, bool with_barrier) {
+  std::vector<CollectiveKind> served(kinds_with_cases().begin(), kinds_with_cases().end());
+  if (with_barrier) {
+    served.push_back(CollectiveKind::kBarrier);
+    std::sort(served.begin(), served.end());
+  }
+  if (lower(text) == "all") return served;
   std::vector<CollectiveKind> kinds;
   for (const std::string& name : split_list(lower(text))) {
-    const auto kind = parse_case_name(name);
+    auto kind = parse_case_name(name);
+    if (!kind && with_barrier && name == to_string(CollectiveKind::kBarrier)) {
+      kind = CollectiveKind::kBarrier;
+    }
     if (!kind) {
       std::string known;
-      for (const CollectiveKind k : cased) {
-        known += std::string(command_line_name(k)) + " (" + std::string(to_string(k)) + "), ";
+      for (const CollectiveKind k : served) {
+        const std::string_view command_name =
+            k == CollectiveKind::kBarrier ? to_string(k) : command_line_name(k);
+        known += std::string(command_name);
+        if (command_name != to_string(k)) known += " (" + std::string(to_string(k)) + ")";
+        known += ", ";
       }
-      throw UsageError("-C/--collective: '" + name + "' is not benchmarked (" + known + "or all)");
+      throw UsageError("-C/--collective: '" + name + "' is not benchmarked" +
+                       (with_barrier ? " with --nonblocking" : "") + " (" + known + "or all)");
     }
     kinds.push_back(*kind);
   }
@@ -230,7 +245,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   run.add_options()
       ("collective,C", po::value<std::string>()->default_value("all_reduce"),
        "nccl-tests' name (allreduce, reducescatter, allgather, broadcast, reduce) or the "
-       "library's (all_reduce, ...), a comma list, or all")
+       "library's (all_reduce, ...), a comma list, or all; with --nonblocking also barrier "
+       "(all includes it)")
       ("algorithm,a", po::value<std::string>()->default_value("auto"),
        "an algorithm name (ring, recursive_doubling, mpi, shared_memory, hierarchical, nccl), "
        "auto, a comma list, or all (one row per algorithm that supports the call; all,auto "
@@ -267,9 +283,10 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
        "B: with --fusion, CommunicationOptions::bytes_per_pack of the batch_reduce (K, M, G "
        "suffixes; default 0: all tensors in one pack)")
       ("nonblocking",
-       "OSU's overlap measure of all_reduce: per size the call alone (start+wait), a busy loop "
-       "calibrated to last as long, and start+loop+wait, with the overlap %; all_reduce_async "
-       "beside MPI_Iallreduce, alternating (table output)")
+       "OSU's overlap measure of each -C collective (barrier too): per size the call alone "
+       "(start+wait), a busy loop calibrated to last as long, and start+loop+wait, with the "
+       "overlap %; the library's _async call beside MPI's nonblocking one (all_reduce_async "
+       "beside MPI_Iallreduce, ...), alternating (table output)")
       ("generate-rules", po::value<std::string>(),
        "FILE: time every candidate algorithm at every size and write the rules file that AUTO "
        "loads (COLLECTIVE_RULES_FILE)");
@@ -357,7 +374,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
     throw UsageError("--deterministic: '" + deterministic + "' is not 0 or 1");
   }
   options.deterministic = deterministic == "1";
-  options.collectives = parse_collectives(text("collective"));
+  options.collectives = parse_collectives(text("collective"), values.count("nonblocking") > 0);
   options.datatypes = parse_datatypes(text("datatype"));
   options.ops = parse_ops(text("op"));
   options.root = parse_integer<int>("-r/--root", text("root"), 0);
@@ -457,22 +474,19 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   }
   if (values.count("nonblocking") > 0) {
     options.nonblocking = true;
-    if (options.collectives != std::vector<CollectiveKind>{CollectiveKind::kAllReduce}) {
-      throw UsageError(
-          "--nonblocking measures the overlap of all_reduce; -C/--collective must be all_reduce");
-    }
     if (options.fusion_tensors > 0)
       throw UsageError("--nonblocking and --fusion are separate runs");
     if (given("generate-rules"))
       throw UsageError("--nonblocking and --generate-rules are separate runs");
     if (options.memory == BufferMemory::kDevice) {
       throw UsageError(
-          "--nonblocking compares with MPI_Iallreduce on host memory; give no --memory device");
+          "--nonblocking compares with MPI's nonblocking collectives on host memory; give no "
+          "--memory device");
     }
     if (options.all_algorithms || options.algorithms != std::vector<Algorithm>{Algorithm::kAuto}) {
       throw UsageError(
-          "--nonblocking measures all_reduce_async as a program calls it (-a auto); give no "
-          "other -a/--algorithm");
+          "--nonblocking measures the _async calls as a program makes them (-a auto); give "
+          "no other -a/--algorithm");
     }
     if (options.format != OutputFormat::kTable) {
       throw UsageError("--nonblocking reports a table only; give no csv or json format");
@@ -494,7 +508,7 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
           "-o/--op");
     }
     // Every collective, every algorithm, unless the command line narrows it.
-    if (!given("collective")) options.collectives = parse_collectives("all");
+    if (!given("collective")) options.collectives = parse_collectives("all", false);
     if (!given("algorithm")) {
       options.algorithms.clear();
       options.all_algorithms = true;

@@ -59,8 +59,9 @@ struct BenchOptions {
   // (0: every tensor in one pack).
   std::size_t fusion_bytes_per_pack = 0;
   std::optional<std::string> rules_file;
-  // --nonblocking: OSU's overlap measure of all_reduce_async beside
-  // MPI_Iallreduce (overlap.h) instead of the sweep.
+  // --nonblocking: OSU's overlap measure of each collective's _async call
+  // beside MPI's nonblocking one (overlap.h) instead of the sweep; -C may
+  // name barrier then.
   bool nonblocking = false;
   ProgressMode progress = ProgressMode::kAuto;
   // Test-only (hidden): corrupt one result element before checking.

@@ -104,15 +104,19 @@ MemoryNeed buffers_needed_per_rank(const BenchOptions& options, int ranks, std::
       }
       continue;
     }
+    // --nonblocking gives MPI a receive buffer of its own (overlap.h).
+    const std::size_t recv_buffers = options.nonblocking ? 2 : 1;
     for (CollectiveKind kind : options.collectives) {
+      if (kind == CollectiveKind::kBarrier) continue;  // --nonblocking's: no buffers
       // The rank with the most: rank 0 (--uneven), the root, or another.
       for (const int rank : {0, options.root, ranks - 1}) {
         const cases::Shape shape{ranks, rank, options.uneven};
         const Geometry geometry =
             make_collective_case(kind)->geometry_for_bytes(largest, element, shape);
-        const std::optional<std::size_t> bytes = add(add(multiply(geometry.send_elements, element),
-                                                         multiply(geometry.recv_elements, element)),
-                                                     timings);
+        const std::optional<std::size_t> bytes =
+            add(add(multiply(geometry.send_elements, element),
+                    multiply(multiply(geometry.recv_elements, element), recv_buffers)),
+                timings);
         if (larger(bytes, need.bytes)) {
           need = {bytes, std::string(to_string(kind)) + " of " + format_byte_size(geometry.bytes) +
                              " of " + std::string(to_string(type)) + " (send and receive buffers)"};

@@ -38,6 +38,14 @@ class AllReduceCase final : public CollectiveCase {
     options.deterministic = args.deterministic;
     communicator.all_reduce(args.send, args.recv, args.count, args.type, options);
   }
+
+  Work start(Communicator& communicator, const CallArgs& args) const override {
+    AllReduceOptions options;
+    options.algorithm = args.algorithm;
+    options.op = args.op;
+    options.deterministic = args.deterministic;
+    return communicator.all_reduce_async(args.send, args.recv, args.count, args.type, options);
+  }
 };
 
 }  // namespace

@@ -40,6 +40,13 @@ class BroadcastCase final : public CollectiveCase {
     options.root = args.root;
     communicator.broadcast(args.recv, args.count, args.type, options);
   }
+
+  Work start(Communicator& communicator, const CallArgs& args) const override {
+    BroadcastOptions options;
+    options.algorithm = args.algorithm;
+    options.root = args.root;
+    return communicator.broadcast_async(args.recv, args.count, args.type, options);
+  }
 };
 
 }  // namespace

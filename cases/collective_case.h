@@ -3,7 +3,7 @@
 // byte size to a count, as nccl-tests rounds it), where inputs and results
 // lie in the out-of-place and in-place forms, the inputs, the result every
 // element must hold, nccl-tests' name and bus-bandwidth factor, and the
-// call through libcollective. One small file per collective
+// call through libcollective, blocking and started. One small file per collective
 // (all_reduce_case.cc, ...) implements it. The MPI counterpart of each call
 // is the bench's (bench/mpi_counterparts.h): the tests never time MPI.
 #pragma once
@@ -122,6 +122,9 @@ class CollectiveCase {
 
   // The call through libcollective.
   virtual void run(Communicator& communicator, const CallArgs& args) const = 0;
+  // The same call started through its `_async` form (collective_bench
+  // --nonblocking): the buffers belong to it until the Work is waited for.
+  virtual Work start(Communicator& communicator, const CallArgs& args) const = 0;
 
  protected:
   // How many elements of the reported size one unit of `count` stands for.

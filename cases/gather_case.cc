@@ -50,6 +50,13 @@ class GatherCase final : public CollectiveCase {
     communicator.gather(args.send, args.recv, args.count, args.type, options);
   }
 
+  Work start(Communicator& communicator, const CallArgs& args) const override {
+    GatherOptions options;
+    options.algorithm = args.algorithm;
+    options.root = args.root;
+    return communicator.gather_async(args.send, args.recv, args.count, args.type, options);
+  }
+
  protected:
   std::size_t elements_per_count(const Shape& shape) const override {
     return static_cast<std::size_t>(shape.ranks);

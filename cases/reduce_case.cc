@@ -42,6 +42,15 @@ class ReduceCase final : public CollectiveCase {
     options.root = args.root;
     communicator.reduce(args.send, args.recv, args.count, args.type, options);
   }
+
+  Work start(Communicator& communicator, const CallArgs& args) const override {
+    ReduceOptions options;
+    options.algorithm = args.algorithm;
+    options.op = args.op;
+    options.deterministic = args.deterministic;
+    options.root = args.root;
+    return communicator.reduce_async(args.send, args.recv, args.count, args.type, options);
+  }
 };
 
 }  // namespace

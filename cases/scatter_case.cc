@@ -44,6 +44,13 @@ class ScatterCase final : public CollectiveCase {
     communicator.scatter(args.send, args.recv, args.count, args.type, options);
   }
 
+  Work start(Communicator& communicator, const CallArgs& args) const override {
+    ScatterOptions options;
+    options.algorithm = args.algorithm;
+    options.root = args.root;
+    return communicator.scatter_async(args.send, args.recv, args.count, args.type, options);
+  }
+
  protected:
   std::size_t elements_per_count(const Shape& shape) const override {
     return static_cast<std::size_t>(shape.ranks);

@@ -237,24 +237,37 @@ TEST(BenchOptions, FusionIsAnAllReduceComparison) {
   EXPECT_NE(refusal({"--fusion", "4", "--baseline", "mpi"}).find("--fusion"), std::string::npos);
 }
 
-TEST(BenchOptions, NonblockingIsAnAllReduceOverlapMeasure) {
+TEST(BenchOptions, NonblockingMeasuresTheOverlapOfEveryCollective) {
   EXPECT_FALSE(options({}).nonblocking);
   const BenchOptions o = options({"--nonblocking", "-b", "1M", "-e", "64M", "-n", "10"});
   EXPECT_TRUE(o.nonblocking);
+  EXPECT_EQ(o.collectives, std::vector<CollectiveKind>{CollectiveKind::kAllReduce});
   EXPECT_EQ(o.min_bytes, 1u << 20);
   EXPECT_EQ(o.max_bytes, 64u << 20);
   EXPECT_EQ(o.iters, 10);
+  // Every collective, barrier included, in the library's order.
+  std::vector<CollectiveKind> every;
+  for (int k = 0; k < kNumCollectiveKinds; ++k) every.push_back(static_cast<CollectiveKind>(k));
+  EXPECT_EQ(options({"--nonblocking", "-C", "all"}).collectives, every);
+  EXPECT_EQ(options({"--nonblocking", "-C", "broadcast,barrier,gatherv"}).collectives,
+            (std::vector<CollectiveKind>{CollectiveKind::kBroadcast, CollectiveKind::kBarrier,
+                                         CollectiveKind::kGatherV}));
+  // The blocking sweep has no barrier (no buffers to size).
+  EXPECT_NE(refusal({"-C", "barrier"}).find("-C/--collective: 'barrier' is not benchmarked"),
+            std::string::npos);
   for (const std::vector<std::string>& args :
-       std::vector<std::vector<std::string>>{{"--nonblocking", "-C", "broadcast"},
-                                             {"--nonblocking", "--fusion", "4"},
+       std::vector<std::vector<std::string>>{{"--nonblocking", "--fusion", "4"},
                                              {"--nonblocking", "--generate-rules", "r.txt"},
                                              {"--nonblocking", "--memory", "device"},
                                              {"--nonblocking", "-a", "ring"},
                                              {"--nonblocking", "-a", "all"},
-                                             {"--nonblocking", "--format", "csv"}}) {
+                                             {"--nonblocking", "--format", "csv"},
+                                             {"--nonblocking", "--format", "json"}}) {
     const std::string why = refusal(args);
     EXPECT_NE(why.find("--nonblocking"), std::string::npos) << args[1] << ": " << why;
   }
+  EXPECT_NE(refusal({"--nonblocking", "-C", "bogus"}).find("with --nonblocking"),
+            std::string::npos);
 }
 
 TEST(Overlap, IsOsusFormulaClampedToZeroToHundred) {

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""Checks what collective_bench wrote: its JSON report, its CSV, or a rules
-file from --generate-rules. Exits non-zero naming the first problem.
+"""Checks what collective_bench wrote: its JSON report, its CSV, a rules
+file from --generate-rules, or the table of --nonblocking -C all. Exits
+non-zero naming the first problem.
 
   check_bench_output.py json FILE --ranks N [--baseline] [--fusion]
   check_bench_output.py csv FILE --ranks N
   check_bench_output.py rules FILE --ranks N
+  check_bench_output.py overlap FILE --ranks N --sizes-from JSON
 """
 import argparse
 import csv
 import json
 import math
+import re
 import sys
 
 ELEMENT_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8,
@@ -232,19 +235,95 @@ def check_rules(path, ranks):
         fail("no rules")
     print(f"{path}: {len(document['rules'])} rules for {sorted(previous_end)}, OK")
 
+# --nonblocking: each collective's MPI counterpart, in the library's order.
+NONBLOCKING = {"all_reduce": "MPI_Iallreduce", "reduce_scatter": "MPI_Ireduce_scatter_block",
+               "all_gather": "MPI_Iallgather", "broadcast": "MPI_Ibcast", "reduce": "MPI_Ireduce",
+               "barrier": "MPI_Ibarrier", "all_to_all": "MPI_Ialltoall",
+               "all_to_all_v": "MPI_Ialltoallv", "all_gather_v": "MPI_Iallgatherv",
+               "reduce_scatter_v": "MPI_Ireduce_scatter", "gather": "MPI_Igather",
+               "gather_v": "MPI_Igatherv", "scatter": "MPI_Iscatter", "scatter_v": "MPI_Iscatterv"}
+
+
+def check_overlap(path, ranks, sizes_from):
+    """The --nonblocking -C all table: a titled section per collective, in
+    the library's order, and in each exactly one row per type, op and size
+    that the blocking sweep of the same sizes (its JSON report, sizes_from)
+    measured, every time sane and nothing wrong; barrier one row of
+    nothing."""
+    with open(sizes_from) as f:
+        blocking = json.load(f)
+    if blocking["header"]["ranks"] != ranks:
+        fail(f"{sizes_from} ran at {blocking['header']['ranks']} ranks, not {ranks}")
+    expected = {name: set() for name in NONBLOCKING}
+    for row in blocking["rows"]:
+        # The overlap is measured out of place (broadcast: in place, its only form).
+        if row["inplace"] == (row["collective"] == "broadcast"):
+            expected[row["collective"]].add((row["bytes"], row["count"], row["dtype"], row["op"]))
+    expected["barrier"] = {(0, 0, "none", "none")}
+    title = re.compile(r"^# (\w+): (\w+) beside (\w+)(, (out of|in) place)?(, root \d+)?$")
+    number = r"\s+(-?[0-9.]+)"
+    row_re = re.compile(r"^#\s+(\d+)\s+(\d+)\s+(\w+)\s+(\w+)" + number * 8 + r"\s+(\d+)$")
+    sections = []
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            line = line.rstrip("\n")
+            m = title.match(line)
+            if m and m.group(1) in NONBLOCKING:
+                name = m.group(1)
+                if m.group(2) != name + "_async" or m.group(3) != NONBLOCKING[name]:
+                    fail(f"{name}: section compares {m.group(2)} with {m.group(3)}: {line}")
+                if name in rows:
+                    fail(f"{name}: a second section")
+                sections.append(name)
+                rows[name] = []
+                continue
+            m = row_re.match(line)
+            if not m:
+                continue
+            if not sections:
+                fail(f"a row before any section: {line}")
+            size, count, dtype, op = int(m.group(1)), int(m.group(2)), m.group(3), m.group(4)
+            times = [float(m.group(i)) for i in range(5, 13)]
+            wrong = int(m.group(13))
+            for side, (call, compute, total, overlap) in (("ours", times[:4]),
+                                                          ("mpi", times[4:])):
+                if min(call, compute, total) < 0 or not 0 <= overlap <= 100:
+                    fail(f"{sections[-1]} {side}: times out of range: {line}")
+            if wrong != 0:
+                fail(f"{sections[-1]}: {wrong} wrong elements: {line}")
+            rows[sections[-1]].append((size, count, dtype, op))
+    if sections != list(NONBLOCKING):
+        fail(f"sections {sections}, expected every collective in order {list(NONBLOCKING)}")
+    for name in NONBLOCKING:
+        got = rows[name]
+        if len(got) != len(set(got)):
+            fail(f"{name}: a row twice: {sorted(got)}")
+        if set(got) != expected[name]:
+            missing = sorted(expected[name] - set(got))
+            extra = sorted(set(got) - expected[name])
+            fail(f"{name}: rows (size, count, type, op) missing {missing}, unexpected {extra}")
+    total = sum(len(r) for r in rows.values())
+    print(f"{path}: {total} rows over {len(sections)} collectives, {ranks} ranks, OK")
+
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("kind", choices=("json", "csv", "rules"))
+    parser.add_argument("kind", choices=("json", "csv", "rules", "overlap"))
     parser.add_argument("file")
     parser.add_argument("--ranks", type=int, required=True)
     parser.add_argument("--baseline", action="store_true")
     parser.add_argument("--fusion", action="store_true")
+    parser.add_argument("--sizes-from", help="overlap: the blocking sweep's JSON of the same sizes")
     args = parser.parse_args()
     if args.kind == "json":
         check_json(args.file, args.ranks, args.baseline, args.fusion)
     elif args.kind == "csv":
         check_csv(args.file, args.ranks)
+    elif args.kind == "overlap":
+        if not args.sizes_from:
+            fail("overlap needs --sizes-from")
+        check_overlap(args.file, args.ranks, args.sizes_from)
     else:
         check_rules(args.file, args.ranks)
 
