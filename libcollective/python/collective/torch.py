@@ -10,9 +10,9 @@ Where RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT are not set (plain
 mpirun), the import sets them from MPI (rank 0's host and a free port, sent
 to every rank), so the env:// rendezvous torch does for every backend works.
 The process group serves CPU tensors (float16, bfloat16, float32, float64,
-int8, uint8, int32, int64), contiguous, in place without a copy, through the
-library's `_async` calls; anything else raises naming the backend and the
-operation.
+int8, uint8, int32, int64), contiguous, in place without a copy: a call torch
+waits for at once through the library's blocking call, any other through its
+`_async` call; anything else raises naming the backend and the operation.
 """
 
 import os
@@ -20,7 +20,6 @@ import queue
 import socket
 import sys
 import threading
-from datetime import timedelta
 
 import torch
 import torch.distributed as dist
