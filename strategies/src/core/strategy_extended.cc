@@ -274,7 +274,7 @@ void StrategyExtended::call_for_each_replica(const std::function<void(int)>& fn)
       if (error) std::rethrow_exception(error);
     }
   };
-  if (impl.elastic) {
+  if (impl.elastic_state) {
     detail::run_elastic_step(impl, attempt);
   } else {
     attempt();

@@ -97,8 +97,7 @@ struct StrategyImpl {
     std::uint64_t batch_membership = 0;
     int steps_redone = 0;
   };
-  bool elastic = false;
-  std::unique_ptr<ElasticState> elastic_state;
+  std::unique_ptr<ElasticState> elastic_state;  // set: the strategy is elastic
 
   int num_replicas_in_sync() const { return num_workers * num_local_replicas; }
   // "MirroredStrategy #2".

@@ -29,7 +29,6 @@ std::string worker_list(const std::vector<int>& workers) {
 // the strategy's calls shrink to the surviving workers (worker_calls.h), the
 // strategy renumbers its workers and replicas and says what happened.
 void make_elastic(detail::StrategyImpl& impl, const std::vector<detail::DeviceSpec>& devices) {
-  impl.elastic = true;
   impl.elastic_state = std::make_unique<detail::StrategyImpl::ElasticState>();
   detail::StrategyImpl* const strategy = &impl;  // the calls live no longer than it
   impl.worker_calls->make_elastic([strategy, devices](
