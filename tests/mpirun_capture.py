@@ -1,18 +1,26 @@
 """mpirun with its stdout and stderr collected line by line, with times: the
 one harness of the fault drivers (tests/reliability/fault_driver.py,
-tests/strategies/ps_fault_driver.py), which harm real processes and check
-what the others report, and when."""
+shrink_driver.py, tests/strategies/ps_fault_driver.py, elastic_train.py),
+which harm real processes and check what the others report, and when; and
+their shared main (run_scenarios) and end of a run (finish)."""
 
+import argparse
 import os
 import re
 import signal
 import subprocess
+import sys
 import threading
 import time
+import traceback
 
 
 class Failure(Exception):
     pass
+
+
+class Skip(Exception):
+    """A scenario this machine cannot run: exit status 77, ctest's skip."""
 
 
 def alive(pid):
@@ -120,3 +128,39 @@ class CapturedMpirun:
         with self.lock:
             for (_, s, text) in self.lines:
                 print("  [%s] %s" % (s, text))
+
+
+def finish(run):
+    """Ends what is left of `run`, in a scenario's `finally`: its output is printed when the
+    scenario is failing or left processes behind, which then fails it."""
+    failing = sys.exc_info()[0] is not None
+    left = run.cleanup()
+    if failing or left:
+        run.dump()
+    if left:
+        raise Failure("processes left behind: %s" % left)
+
+
+def run_scenarios(scenarios, description, program_flag):
+    """A driver's main: `--mpiexec MPIEXEC PROGRAM_FLAG PATH SCENARIO` runs scenarios[SCENARIO]
+    (given the parsed arguments) and prints one line, PASS, FAIL or SKIP with its scenario and
+    why; returns the exit status (0, 1 or 77). A driver error fails with its traceback."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--mpiexec", required=True)
+    parser.add_argument(program_flag, required=True)
+    parser.add_argument("scenario", choices=sorted(scenarios))
+    args = parser.parse_args()
+    try:
+        summary = scenarios[args.scenario](args)
+    except Skip as skip:
+        print("SKIP %s: %s" % (args.scenario, skip), flush=True)
+        return 77
+    except Failure as failure:
+        print("FAIL %s: %s" % (args.scenario, failure), flush=True)
+        return 1
+    except Exception:  # noqa: BLE001 - any driver error fails the test, with its trace
+        traceback.print_exc()
+        print("FAIL %s: driver error" % args.scenario, flush=True)
+        return 1
+    print("PASS %s: %s" % (args.scenario, summary), flush=True)
+    return 0

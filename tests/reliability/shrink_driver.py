@@ -10,7 +10,6 @@ scenario per test:
 Each prints the time from the kill to the last survivor's shrunk communicator,
 and the shrink call's own time."""
 
-import argparse
 import json
 import os
 import shutil
@@ -19,14 +18,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from mpirun_capture import CapturedMpirun, Failure  # noqa: E402
-
-
-class Skip(Exception):
-    pass
+from mpirun_capture import CapturedMpirun, Failure, Skip, finish, run_scenarios  # noqa: E402
 
 
 TRACE_TOOL = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "libcollective",
@@ -261,15 +255,6 @@ def kill_during_shrink(args, ranks, first, second, across_hosts=False):
         finish(run)
 
 
-def finish(run):
-    failing = sys.exc_info()[0] is not None
-    left = run.cleanup()
-    if failing or left:
-        run.dump()
-    if left:
-        raise Failure("processes left behind: %s" % left)
-
-
 SCENARIOS = {
     "kill_np3": lambda a: kill_in_loop(a, 3, [1]),
     "kill_np4": lambda a: kill_in_loop(a, 4, [2]),
@@ -282,27 +267,5 @@ SCENARIOS = {
 }
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--mpiexec", required=True)
-    parser.add_argument("--worker", required=True)
-    parser.add_argument("scenario", choices=sorted(SCENARIOS))
-    args = parser.parse_args()
-    try:
-        summary = SCENARIOS[args.scenario](args)
-    except Skip as skip:
-        print("SKIP %s: %s" % (args.scenario, skip))
-        return 77
-    except Failure as failure:
-        print("FAIL %s: %s" % (args.scenario, failure))
-        return 1
-    except Exception:  # noqa: BLE001 - any driver error fails the test, with its trace
-        traceback.print_exc()
-        print("FAIL %s: driver error" % args.scenario)
-        return 1
-    print("PASS %s: %s" % (args.scenario, summary))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_scenarios(SCENARIOS, __doc__, "--worker"))

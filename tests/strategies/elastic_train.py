@@ -16,18 +16,14 @@ at a moment of its choosing) and the survivors go on. Checked:
 
     elastic_train.py --mpiexec mpiexec --train collective_train SCENARIO"""
 
-import argparse
 import json
 import os
 import signal
-import subprocess
 import sys
 import tempfile
-import time
-import traceback
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from mpirun_capture import CapturedMpirun, Failure  # noqa: E402
+from mpirun_capture import CapturedMpirun, Failure, finish, run_scenarios  # noqa: E402
 
 # Each rank runs under a shell that says its pid and, at the end, its exit
 # status: under --enable-recovery mpirun returns 0 whatever they were.
@@ -149,15 +145,6 @@ def kill_during_training(args, ranks, victim, steps, after_step):
         finish(run)
 
 
-def finish(run):
-    failing = sys.exc_info()[0] is not None
-    left = run.cleanup()
-    if failing or left:
-        run.dump()
-    if left:
-        raise Failure("processes left behind: %s" % left)
-
-
 SCENARIOS = {
     "fault_at_step_np4": lambda a: fault_at_step(a, 4, 2, 7, 20),
     "fault_at_step_chief_np3": lambda a: fault_at_step(a, 3, 0, 4, 12),
@@ -165,24 +152,5 @@ SCENARIOS = {
 }
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--mpiexec", required=True)
-    parser.add_argument("--train", required=True)
-    parser.add_argument("scenario", choices=sorted(SCENARIOS))
-    args = parser.parse_args()
-    try:
-        summary = SCENARIOS[args.scenario](args)
-    except Failure as failure:
-        print("FAIL %s: %s" % (args.scenario, failure))
-        return 1
-    except Exception:  # noqa: BLE001 - any driver error fails the test, with its trace
-        traceback.print_exc()
-        print("FAIL %s: driver error" % args.scenario)
-        return 1
-    print("PASS %s: %s" % (args.scenario, summary))
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_scenarios(SCENARIOS, __doc__, "--train"))

@@ -16,14 +16,13 @@ kill_worker    SIGKILL worker 1 under --enable-recovery (Open MPI lets the
 stop_ps        SIGSTOP the ps: join() raises UnavailableError naming
                "ps 0 (rank 1)" within the failure timeout (+ slack)."""
 
-import argparse
 import os
 import signal
 import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from mpirun_capture import CapturedMpirun, Failure  # noqa: E402
+from mpirun_capture import CapturedMpirun, Failure, run_scenarios  # noqa: E402
 
 RANKS = 4
 FAILURE_TIMEOUT_S = 3
@@ -152,20 +151,5 @@ def stop_ps(args):
 SCENARIOS = {"stop_worker": stop_worker, "kill_worker": kill_worker, "stop_ps": stop_ps}
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mpiexec", default="mpiexec")
-    parser.add_argument("--program", required=True)
-    parser.add_argument("scenario", choices=sorted(SCENARIOS))
-    args = parser.parse_args()
-    try:
-        summary = SCENARIOS[args.scenario](args)
-    except Failure as failure:
-        print("FAIL %s: %s" % (args.scenario, failure), flush=True)
-        return 1
-    print("PASS %s: %s" % (args.scenario, summary), flush=True)
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_scenarios(SCENARIOS, __doc__, "--program"))
