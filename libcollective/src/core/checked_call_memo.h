@@ -7,13 +7,7 @@
 // about 300 instructions each. The cross-rank check still runs every call.
 #pragma once
 
-#include <chrono>
-#include <cstddef>
-#include <cstdint>
-
-#include "collective/algorithm.h"
 #include "collective/options.h"
-#include "collective/types.h"
 #include "core/request.h"
 
 namespace collective::internal {
@@ -24,12 +18,12 @@ struct CheckedCallMemo {
   // `request` as the checks saw it: after the options were applied, with
   // its declared memory kind (before resolution).
   bool matches(const Request& request) const {
-    return algorithm != nullptr && request.kind == kind && request.send == send &&
-           request.recv == recv && request.count == count && request.type == type &&
-           request.op == op && request.root == root && request.requested == requested &&
-           request.forced == forced && request.memory == declared_memory &&
-           request.deterministic == deterministic && request.timeout == timeout &&
-           request.call_tag == call_tag && request.point_to_point == nullptr &&
+    return algorithm != nullptr && request.kind == key.kind && request.send == key.send &&
+           request.recv == key.recv && request.count == key.count && request.type == key.type &&
+           request.op == key.op && request.root == key.root && request.requested == key.requested &&
+           request.forced == key.forced && request.memory == key.memory &&
+           request.deterministic == key.deterministic && request.timeout == key.timeout &&
+           request.call_tag == key.call_tag && request.point_to_point == nullptr &&
            has_no_vectors(request);
   }
   // The v-forms' counts and displacements are not compared (they would
@@ -38,39 +32,18 @@ struct CheckedCallMemo {
     return request.send_counts.empty() && request.send_displacements.empty() &&
            request.recv_counts.empty() && request.recv_displacements.empty();
   }
+  // `request` after its checks passed (memory resolved), its declared
+  // memory kind and the algorithm chosen for it.
   void remember(const Request& request, MemoryKind declared, const CollectiveAlgorithm* chosen) {
-    kind = request.kind;
-    send = request.send;
-    recv = request.recv;
-    count = request.count;
-    type = request.type;
-    op = request.op;
-    root = request.root;
-    requested = request.requested;
-    forced = request.forced;
-    declared_memory = declared;
+    key = request;
+    key.memory = declared;
     resolved_memory = request.memory;
-    deterministic = request.deterministic;
-    timeout = request.timeout;
-    call_tag = request.call_tag;
     algorithm = chosen;
   }
 
   const CollectiveAlgorithm* algorithm = nullptr;  // nullptr: nothing remembered
-  CollectiveKind kind = CollectiveKind::kAllReduce;
-  const void* send = nullptr;
-  void* recv = nullptr;
-  std::size_t count = 0;
-  DataType type = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  int root = 0;
-  Algorithm requested = Algorithm::kAuto;
-  bool forced = false;
-  MemoryKind declared_memory = MemoryKind::kHost;
+  Request key;                                     // what matches() compares
   MemoryKind resolved_memory = MemoryKind::kHost;
-  bool deterministic = false;
-  std::chrono::milliseconds timeout{0};
-  std::uint64_t call_tag = 0;
 };
 
 }  // namespace collective::internal
