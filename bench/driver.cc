@@ -73,6 +73,18 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
   return result;
 }
 
+void require_root_in_run(const BenchOptions& options, const CollectiveCase& c, int ranks) {
+  if (c.rooted() && options.root >= ranks) {
+    throw BenchError("-r/--root " + std::to_string(options.root) + " is not a rank of this " +
+                     std::to_string(ranks) + "-rank run");
+  }
+}
+
+std::vector<std::optional<ReduceOp>> ops_for(const BenchOptions& options, const CollectiveCase& c) {
+  if (!c.reduces()) return {std::nullopt};
+  return {options.ops.begin(), options.ops.end()};
+}
+
 std::vector<Geometry> geometries_for(const BenchOptions& options, const CollectiveCase& c,
                                      std::size_t element_bytes, const cases::Shape& shape) {
   std::vector<Geometry> result;
@@ -105,16 +117,8 @@ void SweepDriver::run() {
   for (CollectiveKind kind : options.collectives) {
     cases.push_back(make_collective_case(kind));
     const CollectiveCase& c = *cases.back();
-    if (c.rooted() && options.root >= ranks) {
-      throw BenchError("-r/--root " + std::to_string(options.root) + " is not a rank of this " +
-                       std::to_string(ranks) + "-rank run");
-    }
-    std::vector<std::optional<ReduceOp>> ops;
-    if (c.reduces()) {
-      ops.assign(options.ops.begin(), options.ops.end());
-    } else {
-      ops.push_back(std::nullopt);
-    }
+    require_root_in_run(options, c, ranks);
+    const std::vector<std::optional<ReduceOp>> ops = ops_for(options, c);
     for (DataType type : options.datatypes) {
       std::vector<Step> steps;
       const cases::Shape shape{ranks, context_.communicator.rank(), options.uneven};

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -58,6 +59,13 @@ void report_wrong(const WrongElements& wrong, int rank, const std::string& what)
 // it, else BenchError), or with -a all every algorithm that does.
 std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKind kind,
                                       std::size_t count, DataType type);
+
+// -r/--root must be a rank of the run for a rooted collective (BenchError).
+void require_root_in_run(const BenchOptions& options, const CollectiveCase& c, int ranks);
+
+// The reduce ops to run a collective with: -o's for a reducing one, else
+// one entry without an op.
+std::vector<std::optional<ReduceOp>> ops_for(const BenchOptions& options, const CollectiveCase& c);
 
 // Sizes rounded as the collective rounds them, duplicates removed.
 std::vector<Geometry> geometries_for(const BenchOptions& options, const CollectiveCase& c,

@@ -150,16 +150,8 @@ std::vector<OverlapUnit> plan_units(const BenchContext& context,
     }
     cases.push_back(make_collective_case(kind));
     const CollectiveCase& c = *cases.back();
-    if (c.rooted() && options.root >= ranks) {
-      throw BenchError("-r/--root " + std::to_string(options.root) + " is not a rank of this " +
-                       std::to_string(ranks) + "-rank run");
-    }
-    std::vector<std::optional<ReduceOp>> ops;
-    if (c.reduces()) {
-      ops.assign(options.ops.begin(), options.ops.end());
-    } else {
-      ops.push_back(std::nullopt);
-    }
+    require_root_in_run(options, c, ranks);
+    const std::vector<std::optional<ReduceOp>> ops = ops_for(options, c);
     for (DataType type : options.datatypes) {
       const std::vector<Geometry> geometries =
           geometries_for(options, c, element_size(type), shape);
