@@ -6,6 +6,7 @@
 program fortran_api_test
   use mpi
   use collective
+  use fortran_test_text, only: decimal
   use, intrinsic :: iso_c_binding, only: c_double, c_float, c_int8_t, c_loc
   implicit none
   integer :: ierr, rank, size, failures, total, i, r, root, status_code
@@ -296,23 +297,6 @@ program fortran_api_test
   if (total /= 0) error stop 1
 
 contains
-
-  ! An integer as text, without formatted I/O: libgfortran copies a format
-  ! string with strndup, which ASan's strict_string_checks (the sanitizer
-  ! job's setting) reports as a read past the unterminated literal.
-  function decimal(value) result(text)
-    integer, intent(in) :: value
-    character(len=:), allocatable :: text
-    integer :: rest
-    rest = abs(value)
-    text = ''
-    do
-      text = achar(iachar('0') + mod(rest, 10)) // text
-      rest = rest / 10
-      if (rest == 0) exit
-    end do
-    if (value < 0) text = '-' // text
-  end function decimal
 
   subroutine fail_msg(what)
     character(len=*), intent(in) :: what

@@ -7,6 +7,7 @@
 program fortran_async_test
   use mpi
   use collective
+  use fortran_test_text, only: decimal
   use, intrinsic :: iso_c_binding, only: c_loc
   implicit none
   integer, parameter :: n = 1001, m = 5
@@ -250,21 +251,6 @@ contains
       max_over_ranks = max(max_over_ranks, mod(i + q * 3, 11))
     end do
   end function max_over_ranks
-
-  ! An integer as text without formatted I/O (see fortran_api_test.f90).
-  function decimal(value) result(text)
-    integer, intent(in) :: value
-    character(len=:), allocatable :: text
-    integer :: rest
-    rest = abs(value)
-    text = ''
-    do
-      text = achar(iachar('0') + mod(rest, 10)) // text
-      rest = rest / 10
-      if (rest == 0) exit
-    end do
-    if (value < 0) text = '-' // text
-  end function decimal
 
   subroutine fail_msg(what)
     character(len=*), intent(in) :: what

@@ -9,6 +9,7 @@
 program fortran_plan_test
   use mpi
   use collective
+  use fortran_test_text, only: decimal
   use, intrinsic :: iso_c_binding, only: c_loc, c_associated
   implicit none
   integer, parameter :: plans = 15, starts = 3
@@ -352,21 +353,6 @@ contains
     call expect_ok(collective_plan_free(plan), 'plan_free of c_null_ptr')
     call expect_ok(collective_comm_free(side), 'free side')
   end subroutine refusals
-
-  ! An integer as text without formatted I/O (see fortran_api_test.f90).
-  function decimal(value) result(text)
-    integer, intent(in) :: value
-    character(len=:), allocatable :: text
-    integer :: rest
-    rest = abs(value)
-    text = ''
-    do
-      text = achar(iachar('0') + mod(rest, 10)) // text
-      rest = rest / 10
-      if (rest == 0) exit
-    end do
-    if (value < 0) text = '-' // text
-  end function decimal
 
   subroutine fail_msg(what)
     character(len=*), intent(in) :: what
