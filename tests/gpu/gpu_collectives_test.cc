@@ -11,68 +11,25 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collective/collective.h"
 #include "gpu/device_runtime.h"
+#include "gpu_test_support.h"
 #include "typed_buffer.h"
 
 namespace {
 
 using namespace collective;
 namespace helpers = collective::testing;
-
-#define CUDA_OK(call) ASSERT_EQ((call), cudaSuccess) << #call << ": " << cudaGetErrorString(call)
-
-// Device memory for one test buffer.
-class DeviceBuffer {
- public:
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-    if (cudaMalloc(&data_, bytes == 0 ? 1 : bytes) != cudaSuccess) data_ = nullptr;
-  }
-  ~DeviceBuffer() {
-    if (data_ != nullptr) cudaFree(data_);
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-
-  std::byte* get() const { return static_cast<std::byte*>(data_); }
-  bool ok() const { return data_ != nullptr; }
-  void upload(const helpers::TypedBuffer& host) const {
-    const std::size_t bytes = host.count() * element_size(host.type());
-    if (bytes > 0) cudaMemcpy(data_, host.data(), bytes, cudaMemcpyHostToDevice);
-  }
-  void upload_zeros() const { cudaMemset(data_, 0, bytes_); }
-  helpers::TypedBuffer download(DataType type) const {
-    helpers::TypedBuffer host(type, bytes_ / element_size(type));
-    if (bytes_ > 0) cudaMemcpy(host.data(), data_, bytes_, cudaMemcpyDeviceToHost);
-    return host;
-  }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
-
-struct NodeShare {
-  int local_rank = 0;
-  int local_size = 1;
-};
-
-NodeShare node_share() {
-  static const NodeShare share = [] {
-    MPI_Comm node = MPI_COMM_NULL;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    NodeShare result;
-    MPI_Comm_rank(node, &result.local_rank);
-    MPI_Comm_size(node, &result.local_size);
-    MPI_Comm_free(&node);
-    return result;
-  }();
-  return share;
-}
+using collective::testing::DeviceBuffer;
+using collective::testing::inputs;
+using collective::testing::node_share;
+using collective::testing::NodeShare;
 
 const DataType kTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
                            DataType::kFloat64, DataType::kInt8,     DataType::kUInt8,
@@ -81,13 +38,6 @@ const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, Reduce
                          ReduceOp::kProd};
 
 bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
-
-// A TypedBuffer holding rank `rank`'s inputs for `op`.
-helpers::TypedBuffer inputs(ReduceOp op, DataType type, int rank, std::size_t count) {
-  helpers::TypedBuffer buffer(type, count);
-  for (std::size_t i = 0; i < count; ++i) buffer.set(i, helpers::input_value(op, type, rank, i));
-  return buffer;
-}
 
 // Checks a reduction result. Exact, except for one documented case: ncclAvg
 // on floating types sums inputs pre-multiplied by 1/p, exact only when p is
@@ -294,6 +244,46 @@ TEST_F(GpuCollectives, AsyncCallsInFlightOnDeviceBuffersAreExact) {
                                 world.rank()))
         << "all_reduce_async " << to_string(call->type) << " " << to_string(call->op) << " count "
         << call->count;
+  }
+}
+
+TEST_F(GpuCollectives, PlansOnDeviceBuffersRepeatExactly) {
+  // A plan resolves the memory kind and picks nccl once, at creation; each
+  // start runs it again on whatever the buffers hold by then.
+  const std::size_t count = 65537;
+  DeviceBuffer send(count * sizeof(float));
+  DeviceBuffer recv(count * sizeof(float));
+  DeviceBuffer gathered(count * sizeof(float) * static_cast<std::size_t>(p));
+  ASSERT_TRUE(send.ok() && recv.ok() && gathered.ok());
+  AllReduceOptions sum;
+  Plan reduce_plan = world.all_reduce_init(send.get(), recv.get(), count, DataType::kFloat32, sum);
+  Plan gather_plan = world.all_gather_init(send.get(), gathered.get(), count, DataType::kFloat32);
+  for (int start = 0; start < 3; ++start) {
+    // Start s sends rank r's inputs as if it were rank r + s.
+    const int as_rank = world.rank() + start;
+    send.upload(inputs(ReduceOp::kSum, DataType::kFloat32, as_rank, count));
+    reduce_plan.start().wait();
+    const auto reduced = recv.download(DataType::kFloat32);
+    ASSERT_TRUE(helpers::check_elements(reduced, 0, count, world.rank(),
+                                        [&](std::size_t i) {
+                                          double want = 0;
+                                          for (int r = 0; r < p; ++r)
+                                            want += helpers::input_value(
+                                                ReduceOp::kSum, DataType::kFloat32, r + start, i);
+                                          return want;
+                                        }))
+        << reduce_plan.describe() << ", start " << start;
+    EXPECT_EQ(world.last_algorithm(), Algorithm::kNccl);
+    gather_plan.start().wait();
+    const auto all = gathered.download(DataType::kFloat32);
+    for (int owner = 0; owner < p; ++owner) {
+      ASSERT_TRUE(helpers::check_elements(
+          all, owner * count, count, world.rank(),
+          [&](std::size_t i) {
+            return helpers::input_value(ReduceOp::kSum, DataType::kFloat32, owner + start, i);
+          }))
+          << gather_plan.describe() << ", start " << start << ", block " << owner;
+    }
   }
 }
 

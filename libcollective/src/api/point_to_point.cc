@@ -26,6 +26,7 @@
 #include "core/exclusive_use.h"
 #include "core/mpi_thread_level.h"
 #include "core/request.h"
+#include "gpu/device_runtime.h"
 #include "transport/mpi/peer_exchange.h"
 
 namespace collective {
@@ -34,6 +35,7 @@ namespace {
 using internal::CommunicatorState;
 using internal::PeerExchange;
 using internal::Request;
+namespace gpu = internal::gpu;
 
 // Up to this many bytes travel in the sender's first message.
 constexpr std::size_t kEagerBytes = 4096;
@@ -117,6 +119,19 @@ void validate(const Request& request, const PointToPointOptions& options, int ra
   const void* buffer = request.send != nullptr ? request.send : request.recv;
   if (request.count > 0 && buffer == nullptr) {
     fail("buffer is null with count " + std::to_string(request.count));
+  }
+  // This Open MPI reads device memory as host memory (a crash, not an
+  // error), so an undeclared device buffer is found by where it lives.
+  if (request.count > 0 && options.memory == MemoryKind::kAuto && gpu::cuda_built_in() &&
+      gpu::device_count().count > 0) {
+    const gpu::PointerLocation location = gpu::locate(buffer);
+    if (location.on_device) {
+      throw UnsupportedError(request.label(), rank,
+                             "the buffer is CUDA device memory (device " +
+                                 std::to_string(location.device) +
+                                 "); send and recv serve host buffers only (device buffers: use "
+                                 "the collectives, which NCCL serves)");
+    }
   }
 }
 
