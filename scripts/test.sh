@@ -43,14 +43,11 @@ phase build
 bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=ON
 
 # The other builds (MPICH's test programs, build-mpich, build-asan,
-# build-tsan, build-fuzz) run in one chain in the background under
-# SCHED_IDLE while the tests of build/ run: some of those leave a core idle
-# (the fault scenarios sleep on their timeouts, 25 CPU-s in 90 s; mpirun's
-# start and end of each MPI test; MPICH's runs), and a SCHED_IDLE compiler
-# only gets what the tests leave. Not nice 19: a waiting rank's
-# sched_yield hands the core to a nice 19 compiler for a time slice, under
-# SCHED_IDLE it does not (collective_set_test_np2 beside two busy loops:
-# 12.7 s at nice 19, 5.0 s at SCHED_IDLE, 3.7 s alone). Each step's tests then run in the foreground once
+# build-tsan, build-fuzz) run in one chain in the background at nice 19
+# while the tests of build/ run: some of those leave a core idle (the fault
+# scenarios sleep on their timeouts, 25 CPU-s in 90 s; mpirun's start and
+# end of each MPI test; MPICH's runs), and a nice 19 compiler only gets
+# what the tests leave. Each step's tests then run in the foreground once
 # the step is built, in the order below. A step's output goes to
 # build/ci-background/STEP.log and is printed when the step is awaited; a
 # failed build fails CI there. COLLECTIVE_CI_BACKGROUND=0 builds each in
@@ -107,8 +104,6 @@ if [[ ${COLLECTIVE_CI_BACKGROUND:-1} == 1 ]]; then
   set -m
   (
     renice -n 19 -p "$BASHPID" >/dev/null
-    chrt --idle -p 0 "$BASHPID" ||
-      echo "test.sh: chrt --idle failed; the background builds run at nice 19 only" >&2
     for step in "${steps[@]}"; do
       echo "== $step: build started at $(date +%T), ${SECONDS} s in" >"$background/$step.log"
       if run_step "$step" build >>"$background/$step.log" 2>&1; then
