@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "collective/collective.h"
-#include "gpu/device_runtime.h"
 #include "gpu_test_support.h"
 #include "typed_buffer.h"
 
@@ -26,6 +25,7 @@ namespace {
 
 using namespace collective;
 namespace helpers = collective::testing;
+using collective::testing::CudaDeviceTest;
 using collective::testing::DeviceBuffer;
 using collective::testing::inputs;
 using collective::testing::node_share;
@@ -72,23 +72,18 @@ bool power_of_two(int n) { return n > 0 && (n & (n - 1)) == 0; }
   return ::testing::AssertionSuccess();
 }
 
-class GpuCollectives : public ::testing::Test {
+class GpuCollectives : public CudaDeviceTest {
  protected:
   void SetUp() override {
-    const auto& devices = internal::gpu::device_count();
-    if (devices.count == 0) {
-      GTEST_SKIP() << "GPU tests skipped: CUDA finds no device (" << devices.reason << ")";
-    }
+    CudaDeviceTest::SetUp();
+    if (IsSkipped()) return;
     const NodeShare share = node_share();
-    if (share.local_size > devices.count) {
+    if (share.local_size > devices()) {
       GTEST_SKIP() << "GPU tests skipped: " << share.local_size << " ranks on this node but "
-                   << devices.count << " CUDA device(s); NCCL needs one device per rank";
+                   << devices() << " CUDA device(s); NCCL needs one device per rank";
     }
     CUDA_OK(cudaSetDevice(share.local_rank));
   }
-
-  Communicator world = Communicator::world();
-  int p = world.size();
 };
 
 TEST_F(GpuCollectives, AllReduceEveryTypeOpAndCount) {

@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "collective/collective.h"
-#include "gpu/device_runtime.h"
 #include "gpu_test_support.h"
 #include "typed_buffer.h"
 
@@ -22,21 +21,18 @@ namespace {
 
 using namespace collective;
 namespace helpers = collective::testing;
+using collective::testing::CudaDeviceTest;
 using collective::testing::DeviceBuffer;
 using collective::testing::inputs;
 using collective::testing::node_share;
 
-class DeviceBuffersRefused : public ::testing::Test {
+class DeviceBuffersRefused : public CudaDeviceTest {
  protected:
   void SetUp() override {
-    const auto& devices = internal::gpu::device_count();
-    if (devices.count == 0) {
-      GTEST_SKIP() << "GPU tests skipped: CUDA finds no device (" << devices.reason << ")";
-    }
-    CUDA_OK(cudaSetDevice(node_share().local_rank % devices.count));
+    CudaDeviceTest::SetUp();
+    if (IsSkipped()) return;
+    CUDA_OK(cudaSetDevice(node_share().local_rank % devices()));
   }
-  Communicator world = Communicator::world();
-  int p = world.size();
 };
 
 TEST_F(DeviceBuffersRefused, CollectivesNcclDoesNotServeRaiseBeforeTouchingRecv) {

@@ -9,6 +9,7 @@
 #include <cstddef>
 
 #include "collective/collective.h"
+#include "gpu/device_runtime.h"
 #include "typed_buffer.h"
 
 // In a test: fails it, naming the CUDA call and its error.
@@ -70,5 +71,22 @@ inline TypedBuffer inputs(ReduceOp op, DataType type, int rank, std::size_t coun
   for (std::size_t i = 0; i < count; ++i) buffer.set(i, input_value(op, type, rank, i));
   return buffer;
 }
+
+// A test that needs a CUDA device: skips, saying why, where CUDA finds none
+// (the sentence ctest's SKIP_REGULAR_EXPRESSION matches). A fixture that
+// derives calls this SetUp first and returns when IsSkipped().
+class CudaDeviceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto& devices = internal::gpu::device_count();
+    if (devices.count == 0) {
+      GTEST_SKIP() << "GPU tests skipped: CUDA finds no device (" << devices.reason << ")";
+    }
+  }
+  static int devices() { return internal::gpu::device_count().count; }
+
+  Communicator world = Communicator::world();
+  int p = world.size();
+};
 
 }  // namespace collective::testing
