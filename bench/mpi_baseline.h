@@ -18,6 +18,7 @@
 #include <climits>
 #include <cstddef>
 #include <functional>
+#include <vector>
 
 #include "collective/types.h"
 
@@ -45,6 +46,12 @@ class MpiBaseline {
   // MPI counts are int: calls f(first_element, count) for pieces of at
   // most INT_MAX elements (one call for counts that fit, also for 0).
   static void for_each_piece(std::size_t count, const std::function<void(std::size_t, int)>& f);
+
+  // MPI's counts and displacements are int; mpi_limit refused the call
+  // before anything ran where they do not fit.
+  static std::vector<int> int_counts(const std::vector<std::size_t>& values) {
+    return std::vector<int>(values.begin(), values.end());
+  }
 
   // Throws std::runtime_error naming the MPI call when rc is not success.
   void check(int rc, const char* call) const;

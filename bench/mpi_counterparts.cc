@@ -70,12 +70,6 @@ void reduce(const MpiBaseline& mpi, const CallArgs& args) {
   if (root) mpi.finish_mean(args.recv, args.count, args.type, args.op);
 }
 
-// MPI's counts and displacements are int; mpi_limit refused the call
-// before anything ran where they do not fit.
-std::vector<int> ints(const std::vector<std::size_t>& values) {
-  return std::vector<int>(values.begin(), values.end());
-}
-
 void all_to_all(const MpiBaseline& mpi, const CallArgs& args) {
   const int count = static_cast<int>(args.count);
   const MPI_Datatype datatype = MpiBaseline::datatype(args.type);
@@ -86,10 +80,10 @@ void all_to_all(const MpiBaseline& mpi, const CallArgs& args) {
 
 void all_to_all_v(const MpiBaseline& mpi, const CallArgs& args) {
   const MPI_Datatype datatype = MpiBaseline::datatype(args.type);
-  const std::vector<int> send_counts = ints(args.send_counts);
-  const std::vector<int> send_displacements = ints(args.send_displacements);
-  const std::vector<int> recv_counts = ints(args.recv_counts);
-  const std::vector<int> recv_displacements = ints(args.recv_displacements);
+  const std::vector<int> send_counts = MpiBaseline::int_counts(args.send_counts);
+  const std::vector<int> send_displacements = MpiBaseline::int_counts(args.send_displacements);
+  const std::vector<int> recv_counts = MpiBaseline::int_counts(args.recv_counts);
+  const std::vector<int> recv_displacements = MpiBaseline::int_counts(args.recv_displacements);
   const void* source = args.in_place ? MPI_IN_PLACE : args.send;
   mpi.check(
       MPI_Alltoallv(source, send_counts.data(), send_displacements.data(), datatype, args.recv,
@@ -99,8 +93,8 @@ void all_to_all_v(const MpiBaseline& mpi, const CallArgs& args) {
 
 void all_gather_v(const MpiBaseline& mpi, const CallArgs& args) {
   const MPI_Datatype datatype = MpiBaseline::datatype(args.type);
-  const std::vector<int> recv_counts = ints(args.recv_counts);
-  const std::vector<int> recv_displacements = ints(args.recv_displacements);
+  const std::vector<int> recv_counts = MpiBaseline::int_counts(args.recv_counts);
+  const std::vector<int> recv_displacements = MpiBaseline::int_counts(args.recv_displacements);
   const void* source = args.in_place ? MPI_IN_PLACE : args.send;
   mpi.check(
       MPI_Allgatherv(source, recv_counts[static_cast<std::size_t>(args.rank)], datatype, args.recv,
@@ -109,7 +103,7 @@ void all_gather_v(const MpiBaseline& mpi, const CallArgs& args) {
 }
 
 void reduce_scatter_v(const MpiBaseline& mpi, const CallArgs& args) {
-  const std::vector<int> recv_counts = ints(args.recv_counts);
+  const std::vector<int> recv_counts = MpiBaseline::int_counts(args.recv_counts);
   void* target = args.in_place ? args.send_base : args.recv;
   const void* source = args.in_place ? MPI_IN_PLACE : args.send;
   mpi.check(MPI_Reduce_scatter(source, target, recv_counts.data(), MpiBaseline::datatype(args.type),
@@ -130,8 +124,8 @@ void gather(const MpiBaseline& mpi, const CallArgs& args) {
 
 void gather_v(const MpiBaseline& mpi, const CallArgs& args) {
   const MPI_Datatype datatype = MpiBaseline::datatype(args.type);
-  const std::vector<int> recv_counts = ints(args.recv_counts);
-  const std::vector<int> recv_displacements = ints(args.recv_displacements);
+  const std::vector<int> recv_counts = MpiBaseline::int_counts(args.recv_counts);
+  const std::vector<int> recv_displacements = MpiBaseline::int_counts(args.recv_displacements);
   const bool root = args.rank == args.root;
   const void* source = root && args.in_place ? MPI_IN_PLACE : args.send;
   mpi.check(
@@ -151,8 +145,8 @@ void scatter(const MpiBaseline& mpi, const CallArgs& args) {
 
 void scatter_v(const MpiBaseline& mpi, const CallArgs& args) {
   const MPI_Datatype datatype = MpiBaseline::datatype(args.type);
-  const std::vector<int> send_counts = ints(args.send_counts);
-  const std::vector<int> send_displacements = ints(args.send_displacements);
+  const std::vector<int> send_counts = MpiBaseline::int_counts(args.send_counts);
+  const std::vector<int> send_displacements = MpiBaseline::int_counts(args.send_displacements);
   const bool root = args.rank == args.root;
   void* target = root && args.in_place ? MPI_IN_PLACE : args.recv;
   mpi.check(

@@ -6,16 +6,6 @@
 #include <utility>
 
 namespace collective::bench {
-namespace {
-
-// MPI's counts and displacements are int; mpi_limit refused the call
-// before anything ran where they do not fit.
-std::vector<int> ints(const std::vector<std::size_t>& values) {
-  return std::vector<int>(values.begin(), values.end());
-}
-
-}  // namespace
-
 std::string_view mpi_nonblocking_name(CollectiveKind kind) {
   switch (kind) {
     case CollectiveKind::kAllReduce: return "MPI_Iallreduce";
@@ -41,10 +31,10 @@ MpiNonblockingCall::MpiNonblockingCall(CollectiveKind kind, const MpiBaseline& m
     : kind_(kind),
       mpi_(mpi),
       args_(std::move(args)),
-      send_counts_(ints(args_.send_counts)),
-      send_displacements_(ints(args_.send_displacements)),
-      recv_counts_(ints(args_.recv_counts)),
-      recv_displacements_(ints(args_.recv_displacements)) {}
+      send_counts_(MpiBaseline::int_counts(args_.send_counts)),
+      send_displacements_(MpiBaseline::int_counts(args_.send_displacements)),
+      recv_counts_(MpiBaseline::int_counts(args_.recv_counts)),
+      recv_displacements_(MpiBaseline::int_counts(args_.recv_displacements)) {}
 
 MPI_Request* MpiNonblockingCall::next_request() {
   requests_.push_back(MPI_REQUEST_NULL);

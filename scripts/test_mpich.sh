@@ -23,8 +23,11 @@ build_dir=${1:-$root/build-mpich}
 step=${COLLECTIVE_CI_STEP:-build test}
 if [[ " $step " == *" build "* ]]; then
   bash "$root/scripts/install_deps.sh" --with-mpich
+  # A unity build (COLLECTIVE_UNITY_BUILD=OFF: file by file): these sources
+  # are compiled file by file in build/ already, and batching them costs a
+  # third less compiler time.
   cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCOLLECTIVE_MPI=mpich \
-        -DCOLLECTIVE_BUILD_TESTS=ON >/dev/null
+        -DCOLLECTIVE_BUILD_TESTS=ON -DCMAKE_UNITY_BUILD="${COLLECTIVE_UNITY_BUILD:-ON}" >/dev/null
   targets=(c_api_test c_api_misuse_test c_api_async_test c_api_plan_test dropin_program dropin_program_linked
            dropin_fast_path_program dropin_nonblocking_program
            collective_mpi collective_mpi_tests topology_mpi_test launcher_variables_test)

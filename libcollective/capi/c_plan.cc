@@ -22,7 +22,7 @@ struct PlanRegistry {
   std::uintptr_t next = 1;  // serials are never reused
 };
 
-PlanRegistry& registry() {
+PlanRegistry& plan_registry() {
   static auto* the_registry = new PlanRegistry;  // outlives every static
   return *the_registry;
 }
@@ -32,7 +32,7 @@ std::uintptr_t serial_of(collective_plan_t handle) {
 }
 
 std::shared_ptr<Plan> find_plan(collective_plan_t handle, std::string& why) {
-  PlanRegistry& all = registry();
+  PlanRegistry& all = plan_registry();
   const std::lock_guard<std::mutex> lock(all.mutex);
   const auto found = all.live.find(serial_of(handle));
   if (found != all.live.end()) return found->second;
@@ -47,7 +47,7 @@ std::shared_ptr<Plan> find_plan(collective_plan_t handle, std::string& why) {
 }  // namespace
 
 collective_plan_t issue_plan(Plan plan) {
-  PlanRegistry& all = registry();
+  PlanRegistry& all = plan_registry();
   const std::lock_guard<std::mutex> lock(all.mutex);
   const std::uintptr_t serial = all.next++;
   all.live.emplace(serial, std::make_shared<Plan>(std::move(plan)));
@@ -83,7 +83,7 @@ int collective_plan_free(collective_plan_t* plan) {
   const char* operation = "collective_plan_free";
   if (plan == nullptr) return fail_argument(operation, process_rank(), "handle pointer is NULL");
   if (*plan == nullptr) return COLLECTIVE_SUCCESS;
-  collective::capi::PlanRegistry& all = collective::capi::registry();
+  collective::capi::PlanRegistry& all = collective::capi::plan_registry();
   std::shared_ptr<collective::Plan> retired;  // released outside the lock
   {
     const std::lock_guard<std::mutex> lock(all.mutex);

@@ -20,7 +20,7 @@ struct WorkRegistry {
   std::uintptr_t next = 1;  // serials are never reused
 };
 
-WorkRegistry& registry() {
+WorkRegistry& work_registry() {
   static auto* the_registry = new WorkRegistry;  // outlives every static
   return *the_registry;
 }
@@ -54,7 +54,7 @@ int with_work(const char* operation, collective_work_t handle, Body&& body) noex
 }  // namespace
 
 collective_work_t issue_work(Work work) {
-  WorkRegistry& all = registry();
+  WorkRegistry& all = work_registry();
   const std::lock_guard<std::mutex> lock(all.mutex);
   const std::uintptr_t serial = all.next++;
   all.live.emplace(serial, std::make_shared<Work>(std::move(work)));
@@ -62,7 +62,7 @@ collective_work_t issue_work(Work work) {
 }
 
 std::shared_ptr<Work> find_work(collective_work_t handle, std::string& why) {
-  WorkRegistry& all = registry();
+  WorkRegistry& all = work_registry();
   const std::lock_guard<std::mutex> lock(all.mutex);
   const auto found = all.live.find(serial_of(handle));
   if (found != all.live.end()) return found->second;
@@ -72,7 +72,7 @@ std::shared_ptr<Work> find_work(collective_work_t handle, std::string& why) {
 
 bool retire_work(collective_work_t handle, std::string& why) {
   std::shared_ptr<Work> retired;  // released outside the lock
-  WorkRegistry& all = registry();
+  WorkRegistry& all = work_registry();
   const std::lock_guard<std::mutex> lock(all.mutex);
   const auto found = all.live.find(serial_of(handle));
   if (found == all.live.end()) {

@@ -14,16 +14,16 @@ namespace {
 constexpr std::uintptr_t kTagBits = 4;
 constexpr std::uintptr_t kTag = 0xA;
 
-struct Registry {
+struct CommRegistry {
   std::shared_mutex mutex;
   std::unordered_map<std::uintptr_t, std::shared_ptr<CommEntry>> live;
   std::uintptr_t next_serial = 1;
 };
 
-Registry& registry() {
+CommRegistry& comm_registry() {
   // Never destroyed: handles may be freed from atexit handlers and
   // destructors of static objects that run after this file's statics.
-  static Registry* instance = new Registry;
+  static CommRegistry* instance = new CommRegistry;
   return *instance;
 }
 
@@ -55,7 +55,7 @@ std::string describe(collective_comm_t handle) {
 }
 
 // Why `handle` is not live (the registry's lock held).
-std::string why_not_live(collective_comm_t handle, const Registry& state) {
+std::string why_not_live_locked(collective_comm_t handle, const CommRegistry& state) {
   const std::uintptr_t value = value_of(handle);
   const std::uintptr_t serial = value >> kTagBits;
   if ((value & ((std::uintptr_t{1} << kTagBits) - 1)) == kTag && serial >= 1 &&
@@ -74,7 +74,7 @@ std::string why_not_live(collective_comm_t handle, const Registry& state) {
 
 collective_comm_t issue_handle(Communicator communicator) {
   auto entry = std::make_shared<CommEntry>(CommEntry{std::move(communicator)});
-  Registry& state = registry();
+  CommRegistry& state = comm_registry();
   std::unique_lock lock(state.mutex);
   const std::uintptr_t value = (state.next_serial++ << kTagBits) | kTag;
   state.live.emplace(value, std::move(entry));
@@ -88,7 +88,7 @@ CommEntry* borrow_handle(collective_comm_t handle) {
   if (last.entry != nullptr && last.value == value && last.retirements == retirements) {
     return last.entry;
   }
-  Registry& state = registry();
+  CommRegistry& state = comm_registry();
   std::shared_lock lock(state.mutex);
   const auto found = state.live.find(value);
   if (found == state.live.end()) return nullptr;
@@ -98,17 +98,17 @@ CommEntry* borrow_handle(collective_comm_t handle) {
 }
 
 std::string why_not_live(collective_comm_t handle) {
-  Registry& state = registry();
+  CommRegistry& state = comm_registry();
   std::shared_lock lock(state.mutex);
-  return why_not_live(handle, state);
+  return why_not_live_locked(handle, state);
 }
 
 std::shared_ptr<CommEntry> retire_handle(collective_comm_t handle, std::string& why) {
-  Registry& state = registry();
+  CommRegistry& state = comm_registry();
   std::unique_lock lock(state.mutex);
   const auto found = state.live.find(value_of(handle));
   if (found == state.live.end()) {
-    why = why_not_live(handle, state);
+    why = why_not_live_locked(handle, state);
     return nullptr;
   }
   std::shared_ptr<CommEntry> entry = std::move(found->second);

@@ -163,7 +163,7 @@ std::string describe(const char* collective, Algorithm algorithm, DataType type,
          " count=" + std::to_string(count);
 }
 
-const DataType kTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
+const DataType kFloatingTypes[] = {DataType::kFloat32, DataType::kFloat16, DataType::kBFloat16};
 // PROD only in float32 (the 16-bit types take the same float32 path).
 std::vector<ReduceOp> ops_for(DataType type) {
   if (type == DataType::kFloat32) return {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kProd};
@@ -192,7 +192,7 @@ void check_all_reduce(Communicator& comm, const std::vector<Algorithm>& algorith
                       const std::vector<std::size_t>& counts, const std::string& layout) {
   const int rank = comm.rank();
   const int size = comm.size();
-  for (DataType type : kTypes) {
+  for (DataType type : kFloatingTypes) {
     for (ReduceOp op : ops_for(type)) {
       for (std::size_t count : counts) {
         const std::uint64_t seed =
@@ -259,7 +259,7 @@ TEST(DeterministicReductionTest, ReduceScatterAndReduceBitwiseTheReference) {
   auto comm = Communicator::world();
   const int rank = comm.rank();
   const int size = comm.size();
-  for (DataType type : kTypes) {
+  for (DataType type : kFloatingTypes) {
     for (ReduceOp op : ops_for(type)) {
       for (std::size_t count :
            {std::size_t{0}, std::size_t{1}, std::size_t{257}, std::size_t{5003}}) {

@@ -16,15 +16,15 @@ using testing::input_value;
 using testing::TypedBuffer;
 using testing::value_period;
 
-const DataType kTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                           DataType::kFloat64, DataType::kInt8,     DataType::kUInt8,
-                           DataType::kInt32,   DataType::kInt64};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
-                         ReduceOp::kProd};
+const DataType kSweptTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                                DataType::kFloat64, DataType::kInt8,     DataType::kUInt8,
+                                DataType::kInt32,   DataType::kInt64};
+const ReduceOp kSweptOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
+                              ReduceOp::kProd};
 
 TEST(SweepValues, InputsRepeatWithTheirPeriod) {
-  for (DataType type : kTypes) {
-    for (ReduceOp op : kOps) {
+  for (DataType type : kSweptTypes) {
+    for (ReduceOp op : kSweptOps) {
       const std::size_t period = value_period(op);
       for (int from = 0; from < 4; ++from) {
         for (std::size_t i = 0; i < 3 * period; ++i) {

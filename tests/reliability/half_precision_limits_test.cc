@@ -24,15 +24,15 @@ namespace {
 
 using testing::TypedBuffer;
 
-struct Case {
+struct LimitCase {
   Algorithm algorithm;
   CollectiveKind kind;
   bool deterministic;
   std::vector<int> nodes;  // virtual node sizes; empty: the real layout
 };
 
-std::vector<Case> every_case(int size) {
-  std::vector<Case> cases;
+std::vector<LimitCase> every_case(int size) {
+  std::vector<LimitCase> cases;
   for (bool deterministic : {false, true}) {
     for (CollectiveKind kind :
          {CollectiveKind::kAllReduce, CollectiveKind::kReduceScatter, CollectiveKind::kReduce}) {
@@ -51,7 +51,7 @@ std::vector<Case> every_case(int size) {
   return cases;
 }
 
-std::string describe(const Case& c, DataType type, ReduceOp op, std::size_t count) {
+std::string describe(const LimitCase& c, DataType type, ReduceOp op, std::size_t count) {
   std::string text = std::string(to_string(c.kind)) + " " + std::string(to_string(c.algorithm)) +
                      (c.deterministic ? " deterministic " : " ") + std::string(to_string(type)) +
                      " " + std::string(to_string(op)) + " count " + std::to_string(count);
@@ -74,7 +74,7 @@ double rounded_once(DataType type, ReduceOp op, double exact, int size) {
 
 class HalfPrecisionLimitsTest : public ::testing::Test {
  protected:
-  Communicator& communicator_for(const Case& c) {
+  Communicator& communicator_for(const LimitCase& c) {
     if (c.nodes.empty()) return world;
     for (auto& [nodes, comm] : virtual_layouts) {
       if (nodes == c.nodes) return comm;
@@ -85,7 +85,7 @@ class HalfPrecisionLimitsTest : public ::testing::Test {
 
   // One call of `c` in which element i of rank r is value(r, i); checks
   // every element this rank receives against the exact result rounded once.
-  void check(const Case& c, DataType type, ReduceOp op, std::size_t count,
+  void check(const LimitCase& c, DataType type, ReduceOp op, std::size_t count,
              const std::function<double(int, std::size_t)>& value) {
     Communicator& comm = communicator_for(c);
     const int size = comm.size();
@@ -134,7 +134,7 @@ class HalfPrecisionLimitsTest : public ::testing::Test {
 
   void check_every_case(DataType type, ReduceOp op,
                         const std::function<double(int, std::size_t)>& value) {
-    for (const Case& c : every_case(world.size())) {
+    for (const LimitCase& c : every_case(world.size())) {
       // One rank's whole input, carried, several ring segments (with
       // COLLECTIVE_RING_SEGMENT_BYTES small) and past the carried sizes.
       for (std::size_t count :

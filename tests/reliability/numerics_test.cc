@@ -22,12 +22,12 @@ using testing::TypedBuffer;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-struct Case {
+struct NumericsCase {
   Algorithm algorithm;
   CollectiveKind kind;
 };
 
-std::vector<Case> reducing_cases() {
+std::vector<NumericsCase> reducing_cases() {
   return {{Algorithm::kRing, CollectiveKind::kAllReduce},
           {Algorithm::kRecursiveDoubling, CollectiveKind::kAllReduce},
           {Algorithm::kMpi, CollectiveKind::kAllReduce},
@@ -44,7 +44,7 @@ class NumericsTest : public ::testing::Test {
   // this rank's block for reduce_scatter, the root's for reduce, which uses
   // root size-1). Empty when this rank gets no result.
   template <typename Value>
-  std::vector<double> reduce(const Case& c, DataType type, ReduceOp op, std::size_t count,
+  std::vector<double> reduce(const NumericsCase& c, DataType type, ReduceOp op, std::size_t count,
                              Value value) {
     const int size = comm.size();
     const int rank = comm.rank();
@@ -96,7 +96,7 @@ class NumericsTest : public ::testing::Test {
     return result;
   }
 
-  static std::string describe(const Case& c, DataType type, ReduceOp op) {
+  static std::string describe(const NumericsCase& c, DataType type, ReduceOp op) {
     return std::string(to_string(c.kind)) + " " + std::string(to_string(c.algorithm)) + " " +
            std::string(to_string(type)) + " " + std::string(to_string(op));
   }
@@ -124,7 +124,7 @@ TEST_F(NumericsTest, NaNAndInfinitiesPerOp) {
   const double specials[] = {kNaN, kInf, -kInf, 1.0};
   const std::size_t count = 4;
   int checked = 0;
-  for (const Case& c : reducing_cases()) {
+  for (const NumericsCase& c : reducing_cases()) {
     for (DataType type : kFloatTypes) {
       for (ReduceOp op : kOps) {
         SCOPED_TRACE(describe(c, type, op));
@@ -172,9 +172,9 @@ TEST_F(NumericsTest, SignedZerosGiveTheSameBitsOnEveryRank) {
     const bool negative = i == 2 || (i == 0 && r % 2 == 0) || (i == 1 && r % 2 == 1);
     return negative ? -0.0 : 0.0;
   };
-  std::vector<Case> cases = reducing_cases();
+  std::vector<NumericsCase> cases = reducing_cases();
   cases.push_back({Algorithm::kSharedMemory, CollectiveKind::kAllReduce});
-  for (const Case& c : cases) {
+  for (const NumericsCase& c : cases) {
     for (DataType type : kFloatTypes) {
       for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kMax}) {
         SCOPED_TRACE(describe(c, type, op));
@@ -200,7 +200,7 @@ TEST_F(NumericsTest, SignedZerosGiveTheSameBitsOnEveryRank) {
 TEST_F(NumericsTest, OppositeInfinitiesGiveNaNInSumAndMean) {
   const int size = comm.size();
   if (size < 2) GTEST_SKIP() << "needs 2 ranks";
-  for (const Case& c : reducing_cases()) {
+  for (const NumericsCase& c : reducing_cases()) {
     for (DataType type : kFloatTypes) {
       for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax}) {
         SCOPED_TRACE(describe(c, type, op));
@@ -239,7 +239,7 @@ TEST_F(NumericsTest, HalfPrecisionRoundsEachCombinationOnceToNearestEven) {
       {DataType::kBFloat16, 258, 1, 260},
       {DataType::kBFloat16, 1, 0.00390625, 1},  // 1 + 2^-8: tie, to even
   };
-  for (const Case& c : reducing_cases()) {
+  for (const NumericsCase& c : reducing_cases()) {
     for (const Pair& pair : pairs) {
       SCOPED_TRACE(describe(c, pair.type, ReduceOp::kSum) + " " + std::to_string(pair.a) + " + " +
                    std::to_string(pair.b));
@@ -255,7 +255,7 @@ TEST_F(NumericsTest, HalfPrecisionRoundsEachCombinationOnceToNearestEven) {
 // any rank count and order (no accumulation error to hide).
 TEST_F(NumericsTest, HalfPrecisionExactWhenEveryPartialSumIsRepresentable) {
   const int size = comm.size();
-  for (const Case& c : reducing_cases()) {
+  for (const NumericsCase& c : reducing_cases()) {
     for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
       SCOPED_TRACE(describe(c, type, ReduceOp::kSum));
       // Multiples of 1/8 up to 32: every partial sum up to 4 ranks is a
@@ -289,7 +289,7 @@ TEST_F(NumericsTest, IntegerMeanTruncatesTheWrappedSumTowardZero) {
       {DataType::kInt8, 100, 100},                                // the SUM wraps first
       {DataType::kInt8, -128, -1}, {DataType::kUInt8, 255, 200},  // unsigned wrap
   };
-  for (const Case& c : reducing_cases()) {
+  for (const NumericsCase& c : reducing_cases()) {
     for (const IntCase& ic : cases) {
       SCOPED_TRACE(describe(c, ic.type, ReduceOp::kMean) + " rank0=" + std::to_string(ic.rank0));
       auto value = [&](int r, std::size_t) { return r == 0 ? ic.rank0 : ic.others; };

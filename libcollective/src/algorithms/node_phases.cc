@@ -15,7 +15,7 @@ namespace {
 
 using Flag = NodeSegment::Flag;
 
-constexpr std::size_t kLineBytes = 64;
+constexpr std::size_t kNodeLineBytes = 64;
 
 // Elements of one region moved per round: as many as let every owner's
 // piece fit in one staging slot, in whole 64-byte units.
@@ -203,8 +203,8 @@ void node_all_reduce_boxes(const NodeWork& work, std::uint64_t round, const void
 RegionLayout::RegionLayout(std::size_t count, int owners, std::size_t element_bytes)
     : count_(count),
       owners_(owners),
-      unit_(std::max<std::size_t>(1, kLineBytes / element_bytes)),
-      units_(ceil_div(count, std::max<std::size_t>(1, kLineBytes / element_bytes))) {}
+      unit_(std::max<std::size_t>(1, kNodeLineBytes / element_bytes)),
+      units_(ceil_div(count, std::max<std::size_t>(1, kNodeLineBytes / element_bytes))) {}
 
 std::size_t RegionLayout::offset(int region) const {
   const auto j = static_cast<std::size_t>(region);

@@ -20,7 +20,7 @@ struct WatchRegistry {
   std::once_flag watcher_started;
 };
 
-WatchRegistry& registry() {
+WatchRegistry& watch_registry() {
   static WatchRegistry* instance = new WatchRegistry;  // the watcher outlives static destruction
   return *instance;
 }
@@ -42,7 +42,7 @@ WatchRegistry& registry() {
 }
 
 void watch_forever() {
-  WatchRegistry& watched = registry();
+  WatchRegistry& watched = watch_registry();
   for (;;) {
     const std::chrono::milliseconds interval = env_params().peer_check_interval;
     std::this_thread::sleep_for(interval);
@@ -72,7 +72,7 @@ BlockingCallWatch::BlockingCallWatch(const char* operation, const WaitSubject& s
 
 void BlockingCallWatch::start_watching() {
   if (state_->liveness.empty() || state_->liveness.judged_count() == 0) return;
-  WatchRegistry& watched = registry();
+  WatchRegistry& watched = watch_registry();
   std::call_once(watched.watcher_started, [] { std::thread(watch_forever).detach(); });
   start_ = Clock::now();
   const std::lock_guard<std::mutex> lock(watched.mutex);
@@ -82,7 +82,7 @@ void BlockingCallWatch::start_watching() {
 
 BlockingCallWatch::~BlockingCallWatch() {
   if (!watched_) return;
-  WatchRegistry& watched = registry();
+  WatchRegistry& watched = watch_registry();
   const std::lock_guard<std::mutex> lock(watched.mutex);
   watched.calls.erase(std::find(watched.calls.begin(), watched.calls.end(), this));
 }

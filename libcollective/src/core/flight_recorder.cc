@@ -24,7 +24,7 @@ namespace collective::internal {
 namespace {
 
 // Format of the dump; a reader refuses another major version.
-constexpr int kFormatVersion = 1;
+constexpr int kFlightRecordFormatVersion = 1;
 
 std::int64_t steady_ns(Clock::time_point time) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(time.time_since_epoch()).count();
@@ -48,7 +48,7 @@ void on_sigusr1(int) {
 }
 
 // The process's recorders, for dumps; the process's identity.
-struct Registry {
+struct RecorderRegistry {
   std::mutex mutex;
   std::vector<std::weak_ptr<FlightRecorder>> recorders;
   std::map<std::vector<int>, int> made_with_members;
@@ -58,13 +58,14 @@ struct Registry {
   bool watcher_started = false;
 };
 
-Registry& registry() {
-  static Registry* instance = new Registry;  // never destroyed: dumps may run at exit
+RecorderRegistry& recorder_registry() {
+  static RecorderRegistry* instance =
+      new RecorderRegistry;  // never destroyed: dumps may run at exit
   return *instance;
 }
 
 // The world rank names the file; MPI is running whenever this is called.
-void learn_process_locked(Registry& self) {
+void learn_process_locked(RecorderRegistry& self) {
   if (self.world_rank >= 0) return;
   const MpiLock mpi_lock;
   MPI_Comm_rank(MPI_COMM_WORLD, &self.world_rank);
@@ -96,7 +97,7 @@ std::atomic<bool> g_signal_by_default{true};
 // SIGUSR1 itself (then its handler is kept and this is logged) or
 // COLLECTIVE_FLIGHT_RECORDER_SIGNAL (or the embedder's default) says not
 // to take it: then no handler and no watcher thread.
-void start_watcher_locked(Registry& self) {
+void start_watcher_locked(RecorderRegistry& self) {
   if (self.watcher_started) return;
   self.watcher_started = true;
   if (!env_params().flight_recorder_signal.value_or(g_signal_by_default.load())) return;
@@ -155,8 +156,8 @@ void append_ranks(std::string& out, const std::vector<int>& ranks) {
   out += ']';
 }
 
-bool has_op(CollectiveKind kind) { return traits_of(kind).reduces; }
-bool has_root(CollectiveKind kind) { return traits_of(kind).rooted; }
+bool records_op(CollectiveKind kind) { return traits_of(kind).reduces; }
+bool records_root(CollectiveKind kind) { return traits_of(kind).rooted; }
 
 const char* state_name(CallState state) {
   switch (state) {
@@ -435,11 +436,11 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
     append_string(out, std::string(to_string(copy.kind)) + (copy.creates_plan ? "_init" : ""));
     out += ",\"count\":" + std::to_string(copy.count) + ",\"dtype\":";
     append_string(out, to_string(copy.type));
-    if (has_op(copy.kind)) {
+    if (records_op(copy.kind)) {
       out += ",\"op\":";
       append_string(out, to_string(copy.op));
     }
-    if (has_root(copy.kind)) out += ",\"root\":" + std::to_string(copy.root);
+    if (records_root(copy.kind)) out += ",\"root\":" + std::to_string(copy.root);
     out += ",\"algorithm\":";
     append_string(out, copy.algorithm == Algorithm::kAuto ? "none" : to_string(copy.algorithm));
     out += ",\"requested\":";
@@ -478,7 +479,7 @@ void FlightRecorder::write_json(std::string& out, std::int64_t steady_to_unix_ns
 std::shared_ptr<FlightRecorder> make_flight_recorder(CommunicatorIdentity identity) {
   const std::size_t capacity = env_params().flight_recorder_calls;
   if (capacity == 0) return nullptr;
-  Registry& self = registry();
+  RecorderRegistry& self = recorder_registry();
   const std::lock_guard<std::mutex> lock(self.mutex);
   learn_process_locked(self);
   identity.ordinal = self.made_with_members[identity.members]++;
@@ -494,7 +495,7 @@ void set_signal_default(bool dump_on_sigusr1) { g_signal_by_default.store(dump_o
 std::uint32_t dump_request_generation() { return g_dump_requests.load(std::memory_order_relaxed); }
 
 std::string dump_flight_records(const std::string& directory, const std::string& reason) {
-  Registry& self = registry();
+  RecorderRegistry& self = recorder_registry();
   const std::lock_guard<std::mutex> lock(self.mutex);
   learn_process_locked(self);
   std::string folder = !directory.empty() ? directory : env_params().flight_recorder_dir;
@@ -506,9 +507,8 @@ std::string dump_flight_records(const std::string& directory, const std::string&
   const std::int64_t steady_to_unix_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(unix_now.time_since_epoch()).count() -
       steady_ns(steady_now);
-  std::string out =
-      "{\"format\":\"collective-flight-record\",\"version\":" + std::to_string(kFormatVersion) +
-      ",\n\"reason\":";
+  std::string out = "{\"format\":\"collective-flight-record\",\"version\":" +
+                    std::to_string(kFlightRecordFormatVersion) + ",\n\"reason\":";
   append_string(out, reason);
   out += ",\n\"world_rank\":" + std::to_string(self.world_rank) +
          ",\"world_size\":" + std::to_string(self.world_size) +

@@ -65,7 +65,7 @@ struct LinkRegistry {
   std::map<std::pair<std::uint32_t, std::uint16_t>, Link> links;
 };
 
-LinkRegistry& registry() {
+LinkRegistry& link_registry() {
   static auto* instance = new LinkRegistry;  // used by the watcher thread to the end
   return *instance;
 }
@@ -101,7 +101,7 @@ LinkAddress own_link_address() {
 
 LinkStatus link_status(const LinkAddress& peer) {
   if (peer.port == 0) return LinkStatus::kUnknown;
-  LinkRegistry& links = registry();
+  LinkRegistry& links = link_registry();
   const std::lock_guard<std::mutex> lock(links.mutex);
   Link& link = links.links[{peer.ipv4, peer.port}];
   if (link.gone) return LinkStatus::kGone;

@@ -17,7 +17,7 @@ constexpr std::uint64_t kNone = std::numeric_limits<std::uint64_t>::max();
 
 // A bijection of 64-bit values (splitmix64's finalizer): distinct counts of
 // one pair always give distinct terms.
-std::uint64_t mix(std::uint64_t z) {
+std::uint64_t mix_bijective(std::uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
@@ -25,9 +25,9 @@ std::uint64_t mix(std::uint64_t z) {
 
 std::uint64_t pair_hash(int sender, int receiver, std::uint64_t count) {
   const std::uint64_t pair =
-      mix((static_cast<std::uint64_t>(static_cast<std::uint32_t>(sender)) << 32) |
-          static_cast<std::uint32_t>(receiver));
-  return mix(pair ^ count);
+      mix_bijective((static_cast<std::uint64_t>(static_cast<std::uint32_t>(sender)) << 32) |
+                    static_cast<std::uint32_t>(receiver));
+  return mix_bijective(pair ^ count);
 }
 
 std::uint64_t entry(std::span<const std::size_t> counts, int index) {

@@ -15,7 +15,7 @@
 namespace collective::internal {
 namespace {
 
-constexpr std::int64_t kMaxCount = 1 << 24;  // nodes or ranks per node
+constexpr std::int64_t kMaxRuleCount = 1 << 24;  // nodes or ranks per node
 
 Rule parse_rule(const json::Value& value, const std::string& where) {
   json::ObjectReader reader(value, where);
@@ -27,9 +27,10 @@ Rule parse_rule(const json::Value& value, const std::string& where) {
                 "; expected all_reduce, reduce_scatter, all_gather, broadcast, reduce or barrier");
   }
   rule.collective = *kind;
-  if (reader.has("nodes")) rule.nodes = static_cast<int>(reader.integer("nodes", 0, 1, kMaxCount));
+  if (reader.has("nodes"))
+    rule.nodes = static_cast<int>(reader.integer("nodes", 0, 1, kMaxRuleCount));
   if (reader.has("ranks_per_node")) {
-    rule.ranks_per_node = static_cast<int>(reader.integer("ranks_per_node", 0, 1, kMaxCount));
+    rule.ranks_per_node = static_cast<int>(reader.integer("ranks_per_node", 0, 1, kMaxRuleCount));
   }
   rule.min_bytes = static_cast<std::uint64_t>(reader.integer("min_bytes", 0, 0, INT64_MAX));
   rule.max_bytes = reader.has("max_bytes")

@@ -12,9 +12,9 @@ namespace collective::internal {
 namespace {
 
 constexpr const char* kFormatName = "collective-topology";
-constexpr int kFormatVersion = 1;
+constexpr int kTopologyFormatVersion = 1;
 // Upper bounds that reject nonsense without limiting any real machine.
-constexpr std::int64_t kMaxCount = 1 << 24;
+constexpr std::int64_t kMaxTopologyCount = 1 << 24;
 constexpr std::int64_t kMaxRanks = 1 << 24;
 constexpr std::int64_t kMaxLinkBitsPerSecond = 1'000'000'000'000'000;  // 1 Pb/s
 
@@ -51,7 +51,7 @@ GpuDevice gpu_from_json(const json::Value& value, const std::string& where) {
   gpu.name = reader.required_string("name");
   gpu.model = reader.string("model", "");
   gpu.pci_bus_id = reader.string("pci_bus_id", "");
-  gpu.numa_node = static_cast<int>(reader.integer("numa_node", -1, -1, kMaxCount));
+  gpu.numa_node = static_cast<int>(reader.integer("numa_node", -1, -1, kMaxTopologyCount));
   reader.finish();
   return gpu;
 }
@@ -62,7 +62,7 @@ NetworkDevice nic_from_json(const json::Value& value, const std::string& where) 
   nic.name = reader.required_string("name");
   nic.kind = reader.string("kind", "other");
   nic.pci_bus_id = reader.string("pci_bus_id", "");
-  nic.numa_node = static_cast<int>(reader.integer("numa_node", -1, -1, kMaxCount));
+  nic.numa_node = static_cast<int>(reader.integer("numa_node", -1, -1, kMaxTopologyCount));
   nic.link_bits_per_second = static_cast<std::uint64_t>(
       reader.integer("link_bits_per_second", 0, 0, kMaxLinkBitsPerSecond));
   reader.finish();
@@ -78,7 +78,7 @@ RankPlacement placement_from_json(const json::Value& value, const std::string& w
   place.local_rank = static_cast<int>(reader.integer("local_rank", -1, -1, kMaxRanks - 1));
   place.cpuset = reader.string("cpuset", "");
   place.bound_processing_units =
-      static_cast<int>(reader.integer("bound_processing_units", 0, 0, kMaxCount));
+      static_cast<int>(reader.integer("bound_processing_units", 0, 0, kMaxTopologyCount));
   reader.finish();
   return place;
 }
@@ -90,7 +90,7 @@ TopologyFile read_dump(std::string_view text, const std::string& origin) {
   if (format != kFormatName) {
     reader.fail("\"format\" is " + json::json_quote(format) + ", expected \"" + kFormatName + "\"");
   }
-  reader.integer("version", kFormatVersion, kFormatVersion, kFormatVersion);
+  reader.integer("version", kTopologyFormatVersion, kTopologyFormatVersion, kTopologyFormatVersion);
   TopologyFile file;
   file.format = "dump";
   const json::Value* nodes = reader.required_array("nodes");
@@ -171,7 +171,7 @@ TopologyFile read_dump(std::string_view text, const std::string& origin) {
   return file;
 }
 
-std::string trimmed(std::string_view text) {
+std::string trimmed_copy(std::string_view text) {
   const auto first = text.find_first_not_of(" \t\r\n");
   if (first == std::string_view::npos) return "";
   const auto last = text.find_last_not_of(" \t\r\n");
@@ -199,11 +199,12 @@ Node node_from_json(const json::Value& value, const std::string& where) {
   json::ObjectReader reader(value, where);
   Node node;
   node.host = reader.string("host", "");
-  node.packages = static_cast<int>(reader.integer("packages", 1, 0, kMaxCount));
-  node.numa_nodes = static_cast<int>(reader.integer("numa_nodes", 1, 0, kMaxCount));
+  node.packages = static_cast<int>(reader.integer("packages", 1, 0, kMaxTopologyCount));
+  node.numa_nodes = static_cast<int>(reader.integer("numa_nodes", 1, 0, kMaxTopologyCount));
   node.processing_units =
-      static_cast<int>(reader.required_integer("processing_units", 1, kMaxCount));
-  node.cores = static_cast<int>(reader.integer("cores", node.processing_units, 1, kMaxCount));
+      static_cast<int>(reader.required_integer("processing_units", 1, kMaxTopologyCount));
+  node.cores =
+      static_cast<int>(reader.integer("cores", node.processing_units, 1, kMaxTopologyCount));
   node.memory_bytes = static_cast<std::uint64_t>(reader.integer("memory_bytes", 0, 0, INT64_MAX));
   node.l3_cache_bytes =
       static_cast<std::uint64_t>(reader.integer("l3_cache_bytes", 0, 0, INT64_MAX));
@@ -250,7 +251,7 @@ std::string read_text_file(const std::string& path, const char* what) {
 }
 
 TopologyFile read_topology_text(std::string_view text, const std::string& origin) {
-  const std::string content = trimmed(text);
+  const std::string content = trimmed_copy(text);
   if (content.empty()) throw InvalidArgumentError(origin, -1, "the topology description is empty");
   // hwloc reads a synthetic description as a C string: text past a NUL
   // would escape the size bound checked on the whole text (the fuzzer's

@@ -41,7 +41,7 @@ double steady_seconds() {
 }
 
 // splitmix64's finalizer: consecutive call numbers give unrelated bits.
-std::uint64_t mix(std::uint64_t x) {
+std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
@@ -56,7 +56,7 @@ HandoffTuner::HandoffTuner(HandoffBoard& board, bool leader, std::optional<Hando
   if (!clock_) clock_ = steady_seconds;
 }
 
-bool HandoffTuner::trial_offered(std::uint64_t call) { return mix(call) % kTrialOneIn == 0; }
+bool HandoffTuner::trial_offered(std::uint64_t call) { return splitmix64(call) % kTrialOneIn == 0; }
 
 Handoff HandoffTuner::preferred(int size_class) const {
   const std::uint8_t own = board_.preferred[size_class].load(std::memory_order_relaxed);
