@@ -74,7 +74,11 @@ fi
 run_step() {
   local step=$1
   case $step in
-    pip_install) ctest --test-dir build --output-on-failure -R "$pip_test" ;;
+    # A unity build, as the other second builds (scripts/sanitizers.sh);
+    # setup.py passes CMAKE_ARGS to CMake.
+    pip_install)
+      CMAKE_ARGS="-DCMAKE_UNITY_BUILD=${COLLECTIVE_UNITY_BUILD:-ON} ${CMAKE_ARGS:-}" \
+        ctest --test-dir build --output-on-failure -R "$pip_test" ;;
     # MPICH's collective tests with and without the MPI drop-in; CI runs
     # the 30 testlist entries of at most 4 ranks, for time (all 73, up to 16
     # ranks: docs/mpich_coll_tests.md).
