@@ -33,11 +33,11 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # against 178 s for build-asan on 2 cores) for tests that run within 5% as
 # fast, and line tables are all a sanitizer report needs. Sanitizers lose
 # nothing at -Og; they see more than at -O2, which optimizes accesses away.
-# They are unity builds (COLLECTIVE_UNITY_BUILD=OFF: file by file): build/
-# compiles every file on its own already, and batching them costs a third
-# less compiler time.
-sanitizer_build_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo
-                       -DCMAKE_UNITY_BUILD="${COLLECTIVE_UNITY_BUILD:-ON}"
+# They compile file by file, and are the CI builds that do (build/ and the
+# other second builds batch files into unity builds under CI=true, for time):
+# each source of the library, the tests and the strategies is compiled on
+# its own here, so a file that misses an include fails CI.
+sanitizer_build_flags=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD=OFF
                        "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG"
                        "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-Og -g1 -DNDEBUG")
 

@@ -81,7 +81,9 @@ def main():
     if not mpich:
         command += ["--oversubscribe", "--bind-to", "none"]
     env = dict(os.environ)
-    env.pop("LD_PRELOAD", None)
+    # A preload the caller set (the MPICH runs' yield shim,
+    # scripts/test_mpich.sh) stays, after the drop-in where there is one.
+    inherited_preload = env.pop("LD_PRELOAD", "")
 
     def forward(name, value):
         env[name] = value
@@ -95,8 +97,10 @@ def main():
         forward("COLLECTIVE_PMPI_THREAD_MULTIPLE", os.environ["COLLECTIVE_PMPI_THREAD_MULTIPLE"])
     if mode in ("preload", "threads", "mismatch", "badtimeout", "nonblocking",
                 "nonblocking_mismatch"):
-        forward("LD_PRELOAD", preload_list(dropin))
+        forward("LD_PRELOAD", ":".join(filter(None, [preload_list(dropin), inherited_preload])))
         env.pop("LD_PRELOAD")  # for the ranks only, not for the launcher
+    if inherited_preload:
+        env["LD_PRELOAD"] = inherited_preload
     shm_size = os.environ.get("DROPIN_SHM_SIZE")
     scratch = None
     if shm_size:

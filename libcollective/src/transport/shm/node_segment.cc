@@ -50,10 +50,6 @@ struct Header {
   std::uint64_t depth;
 };
 
-struct alignas(128) PaddedFlag {
-  std::atomic<std::uint64_t> value;
-};
-
 // The node's event, which every publish moves while a rank sleeps: on its
 // own line of the header page, after the header.
 constexpr std::size_t kEventOffset = 128;
@@ -63,14 +59,6 @@ static_assert(sizeof(Header) <= kEventOffset);
 constexpr std::size_t kHandoffBoardOffset = 256;
 static_assert(kEventOffset + sizeof(SharedEvent) <= kHandoffBoardOffset);
 static_assert(kHandoffBoardOffset + sizeof(HandoffBoard) <= kPage);
-
-struct InputSlot {
-  std::atomic<std::uint64_t> round;  // the round this description is for
-  std::int64_t pid;
-  std::uint64_t id;
-  std::uint64_t mapped_bytes;
-  std::uint64_t offset;
-};
 
 std::size_t round_up(std::size_t value, std::size_t unit) {
   return (value + unit - 1) / unit * unit;
@@ -113,6 +101,20 @@ const char* flag_meaning(NodeSegment::Flag flag) {
 }
 
 }  // namespace
+
+// The control block's parts are outside the anonymous namespace, as
+// NodeSegment::Control that holds them is.
+struct alignas(128) PaddedFlag {
+  std::atomic<std::uint64_t> value;
+};
+
+struct InputSlot {
+  std::atomic<std::uint64_t> round;  // the round this description is for
+  std::int64_t pid;
+  std::uint64_t id;
+  std::uint64_t mapped_bytes;
+  std::uint64_t offset;
+};
 
 // The data follows the round directly: up to 56 bytes share its line.
 struct alignas(64) InlineBox {
