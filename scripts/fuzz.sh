@@ -23,7 +23,7 @@ if [[ " $step " == *" build "* ]]; then
   fi
   echo "-- fuzz: building tests/fuzz with $compiler"
   # A unity build (COLLECTIVE_UNITY_BUILD=OFF: file by file): these sources
-  # are compiled file by file in the sanitizer builds (scripts/sanitizers.sh).
+  # are compiled file by file in build-tsan (scripts/sanitizers.sh).
   cmake -S "$root/tests/fuzz" -B "$build" -DCMAKE_CXX_COMPILER="$compiler" \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_UNITY_BUILD="${COLLECTIVE_UNITY_BUILD:-ON}" >/dev/null
   cmake --build "$build" -j "$(nproc)"

@@ -42,9 +42,9 @@ bash scripts/check_format.sh
 phase build
 # Under CI=true build/ is a unity build (files batched into one compile per
 # 8; COLLECTIVE_UNITY_BUILD=OFF: file by file): 336 CPU-s against 480, and
-# this build is the one every test waits for. The sanitizer builds compile
-# every file on its own (scripts/sanitizers.sh). Elsewhere build/ stays as
-# the developer configured it.
+# this build is the one every test waits for. build-tsan compiles every
+# file of the library and the strategies on its own (scripts/sanitizers.sh).
+# Elsewhere build/ stays as the developer configured it.
 unity_build=()
 [[ ${CI:-} == true ]] && unity_build=(-DCMAKE_UNITY_BUILD="${COLLECTIVE_UNITY_BUILD:-ON}")
 bash scripts/build.sh -DCOLLECTIVE_BUILD_TESTS=ON "${unity_build[@]}"

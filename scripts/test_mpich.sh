@@ -24,7 +24,7 @@ step=${COLLECTIVE_CI_STEP:-build test}
 if [[ " $step " == *" build "* ]]; then
   bash "$root/scripts/install_deps.sh" --with-mpich
   # A unity build (COLLECTIVE_UNITY_BUILD=OFF: file by file): these sources
-  # are compiled file by file in the sanitizer builds (scripts/sanitizers.sh),
+  # are compiled file by file in build-tsan (scripts/sanitizers.sh),
   # and batching them costs a third less compiler time.
   cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCOLLECTIVE_MPI=mpich \
         -DCOLLECTIVE_BUILD_TESTS=ON -DCMAKE_UNITY_BUILD="${COLLECTIVE_UNITY_BUILD:-ON}" >/dev/null
