@@ -81,8 +81,9 @@ fi
 run_step() {
   local step=$1
   case $step in
-    # A unity build, as build/ under CI=true (COLLECTIVE_UNITY_BUILD=OFF:
-    # file by file); setup.py passes CMAKE_ARGS to CMake.
+    # A unity build in its own folder, CI or not, as the other second builds
+    # (COLLECTIVE_UNITY_BUILD=OFF: file by file); setup.py passes CMAKE_ARGS
+    # to CMake.
     pip_install)
       CMAKE_ARGS="-DCMAKE_UNITY_BUILD=${COLLECTIVE_UNITY_BUILD:-ON} ${CMAKE_ARGS:-}" \
         ctest --test-dir build --output-on-failure -R "$pip_test" ;;
