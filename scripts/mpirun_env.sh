@@ -14,3 +14,19 @@ export OMPI_MCA_odls_base_sigkill_timeout=0
 binding_for() {
   if (($1 <= $(nproc))); then echo "--bind-to core"; else echo "--oversubscribe --bind-to none"; fi
 }
+
+# Open MPI opens its PSM/PSM2 and OFI transports in every process, 0.2 s
+# each here (the PSM libraries search for Omni-Path hardware). Where the
+# hardware they drive is absent they can never be chosen, so they are left
+# out, unless the user named the transports already.
+if [[ -z ${OMPI_MCA_mtl:-} ]]; then
+  unusable=()
+  compgen -G '/dev/hfi1*' >/dev/null || compgen -G '/dev/ipath*' >/dev/null || unusable+=(psm psm2)
+  compgen -G '/dev/infiniband/*' >/dev/null || compgen -G '/dev/cxi*' >/dev/null ||
+    compgen -G '/dev/hfi1*' >/dev/null || unusable+=(ofi)
+  if ((${#unusable[@]})); then
+    OMPI_MCA_mtl="^$(IFS=,; echo "${unusable[*]}")"
+    export OMPI_MCA_mtl
+  fi
+  unset unusable
+fi
