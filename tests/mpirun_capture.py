@@ -36,14 +36,17 @@ def alive(pid):
 class CapturedMpirun:
     """Starts `command` (an mpirun line) in a session of its own, with
     `env_updates` over this environment and Open MPI allowed to run as root;
-    `ranks` is how many READY lines wait_ready() expects."""
+    `ranks` is how many READY lines wait_ready() expects. `stop_gently`:
+    cleanup() sends SIGTERM first, so that a launcher with its own clean-up
+    (scripts/netns_cluster.sh deletes its namespaces) gets to run it."""
 
-    def __init__(self, command, env_updates, ranks):
+    def __init__(self, command, env_updates, ranks, stop_gently=False):
         env = dict(os.environ)
         env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
         env.update(env_updates)
         print("$ " + " ".join(command), flush=True)
         self.ranks = ranks
+        self.stop_gently = stop_gently
         self.lines = []  # (time, stream, text)
         self.lock = threading.Lock()
         self.process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -103,6 +106,12 @@ class CapturedMpirun:
     def cleanup(self):
         """Kills whatever is left; returns the worker pids that were still alive."""
         left = []
+        if self.process.poll() is None and self.stop_gently:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+                self.process.wait(timeout=10)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
         if self.process.poll() is None:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
