@@ -158,12 +158,18 @@ await_build() {
 declare -A phase_names=([pip_install]="pip install" [mpich_coll_tests]="MPICH collective tests"
                          [mpich]="MPICH build and tests"
                          [sanitizers]=sanitizers [fuzzing]=fuzzing)
-# The MPICH phases' tests run beside the sanitizers' tests, one after the
-# other: both leave cores idle (their ranks wait and yield; 325 of 1,234
-# core-seconds in those phases ran idle when each ran alone). Their output
-# is printed and their result checked once the sanitizers' tests are done.
+# The MPICH phases' tests and the fuzzers run beside the sanitizers' tests,
+# one after the other: each leaves cores idle (MPICH's ranks wait and
+# yield, 325 of 1,234 core-seconds idle when each phase ran alone; the
+# sanitized ranks wait on each other; a fuzzer is one process). Each
+# beside step first awaits its own build, within the chain, so that the
+# sanitizers' tests need not wait for the last build. Their output is
+# printed and their result checked once the sanitizers' tests are done.
 # With COLLECTIVE_CI_BACKGROUND=0 every phase runs alone, in turn.
 beside_steps=()
+for step in "${steps[@]}"; do
+  [[ $step == mpich_coll_tests || $step == mpich || $step == fuzzing ]] && beside_steps+=("$step")
+done
 start_beside() {
   ((${#beside_steps[@]})) || return 0
   local step
@@ -171,7 +177,7 @@ start_beside() {
   set -m
   (
     for step in "${beside_steps[@]}"; do
-      if run_step "$step" test >"$background/$step.test.log" 2>&1; then
+      if (await_build "$step" && run_step "$step" test) >"$background/$step.test.log" 2>&1; then
         touch "$background/$step.tested"
       else
         exit 1
@@ -182,16 +188,14 @@ start_beside() {
   set +m
 }
 for step in "${steps[@]}"; do
-  phase "${phase_names[$step]}"
   if [[ -n $background_pid ]]; then
+    [[ " ${beside_steps[*]} " == *" $step "* ]] && continue
+    phase "${phase_names[$step]}"
     await_build "$step"
-    if [[ $step == mpich_coll_tests || $step == mpich ]]; then
-      beside_steps+=("$step")
-      continue
-    fi
-    [[ -z $beside_pid ]] && start_beside
+    [[ $step == sanitizers && -z $beside_pid ]] && start_beside
     run_step "$step" test
   else
+    phase "${phase_names[$step]}"
     run_step "$step" "build test"
   fi
 done
@@ -201,7 +205,7 @@ if [[ -n $beside_pid ]]; then
   wait "$beside_pid" || beside_status=$?
   beside_pid=
   for step in "${beside_steps[@]}"; do
-    phase "${phase_names[$step]}: its tests, which ran beside the sanitizers'"
+    phase "${phase_names[$step]}: its build and tests, beside the sanitizers'"
     [[ -e $background/$step.test.log ]] && cat "$background/$step.test.log"
     if [[ ! -e $background/$step.tested ]]; then
       echo "test.sh: $step's tests failed (above; $background/$step.test.log, exit $beside_status)" >&2
