@@ -21,12 +21,14 @@ binding_for() {
 # out, unless the user named the transports already.
 if [[ -z ${OMPI_MCA_mtl:-} ]]; then
   unusable=()
-  compgen -G '/dev/hfi1*' >/dev/null || compgen -G '/dev/ipath*' >/dev/null || unusable+=(psm psm2)
-  compgen -G '/dev/infiniband/*' >/dev/null || compgen -G '/dev/cxi*' >/dev/null ||
-    compgen -G '/dev/hfi1*' >/dev/null || unusable+=(ofi)
+  omni_path=0  # an Omni-Path adapter serves PSM2 and OFI alike
+  compgen -G '/dev/hfi1*' >/dev/null && omni_path=1
+  ((omni_path)) || compgen -G '/dev/ipath*' >/dev/null || unusable+=(psm psm2)
+  ((omni_path)) || compgen -G '/dev/infiniband/*' >/dev/null || compgen -G '/dev/cxi*' >/dev/null ||
+    unusable+=(ofi)
   if ((${#unusable[@]})); then
     OMPI_MCA_mtl="^$(IFS=,; echo "${unusable[*]}")"
     export OMPI_MCA_mtl
   fi
-  unset unusable
+  unset unusable omni_path
 fi
