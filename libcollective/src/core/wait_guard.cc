@@ -2,8 +2,6 @@
 
 #include "core/mpi_thread_level.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <sstream>
 
@@ -65,11 +63,6 @@ void WaitGuard::arm() {
   // Counted from the start: the first idle turn past the tight polls lets
   // MPI progress at once when the wait began late in a long call.
   next_progress_ = start_ + kProgressInterval;
-}
-
-void WaitGuard::sleep_one_poll() {
-  const timespec pause{0, std::chrono::duration_cast<std::chrono::nanoseconds>(kPollSleep).count()};
-  nanosleep(&pause, nullptr);
 }
 
 void WaitGuard::drive_mpi_progress() const {

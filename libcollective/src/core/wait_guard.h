@@ -1,13 +1,8 @@
 // The rules every wait loop of the library follows, in one place, so that
 // no wait can hang: spin briefly, then yield the processor (ranks may be
-// oversubscribed), and once yielding has lasted sleep_after, sleep between
-// polls: until the awaited value changes where the loop can sleep on it
-// (shared-memory flags), else for kPollSleep (MPI requests). A wait that
-// keeps yielding is never off the run queue, and many such threads can
-// keep the processors from the very thread they wait for: under EEVDF a
-// group of yielding threads held both cores for seconds while a thread
-// holding the MPI lock (MPI_THREAD_SERIALIZED) sat runnable in another
-// (docs/errors.md, "Threads"). Stop at once when Communicator::abort was called; log
+// oversubscribed), and where the loop can sleep until the awaited value
+// changes (shared-memory flags), sleep once yielding has lasted
+// sleep_after; stop at once when Communicator::abort was called; log
 // one stall warning naming the awaited ranks at COLLECTIVE_STALL_WARNING of
 // the timeout; fail fast when a rank on this host died; raise TimeoutError
 // at the deadline. Every idle turn also lets MPI progress (see
@@ -74,12 +69,14 @@ class WaitGuard {
     return request_ == &request && deadline_ == request.deadline;
   }
 
-  // Called after every poll that found nothing ready, in a wait that has
-  // nothing to sleep on (MPI requests): it sleeps kPollSleep a turn once
-  // it has yielded for sleep_after.
+  // Called after every poll that found nothing ready.
   template <typename Describe>
   void idle(Describe&& describe) {
-    idle(std::forward<Describe>(describe), [](std::chrono::microseconds) { sleep_one_poll(); });
+    if (++polls_ <= tight_polls_) return;
+    if (!armed_) arm();
+    if (polls_ == tight_polls_ + 1 && trace_enabled()) trace_wait_start_ns_ = trace_now_ns();
+    sched_yield();
+    check(describe, Clock::now());
   }
 
   // As idle(), for a wait that can sleep until what it polls changes:
@@ -123,12 +120,6 @@ class WaitGuard {
   // The longest sleep between two looks at the abort flag and the clock:
   // short next to any timeout, long next to a system call.
   static constexpr std::chrono::microseconds kSleepSlice{1000};
-  // A wait on MPI requests, past its yielding, sleeps this long between
-  // polls (about twice that with the kernel's default timer slack): short
-  // next to the millisecond it has waited, so a transfer it drives still
-  // progresses (docs/algorithms.md, "Waiting").
-  static constexpr std::chrono::microseconds kPollSleep{50};
-  static void sleep_one_poll();
   // How often a wait lets MPI progress, from the call's start on: the
   // transfers it may owe a peer finish within this, and a short wait (a
   // small shared-memory call, whose ranks yield to each other when they
