@@ -22,8 +22,14 @@
 # `ip netns exec HOST unshare --uts` after setting the host name to HOST, so
 # MPI_Get_processor_name and MPI_COMM_TYPE_SHARED see separate hosts;
 # oob_tcp_if_include and btl_tcp_if_include keep Open MPI on the bridge's
-# subnet. Needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN), iproute2, util-linux
-# unshare, and tc for --rate/--delay. Everything is removed on exit.
+# subnet. The daemons stay in this session (--leave-session-attached): a
+# daemon that detaches starts a session of its own, which the kernel's
+# autogroup makes a scheduling group of its own, and ranks of one job in
+# separate groups on shared cores, polling and yielding, starved each
+# other for seconds to minutes (docs/ci.md, "Simulated hosts share one
+# scheduling group"); real hosts never share their cores. Needs root
+# (CAP_NET_ADMIN, CAP_SYS_ADMIN), iproute2, util-linux unshare, and tc for
+# --rate/--delay. Everything is removed on exit.
 # Exit status: the program's (mpirun's); 77 when namespaces are not
 # permitted here (ctest's skip code); 2 for usage errors.
 set -eu
@@ -37,7 +43,7 @@ exec_only=0
 mpirun_args=""
 
 usage() {
-  sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2
+  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//' >&2
   exit 2
 }
 
@@ -198,7 +204,7 @@ mpirun --hostfile "$workdir/hostfile" -np $((hosts * ranks_per_host)) \
   --mca oob_tcp_if_include "${subnet}.0/24" \
   --mca btl_tcp_if_include "${subnet}.0/24" \
   --mca btl self,vader,tcp \
-  --bind-to none --oversubscribe $mpirun_args \
+  --bind-to none --oversubscribe --leave-session-attached $mpirun_args \
   "$@"
 status=$?
 set -e
