@@ -20,12 +20,6 @@ with_mpich=0
 ((with_mpich)) && extra_install+=(--with-mpich)
 bash scripts/install_deps.sh "${extra_install[@]}"
 source scripts/mpirun_env.sh
-# Open MPI's ranks yield the core while they wait, as Open MPI does by
-# itself where a host runs more ranks than cores: here the tests' ranks
-# share 2 cores with each other and with the background builds below, so
-# every host is oversubscribed whatever its rank count (docs/ci.md). A
-# value set before this script is kept; 0 tests Open MPI's busy polling.
-export OMPI_MCA_mpi_yield_when_idle=${OMPI_MCA_mpi_yield_when_idle:-1}
 # Every build below (build, build-mpich, build-asan, build-tsan, the
 # fuzzers) compiles through ccache when it is installed, with this clone's
 # root as ccache's base_dir so that objects are shared with every other
