@@ -50,6 +50,25 @@ if [[ ${COLLECTIVE_MPICH_YIELD:-1} == 1 ]]; then
   export LD_PRELOAD=$shim${LD_PRELOAD:+:$LD_PRELOAD}
   echo "-- test_mpich: MPICH's ranks yield when idle ($shim preloaded)"
 fi
+# Hydra starts every proxy and rank in a session of its own, which the
+# kernel's autogroup makes a scheduling group of its own: MPICH's ranks then
+# competed as groups with the whole of CI's session and, yielding, starved
+# it and each other for a minute once. A preloaded setsid() keeps them in
+# this session with a process group of their own
+# (scripts/mpich_same_session.c); COLLECTIVE_MPICH_SAME_SESSION=0 runs
+# without it. Checked here: a rank's session is this script's.
+if [[ ${COLLECTIVE_MPICH_SAME_SESSION:-1} == 1 ]]; then
+  session_shim=$build_dir/mpich_same_session.so
+  cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$session_shim" "$root/scripts/mpich_same_session.c"
+  export LD_PRELOAD=$session_shim${LD_PRELOAD:+:$LD_PRELOAD}
+  own_session=$(cut -d' ' -f6 /proc/$$/stat)
+  rank_sessions=$(mpiexec.mpich -n 2 sh -c "cut -d' ' -f6 /proc/\$\$/stat" | sort -u)
+  if [[ $rank_sessions != "$own_session" ]]; then
+    echo "test_mpich: MPICH's ranks run in session(s) $(echo $rank_sessions), not this script's ($own_session)" >&2
+    exit 1
+  fi
+  echo "-- test_mpich: MPICH's processes stay in this session ($session_shim preloaded)"
+fi
 # The drop-in's semantics tests (dropin_semantics_program: in-place blocks,
 # attribute callbacks, signals, communicators in a small /dev/shm) are
 # written against Open MPI and run in the Open MPI phase only: under
