@@ -39,15 +39,22 @@ if [[ " $step " == *" build "* ]]; then
   cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 fi
 [[ " $step " == *" test "* ]] || exit 0
+# preload_shim NAME [LIBS...]: builds scripts/NAME.c into build_dir and
+# puts it first in LD_PRELOAD, which mpiexec hands on to proxies and ranks.
+preload_shim() {
+  local name=$1
+  shift
+  shim=$build_dir/$name.so
+  cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$shim" "$root/scripts/$name.c" "$@"
+  export LD_PRELOAD=$shim${LD_PRELOAD:+:$LD_PRELOAD}
+}
 # MPICH 4.0's progress loop never yields: with 3 or 4 ranks on 2 cores each
 # message waits for a time slice to end (collective_mpi_tests at 3 ranks:
 # 28.7 s, 2.4 s with the shim). Its ranks run with a preloaded shim that
 # yields when UCX moved nothing (scripts/mpich_yield_when_idle.c);
 # COLLECTIVE_MPICH_YIELD=0 runs MPICH as it is.
 if [[ ${COLLECTIVE_MPICH_YIELD:-1} == 1 ]]; then
-  shim=$build_dir/mpich_yield_when_idle.so
-  cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$shim" "$root/scripts/mpich_yield_when_idle.c" -ldl
-  export LD_PRELOAD=$shim${LD_PRELOAD:+:$LD_PRELOAD}
+  preload_shim mpich_yield_when_idle -ldl
   echo "-- test_mpich: MPICH's ranks yield when idle ($shim preloaded)"
 fi
 # Hydra starts every proxy and rank in a session of its own, which the
@@ -58,16 +65,16 @@ fi
 # (scripts/mpich_same_session.c); COLLECTIVE_MPICH_SAME_SESSION=0 runs
 # without it. Checked here: a rank's session is this script's.
 if [[ ${COLLECTIVE_MPICH_SAME_SESSION:-1} == 1 ]]; then
-  session_shim=$build_dir/mpich_same_session.so
-  cc -O2 -Wall -Wextra -Werror -shared -fPIC -o "$session_shim" "$root/scripts/mpich_same_session.c"
-  export LD_PRELOAD=$session_shim${LD_PRELOAD:+:$LD_PRELOAD}
+  preload_shim mpich_same_session
+  # The launcher the tests run with (build_dir's CMake found it).
+  mpiexec=$(sed -n 's/^MPIEXEC_EXECUTABLE:FILEPATH=//p' "$build_dir/CMakeCache.txt")
   own_session=$(cut -d' ' -f6 /proc/$$/stat)
-  rank_sessions=$(mpiexec.mpich -n 2 sh -c "cut -d' ' -f6 /proc/\$\$/stat" | sort -u)
+  rank_sessions=$("$mpiexec" -n 2 sh -c "cut -d' ' -f6 /proc/\$\$/stat" | sort -u)
   if [[ $rank_sessions != "$own_session" ]]; then
     echo "test_mpich: MPICH's ranks run in session(s) $(echo $rank_sessions), not this script's ($own_session)" >&2
     exit 1
   fi
-  echo "-- test_mpich: MPICH's processes stay in this session ($session_shim preloaded)"
+  echo "-- test_mpich: MPICH's processes stay in this session ($shim preloaded)"
 fi
 # The drop-in's semantics tests (dropin_semantics_program: in-place blocks,
 # attribute callbacks, signals, communicators in a small /dev/shm) are
