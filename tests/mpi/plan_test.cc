@@ -5,9 +5,12 @@
 // call is in flight; misuse: a start while the previous one is unfinished,
 // a plan destroyed with a start in flight, a rank that starts another plan
 // or its plans in another order, a mismatch at creation. The order between
-// ranks is forced by a second communicator, never by a sleep.
+// ranks is forced by a second communicator, never by a sleep. Starts
+// that complete on their own while the caller computes or is blocked on
+// another communicator.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <regex>
 #include <string>
@@ -146,6 +149,68 @@ TEST(Plan, MixedWithBlockingAndAsyncCallsAndStartedWhileAnotherIsInFlight) {
     a.expect_sum(comm.size(), comm.rank(), round, "plan a");
     b.expect_sum(comm.size(), comm.rank(), round + 100, "plan b");
     async.expect_sum(comm.size(), comm.rank(), round + 300, "_async");
+  }
+}
+
+// A plan waited for at once leaves its starts to wait() and wakes no
+// thread (docs/architecture.md, "Persistent plans"); a start the program
+// then does not wait for still completes while the caller only computes:
+// the plans' watch hands it to the progress thread. The bound is generous
+// (a loaded machine): it only catches a start that never completes alone.
+TEST(Plan, AStartCompletesWhileTheCallerComputesAfterStartsWaitedForAtOnce) {
+  Communicator& comm = world();
+  Buffers<std::int64_t> buffers(7, false);
+  Plan plan =
+      comm.all_reduce_init(buffers.send_pointer(), buffers.recv.data(), 7, DataType::kInt64);
+  for (int round = 0; round < 20; ++round) {
+    buffers.fill(comm.rank(), round);
+    plan.start().wait();
+    buffers.expect_sum(comm.size(), comm.rank(), round, "a start waited for at once");
+  }
+  for (int round = 20; round < 23; ++round) {
+    buffers.fill(comm.rank(), round);
+    Work work = plan.start();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    volatile double sink = 1.0;
+    bool completed = false;
+    while (!completed && std::chrono::steady_clock::now() < deadline) {
+      for (int i = 0; i < 100000; ++i) sink = sink * 1.0000001 + 1e-9;
+      completed = work.is_completed();
+    }
+    ASSERT_TRUE(completed) << "rank " << comm.rank() << ": start " << round
+                           << " of an 8-byte all_reduce plan did not complete within 120 s "
+                              "while the caller computed";
+    EXPECT_TRUE(work.test());
+    buffers.expect_sum(comm.size(), comm.rank(), round, "a start completed by the library");
+  }
+}
+
+// Rank 0 starts, then blocks on the second communicator until every other
+// rank's wait() for the same start has returned: the start must complete
+// without rank 0 entering the library for it (its thread was not woken).
+TEST(Plan, AStartCompletesWhileItsRankIsBlockedElsewhere) {
+  Communicator& comm = world();
+  if (comm.size() == 1) GTEST_SKIP() << "needs a peer waiting for the start";
+  side();  // made (a collective split) before any start is held
+  Buffers<std::int64_t> buffers(7, true);
+  Plan plan =
+      comm.all_reduce_init(buffers.send_pointer(), buffers.recv.data(), 7, DataType::kInt64);
+  for (int round = 0; round < 5; ++round) {  // waited for at once: starts wake no thread
+    buffers.fill(comm.rank(), round);
+    plan.start().wait();
+  }
+  for (int round = 5; round < 8; ++round) {
+    buffers.fill(comm.rank(), round);
+    Work work = plan.start();
+    if (comm.rank() == 0) {
+      side().barrier();  // the others pass it only after their wait()
+      EXPECT_TRUE(work.is_completed()) << "rank 0: start " << round << " unfinished";
+    } else {
+      work.wait();
+      side().barrier();
+    }
+    work.wait();
+    buffers.expect_sum(comm.size(), comm.rank(), round, "a start of a rank blocked elsewhere");
   }
 }
 

@@ -39,6 +39,13 @@ class PlanState;
 //   order, or a blocking call at that turn, gets the MismatchError of
 //   docs/errors.md on every rank (or, where one side waits for something
 //   never sent, a TimeoutError naming what it waited for), never a result.
+// - Who runs a start: a program that waits for each start at once gets
+//   the call run by its wait() on its own thread, with no thread woken; a
+//   program that computes between start and wait gets it run by the
+//   communicator's progress thread from the next start on (the plan
+//   learns which from its latest start). Either way a start completes
+//   without the caller: one nobody waits for is handed to the progress
+//   thread within 10 ms.
 // - start() while the plan's previous start is unfinished is an
 //   InvalidArgumentError raised by start() itself; the previous start is
 //   unaffected. Wait for (or test until complete) the previous Work first.

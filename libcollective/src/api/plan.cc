@@ -1,5 +1,6 @@
 #include "collective/plan.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -15,12 +16,22 @@ namespace internal {
 
 PlanState::PlanState(std::shared_ptr<CommunicatorState> communicator, PreparedCall prepared)
     : communicator_(std::move(communicator)),
-      prepared_(std::make_shared<const PreparedCall>(std::move(prepared))) {}
+      call_(std::make_shared<PlanCall>(std::move(prepared))),
+      engine_access_(progress_engine_of(*communicator_).access()) {
+  progress_engine_of(*communicator_).add_plan();
+}
+
+PlanState::~PlanState() {
+  const std::lock_guard<std::mutex> helping(engine_access_->mutex);
+  if (engine_access_->engine != nullptr) {
+    static_cast<ProgressEngine*>(engine_access_->engine)->remove_plan();
+  }
+}
 
 std::string PlanState::describe() const {
-  const Request& request = prepared_->request;
+  const Request& request = call_->prepared.request;
   std::string text = std::string(to_string(request.kind)) + " plan #" +
-                     std::to_string(prepared_->created_as) + " (count " +
+                     std::to_string(call_->prepared.created_as) + " (count " +
                      std::to_string(request.count) + ", " + std::string(to_string(request.type));
   if (traits_of(request.kind).reduces) text += ", " + std::string(to_string(request.op));
   return text + ")";
@@ -60,15 +71,13 @@ std::shared_ptr<WorkState> PlanState::start() {
   const std::uint64_t sequence = state.next_sequence++;
   auto call = std::make_unique<QueuedCall>();
   // What the flight recorder shows of the start while it is queued.
-  call->request = prepared_->request;
+  call->request = call_->prepared.request;
   call->request.sequence = sequence;
-  call->work = std::make_shared<WorkState>(std::string(to_string(prepared_->request.kind)) + " #" +
-                                           std::to_string(sequence));
-  // The engine outlives every queued call (it drains them before the
-  // communicator's state goes), so the state is referred to, not held.
-  call->run_instead = [state = &state, prepared = prepared_, sequence] {
-    run_prepared_call(*state, *prepared, sequence);
-  };
+  call->work = std::make_shared<WorkState>(std::string(to_string(call_->prepared.request.kind)) +
+                                           " #" + std::to_string(sequence));
+  call->plan = call_;
+  call->wake_engine = call_->wake_on_start.load(std::memory_order_relaxed);
+  if (!call->wake_engine) call->queued_at = std::chrono::steady_clock::now();
   last_start_ = call->work;
   progress_engine_of(state).enqueue(std::move(call));
   return last_start_;

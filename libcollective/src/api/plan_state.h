@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/plan_call.h"
 #include "api/prepared_call.h"
 #include "api/work_state.h"
 #include "collective/options.h"
@@ -17,10 +18,17 @@ namespace collective::internal {
 
 class PlanState {
  public:
+  // Registers the plan with the communicator's progress engine (made now
+  // if the communicator had none), which then polls for its starts.
   PlanState(std::shared_ptr<CommunicatorState> communicator, PreparedCall prepared);
+  ~PlanState();
+  PlanState(const PlanState&) = delete;
+  PlanState& operator=(const PlanState&) = delete;
 
-  // Queues one start in program order; raises when the previous start is
-  // unfinished or the communicator is unusable.
+  // Queues one start in program order, waking the progress thread only
+  // when the plan's starts are not waited for at once (api/plan_call.h);
+  // raises when the previous start is unfinished or the communicator is
+  // unusable.
   std::shared_ptr<WorkState> start();
   std::shared_ptr<WorkState> last_start() const;
   std::string describe() const;
@@ -29,7 +37,10 @@ class PlanState {
   const std::shared_ptr<CommunicatorState> communicator_;
   // Shared with each queued start, which must not hold the communicator's
   // state: the progress thread would then release its own engine.
-  const std::shared_ptr<const PreparedCall> prepared_;
+  const std::shared_ptr<PlanCall> call_;
+  // The engine the plan registered with, unless the communicator was
+  // released (and its engine gone) first.
+  const std::shared_ptr<EngineAccess> engine_access_;
   mutable std::mutex mutex_;
   std::shared_ptr<WorkState> last_start_;
 };

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
@@ -16,6 +17,8 @@
 #include <thread>
 #include <vector>
 
+#include "api/plan_call.h"
+#include "api/plan_start_watch.h"
 #include "api/work_state.h"
 #include "collective/options.h"
 #include "core/communicator_state.h"
@@ -33,12 +36,29 @@ struct QueuedCall {
   std::vector<std::size_t> recv_counts;
   std::vector<std::size_t> recv_displacements;
   std::shared_ptr<WorkState> work;
-  // Set for a persistent plan's start (api/plan.cc): run instead of the
-  // request, which is then unused.
+  // Set for a send_async / recv_async (api/point_to_point.cc): run instead
+  // of the request, which then only labels it.
   std::function<void()> run_instead;
+  // Set for a persistent plan's start (api/plan.cc): its prepared call
+  // runs with the request's sequence number; the rest of the request only
+  // shows the start in the flight record.
+  std::shared_ptr<PlanCall> plan;
+  // Whether enqueue() wakes the progress thread. A plan's start that does
+  // not is run by the wait() that follows it, or woken for by the plans'
+  // watch (api/plan_start_watch.h) once it was first in the queue at one
+  // of the watch's looks (`seen_by_watch`) and still is at the next.
+  bool wake_engine = true;
+  bool seen_by_watch = false;
+  // When a start that did not wake the thread was queued: a wait() that
+  // comes much later shows that the program computes in between.
+  std::chrono::steady_clock::time_point queued_at{};
 };
 
-class ProgressEngine : public AlgorithmResources {
+// The longest a plan's start may wait for its wait() and still count as
+// waited for at once: about what waking the progress thread costs here.
+inline constexpr std::chrono::microseconds kWaitedAtOnce{20};
+
+class ProgressEngine : public AlgorithmResources, public PlanStartSource {
  public:
   explicit ProgressEngine(CommunicatorState& state);
   // Finishes every queued call (each bounded by its timeout), then joins.
@@ -58,22 +78,39 @@ class ProgressEngine : public AlgorithmResources {
   // wrote to the communicator's state is visible after false).
   bool busy() const { return outstanding_.load(std::memory_order_acquire) != 0; }
 
+  // A plan of this communicator made / gone: while any lives, the plans'
+  // watch looks at this engine (api/plan_start_watch.h).
+  void add_plan();
+  void remove_plan();
+  void take_stale_plan_start() override;
+  // The way back to this engine that it clears when it goes (a plan that
+  // outlives its communicator's release must not reach it).
+  const std::shared_ptr<EngineAccess>& access() const { return access_; }
+
  private:
   void run();
   // Takes the first queued call and runs it on this thread (lock held on
-  // entry and on return; released while the call runs).
-  void run_front(std::unique_lock<std::mutex>& lock);
+  // entry and on return; released while the call runs); the engine's own
+  // thread or a helper's.
+  void run_front(std::unique_lock<std::mutex>& lock, bool on_engine_thread);
+  // Whether the engine's thread must be woken for the front call: it was
+  // queued to wake it, or no plan keeps the thread polling.
+  bool front_needs_wake() const;
   // Whether this thread is inside a call or its completion callback (a
   // wait() there must not help: it would take the engine's lock again).
   static bool inside_call();
 
   CommunicatorState& state_;
   std::mutex mutex_;
-  std::condition_variable changed_;
+  // Two conditions, so that finishing a call wakes only those waiting for
+  // one to finish, and queueing one only the engine's thread.
+  std::condition_variable call_queued_;    // or stopping, or plans changed
+  std::condition_variable call_finished_;  // drain() and help() wait here
   std::deque<std::unique_ptr<QueuedCall>> queue_;
   std::atomic<std::size_t> outstanding_{0};  // queued + running
   bool running_ = false;                     // a call runs, on the engine's thread or a helper's
   bool stopping_ = false;
+  std::size_t plans_ = 0;  // live plans of the communicator (add_plan)
   std::shared_ptr<EngineAccess> access_;
   std::thread thread_;
 };
