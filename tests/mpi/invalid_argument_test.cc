@@ -193,5 +193,38 @@ TEST_F(InvalidArgumentTest, ARepeatedCallStillChecksEachChangedArgument) {
   valid_calls();
 }
 
+// The fast path remembers the v-forms' counts and displacements by value:
+// the same arrays rewritten in place between calls are checked again.
+TEST_F(InvalidArgumentTest, ARepeatedVFormStillChecksCountsRewrittenInPlace) {
+  const std::size_t ranks = static_cast<std::size_t>(comm.size());
+  std::vector<std::int32_t> send(ranks), recv(ranks, -1);
+  std::vector<std::size_t> counts(ranks, 1), displacements(ranks);
+  for (std::size_t q = 0; q < ranks; ++q) displacements[q] = q;
+  const auto call = [&] {
+    comm.all_to_all_v(send.data(), counts, displacements, recv.data(), counts, displacements,
+                      DataType::kInt32);
+  };
+  const auto valid_calls = [&] {
+    for (int repeat = 0; repeat < 3; ++repeat) {
+      for (std::size_t q = 0; q < ranks; ++q) {
+        send[q] = static_cast<std::int32_t>(comm.rank() * 100 + static_cast<int>(q) + repeat);
+      }
+      call();
+      for (std::size_t q = 0; q < ranks; ++q) {
+        ASSERT_EQ(recv[q],
+                  static_cast<std::int32_t>(static_cast<int>(q) * 100 + comm.rank() + repeat))
+            << "rank " << comm.rank() << " index " << q;
+      }
+    }
+  };
+  valid_calls();
+  const std::vector<std::int32_t> before = recv;
+  displacements[0] = std::numeric_limits<std::size_t>::max() - 1;
+  expect_invalid(call, "all_to_all_v", "overflows the byte size");
+  EXPECT_EQ(recv, before) << "rank " << comm.rank() << ": a refused all_to_all_v wrote";
+  displacements[0] = 0;
+  valid_calls();
+}
+
 }  // namespace
 }  // namespace collective

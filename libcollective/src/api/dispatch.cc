@@ -121,7 +121,7 @@ OwnChecks check_and_select(CommunicatorState& state, Request& request, const Com
     // their supports(), so device buffers reach NCCL or an UnsupportedError.
     request.memory = gpu::resolve_memory_kind(request, state.rank);
     checks.selection = select_algorithm(request, state);
-    if (CheckedCallMemo::has_no_vectors(request) && memory_kind_is_fixed()) {
+    if (memory_kind_is_fixed()) {
       state.checked_call.remember(request, declared, checks.selection->algorithm);
     }
   } catch (const Error& error) {

@@ -4,8 +4,14 @@
 // choice (both depend only on the arguments and on what is fixed for the
 // communicator), so dispatch reuses the verdict instead of checking and
 // selecting again: a solver's thousands of identical small all-reduces skip
-// about 300 instructions each. The cross-rank check still runs every call.
+// about 300 instructions each, and the v-forms their allocating checks. The
+// cross-rank check still runs every call.
 #pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <span>
+#include <vector>
 
 #include "collective/options.h"
 #include "core/request.h"
@@ -24,26 +30,37 @@ struct CheckedCallMemo {
            request.forced == key.forced && request.memory == key.memory &&
            request.deterministic == key.deterministic && request.timeout == key.timeout &&
            request.call_tag == key.call_tag && request.point_to_point == nullptr &&
-           has_no_vectors(request);
-  }
-  // The v-forms' counts and displacements are not compared (they would
-  // cost what the checks cost): those calls take the full path.
-  static bool has_no_vectors(const Request& request) {
-    return request.send_counts.empty() && request.send_displacements.empty() &&
-           request.recv_counts.empty() && request.recv_displacements.empty();
+           same(send_counts, request.send_counts) &&
+           same(send_displacements, request.send_displacements) &&
+           same(recv_counts, request.recv_counts) &&
+           same(recv_displacements, request.recv_displacements);
   }
   // `request` after its checks passed (memory resolved), its declared
-  // memory kind and the algorithm chosen for it.
+  // memory kind and the algorithm chosen for it. The v-forms' counts and
+  // displacements are copied (the caller may change its arrays): comparing
+  // them is a few instructions per rank, where their checks allocate and
+  // sort.
   void remember(const Request& request, MemoryKind declared, const CollectiveAlgorithm* chosen) {
     key = request;
     key.memory = declared;
+    send_counts.assign(request.send_counts.begin(), request.send_counts.end());
+    send_displacements.assign(request.send_displacements.begin(), request.send_displacements.end());
+    recv_counts.assign(request.recv_counts.begin(), request.recv_counts.end());
+    recv_displacements.assign(request.recv_displacements.begin(), request.recv_displacements.end());
+    key.send_counts = key.send_displacements = key.recv_counts = key.recv_displacements = {};
     resolved_memory = request.memory;
     algorithm = chosen;
   }
 
   const CollectiveAlgorithm* algorithm = nullptr;  // nullptr: nothing remembered
-  Request key;                                     // what matches() compares
+  Request key;  // what matches() compares, but for the spans below
+  std::vector<std::size_t> send_counts, send_displacements, recv_counts, recv_displacements;
   MemoryKind resolved_memory = MemoryKind::kHost;
+
+ private:
+  static bool same(const std::vector<std::size_t>& held, std::span<const std::size_t> given) {
+    return std::equal(held.begin(), held.end(), given.begin(), given.end());
+  }
 };
 
 }  // namespace collective::internal
