@@ -94,7 +94,7 @@ class ProgressEngine : public AlgorithmResources, public PlanStartSource {
   // thread or a helper's.
   void run_front(std::unique_lock<std::mutex>& lock, bool on_engine_thread);
   // Whether the engine's thread must be woken for the front call: it was
-  // queued to wake it, or no plan keeps the thread polling.
+  // queued to wake it, or no plan keeps the plans' watch looking.
   bool front_needs_wake() const;
   // Whether this thread is inside a call or its completion callback (a
   // wait() there must not help: it would take the engine's lock again).
@@ -104,7 +104,7 @@ class ProgressEngine : public AlgorithmResources, public PlanStartSource {
   std::mutex mutex_;
   // Two conditions, so that finishing a call wakes only those waiting for
   // one to finish, and queueing one only the engine's thread.
-  std::condition_variable call_queued_;    // or stopping, or plans changed
+  std::condition_variable call_queued_;    // or stopping, or the watch's wake
   std::condition_variable call_finished_;  // drain() and help() wait here
   std::deque<std::unique_ptr<QueuedCall>> queue_;
   std::atomic<std::size_t> outstanding_{0};  // queued + running
