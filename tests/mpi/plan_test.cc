@@ -202,14 +202,11 @@ TEST(Plan, AStartCompletesWhileItsRankIsBlockedElsewhere) {
   for (int round = 5; round < 8; ++round) {
     buffers.fill(comm.rank(), round);
     Work work = plan.start();
-    if (comm.rank() == 0) {
-      // The others pass it only after their wait() returned, which needed
-      // rank 0's part of the start (rank 0 may still be finishing its own).
-      side().barrier();
-    } else {
-      work.wait();
-      side().barrier();
-    }
+    // Rank 0 passes the barrier only after the others' wait() returned,
+    // which needed its part of the start (it may still be finishing its
+    // own).
+    if (comm.rank() != 0) work.wait();
+    side().barrier();
     work.wait();
     buffers.expect_sum(comm.size(), comm.rank(), round, "a start of a rank blocked elsewhere");
   }

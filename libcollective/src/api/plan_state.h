@@ -19,7 +19,8 @@ namespace collective::internal {
 class PlanState {
  public:
   // Registers the plan with the communicator's progress engine (made now
-  // if the communicator had none), which then polls for its starts.
+  // if the communicator had none), which the plans' watch then looks at
+  // for starts nobody waits for (api/plan_start_watch.h).
   PlanState(std::shared_ptr<CommunicatorState> communicator, PreparedCall prepared);
   ~PlanState();
   PlanState(const PlanState&) = delete;

@@ -91,7 +91,7 @@ void ProgressEngine::enqueue(std::unique_ptr<QueuedCall> call) {
     const std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(call));
     outstanding_.fetch_add(1, std::memory_order_relaxed);
-    wake = queue_.back()->wake_engine || plans_ == 0;
+    wake = wakes_thread(*queue_.back());
   }
   if (wake) call_queued_.notify_all();
 }
@@ -128,8 +128,12 @@ void ProgressEngine::take_stale_plan_start() {
   call_queued_.notify_all();
 }
 
+bool ProgressEngine::wakes_thread(const QueuedCall& call) const {
+  return call.wake_engine || plans_ == 0;
+}
+
 bool ProgressEngine::front_needs_wake() const {
-  return !queue_.empty() && (queue_.front()->wake_engine || plans_ == 0);
+  return !queue_.empty() && wakes_thread(*queue_.front());
 }
 
 void ProgressEngine::drain() {
@@ -179,8 +183,7 @@ void ProgressEngine::run_front(std::unique_lock<std::mutex>& lock, bool on_engin
   // once.
   if (call->plan) {
     const bool computed_before_waiting =
-        call->queued_at != std::chrono::steady_clock::time_point{} &&
-        std::chrono::steady_clock::now() - call->queued_at > kWaitedAtOnce;
+        !call->wake_engine && std::chrono::steady_clock::now() - call->queued_at > kWaitedAtOnce;
     call->plan->wake_on_start.store(on_engine_thread || computed_before_waiting,
                                     std::memory_order_relaxed);
   }

@@ -49,8 +49,9 @@ struct QueuedCall {
   // of the watch's looks (`seen_by_watch`) and still is at the next.
   bool wake_engine = true;
   bool seen_by_watch = false;
-  // When a start that did not wake the thread was queued: a wait() that
-  // comes much later shows that the program computes in between.
+  // When a start that did not wake the thread was queued (set only then):
+  // a wait() that comes much later shows that the program computes in
+  // between.
   std::chrono::steady_clock::time_point queued_at{};
 };
 
@@ -93,8 +94,10 @@ class ProgressEngine : public AlgorithmResources, public PlanStartSource {
   // entry and on return; released while the call runs); the engine's own
   // thread or a helper's.
   void run_front(std::unique_lock<std::mutex>& lock, bool on_engine_thread);
-  // Whether the engine's thread must be woken for the front call: it was
-  // queued to wake it, or no plan keeps the plans' watch looking.
+  // Whether the engine's thread must be woken for `call`: it was queued to
+  // wake it, or no plan keeps the plans' watch looking.
+  bool wakes_thread(const QueuedCall& call) const;
+  // The same for the first queued call, if any.
   bool front_needs_wake() const;
   // Whether this thread is inside a call or its completion callback (a
   // wait() there must not help: it would take the engine's lock again).
