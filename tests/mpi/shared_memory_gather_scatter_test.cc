@@ -1,4 +1,5 @@
-// shared_memory's all_gather_v, gather, gather_v, scatter and scatter_v
+// shared_memory's all_gather, all_gather_v, gather, gather_v, scatter,
+// scatter_v and broadcast
 // (docs/algorithms.md, "shared_memory: all_to_all, gathers and scatters"),
 // forced, on every rank count: uneven blocks with a 0 on rank 1, blocks
 // below and above the cross-memory-attach threshold, in place and not, the
@@ -23,15 +24,17 @@ using collective::Algorithm;
 using collective::Communicator;
 using collective::DataType;
 
-enum class Kind { kAllGatherV, kGather, kGatherV, kScatter, kScatterV };
+enum class Kind { kAllGather, kAllGatherV, kGather, kGatherV, kScatter, kScatterV, kBroadcast };
 
 const char* name_of(Kind kind) {
   switch (kind) {
+    case Kind::kAllGather: return "all_gather";
     case Kind::kAllGatherV: return "all_gather_v";
     case Kind::kGather: return "gather";
     case Kind::kGatherV: return "gather_v";
     case Kind::kScatter: return "scatter";
     case Kind::kScatterV: return "scatter_v";
+    case Kind::kBroadcast: return "broadcast";
   }
   return "?";
 }
@@ -45,7 +48,10 @@ std::uint64_t value(int block, std::size_t i) {
 // The block of rank q: `base` elements times (q + 1), none on rank 1, all
 // equal for the non-v kinds.
 std::size_t block_count(Kind kind, std::size_t base, int q) {
-  if (kind == Kind::kGather || kind == Kind::kScatter) return base;
+  if (kind == Kind::kAllGather || kind == Kind::kGather || kind == Kind::kScatter ||
+      kind == Kind::kBroadcast) {
+    return base;
+  }
   return q == 1 ? 0 : base * static_cast<std::size_t>(q + 1);
 }
 
@@ -92,11 +98,11 @@ void run_case(Communicator& comm, Kind kind, std::size_t base, int root, bool in
     total += counts[static_cast<std::size_t>(q)] + 3;
   }
   const std::size_t own = counts[static_cast<std::size_t>(rank)];
-  const bool rooted = kind != Kind::kAllGatherV;
+  const bool rooted = kind != Kind::kAllGather && kind != Kind::kAllGatherV;
   const bool is_root = !rooted || rank == root;
-  const bool gathers = kind == Kind::kAllGatherV || kind == Kind::kGather || kind == Kind::kGatherV;
+  const bool gathers = !rooted || kind == Kind::kGather || kind == Kind::kGatherV;
   // The non-v kinds' blocks lie back to back.
-  if (kind == Kind::kGather || kind == Kind::kScatter) {
+  if (kind == Kind::kAllGather || kind == Kind::kGather || kind == Kind::kScatter) {
     for (std::size_t q = 0; q < p; ++q) displs[q] = q * base;
     total = p * base;
   }
@@ -105,6 +111,26 @@ void run_case(Communicator& comm, Kind kind, std::size_t base, int root, bool in
                             " root " + std::to_string(root) + (in_place ? " in place" : "") +
                             (shared ? " allocate" : "") + ": rank " + std::to_string(rank);
 
+  if (kind == Kind::kBroadcast) {
+    // The root's buffer (from Communicator::allocate when `shared`: read
+    // in place by the peers) reaches every rank; the root's is unchanged.
+    Buffer buffer(comm, base, shared && rank == root);
+    if (rank == root) {
+      for (std::size_t i = 0; i < base; ++i) buffer[i] = value(root, i);
+    }
+    collective::BroadcastOptions options;
+    options.algorithm = Algorithm::kSharedMemory;
+    options.root = root;
+    comm.broadcast(buffer.data(), base, type, options);
+    if (size > 1) {
+      ASSERT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << label;
+    }
+    for (std::size_t i = 0; i < base; ++i) {
+      ASSERT_EQ(buffer[i], value(root, i))
+          << label << " index " << i << " expected " << value(root, i) << " actual " << buffer[i];
+    }
+    return;
+  }
   if (gathers) {
     Buffer whole(comm, is_root ? total : 0, false);
     Buffer mine(comm, own, shared);
@@ -119,10 +145,14 @@ void run_case(Communicator& comm, Kind kind, std::size_t base, int root, bool in
       }
     }
     if (in_place && is_root) send = whole.data() + at;
-    if (kind == Kind::kAllGatherV) {
+    if (!rooted) {
       collective::AllGatherOptions options;
       options.algorithm = Algorithm::kSharedMemory;
-      comm.all_gather_v(send, own, whole.data(), counts, displs, type, options);
+      if (kind == Kind::kAllGather) {
+        comm.all_gather(send, whole.data(), base, type, options);
+      } else {
+        comm.all_gather_v(send, own, whole.data(), counts, displs, type, options);
+      }
     } else {
       collective::GatherOptions options;
       options.algorithm = Algorithm::kSharedMemory;
@@ -200,13 +230,14 @@ TEST(SharedMemoryGatherScatter, EveryFormExact) {
   // and more: the slots),
   // 9000 elements = 72 KB (from 144 KB on rank 1's right, cross-memory
   // attach), one piece past the default 1 MiB slot.
-  for (const Kind kind :
-       {Kind::kAllGatherV, Kind::kGather, Kind::kGatherV, Kind::kScatter, Kind::kScatterV}) {
+  for (const Kind kind : {Kind::kAllGather, Kind::kAllGatherV, Kind::kGather, Kind::kGatherV,
+                          Kind::kScatter, Kind::kScatterV, Kind::kBroadcast}) {
     for (const std::size_t base : {std::size_t{0}, std::size_t{5}, std::size_t{125},
                                    std::size_t{600}, std::size_t{9000}, std::size_t{140000}}) {
       for (const int root : {0, comm.size() - 1}) {
-        if (kind == Kind::kAllGatherV && root != 0) continue;
+        if ((kind == Kind::kAllGather || kind == Kind::kAllGatherV) && root != 0) continue;
         for (const bool in_place : {false, true}) {
+          if (in_place && kind == Kind::kBroadcast) continue;  // one buffer anyway
           for (const bool shared : {false, true}) {
             run_case(comm, kind, base, root, in_place, shared);
             // Every rank stops at the first case that failed on any.
@@ -220,7 +251,7 @@ TEST(SharedMemoryGatherScatter, EveryFormExact) {
   }
 }
 
-// AUTO on one node: all_gather_v, gather and scatter whose every block fits
+// AUTO on one node: all_gather(_v), gather and scatter whose every block fits
 // the box of the first hand-off go by shared_memory (one hand-off, the
 // cross-rank check in it); gather_v and scatter_v, whose counts only the
 // root knows, keep the size rule's mpi (the choice must be the same on
@@ -240,6 +271,21 @@ TEST(SharedMemoryGatherScatter, AutoTakesTheBoxForSmallBlocks) {
   const auto own = counts[static_cast<std::size_t>(rank)];
   std::vector<std::uint64_t> mine(own), whole(total, 0xEEEEEEEEEEEEEEEEull);
   for (std::size_t i = 0; i < own; ++i) mine[i] = value(rank, i);
+  // An even all_gather of 3 elements a rank, and one of 1000 (8000 bytes:
+  // the slots, which AUTO takes for even blocks up to the cross-memory
+  // attach threshold).
+  for (const std::size_t each : {std::size_t{3}, std::size_t{1000}}) {
+    std::vector<std::uint64_t> block(each), all(each * p, 0);
+    for (std::size_t i = 0; i < each; ++i) block[i] = value(rank, i);
+    comm.all_gather(block.data(), all.data(), each, DataType::kInt64);
+    EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory)
+        << "rank " << rank << ": AUTO all_gather of " << each << " elements a rank";
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const std::uint64_t expected = value(static_cast<int>(i / each), i % each);
+      ASSERT_EQ(all[i], expected) << "all_gather rank " << rank << " index " << i << " expected "
+                                  << expected << " actual " << all[i];
+    }
+  }
   comm.all_gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt64);
   EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory)
       << "rank " << rank << ": AUTO all_gather_v of " << total << " elements";
@@ -272,6 +318,20 @@ TEST(SharedMemoryGatherScatter, AutoTakesTheBoxForSmallBlocks) {
     ASSERT_EQ(part[i], value(rank, i)) << "scatter rank " << rank << " index " << i << " expected "
                                        << value(rank, i) << " actual " << part[i];
   }
+  for (const std::size_t each : {std::size_t{3}, std::size_t{1000}}) {
+    std::vector<std::uint64_t> buffer(each, 0);
+    for (std::size_t i = 0; rank == root && i < each; ++i) buffer[i] = value(root, i);
+    collective::BroadcastOptions broadcast;
+    broadcast.root = root;
+    comm.broadcast(buffer.data(), each, DataType::kInt64, broadcast);
+    EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory)
+        << "rank " << rank << ": AUTO broadcast of " << each << " elements";
+    for (std::size_t i = 0; i < each; ++i) {
+      ASSERT_EQ(buffer[i], value(root, i))
+          << "broadcast rank " << rank << " index " << i << " expected " << value(root, i)
+          << " actual " << buffer[i];
+    }
+  }
   comm.gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt64, gather);
   EXPECT_EQ(comm.last_algorithm(), Algorithm::kMpi) << "rank " << rank << ": AUTO gather_v";
 }
@@ -302,6 +362,41 @@ TEST(SharedMemoryGatherScatter, CarriedCheckCatchesCountMismatch) {
   EXPECT_TRUE(raised) << "rank " << rank << ": no MismatchError for counts 2 against 1";
   for (std::size_t i = 0; i < recv.size(); ++i) {
     ASSERT_EQ(recv[i], 0xEEEEEEEEEEEEEEEEull) << "rank " << rank << " index " << i << " touched";
+  }
+  // all_gather's one hand-off (its blocks in the boxes with the check)
+  // likewise: 2 elements on rank 0 against 1.
+  collective::AllGatherOptions all;
+  all.algorithm = Algorithm::kSharedMemory;
+  std::vector<std::uint64_t> everyone(2 * p, 0xEEEEEEEEEEEEEEEEull);
+  raised = false;
+  try {
+    comm.all_gather(send.data(), everyone.data(), rank == 0 ? 2 : 1, DataType::kInt64, all);
+  } catch (const collective::MismatchError&) {
+    raised = true;
+  }
+  EXPECT_TRUE(raised) << "rank " << rank << ": no all_gather MismatchError for counts 2 against 1";
+  for (std::size_t i = 0; i < everyone.size(); ++i) {
+    ASSERT_EQ(everyone[i], 0xEEEEEEEEEEEEEEEEull)
+        << "all_gather rank " << rank << " index " << i << " touched";
+  }
+  // And broadcast's (the root's buffer in its box): the root, the last
+  // rank, broadcasts 1 element where rank 0 expects 2.
+  collective::BroadcastOptions broadcast;
+  broadcast.algorithm = Algorithm::kSharedMemory;
+  broadcast.root = size - 1;
+  std::vector<std::uint64_t> buffer(2, rank == size - 1 ? value(rank, 0) : 0xEEEEEEEEEEEEEEEEull);
+  raised = false;
+  try {
+    comm.broadcast(buffer.data(), rank == 0 ? 2 : 1, DataType::kInt64, broadcast);
+  } catch (const collective::MismatchError&) {
+    raised = true;
+  }
+  EXPECT_TRUE(raised) << "rank " << rank << ": no broadcast MismatchError for counts 2 against 1";
+  if (rank != size - 1) {
+    for (std::size_t i = 0; i < buffer.size(); ++i) {
+      ASSERT_EQ(buffer[i], 0xEEEEEEEEEEEEEEEEull)
+          << "broadcast rank " << rank << " index " << i << " touched";
+    }
   }
   comm.gather(send.data(), recv.data(), 2, DataType::kInt64, options);
   if (rank != size - 1) return;

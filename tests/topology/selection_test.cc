@@ -132,11 +132,25 @@ TEST(Selection, EightGpuNodeDeviceBuffersNeedNccl) {
 TEST(Selection, OtherCollectivesKeepTheSizeRule) {
   const auto state = detached(Topology::load(fixture("laptop.synthetic"), 1, 4));
   Request request = all_reduce(MiB);
-  request.kind = CollectiveKind::kAllGather;
+  request.kind = CollectiveKind::kReduceScatter;
   EXPECT_EQ(chosen(request, *state), Algorithm::kRing);
   request.kind = CollectiveKind::kBarrier;
   request.count = 0;
   EXPECT_EQ(chosen(request, *state), Algorithm::kRecursiveDoubling);
+}
+
+// all_gather and broadcast on one node: shared_memory by its estimate at
+// every size (the box, the slots' rounds, the single copy), not the ring.
+TEST(Selection, AllGatherAndBroadcastOnOneNodeTakeSharedMemory) {
+  const auto state = detached(Topology::load(fixture("laptop.synthetic"), 1, 4));
+  for (const CollectiveKind kind : {CollectiveKind::kAllGather, CollectiveKind::kBroadcast}) {
+    for (const std::size_t bytes : {std::size_t{8}, std::size_t{8} << 10, MiB}) {
+      Request request = all_reduce(bytes);
+      request.kind = kind;
+      EXPECT_EQ(chosen(request, *state), Algorithm::kSharedMemory)
+          << to_string(kind) << " of " << bytes << " bytes";
+    }
+  }
 }
 
 TEST(Selection, ForcedAlgorithmThatCannotServeIsAnError) {

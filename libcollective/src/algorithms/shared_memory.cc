@@ -82,10 +82,10 @@ double all_to_all_seconds(const Request& request, const Shape& shape) {
          node_work_seconds(shape, n + n, moved + moved, 0.0);
 }
 
-// all_gather_v, gather and scatter inside one node (the exchange of
+// all_gather(_v), gather and scatter inside one node (the exchange of
 // shared_memory_exchange.cc), offered to AUTO only for the single-copy
 // form, a largest block of kCrossMemoryAttachBytes or more: the busiest
-// rank's `received` bytes (all_gather_v: every block but the smallest;
+// rank's `received` bytes (all_gather(_v): every block but the smallest;
 // gather: the root's, scatter: the root's peers') read from memory and
 // written once, and two hand-offs. Where every rank's blocks fit the box
 // of the first hand-off (exchange_fits_boxes): that one hand-off, which
@@ -93,7 +93,8 @@ double all_to_all_seconds(const Request& request, const Shape& shape) {
 // measured 0.3x MPI's gathers at 32 KiB blocks with the machine loaded
 // (docs/performance.md), the header hand-off and a hand-off a round each
 // waiting on a descheduled peer: there is no estimate, and the ring's
-// (all_gather_v) or the size rule's mpi serves. gather_v's and scatter_v's
+// (all_gather_v) or the size rule's mpi serves; an even all_gather's
+// rounds have one (below). gather_v's and scatter_v's
 // counts are the root's alone and the estimate must be the same on every
 // rank: none either.
 std::optional<double> gather_scatter_seconds(const Request& request, const Shape& shape) {
@@ -108,9 +109,13 @@ std::optional<double> gather_scatter_seconds(const Request& request, const Shape
       largest = std::max(largest, block);
       smallest = q == 0 ? block : std::min(smallest, block);
     }
-  } else if (request.kind == CollectiveKind::kGather || request.kind == CollectiveKind::kScatter) {
+  } else if (request.kind == CollectiveKind::kAllGather ||
+             request.kind == CollectiveKind::kGather || request.kind == CollectiveKind::kScatter) {
     largest = smallest = shape.bytes;
     total = shape.bytes * shape.per_node;
+  } else if (request.kind == CollectiveKind::kBroadcast) {
+    // One block, the root's, that every other rank receives once.
+    largest = total = shape.bytes;
   } else {
     return std::nullopt;
   }
@@ -118,8 +123,20 @@ std::optional<double> gather_scatter_seconds(const Request& request, const Shape
   if (exchange_fits_boxes(request, shape.per_node)) {
     return kCallSeconds + handoff_seconds(shape);
   }
-  if (largest < static_cast<double>(kCrossMemoryAttachBytes)) return std::nullopt;
   const double received = total - smallest;
+  if (largest < static_cast<double>(kCrossMemoryAttachBytes)) {
+    if (request.kind != CollectiveKind::kAllGather && request.kind != CollectiveKind::kBroadcast) {
+      return std::nullopt;
+    }
+    // An even all_gather or a broadcast through the slots: the header
+    // hand-off, then a hand-off a round; a block staged once, each
+    // receiver's read back, the input read and the output written.
+    // Measured faster than the ring from 2 to 32 KiB blocks at 2 and 4
+    // ranks on 2 cores (docs/algorithms.md).
+    const double rounds = std::min(slot_rounds(largest), double{kSegmentDepth});
+    return kCallSeconds + (1.0 + rounds) * handoff_seconds(shape) +
+           node_work_seconds(shape, largest + total, largest + received, 0.0);
+  }
   return kCallSeconds + 2.0 * handoff_seconds(shape) +
          node_work_seconds(shape, received + received, 0.0, 0.0);
 }
@@ -127,10 +144,11 @@ std::optional<double> gather_scatter_seconds(const Request& request, const Shape
 }  // namespace
 
 std::span<const CollectiveKind> SharedMemoryAlgorithm::serves() const {
-  static constexpr std::array kServed = {CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,
-                                         CollectiveKind::kAllToAllV, CollectiveKind::kAllGatherV,
-                                         CollectiveKind::kGather,    CollectiveKind::kGatherV,
-                                         CollectiveKind::kScatter,   CollectiveKind::kScatterV};
+  static constexpr std::array kServed = {CollectiveKind::kAllReduce,  CollectiveKind::kAllToAll,
+                                         CollectiveKind::kAllToAllV,  CollectiveKind::kAllGather,
+                                         CollectiveKind::kAllGatherV, CollectiveKind::kGather,
+                                         CollectiveKind::kGatherV,    CollectiveKind::kScatter,
+                                         CollectiveKind::kScatterV,   CollectiveKind::kBroadcast};
   return kServed;
 }
 
@@ -178,16 +196,16 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
     case CollectiveKind::kAllReduce: return all_reduce(request, state);
     case CollectiveKind::kAllToAll:
     case CollectiveKind::kAllToAllV:
+    case CollectiveKind::kAllGather:
     case CollectiveKind::kAllGatherV:
     case CollectiveKind::kGather:
     case CollectiveKind::kGatherV:
     case CollectiveKind::kScatter:
     case CollectiveKind::kScatterV:
+    case CollectiveKind::kBroadcast:
       return shared_memory_exchange(request, state,
                                     streaming_threshold(*state.topology, state.rank));
     case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kAllGather:
-    case CollectiveKind::kBroadcast:
     case CollectiveKind::kReduce:
     case CollectiveKind::kBarrier:
     case CollectiveKind::kReduceScatterV: refuse_unserved(request, state);
@@ -235,9 +253,10 @@ std::optional<double> SharedMemoryAlgorithm::estimate_seconds(const Request& req
   if (request.kind == CollectiveKind::kAllToAll || request.kind == CollectiveKind::kAllToAllV) {
     return all_to_all_seconds(request, shape);
   }
-  if (request.kind == CollectiveKind::kAllGatherV || request.kind == CollectiveKind::kGather ||
-      request.kind == CollectiveKind::kGatherV || request.kind == CollectiveKind::kScatter ||
-      request.kind == CollectiveKind::kScatterV) {
+  if (request.kind == CollectiveKind::kAllGather || request.kind == CollectiveKind::kAllGatherV ||
+      request.kind == CollectiveKind::kGather || request.kind == CollectiveKind::kGatherV ||
+      request.kind == CollectiveKind::kScatter || request.kind == CollectiveKind::kScatterV ||
+      request.kind == CollectiveKind::kBroadcast) {
     return gather_scatter_seconds(request, shape);
   }
   if (request.kind != CollectiveKind::kAllReduce) return std::nullopt;

@@ -138,8 +138,9 @@ void fill_exchange(Exchange& x, const Request& request, const NodeSegment& segme
   // what goes out is never written by the call.
   x.send = x.in_place && all_to_all ? x.recv : static_cast<const std::byte*>(request.send);
   x.sources_stay = !(x.in_place && all_to_all);
-  x.one_outgoing_block = kind == CollectiveKind::kAllGatherV || kind == CollectiveKind::kGather ||
-                         kind == CollectiveKind::kGatherV;
+  x.one_outgoing_block = kind == CollectiveKind::kAllGather ||
+                         kind == CollectiveKind::kAllGatherV || kind == CollectiveKind::kGather ||
+                         kind == CollectiveKind::kGatherV || kind == CollectiveKind::kBroadcast;
   const std::size_t block = request.count * element;
   const auto own = static_cast<std::size_t>(segment.comm_rank(segment.local_rank()));
   const bool root = static_cast<int>(own) == request.root;
@@ -160,6 +161,11 @@ void fill_exchange(Exchange& x, const Request& request, const NodeSegment& segme
         // In place, recv's layout is what goes out too (the send spans are empty).
         x.out.offset[q] = x.in_place ? x.in.offset[q] : request.send_displacements[c] * element;
         x.out.bytes[q] = x.in_place ? x.in.bytes[q] : request.send_counts[c] * element;
+        break;
+      case CollectiveKind::kAllGather:
+        x.out.bytes[q] = block;
+        x.in.offset[q] = c * block;
+        x.in.bytes[q] = block;
         break;
       case CollectiveKind::kAllGatherV:
         x.out.bytes[q] = block;
@@ -183,10 +189,14 @@ void fill_exchange(Exchange& x, const Request& request, const NodeSegment& segme
         x.out.bytes[q] =
             kind == CollectiveKind::kScatter ? block : request.send_counts[c] * element;
         break;
+      case CollectiveKind::kBroadcast:
+        // The root's one buffer for every peer; each peer's one buffer
+        // receives it (send and recv are that buffer).
+        if (root && !to_root) x.out.bytes[q] = block;
+        if (!root && to_root) x.in.bytes[q] = block;
+        break;
       case CollectiveKind::kAllReduce:
       case CollectiveKind::kReduceScatter:
-      case CollectiveKind::kAllGather:
-      case CollectiveKind::kBroadcast:
       case CollectiveKind::kReduce:
       case CollectiveKind::kBarrier:
       case CollectiveKind::kReduceScatterV: break;  // not exchanges (shared_memory.cc)
@@ -251,6 +261,49 @@ void read_boxes(NodeSegment& segment, const Request& request, std::uint64_t roun
     // this rank's place in it.
     std::memcpy(recv + static_cast<std::size_t>(segment.comm_rank(q)) * block,
                 segment.inline_data(q, round) + own, block);
+  }
+  segment.finish_round(round);
+}
+
+// An all_gather, all_gather_v or broadcast whose every block fits a box,
+// with the cross-rank check carried: each rank's box holds what it sends
+// (its block; the root's buffer) right after its fingerprint, so one
+// hand-off checks the call and moves every block, and each rank copies
+// what it receives out of the senders' boxes. Every rank takes this path
+// or none: the counts agree wherever the check passes. No Exchange, no
+// header or places: at these sizes they would cost more than the copies.
+void blocks_through_boxes(NodeSegment& segment, const Request& request, CommunicatorState& state) {
+  const std::size_t element = request.element_bytes();
+  const bool broadcast = request.kind == CollectiveKind::kBroadcast;
+  const bool uneven = request.kind == CollectiveKind::kAllGatherV;
+  const bool sends = !broadcast || state.rank == request.root;
+  const std::uint64_t round =
+      check_on_node(segment, *request.carried_check, request, state,
+                    {static_cast<const std::byte*>(request.send), sends ? request.bytes() : 0});
+  auto* recv = static_cast<std::byte*>(request.recv);
+  if (broadcast) {
+    for (int q = 0; !sends && request.bytes() != 0 && q < segment.local_size(); ++q) {
+      if (segment.comm_rank(q) == request.root) {
+        std::memcpy(recv, segment.inline_data(q, round), request.bytes());
+      }
+    }
+    return segment.finish_round(round);
+  }
+  const auto offset_of = [&](std::size_t c) {
+    return uneven ? request.recv_displacements[c] * element : c * request.bytes();
+  };
+  const auto bytes_of = [&](std::size_t c) {
+    return uneven ? request.recv_counts[c] * element : request.bytes();
+  };
+  const auto own = static_cast<std::size_t>(state.rank);
+  if (!request.in_place(state.rank) && request.bytes() != 0) {
+    std::memcpy(recv + offset_of(own), request.send, request.bytes());
+  }
+  for (int q = 0; q < segment.local_size(); ++q) {
+    if (q == segment.local_rank()) continue;
+    const auto c = static_cast<std::size_t>(segment.comm_rank(q));
+    const std::size_t bytes = bytes_of(c);
+    if (bytes != 0) std::memcpy(recv + offset_of(c), segment.inline_data(q, round), bytes);
   }
   segment.finish_round(round);
 }
@@ -638,7 +691,10 @@ bool exchange_fits_boxes(const Request& request, int ranks) {
     return std::all_of(request.recv_counts.begin(), request.recv_counts.end(),
                        [&](std::size_t count) { return count <= room / element; });
   }
-  if (request.kind == CollectiveKind::kGather) return request.count <= room / element;
+  if (request.kind == CollectiveKind::kAllGather || request.kind == CollectiveKind::kGather ||
+      request.kind == CollectiveKind::kBroadcast) {
+    return request.count <= room / element;
+  }
   if (request.kind == CollectiveKind::kScatter) {
     return local < 2 || request.count <= room / element / (local - 1);
   }
@@ -661,6 +717,12 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state,
                       {static_cast<const std::byte*>(request.send),
                        request.bytes() * static_cast<std::size_t>(segment.local_size())});
     return read_boxes(segment, request, round);
+  }
+  if (request.carried_check != nullptr &&
+      (request.kind == CollectiveKind::kAllGather || request.kind == CollectiveKind::kAllGatherV ||
+       request.kind == CollectiveKind::kBroadcast) &&
+      exchange_fits_boxes(request, state.size)) {
+    return blocks_through_boxes(*node_board(state), request, state);
   }
   if (request.kind == CollectiveKind::kAllToAll) {
     if (request.count == 0) return;
@@ -692,7 +754,7 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state,
     }
     return exchange_in_rounds(segment, x, request, block, true, streaming_bytes);
   }
-  // all_to_all_v, all_gather_v, gather(_v), scatter(_v): the rounds depend
+  // all_to_all_v, all_gather(_v), gather(_v), scatter(_v), broadcast: the rounds depend
   // on every rank's counts, which only the first hand-off tells. The
   // segment is looked up at count 0 (the counts differ by rank, and a rank
   // that would make it again alone would wait for its peers forever).
