@@ -1,5 +1,5 @@
 // shared_memory's all_gather, all_gather_v, gather, gather_v, scatter,
-// scatter_v and broadcast
+// scatter_v, broadcast, reduce_scatter and reduce
 // (docs/algorithms.md, "shared_memory: all_to_all, gathers and scatters"),
 // forced, on every rank count: uneven blocks with a 0 on rank 1, blocks
 // below and above the cross-memory-attach threshold, in place and not, the
@@ -245,6 +245,114 @@ TEST(SharedMemoryGatherScatter, EveryFormExact) {
             MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
             if (failed != 0) FAIL() << "a rank failed " << name_of(kind) << " base " << base;
           }
+        }
+      }
+    }
+  }
+}
+
+// reduce_scatter forced: blocks of 0, 1, 7, 1000 (the slots) and 140000
+// elements (more than one 1 MiB slot), in place and not, inputs from
+// Communicator::allocate (read in place by the peers) and ordinary ones;
+// int64 sums (exact), every element of the block checked, and the input
+// unchanged out of place.
+TEST(SharedMemoryGatherScatter, ReduceScatterEveryForm) {
+  Communicator comm = Communicator::world();
+  const int rank = comm.rank();
+  const auto p = static_cast<std::size_t>(comm.size());
+  // Element i of rank q's input.
+  const auto input = [](int q, std::size_t i) {
+    return static_cast<std::int64_t>((i * 2654435761u) % 1000003) * (q + 1) + q;
+  };
+  for (const std::size_t block :
+       {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{140000}}) {
+    for (const bool in_place : {false, true}) {
+      for (const bool shared : {false, true}) {
+        const std::string label = "reduce_scatter block " + std::to_string(block) +
+                                  (in_place ? " in place" : "") + (shared ? " allocate" : "") +
+                                  ": rank " + std::to_string(rank);
+        Buffer send(comm, block * p, shared);
+        Buffer recv(comm, block, false);
+        for (std::size_t i = 0; i < block * p; ++i) {
+          send[i] = static_cast<std::uint64_t>(input(rank, i));
+        }
+        std::uint64_t* out =
+            in_place ? send.data() + static_cast<std::size_t>(rank) * block : recv.data();
+        if (block == 0) out = nullptr;
+        collective::ReduceScatterOptions options;
+        options.algorithm = Algorithm::kSharedMemory;
+        comm.reduce_scatter(send.data(), out, block, DataType::kInt64, options);
+        if (p > 1) {
+          ASSERT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << label;
+        }
+        for (std::size_t i = 0; i < block; ++i) {
+          const std::size_t at = static_cast<std::size_t>(rank) * block + i;
+          std::int64_t expected = 0;
+          for (int q = 0; q < static_cast<int>(p); ++q) expected += input(q, at);
+          const auto actual = static_cast<std::int64_t>(out[i]);
+          ASSERT_EQ(actual, expected)
+              << label << " index " << i << " expected " << expected << " actual " << actual;
+        }
+        for (std::size_t i = 0; !in_place && i < block * p; ++i) {
+          ASSERT_EQ(send[i], static_cast<std::uint64_t>(input(rank, i)))
+              << label << " input index " << i << " changed";
+        }
+        int failed = HasFailure() ? 1 : 0;
+        MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (failed != 0) FAIL() << "a rank failed " << label;
+      }
+    }
+  }
+}
+
+// reduce forced: 0, 1, 7, 1000 (past the box: the rounds) and 140000
+// elements (more than one 1 MiB slot), the root first and last, in place
+// on the root and not, inputs from Communicator::allocate and ordinary
+// ones, no receive buffer off the root; int64 sums (exact), every element
+// checked on the root, every input unchanged out of place.
+TEST(SharedMemoryGatherScatter, ReduceEveryForm) {
+  Communicator comm = Communicator::world();
+  const int rank = comm.rank();
+  const int size = comm.size();
+  const auto input = [](int q, std::size_t i) {
+    return static_cast<std::int64_t>((i * 2654435761u) % 1000003) * (q + 1) - q;
+  };
+  for (const std::size_t count :
+       {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{140000}}) {
+    for (const int root : {0, size - 1}) {
+      for (const bool in_place : {false, true}) {
+        for (const bool shared : {false, true}) {
+          const bool is_root = rank == root;
+          const std::string label = "reduce count " + std::to_string(count) + " root " +
+                                    std::to_string(root) + (in_place ? " in place" : "") +
+                                    (shared ? " allocate" : "") + ": rank " + std::to_string(rank);
+          Buffer send(comm, count, shared);
+          Buffer recv(comm, is_root ? count : 0, false);
+          for (std::size_t i = 0; i < count; ++i) {
+            send[i] = static_cast<std::uint64_t>(input(rank, i));
+          }
+          std::uint64_t* out = !is_root ? nullptr : in_place ? send.data() : recv.data();
+          collective::ReduceOptions options;
+          options.algorithm = Algorithm::kSharedMemory;
+          options.root = root;
+          comm.reduce(send.data(), out, count, DataType::kInt64, options);
+          if (size > 1) {
+            ASSERT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << label;
+          }
+          for (std::size_t i = 0; is_root && i < count; ++i) {
+            std::int64_t expected = 0;
+            for (int q = 0; q < size; ++q) expected += input(q, i);
+            const auto actual = static_cast<std::int64_t>(out[i]);
+            ASSERT_EQ(actual, expected)
+                << label << " index " << i << " expected " << expected << " actual " << actual;
+          }
+          for (std::size_t i = 0; !(in_place && is_root) && i < count; ++i) {
+            ASSERT_EQ(send[i], static_cast<std::uint64_t>(input(rank, i)))
+                << label << " input index " << i << " changed";
+          }
+          int failed = HasFailure() ? 1 : 0;
+          MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+          if (failed != 0) FAIL() << "a rank failed " << label;
         }
       }
     }

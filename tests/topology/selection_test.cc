@@ -129,21 +129,21 @@ TEST(Selection, EightGpuNodeDeviceBuffersNeedNccl) {
   EXPECT_EQ(chosen(all_reduce(MiB), *state), Algorithm::kSharedMemory);
 }
 
-TEST(Selection, OtherCollectivesKeepTheSizeRule) {
+TEST(Selection, BarrierKeepsTheSizeRule) {
   const auto state = detached(Topology::load(fixture("laptop.synthetic"), 1, 4));
   Request request = all_reduce(MiB);
-  request.kind = CollectiveKind::kReduceScatter;
-  EXPECT_EQ(chosen(request, *state), Algorithm::kRing);
   request.kind = CollectiveKind::kBarrier;
   request.count = 0;
   EXPECT_EQ(chosen(request, *state), Algorithm::kRecursiveDoubling);
 }
 
-// all_gather and broadcast on one node: shared_memory by its estimate at
-// every size (the box, the slots' rounds, the single copy), not the ring.
-TEST(Selection, AllGatherAndBroadcastOnOneNodeTakeSharedMemory) {
+// all_gather, broadcast, reduce_scatter and reduce on one node:
+// shared_memory by its estimate at every size (the box, the slots'
+// rounds, the single copy), not the ring.
+TEST(Selection, RingCollectivesOnOneNodeTakeSharedMemory) {
   const auto state = detached(Topology::load(fixture("laptop.synthetic"), 1, 4));
-  for (const CollectiveKind kind : {CollectiveKind::kAllGather, CollectiveKind::kBroadcast}) {
+  for (const CollectiveKind kind : {CollectiveKind::kAllGather, CollectiveKind::kBroadcast,
+                                    CollectiveKind::kReduceScatter, CollectiveKind::kReduce}) {
     for (const std::size_t bytes : {std::size_t{8}, std::size_t{8} << 10, MiB}) {
       Request request = all_reduce(bytes);
       request.kind = kind;

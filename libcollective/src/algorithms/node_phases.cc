@@ -159,6 +159,12 @@ void all_reduce_small(const NodeWork& work, const void* input, void* output, std
                             length * element);
     segment.publish_input(round, nullptr);
     segment.publish(Flag::kPosted, round);
+    if (output == nullptr) {
+      // Contributes only (reduce off the root): its slot stays until every
+      // rank is done with the round (wait_slot_free).
+      segment.finish_round(round);
+      continue;
+    }
     for (int q = 0; q < ranks; ++q) {
       if (q == r) {
         sources[q] = bytes_at(input, first, element);
@@ -179,10 +185,13 @@ void all_reduce_small(const NodeWork& work, const void* input, void* output, std
 }  // namespace
 
 void node_all_reduce_boxes(const NodeWork& work, std::uint64_t round, const void* input,
-                           void* output, std::size_t count) {
+                           void* output, std::size_t count, std::size_t box_offset) {
   NodeSegment& segment = work.segment;
   const int r = segment.local_rank();
   const int ranks = segment.local_size();
+  // Contributes only (reduce off the root): its box stays until every rank
+  // is done with the round.
+  if (output == nullptr) return segment.finish_round(round);
   SourceList list(ranks);
   const void** sources = list.data();
   for (int q = 0; q < ranks; ++q) {
@@ -191,7 +200,7 @@ void node_all_reduce_boxes(const NodeWork& work, std::uint64_t round, const void
       continue;
     }
     segment.wait_inline(q, round, work.request);
-    sources[q] = segment.inline_data(q, round);
+    sources[q] = segment.inline_data(q, round) + box_offset;
   }
   {
     const TraceScope traced("shm reduce");
@@ -206,14 +215,22 @@ RegionLayout::RegionLayout(std::size_t count, int owners, std::size_t element_by
       unit_(std::max<std::size_t>(1, kNodeLineBytes / element_bytes)),
       units_(ceil_div(count, std::max<std::size_t>(1, kNodeLineBytes / element_bytes))) {}
 
+RegionLayout RegionLayout::blocks(std::size_t block, int owners, std::size_t element_bytes) {
+  RegionLayout layout(block * static_cast<std::size_t>(owners), owners, element_bytes);
+  layout.block_ = block;
+  return layout;
+}
+
 std::size_t RegionLayout::offset(int region) const {
   const auto j = static_cast<std::size_t>(region);
+  if (block_ != 0) return j * block_;
   const auto n = static_cast<std::size_t>(owners_);
   const std::size_t units_before = j * (units_ / n) + std::min(j, units_ % n);
   return std::min(count_, units_before * unit_);
 }
 
 std::size_t RegionLayout::length(int region) const {
+  if (block_ != 0) return block_;
   const std::size_t end = region + 1 == owners_ ? count_ : offset(region + 1);
   return end - offset(region);
 }
@@ -302,7 +319,9 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
         // take the result now even when it is the input.
         const std::size_t bytes = pieces.length(r, k) * element;
         streaming_copy(slot, reduced_here, bytes);
-        copy_out(bytes_at(output, pieces.begin(r, k), element), reduced_here, bytes);
+        if (output != nullptr) {
+          copy_out(bytes_at(output, pieces.begin(r, k), element), reduced_here, bytes);
+        }
       }
       segment.publish(Flag::kReduced, next_reduce);
       ++next_reduce;
@@ -313,7 +332,7 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
       const TraceScope traced("shm copy-out");
       const std::size_t k = next_gather - first;
       const std::byte* results = segment.result(next_gather);
-      for (int j = 0; j < ranks; ++j) {
+      for (int j = 0; output != nullptr && j < ranks; ++j) {
         const std::size_t length = pieces.length(j, k);
         if (length == 0 || (through_memory && j == r)) continue;
         copy_out(bytes_at(output, pieces.begin(j, k), element),
@@ -332,8 +351,8 @@ void node_all_reduce(const NodeWork& work, const void* input, void* output, std:
   }
 }
 
-void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const void* input,
-                         void* own_region) {
+NodeRounds node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const void* input,
+                               void* own_region) {
   NodeSegment& segment = work.segment;
   const int r = segment.local_rank();
   const std::size_t element = element_size(work.type);
@@ -343,6 +362,7 @@ void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const
   for (int j = 0; j < layout.owners(); ++j) count += layout.length(j);
   const std::optional<SharedRange> shared = shared_input(input, count * element);
   std::vector<const void*> sources(static_cast<std::size_t>(segment.local_size()));
+  NodeRounds done{shared.has_value(), 0};
 
   const std::size_t rounds = pieces.rounds();
   for (std::size_t k = 0; k < rounds; ++k) {
@@ -361,7 +381,9 @@ void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const
                        bytes_at(own_region, k * pieces.piece, result_element), sources);
     }
     segment.finish_round(round);
+    done.last = round;
   }
+  return done;
 }
 
 void node_all_gather(const NodeWork& work, const RegionLayout& layout, void* buffer) {

@@ -31,6 +31,9 @@ namespace collective::internal {
 class RegionLayout {
  public:
   RegionLayout(std::size_t count, int owners, std::size_t element_bytes);
+  // Region j is block j of `block` elements: reduce_scatter's layout,
+  // whose owners write their own buffers, never a shared line.
+  static RegionLayout blocks(std::size_t block, int owners, std::size_t element_bytes);
   int owners() const { return owners_; }
   std::size_t offset(int region) const;
   std::size_t length(int region) const;
@@ -41,6 +44,7 @@ class RegionLayout {
   int owners_;
   std::size_t unit_;
   std::size_t units_;
+  std::size_t block_ = 0;  // blocks(): every region this long
 };
 
 // One node-level operation of a collective call.
@@ -66,21 +70,33 @@ struct NodeWork {
 // one-step form for small buffers: every rank reduces the whole buffer
 // itself (one flag wait per round instead of two; the same order, so the
 // same bits). A shared-allocation input is read in place (not with `small`).
+// A null `output` makes it a reduce: this rank contributes (and, split,
+// reduces its region for the others) but receives nothing.
 void node_all_reduce(const NodeWork& work, const void* input, void* output, std::size_t count,
                      bool small);
 
 // The one-round form for inputs of at most kInlineBytes, once every rank's
 // input is in its box of `round` (posted by post_inline, or by the
 // cross-rank check that carried it): every rank reduces all boxes itself,
-// in local-rank order, then finishes the round.
+// in local-rank order, then finishes the round; with a null `output` it
+// only finishes the round (reduce off the root).
+// `box_offset` bytes into every peer's box: where the elements to reduce
+// start (reduce_scatter's block of this rank; 0 for all_reduce).
 void node_all_reduce_boxes(const NodeWork& work, std::uint64_t round, const void* input,
-                           void* output, std::size_t count);
+                           void* output, std::size_t count, std::size_t box_offset = 0);
 
 // Reduce-scatter inside the node to the first layout.owners() local ranks:
 // owner j receives region j of the reduction at `own_region` (length(j)
 // elements). Ranks beyond the owners only contribute (own_region unused).
-void node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const void* input,
-                         void* own_region);
+// Returns whether peers read `input` in place (a Communicator::allocate
+// buffer) and the last round: such an input is the caller's again once
+// every peer is done with that round.
+struct NodeRounds {
+  bool input_read_in_place = false;
+  std::uint64_t last = 0;
+};
+NodeRounds node_reduce_scatter(const NodeWork& work, const RegionLayout& layout, const void* input,
+                               void* own_region);
 
 // All-gather inside the node from the owners: region j of owner j's
 // `buffer` is copied into region j of every rank's `buffer`.

@@ -141,14 +141,37 @@ std::optional<double> gather_scatter_seconds(const Request& request, const Shape
          node_work_seconds(shape, received + received, 0.0, 0.0);
 }
 
+// Whether a reduce_scatter's whole input (`ranks` blocks) fits one box.
+bool reduce_scatter_fits_box(const Request& request, int ranks) {
+  return request.bytes() <= kInlineBytes / static_cast<std::size_t>(ranks);
+}
+
+// reduce_scatter inside one node of L ranks, a block of n bytes each: the
+// whole input (L n) in the boxes with the check, each rank reducing its
+// block of every box: one hand-off. Larger: rounds through the slots
+// (node_reduce_scatter), one hand-off each; per rank its input read once
+// and (L-1)/L of it staged, its block of every rank's input reduced, its
+// block written once. No copy-out phase: each rank's reduced block is its
+// output.
+double reduce_scatter_seconds(const Request& request, const Shape& shape) {
+  const double n = shape.bytes;
+  const double whole = n * shape.per_node;
+  if (request.count > 0 && reduce_scatter_fits_box(request, shape.per_node)) {
+    return kCallSeconds + handoff_seconds(shape) + node_work_seconds(shape, 0.0, whole, whole);
+  }
+  const double staged = whole - n;
+  return kCallSeconds + slot_rounds(whole) * handoff_seconds(shape) +
+         node_work_seconds(shape, whole + n, staged, whole);
+}
+
 }  // namespace
 
 std::span<const CollectiveKind> SharedMemoryAlgorithm::serves() const {
-  static constexpr std::array kServed = {CollectiveKind::kAllReduce,  CollectiveKind::kAllToAll,
-                                         CollectiveKind::kAllToAllV,  CollectiveKind::kAllGather,
-                                         CollectiveKind::kAllGatherV, CollectiveKind::kGather,
-                                         CollectiveKind::kGatherV,    CollectiveKind::kScatter,
-                                         CollectiveKind::kScatterV,   CollectiveKind::kBroadcast};
+  static constexpr std::array kServed = {
+      CollectiveKind::kAllReduce, CollectiveKind::kAllToAll,      CollectiveKind::kAllToAllV,
+      CollectiveKind::kAllGather, CollectiveKind::kAllGatherV,    CollectiveKind::kGather,
+      CollectiveKind::kGatherV,   CollectiveKind::kScatter,       CollectiveKind::kScatterV,
+      CollectiveKind::kBroadcast, CollectiveKind::kReduceScatter, CollectiveKind::kReduce};
   return kServed;
 }
 
@@ -179,13 +202,19 @@ bool SharedMemoryAlgorithm::carries_check(const Request& request, CommunicatorSt
     return all_to_all_fits_boxes(request, state.size) && node_board(state) != nullptr &&
            node_segment_serves_without_setup(request, state);
   }
-  if (request.kind != CollectiveKind::kAllReduce) {
-    // all_to_all_v, all_gather_v, gather(_v), scatter(_v) always begin
-    // with a hand-off through the boxes (the blocks' header, and the
-    // blocks that fit): the fingerprint rides in it. Looked up at count 0,
-    // the segment serves them as it is once it exists.
+  if (request.kind == CollectiveKind::kReduceScatter) {
+    // The whole input rides with the fingerprint when it fits the box.
+    return request.count > 0 && reduce_scatter_fits_box(request, state.size) &&
+           node_board(state) != nullptr;
+  }
+  if (request.kind != CollectiveKind::kAllReduce && request.kind != CollectiveKind::kReduce) {
+    // all_to_all_v, all_gather(_v), gather(_v), scatter(_v), broadcast
+    // always begin with a hand-off through the boxes (the blocks' header,
+    // and the blocks that fit): the fingerprint rides in it. Looked up at
+    // count 0, the segment serves them as it is once it exists.
     return node_board(state) != nullptr;
   }
+  // all_reduce and reduce: the input rides with it in the one-step form.
   return request.count > 0 && request.bytes() <= kInlineBytes && node_board(state) != nullptr &&
          shared_memory_redundant(request.bytes(), *state.topology,
                                  state.topology->node_of(state.rank));
@@ -193,7 +222,9 @@ bool SharedMemoryAlgorithm::carries_check(const Request& request, CommunicatorSt
 
 void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state) const {
   switch (request.kind) {
-    case CollectiveKind::kAllReduce: return all_reduce(request, state);
+    case CollectiveKind::kAllReduce:
+    case CollectiveKind::kReduce: return all_reduce(request, state);
+    case CollectiveKind::kReduceScatter: return reduce_scatter(request, state);
     case CollectiveKind::kAllToAll:
     case CollectiveKind::kAllToAllV:
     case CollectiveKind::kAllGather:
@@ -205,14 +236,16 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
     case CollectiveKind::kBroadcast:
       return shared_memory_exchange(request, state,
                                     streaming_threshold(*state.topology, state.rank));
-    case CollectiveKind::kReduceScatter:
-    case CollectiveKind::kReduce:
     case CollectiveKind::kBarrier:
     case CollectiveKind::kReduceScatterV: refuse_unserved(request, state);
   }
 }
 
+// all_reduce, and reduce: the same rounds, only the root receiving (the
+// others contribute, and in the split form reduce their region for it).
 void SharedMemoryAlgorithm::all_reduce(const Request& request, CommunicatorState& state) const {
+  const bool receives = request.kind != CollectiveKind::kReduce || state.rank == request.root;
+  void* output = receives ? request.recv : nullptr;
   if (request.carried_check != nullptr) {
     // The input rides in the box with the fingerprint; once the check
     // agrees, every rank's input is there.
@@ -221,7 +254,7 @@ void SharedMemoryAlgorithm::all_reduce(const Request& request, CommunicatorState
     const std::uint64_t round =
         check_on_node(segment, *request.carried_check, request, state,
                       {static_cast<const std::byte*>(request.send), request.bytes()});
-    return node_all_reduce_boxes(work, round, request.send, request.recv, request.count);
+    return node_all_reduce_boxes(work, round, request.send, output, request.count);
   }
   if (request.count == 0) return;
   NodeSegment& segment = NodeSegment::of(request, state);
@@ -229,15 +262,49 @@ void SharedMemoryAlgorithm::all_reduce(const Request& request, CommunicatorState
   work.streaming_bytes = streaming_threshold(*state.topology, state.rank);
   const bool small = shared_memory_redundant(request.bytes(), *state.topology,
                                              state.topology->node_of(state.rank));
-  if (request.bytes() <= kInlineBytes) {
+  if (request.bytes() <= kInlineBytes || request.kind == CollectiveKind::kReduce) {
     // Latency-bound calls, handed over in the inline boxes when the one-step
-    // form takes them: the handoff way is not worth timing.
-    return node_all_reduce(work, request.send, request.recv, request.count, small);
+    // form takes them: the handoff way is not worth timing. A reduce's
+    // time (the root's alone waits for the others) would mislead the
+    // tuner the all_reduces share: through the cache.
+    return node_all_reduce(work, request.send, output, request.count, small);
   }
   const HandoffTuner::Choice handoff = segment.handoff().choose(request.bytes());
   work.handoff = handoff.handoff;
-  node_all_reduce(work, request.send, request.recv, request.count, small);
+  node_all_reduce(work, request.send, output, request.count, small);
   segment.handoff().record(handoff, request.bytes());
+}
+
+void SharedMemoryAlgorithm::reduce_scatter(const Request& request, CommunicatorState& state) const {
+  // Block j of the input is local rank j's: on one node the local ranks
+  // are the communicator's, in order.
+  const auto ranks = static_cast<std::size_t>(state.size);
+  if (request.carried_check != nullptr) {
+    // Every rank's whole input rides in its box with the fingerprint; once
+    // the check agrees, each rank reduces its block of every box.
+    NodeSegment& segment = *node_board(state);
+    NodeWork work{request, segment, request.type, request.op, state.size};
+    const std::uint64_t round =
+        check_on_node(segment, *request.carried_check, request, state,
+                      {static_cast<const std::byte*>(request.send), request.bytes() * ranks});
+    const std::size_t own = static_cast<std::size_t>(state.rank) * request.bytes();
+    return node_all_reduce_boxes(work, round, static_cast<const std::byte*>(request.send) + own,
+                                 request.recv, request.count, own);
+  }
+  if (request.count == 0) return;
+  Request whole = request;  // the segment sized for the whole input
+  whole.count = request.count * ranks;
+  NodeSegment& segment = NodeSegment::of(whole, state);
+  NodeWork work{request, segment, request.type, request.op, state.size};
+  const NodeRounds rounds = node_reduce_scatter(
+      work, RegionLayout::blocks(request.count, state.size, request.element_bytes()), request.send,
+      request.recv);
+  if (!rounds.input_read_in_place) return;
+  // Peers read this rank's input in place: it is the caller's again once
+  // every peer is through the last round.
+  for (int q = 0; q < segment.local_size(); ++q) {
+    if (q != segment.local_rank()) segment.wait(q, NodeSegment::Flag::kDone, rounds.last, request);
+  }
 }
 
 // Inside one node of L ranks (node_phases.cc): per rank, the input read
@@ -259,7 +326,12 @@ std::optional<double> SharedMemoryAlgorithm::estimate_seconds(const Request& req
       request.kind == CollectiveKind::kBroadcast) {
     return gather_scatter_seconds(request, shape);
   }
-  if (request.kind != CollectiveKind::kAllReduce) return std::nullopt;
+  if (request.kind == CollectiveKind::kReduceScatter) return reduce_scatter_seconds(request, shape);
+  // A reduce takes the all-reduce's rounds; only its copy-out is the
+  // root's alone.
+  if (request.kind != CollectiveKind::kAllReduce && request.kind != CollectiveKind::kReduce) {
+    return std::nullopt;
+  }
   if (redundant_is_cheaper(shape)) return kCallSeconds + redundant_seconds(shape);
   const double n = shape.bytes;
   const double local = shape.per_node;

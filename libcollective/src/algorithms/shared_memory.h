@@ -1,5 +1,6 @@
-// Shared-memory collectives on one node: all_reduce here, all_to_all and
-// all_to_all_v in shared_memory_exchange.h.
+// Shared-memory collectives on one node: all_reduce and reduce_scatter
+// here, the block exchanges (all_to_all(_v), all_gather(_v), gather(_v),
+// scatter(_v), broadcast) in shared_memory_exchange.h.
 //
 // All-reduce (docs/topology.md, "shared_memory"): the ranks of
 // one node reduce through the node's segment. Each rank owns a region of
@@ -28,6 +29,7 @@ class SharedMemoryAlgorithm final : public CollectiveAlgorithm {
 
  private:
   void all_reduce(const Request& request, CommunicatorState& state) const;
+  void reduce_scatter(const Request& request, CommunicatorState& state) const;
 };
 
 }  // namespace collective::internal
