@@ -280,9 +280,20 @@ def stop_past_timeout_return(args):
             # output says whether it was still alive, for the next diagnosis.
             state = "still alive" if alive(run.pids[VICTIM]) else "already gone"
             signal_if_alive(run.pids[VICTIM], signal.SIGKILL)
-            rc = run.wait_exit(15)
-            teardown = ("mpirun ended only once the resumed rank, %s 15 s after SIGCONT, was "
-                        "killed" % state)
+            try:
+                rc = run.wait_exit(15)
+                teardown = ("mpirun ended only once the resumed rank, %s 15 s after SIGCONT, "
+                            "was killed" % state)
+            except Failure:
+                # Seen once in CI (2026-12-07): mpirun still running 15 s after
+                # that too, with every rank gone: Open MPI's own teardown,
+                # past what this scenario checks. mpirun is ended here.
+                ranks_alive = [r for r in range(RANKS) if alive(run.pids[r])]
+                os.killpg(run.process.pid, signal.SIGTERM)
+                rc = run.wait_exit(15)
+                teardown = ("mpirun still running 15 s after the resumed rank (%s 15 s after "
+                            "SIGCONT) was killed, ranks alive: %s; ended by SIGTERM" %
+                            (state, ranks_alive or "none"))
         if rc == 0:
             raise Failure("mpirun exited 0 after a communication failure")
         return ("survivors returned from main after TimeoutError; MPI_Finalize was abandoned at its "
