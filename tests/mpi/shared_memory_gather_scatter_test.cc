@@ -45,6 +45,20 @@ std::uint64_t value(int block, std::size_t i) {
   return (static_cast<std::uint64_t>(block) << 40) ^ (i * 2654435761u + 17);
 }
 
+// Element i of rank q's input to the reductions: distinct per rank and
+// index, and its sums over 4 ranks exact in int64.
+std::int64_t summand(int q, std::size_t i) {
+  return static_cast<std::int64_t>((i * 2654435761u) % 1000003) * (q + 1) + q;
+}
+
+// Whether this or any other rank has failed so far: every rank stops at
+// the first case that failed on any.
+bool any_rank_failed() {
+  int failed = ::testing::Test::HasFailure() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  return failed != 0;
+}
+
 // The block of rank q: `base` elements times (q + 1), none on rank 1, all
 // equal for the non-v kinds.
 std::size_t block_count(Kind kind, std::size_t base, int q) {
@@ -240,10 +254,7 @@ TEST(SharedMemoryGatherScatter, EveryFormExact) {
           if (in_place && kind == Kind::kBroadcast) continue;  // one buffer anyway
           for (const bool shared : {false, true}) {
             run_case(comm, kind, base, root, in_place, shared);
-            // Every rank stops at the first case that failed on any.
-            int failed = HasFailure() ? 1 : 0;
-            MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-            if (failed != 0) FAIL() << "a rank failed " << name_of(kind) << " base " << base;
+            if (any_rank_failed()) FAIL() << "a rank failed " << name_of(kind) << " base " << base;
           }
         }
       }
@@ -260,10 +271,6 @@ TEST(SharedMemoryGatherScatter, ReduceScatterEveryForm) {
   Communicator comm = Communicator::world();
   const int rank = comm.rank();
   const auto p = static_cast<std::size_t>(comm.size());
-  // Element i of rank q's input.
-  const auto input = [](int q, std::size_t i) {
-    return static_cast<std::int64_t>((i * 2654435761u) % 1000003) * (q + 1) + q;
-  };
   for (const std::size_t block :
        {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{140000}}) {
     for (const bool in_place : {false, true}) {
@@ -274,7 +281,7 @@ TEST(SharedMemoryGatherScatter, ReduceScatterEveryForm) {
         Buffer send(comm, block * p, shared);
         Buffer recv(comm, block, false);
         for (std::size_t i = 0; i < block * p; ++i) {
-          send[i] = static_cast<std::uint64_t>(input(rank, i));
+          send[i] = static_cast<std::uint64_t>(summand(rank, i));
         }
         std::uint64_t* out =
             in_place ? send.data() + static_cast<std::size_t>(rank) * block : recv.data();
@@ -288,18 +295,16 @@ TEST(SharedMemoryGatherScatter, ReduceScatterEveryForm) {
         for (std::size_t i = 0; i < block; ++i) {
           const std::size_t at = static_cast<std::size_t>(rank) * block + i;
           std::int64_t expected = 0;
-          for (int q = 0; q < static_cast<int>(p); ++q) expected += input(q, at);
+          for (int q = 0; q < static_cast<int>(p); ++q) expected += summand(q, at);
           const auto actual = static_cast<std::int64_t>(out[i]);
           ASSERT_EQ(actual, expected)
               << label << " index " << i << " expected " << expected << " actual " << actual;
         }
         for (std::size_t i = 0; !in_place && i < block * p; ++i) {
-          ASSERT_EQ(send[i], static_cast<std::uint64_t>(input(rank, i)))
+          ASSERT_EQ(send[i], static_cast<std::uint64_t>(summand(rank, i)))
               << label << " input index " << i << " changed";
         }
-        int failed = HasFailure() ? 1 : 0;
-        MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        if (failed != 0) FAIL() << "a rank failed " << label;
+        if (any_rank_failed()) FAIL() << "a rank failed " << label;
       }
     }
   }
@@ -314,9 +319,6 @@ TEST(SharedMemoryGatherScatter, ReduceEveryForm) {
   Communicator comm = Communicator::world();
   const int rank = comm.rank();
   const int size = comm.size();
-  const auto input = [](int q, std::size_t i) {
-    return static_cast<std::int64_t>((i * 2654435761u) % 1000003) * (q + 1) - q;
-  };
   for (const std::size_t count :
        {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{1000}, std::size_t{140000}}) {
     for (const int root : {0, size - 1}) {
@@ -329,7 +331,7 @@ TEST(SharedMemoryGatherScatter, ReduceEveryForm) {
           Buffer send(comm, count, shared);
           Buffer recv(comm, is_root ? count : 0, false);
           for (std::size_t i = 0; i < count; ++i) {
-            send[i] = static_cast<std::uint64_t>(input(rank, i));
+            send[i] = static_cast<std::uint64_t>(summand(rank, i));
           }
           std::uint64_t* out = !is_root ? nullptr : in_place ? send.data() : recv.data();
           collective::ReduceOptions options;
@@ -341,18 +343,16 @@ TEST(SharedMemoryGatherScatter, ReduceEveryForm) {
           }
           for (std::size_t i = 0; is_root && i < count; ++i) {
             std::int64_t expected = 0;
-            for (int q = 0; q < size; ++q) expected += input(q, i);
+            for (int q = 0; q < size; ++q) expected += summand(q, i);
             const auto actual = static_cast<std::int64_t>(out[i]);
             ASSERT_EQ(actual, expected)
                 << label << " index " << i << " expected " << expected << " actual " << actual;
           }
           for (std::size_t i = 0; !(in_place && is_root) && i < count; ++i) {
-            ASSERT_EQ(send[i], static_cast<std::uint64_t>(input(rank, i)))
+            ASSERT_EQ(send[i], static_cast<std::uint64_t>(summand(rank, i)))
                 << label << " input index " << i << " changed";
           }
-          int failed = HasFailure() ? 1 : 0;
-          MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-          if (failed != 0) FAIL() << "a rank failed " << label;
+          if (any_rank_failed()) FAIL() << "a rank failed " << label;
         }
       }
     }
