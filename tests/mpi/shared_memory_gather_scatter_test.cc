@@ -515,34 +515,32 @@ TEST(SharedMemoryGatherScatter, CarriedCheckCatchesCountMismatch) {
   }
 }
 
-// AUTO remembers its decisions for the v-forms too, by all their counts: a
-// call whose own count is the same but whose other blocks no longer fit
-// the box is decided afresh (not shared_memory), and the first counts
-// again give shared_memory. Exact results throughout.
-TEST(SharedMemoryGatherScatter, AutoChoiceFollowsEveryCount) {
+// The repeat-call fast path remembers the v-forms' verdicts by all their
+// counts and displacements: a call whose own count and buffers repeat the
+// last one but whose other blocks changed is checked and decided afresh —
+// receive blocks made to overlap are refused on every rank. 1-element
+// blocks (the box), a 4800-byte block (past the box's 4112: the slots or
+// the ring, by the estimates and the slot size) and 1-element blocks
+// again; AUTO serves the box's by shared_memory. Exact results throughout.
+TEST(SharedMemoryGatherScatter, RepeatCallPathComparesEveryCount) {
   Communicator comm = Communicator::world();
   const int rank = comm.rank();
   const int size = comm.size();
   if (size < 2) GTEST_SKIP() << "one rank runs no algorithm";
   const auto p = static_cast<std::size_t>(size);
+  std::vector<std::uint64_t> whole(p + 600, 0);
   for (const std::size_t last : {std::size_t{1}, std::size_t{600}, std::size_t{1}}) {
-    // Every block 1 element but the last rank's: 1, then 4800 bytes (past
-    // the box's 4112), then 1 again.
     std::vector<std::size_t> counts(p, 1), displs(p);
     counts[p - 1] = last;
     for (std::size_t q = 1; q < p; ++q) displs[q] = displs[q - 1] + counts[q - 1];
-    const std::size_t total = displs[p - 1] + counts[p - 1];
     const auto own = counts[static_cast<std::size_t>(rank)];
-    std::vector<std::uint64_t> mine(own), whole(total, 0);
+    std::vector<std::uint64_t> mine(own);
     for (std::size_t i = 0; i < own; ++i) mine[i] = value(rank, i);
+    std::fill(whole.begin(), whole.end(), 0);
     comm.all_gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt64);
     if (last == 1) {
       EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory)
-          << "rank " << rank << ": AUTO all_gather_v, every block 1 element";
-    } else {
-      EXPECT_NE(comm.last_algorithm(), Algorithm::kSharedMemory)
-          << "rank " << rank
-          << ": AUTO all_gather_v with a 4800-byte block reused the box's choice";
+          << "rank " << rank << ": AUTO all_gather_v on one node, every block 1 element";
     }
     for (std::size_t q = 0; q < p; ++q) {
       for (std::size_t i = 0; i < counts[q]; ++i) {
@@ -550,6 +548,19 @@ TEST(SharedMemoryGatherScatter, AutoChoiceFollowsEveryCount) {
             << "rank " << rank << " last " << last << " index " << displs[q] + i << " expected "
             << value(static_cast<int>(q), i) << " actual " << whole[displs[q] + i];
       }
+    }
+    // The same call but for the last two blocks placed on each other:
+    // refused before anything is written, though this rank's own count
+    // and both buffers repeat the call the fast path just remembered.
+    std::vector<std::size_t> overlapping = displs;
+    overlapping[p - 1] = overlapping[p - 2];
+    std::fill(whole.begin(), whole.end(), 0);
+    EXPECT_THROW(
+        comm.all_gather_v(mine.data(), own, whole.data(), counts, overlapping, DataType::kInt64),
+        collective::InvalidArgumentError)
+        << "rank " << rank << ": overlapping receive blocks after a remembered call, last " << last;
+    for (std::size_t i = 0; i < whole.size(); ++i) {
+      ASSERT_EQ(whole[i], 0u) << "rank " << rank << ": refused call wrote index " << i;
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include "cost/cost_model.h"
 #include "transport/mpi/peer_exchange.h"
+#include "kernels/plain_copy.h"
 
 namespace collective::internal {
 namespace {
@@ -36,12 +37,12 @@ void run_bruck(const Request& request, CommunicatorState& state) {
   auto slot = [&](int i) { return rotated + static_cast<std::size_t>(i) * block; };
   auto ring = [&](int i) { return static_cast<std::size_t>(((i % p) + p) % p); };
 
-  for (int i = 0; i < p; ++i) std::memcpy(slot(i), send + ring(r + i) * block, block);
+  for (int i = 0; i < p; ++i) plain_copy(slot(i), send + ring(r + i) * block, block);
   for (int bit = 1, round = 0; bit < p; bit <<= 1, ++round) {
     std::size_t bytes = 0;
     for (int i = bit; i < p; ++i) {
       if ((i & bit) == 0) continue;
-      std::memcpy(packed + bytes, slot(i), block);
+      plain_copy(packed + bytes, slot(i), block);
       bytes += block;
     }
     const int to = static_cast<int>(ring(r + bit));
@@ -53,13 +54,13 @@ void run_bruck(const Request& request, CommunicatorState& state) {
     std::size_t at = 0;
     for (int i = bit; i < p; ++i) {
       if ((i & bit) == 0) continue;
-      std::memcpy(slot(i), arrived + at, block);
+      plain_copy(slot(i), arrived + at, block);
       at += block;
     }
   }
   for (int q = 0; q < p; ++q)
-    std::memcpy(recv + static_cast<std::size_t>(q) * block, slot(static_cast<int>(ring(r - q))),
-                block);
+    plain_copy(recv + static_cast<std::size_t>(q) * block, slot(static_cast<int>(ring(r - q))),
+               block);
 }
 
 }  // namespace

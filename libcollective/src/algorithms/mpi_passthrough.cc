@@ -18,6 +18,7 @@
 #include "core/wait_guard.h"
 #include "kernels/float32_partials.h"
 #include "kernels/reduce_kernels.h"
+#include "kernels/plain_copy.h"
 
 namespace collective::internal {
 namespace {
@@ -128,7 +129,7 @@ class MpiCall {
           [&](MPI_Request* r) {
             return MPI_Ireduce_scatter_block(send, target, n, datatype_, op_, state_.comm, r);
           });
-      if (in_place) std::memcpy(recv, target, block * element_);
+      if (in_place) plain_copy(recv, target, block * element_);
     } else {
       // Blocks too large for one call: gather piece k of every block into a
       // contiguous scratch input, then reduce-scatter that.
@@ -137,8 +138,7 @@ class MpiCall {
         const std::size_t piece_bytes = static_cast<std::size_t>(n) * element_;
         std::byte* staging = state_.scratch_work.get(p * piece_bytes + piece_bytes);
         for (std::size_t b = 0; b < p; ++b) {
-          std::memcpy(staging + b * piece_bytes, send + (b * block + first) * element_,
-                      piece_bytes);
+          plain_copy(staging + b * piece_bytes, send + (b * block + first) * element_, piece_bytes);
         }
         std::byte* result = staging + p * piece_bytes;
         collective_call(
@@ -149,7 +149,7 @@ class MpiCall {
             [&](MPI_Request* r) {
               return MPI_Ireduce_scatter_block(staging, result, n, datatype_, op_, state_.comm, r);
             });
-        std::memcpy(recv + first * element_, result, piece_bytes);
+        plain_copy(recv + first * element_, result, piece_bytes);
       });
     }
     finish_mean(recv, block);
@@ -183,7 +183,7 @@ class MpiCall {
             return MPI_Iallgather(source, n, datatype_, staging, n, datatype_, state_.comm, r);
           });
       for (std::size_t b = 0; b < p; ++b) {
-        std::memcpy(recv + (b * block + first) * element_, staging + b * piece_bytes, piece_bytes);
+        plain_copy(recv + (b * block + first) * element_, staging + b * piece_bytes, piece_bytes);
       }
     });
   }
@@ -194,7 +194,7 @@ class MpiCall {
   // ranks, and MPI's own in-place forms copy the buffer anyway.
   const std::byte* copy_of_recv(std::size_t elements) {
     std::byte* copy = state_.scratch_in.get(elements * element_);
-    if (elements > 0) std::memcpy(copy, request_.recv, elements * element_);
+    if (elements > 0) plain_copy(copy, request_.recv, elements * element_);
     return copy;
   }
 
@@ -416,7 +416,7 @@ class MpiCall {
           [&](MPI_Request* r) {
             return MPI_Ireduce_scatter(send, target, rc.data(), datatype_, op_, state_.comm, r);
           });
-      if (in_place && own > 0) std::memcpy(recv, target, own * element_);
+      if (in_place && own > 0) plain_copy(recv, target, own * element_);
     } else {
       std::vector<int> rc(size_);
       for (std::size_t first = 0; first < largest; first += piece_) {
@@ -431,8 +431,7 @@ class MpiCall {
         std::size_t at = 0;
         for (std::size_t q = 0; q < size_; ++q) {
           const auto n = static_cast<std::size_t>(rc[q]);
-          std::memcpy(staging + at * element_, send + (offsets[q] + first) * element_,
-                      n * element_);
+          plain_copy(staging + at * element_, send + (offsets[q] + first) * element_, n * element_);
           at += n;
         }
         std::byte* result = staging + staged * element_;
@@ -445,7 +444,7 @@ class MpiCall {
               return MPI_Ireduce_scatter(staging, result, rc.data(), datatype_, op_, state_.comm,
                                          r);
             });
-        if (mine > 0) std::memcpy(recv + first * element_, result, mine * element_);
+        if (mine > 0) plain_copy(recv + first * element_, result, mine * element_);
       }
     }
     finish_mean(recv, own);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/multi_source_reduce.h"
+#include "kernels/plain_copy.h"
 #include "transport/shm/shared_allocation.h"
 #include "kernels/streaming_copy.h"
 #include "core/trace.h"
@@ -46,10 +47,6 @@ struct Pieces {
 };
 
 using CopyFunction = void (*)(void*, const void*, std::size_t);
-
-void plain_copy(void* destination, const void* source, std::size_t bytes) {
-  std::memcpy(destination, source, bytes);
-}
 
 // How a rank writes what its peers will read from a slot.
 CopyFunction slot_copy(Handoff handoff) {
@@ -146,7 +143,7 @@ void all_reduce_small(const NodeWork& work, const void* input, void* output, std
   if (count * element <= kInlineBytes) {
     const std::uint64_t round = segment.begin_round();
     segment.wait_slot_free(round, work.request);
-    std::memcpy(segment.inline_data(r, round), input, count * element);
+    plain_copy(segment.inline_data(r, round), input, count * element);
     segment.publish_inline(round);
     return node_all_reduce_boxes(work, round, input, output, count);
   }
@@ -400,8 +397,8 @@ void node_all_gather(const NodeWork& work, const RegionLayout& layout, void* buf
     if (r < layout.owners()) {
       const std::size_t length = pieces.length(r, k);
       if (length != 0) {
-        std::memcpy(results + static_cast<std::size_t>(r) * pieces.piece * element,
-                    bytes_at(buffer, pieces.begin(r, k), element), length * element);
+        plain_copy(results + static_cast<std::size_t>(r) * pieces.piece * element,
+                   bytes_at(buffer, pieces.begin(r, k), element), length * element);
       }
       segment.publish(Flag::kReduced, round);
     }
@@ -409,8 +406,8 @@ void node_all_gather(const NodeWork& work, const RegionLayout& layout, void* buf
       const std::size_t length = pieces.length(j, k);
       if (j == r || length == 0) continue;
       segment.wait(j, Flag::kReduced, round, work.request);
-      std::memcpy(bytes_at(buffer, pieces.begin(j, k), element),
-                  results + static_cast<std::size_t>(j) * pieces.piece * element, length * element);
+      plain_copy(bytes_at(buffer, pieces.begin(j, k), element),
+                 results + static_cast<std::size_t>(j) * pieces.piece * element, length * element);
     }
     segment.finish_round(round);
   }

@@ -8,6 +8,7 @@
 
 #include "cost/cost_model.h"
 #include "transport/mpi/peer_exchange.h"
+#include "kernels/plain_copy.h"
 
 namespace collective::internal {
 namespace {
@@ -121,7 +122,7 @@ void run_pairwise(const Request& request, CommunicatorState& state) {
     const std::size_t bytes = blocks.outgoing_bytes(step.send_to);
     if (copies != nullptr && bytes > 0) {
       std::byte* copy = copies + (i % window) * copy_stride;
-      std::memcpy(copy, source, bytes);
+      plain_copy(copy, source, bytes);
       source = copy;
     }
     first[i] = exchange.recv(blocks.incoming(step.recv_from), blocks.incoming_bytes(step.recv_from),

@@ -16,6 +16,7 @@
 #include "transport/mpi/peer_exchange.h"
 #include "core/trace.h"
 #include "cross_rank_check/cross_rank_check.h"
+#include "kernels/plain_copy.h"
 
 namespace collective::internal {
 namespace {
@@ -90,7 +91,7 @@ void all_reduce(const Request& request, CommunicatorState& state) {
     std::size_t skip = 0;
     if (request.carried_check != nullptr && shape.first_message_to(from) == r) {
       skip = head;  // only a raw input's message carries a head: size == bytes
-      std::memcpy(into, landed[static_cast<std::size_t>(from)], head);
+      plain_copy(into, landed[static_cast<std::size_t>(from)], head);
     }
     if (all_carried(skip)) return std::optional<PeerExchange::Handle>{};
     return std::optional<PeerExchange::Handle>{
@@ -191,7 +192,7 @@ void ordered_all_reduce(const Request& request, CommunicatorState& state) {
   const std::size_t bytes = request.bytes();
   // Block i holds the input of rank (r + i) mod p.
   std::byte* gathered = state.scratch_in.get(static_cast<std::size_t>(p) * bytes);
-  std::memcpy(gathered, request.send, bytes);
+  plain_copy(gathered, request.send, bytes);
   for (int held = 1; held < p; held *= 2) {
     const int blocks = std::min(held, p - held);
     const auto sent = exchange.send(gathered, static_cast<std::size_t>(blocks) * bytes,

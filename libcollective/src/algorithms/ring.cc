@@ -16,6 +16,7 @@
 #include "transport/mpi/peer_exchange.h"
 #include "core/trace.h"
 #include "cross_rank_check/cross_rank_check.h"
+#include "kernels/plain_copy.h"
 
 namespace collective::internal {
 namespace {
@@ -140,7 +141,7 @@ class RingRun {
     std::byte* own = output + layout.offset(r_) * element_;
     // A rank with no block of its own may pass a null send buffer.
     if (static_cast<const void*>(own) != request_.send && layout.length(r_) > 0) {
-      std::memcpy(own, request_.send, layout.length(r_) * element_);
+      plain_copy(own, request_.send, layout.length(r_) * element_);
     }
     all_gather_phase(layout, output, /*own_chunk_sent=*/false);
   }

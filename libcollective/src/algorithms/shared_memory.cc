@@ -89,14 +89,12 @@ double all_to_all_seconds(const Request& request, const Shape& shape) {
 // gather: the root's, scatter: the root's peers') read from memory and
 // written once, and two hand-offs. Where every rank's blocks fit the box
 // of the first hand-off (exchange_fits_boxes): that one hand-off, which
-// carries the cross-rank check too. Between the two the rounds through the slots
-// measured 0.3x MPI's gathers at 32 KiB blocks with the machine loaded
-// (docs/performance.md), the header hand-off and a hand-off a round each
-// waiting on a descheduled peer: there is no estimate, and the ring's
-// (all_gather_v) or the size rule's mpi serves; an even all_gather's
-// rounds have one (below). gather_v's and scatter_v's
-// counts are the root's alone and the estimate must be the same on every
-// rank: none either.
+// carries the cross-rank check too. Between the two, all_gather(_v) and
+// broadcast take the rounds through the slots (below); gather and scatter
+// none (measured 0.3x MPI's at 32 KiB blocks with the machine loaded,
+// docs/performance.md: the size rule's mpi serves). gather_v's and
+// scatter_v's counts are the root's alone and the estimate must be the
+// same on every rank: none either.
 std::optional<double> gather_scatter_seconds(const Request& request, const Shape& shape) {
   const double element = static_cast<double>(request.element_bytes());
   double total = 0.0;    // bytes in all blocks
@@ -125,14 +123,17 @@ std::optional<double> gather_scatter_seconds(const Request& request, const Shape
   }
   const double received = total - smallest;
   if (largest < static_cast<double>(kCrossMemoryAttachBytes)) {
-    if (request.kind != CollectiveKind::kAllGather && request.kind != CollectiveKind::kBroadcast) {
+    if (request.kind != CollectiveKind::kAllGather && request.kind != CollectiveKind::kAllGatherV &&
+        request.kind != CollectiveKind::kBroadcast) {
       return std::nullopt;
     }
-    // An even all_gather or a broadcast through the slots: the header
+    // all_gather(_v) or a broadcast through the slots: the header
     // hand-off, then a hand-off a round; a block staged once, each
     // receiver's read back, the input read and the output written.
     // Measured faster than the ring from 2 to 32 KiB blocks at 2 and 4
-    // ranks on 2 cores (docs/algorithms.md).
+    // ranks on 2 cores (docs/algorithms.md); all_gather_v's uneven blocks
+    // too, once copies between addresses that differ modulo 16 stopped
+    // going through memcpy's slow path (kernels/plain_copy.h).
     const double rounds = std::min(slot_rounds(largest), double{kSegmentDepth});
     return kCallSeconds + (1.0 + rounds) * handoff_seconds(shape) +
            node_work_seconds(shape, largest + total, largest + received, 0.0);

@@ -6,6 +6,7 @@
 
 #include "collective/in_tree/half_precision.h"
 #include "kernels/reduce_kernels.h"
+#include "kernels/plain_copy.h"
 
 namespace collective::internal {
 namespace {
@@ -81,7 +82,7 @@ void reduce_16(void* dst, const void* const* sources, int n, std::size_t count, 
 void reduce_sources_to_float32(float* dst, const void* const* sources, int n, std::size_t count,
                                DataType type, ReduceOp op) {
   auto keep = [dst](std::size_t first, const float* accumulator, std::size_t m) {
-    std::memcpy(dst + first, accumulator, m * sizeof(float));
+    plain_copy(dst + first, accumulator, m * sizeof(float));
   };
   if (type == DataType::kFloat16) {
     return accumulate_16<float16_to_float>(sources, n, count, op, keep);
