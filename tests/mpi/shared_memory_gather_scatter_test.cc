@@ -515,6 +515,88 @@ TEST(SharedMemoryGatherScatter, CarriedCheckCatchesCountMismatch) {
   }
 }
 
+// all_gather_v through shared_memory with uneven blocks at every
+// alignment: bytes (uint8), gaps of 3 bytes between the blocks (each gap
+// checked untouched), the send buffer 1 byte into its allocation, so the
+// single copy reads most blocks through its bounce buffer
+// (docs/algorithms.md). Layouts where rank 0 has 4 times the others'
+// block, where each rank's differs, and where rank 0's fits the box (sent
+// there) while the others' take the single copy; out of place (the single
+// copy) and in place (the slots). Every byte checked on every rank.
+TEST(SharedMemoryGatherScatter, UnevenAllGatherVEveryAlignment) {
+  Communicator comm = Communicator::world();
+  const int rank = comm.rank();
+  const int size = comm.size();
+  const auto p = static_cast<std::size_t>(size);
+  constexpr std::uint8_t kUntouched = 0xEE;
+  auto byte_of = [](int from, std::size_t i) {
+    return static_cast<std::uint8_t>((i * 131 + static_cast<std::size_t>(from) * 29 + i / 251) %
+                                     251);
+  };
+  const std::vector<std::vector<std::size_t>> layouts = {
+      // rank 0 4x the others (the bench's --uneven 4)
+      [&] {
+        std::vector<std::size_t> c(p, 300001);
+        c[0] = 4 * 300001;
+        return c;
+      }(),
+      // every rank its own size
+      [&] {
+        std::vector<std::size_t> c(p);
+        for (std::size_t q = 0; q < p; ++q) c[q] = 70001 + 180007 * q;
+        return c;
+      }(),
+      // rank 0's block in its box, the others' large
+      [&] {
+        std::vector<std::size_t> c(p, 500003);
+        c[0] = 97;
+        return c;
+      }()};
+  for (std::size_t layout = 0; layout < layouts.size(); ++layout) {
+    const std::vector<std::size_t>& counts = layouts[layout];
+    std::vector<std::size_t> displs(p);
+    for (std::size_t q = 1; q < p; ++q) displs[q] = displs[q - 1] + counts[q - 1] + 3;
+    const std::size_t total = displs[p - 1] + counts[p - 1] + 3;
+    const auto own = static_cast<std::size_t>(rank);
+    for (const bool in_place : {false, true}) {
+      std::vector<std::uint8_t> recv(total, kUntouched);
+      std::vector<std::uint8_t> send(in_place ? 0 : counts[own] + 1);
+      // Out of place the send buffer starts 1 byte into its allocation.
+      std::uint8_t* mine = in_place ? recv.data() + displs[own] : send.data() + 1;
+      for (std::size_t i = 0; i < counts[own]; ++i) mine[i] = byte_of(rank, i);
+      collective::AllGatherOptions options;
+      options.algorithm = Algorithm::kSharedMemory;
+      comm.all_gather_v(mine, counts[own], recv.data(), counts, displs, DataType::kUInt8, options);
+      EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory);
+      // The first wrong byte only, and no early return: every rank reaches
+      // any_rank_failed's all-reduce.
+      [&] {
+        for (std::size_t q = 0; q < p; ++q) {
+          for (std::size_t i = 0; i < counts[q]; ++i) {
+            const std::uint8_t expected = byte_of(static_cast<int>(q), i);
+            if (recv[displs[q] + i] != expected) {
+              ADD_FAILURE() << "rank " << rank << " layout " << layout
+                            << (in_place ? " in place" : "") << ": block " << q << " byte " << i
+                            << " expected " << int{expected} << " actual "
+                            << int{recv[displs[q] + i]};
+              return;
+            }
+          }
+          for (std::size_t g = 0; g < 3; ++g) {
+            if (recv[displs[q] + counts[q] + g] != kUntouched) {
+              ADD_FAILURE() << "rank " << rank << " layout " << layout
+                            << (in_place ? " in place" : "") << ": gap byte " << g
+                            << " after block " << q << " written";
+              return;
+            }
+          }
+        }
+      }();
+      if (any_rank_failed()) return;
+    }
+  }
+}
+
 // The repeat-call fast path remembers the v-forms' verdicts by all their
 // counts and displacements: a call whose own count and buffers repeat the
 // last one but whose other blocks changed is checked and decided afresh —
