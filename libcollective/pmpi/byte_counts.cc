@@ -1,6 +1,7 @@
 #include "byte_counts.h"
 
 #include <algorithm>
+#include <memory>
 
 namespace collective::pmpi {
 namespace {
@@ -54,6 +55,62 @@ Extent extent_of(std::span<const std::size_t> counts, std::span<const std::size_
     any = true;
   }
   return extent;
+}
+
+namespace {
+
+struct RememberedBlocks {
+  std::vector<int> counts, displacements;  // as the caller gave them
+  std::size_t unit = 0;
+  bool valid = false;
+  std::vector<std::size_t> byte_counts, byte_displacements;
+  Extent extent;
+  bool overlap = false;
+
+  bool repeats(const int* given_counts, const int* given_displacements, int n,
+               std::size_t given_unit) const {
+    const auto size = static_cast<std::size_t>(n);
+    return valid && unit == given_unit && counts.size() == size &&
+           std::equal(counts.begin(), counts.end(), given_counts) &&
+           std::equal(displacements.begin(), displacements.end(), given_displacements);
+  }
+};
+
+}  // namespace
+
+ReceiveBlocks receive_blocks(const int* counts, const int* displacements, int n, std::size_t unit,
+                             const char*& reason) {
+  // A plain pointer per thread: no wrapper or guard on each access (those
+  // cost more than the comparison); its owner frees the blocks at the
+  // thread's exit.
+  thread_local RememberedBlocks* remembered = nullptr;
+  if (remembered == nullptr) {
+    thread_local std::unique_ptr<RememberedBlocks> owner;
+    owner = std::make_unique<RememberedBlocks>();
+    remembered = owner.get();
+  }
+  RememberedBlocks& last = *remembered;
+  if (!last.repeats(counts, displacements, n, unit)) {
+    last.valid = false;
+    const auto size = static_cast<std::size_t>(n);
+    last.byte_counts.resize(size);
+    last.byte_displacements.resize(size);
+    for (std::size_t i = 0; i < size; ++i) {
+      if (counts[i] < 0 || displacements[i] < 0) {
+        reason = counts[i] < 0 ? "negative count" : "negative displacement";
+        return {};
+      }
+      last.byte_counts[i] = static_cast<std::size_t>(counts[i]) * unit;
+      last.byte_displacements[i] = static_cast<std::size_t>(displacements[i]) * unit;
+    }
+    last.counts.assign(counts, counts + size);
+    last.displacements.assign(displacements, displacements + size);
+    last.unit = unit;
+    last.extent = extent_of(last.byte_counts, last.byte_displacements);
+    last.overlap = blocks_overlap(last.byte_counts, last.byte_displacements);
+    last.valid = true;
+  }
+  return {last.byte_counts, last.byte_displacements, last.extent, last.overlap};
 }
 
 }  // namespace collective::pmpi

@@ -27,6 +27,7 @@ using collective::DataType;
 using collective::pmpi::blocks_overlap;
 using collective::pmpi::contiguous_element_bytes;
 using collective::pmpi::CountsSlot;
+using collective::pmpi::Extent;
 using collective::pmpi::extent_of;
 using collective::pmpi::Form;
 using collective::pmpi::Intercepted;
@@ -35,6 +36,8 @@ using collective::pmpi::log_passed;
 using collective::pmpi::options_for;
 using collective::pmpi::overlap_not_equal;
 using collective::pmpi::rank_for_log;
+using collective::pmpi::receive_blocks;
+using collective::pmpi::ReceiveBlocks;
 using collective::pmpi::ReentryGuard;
 using collective::pmpi::serve_as;
 using collective::pmpi::Target;
@@ -232,16 +235,14 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
   if (!reason && (recvcounts == nullptr || displs == nullptr)) {
     reason = "null count or displacement array";
   }
-  std::span<const std::size_t> recv_counts, recv_displacements;
+  ReceiveBlocks blocks;
   if (!reason) {
     if (const auto unit = contiguous_element_bytes(recvtype, reason)) {
-      recv_counts = to_bytes(recvcounts, target.size, *unit, CountsSlot::kRecvCounts, reason);
-      if (!reason) {
-        recv_displacements =
-            to_bytes(displs, target.size, *unit, CountsSlot::kRecvDisplacements, reason);
-      }
+      blocks = receive_blocks(recvcounts, displs, target.size, *unit, reason);
     }
   }
+  const std::span<const std::size_t> recv_counts = blocks.counts;
+  const std::span<const std::size_t> recv_displacements = blocks.displacements;
   const auto rank = static_cast<std::size_t>(target.rank);
   std::size_t send_bytes = 0;
   const void* send = sendbuf;
@@ -257,11 +258,11 @@ int allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* 
     }
   }
   if (!reason) {
-    const auto recv_extent = extent_of(recv_counts, recv_displacements);
+    const Extent recv_extent = blocks.extent;
     if ((recv_extent.end > recv_extent.begin && recvbuf == nullptr) ||
         (send_bytes > 0 && send == nullptr)) {
       reason = "null buffer";
-    } else if (blocks_overlap(recv_counts, recv_displacements)) {
+    } else if (blocks.overlap) {
       reason = "receive blocks overlap";
     } else if (!in_place && send != own_block_of(recvbuf, recv_displacements, target.rank) &&
                overlap_not_equal(send, send_bytes, recvbuf, recv_extent.end)) {
