@@ -289,21 +289,25 @@ TEST(SharedMemoryGatherScatter, ReduceScatterEveryForm) {
         collective::ReduceScatterOptions options;
         options.algorithm = Algorithm::kSharedMemory;
         comm.reduce_scatter(send.data(), out, block, DataType::kInt64, options);
-        if (p > 1) {
-          ASSERT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << label;
-        }
-        for (std::size_t i = 0; i < block; ++i) {
-          const std::size_t at = static_cast<std::size_t>(rank) * block + i;
-          std::int64_t expected = 0;
-          for (int q = 0; q < static_cast<int>(p); ++q) expected += summand(q, at);
-          const auto actual = static_cast<std::int64_t>(out[i]);
-          ASSERT_EQ(actual, expected)
-              << label << " index " << i << " expected " << expected << " actual " << actual;
-        }
-        for (std::size_t i = 0; !in_place && i < block * p; ++i) {
-          ASSERT_EQ(send[i], static_cast<std::uint64_t>(summand(rank, i)))
-              << label << " input index " << i << " changed";
-        }
+        // Checked in a lambda: a failed ASSERT leaves it, not the test, so
+        // every rank still reaches any_rank_failed's all-reduce.
+        [&] {
+          if (p > 1) {
+            ASSERT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << label;
+          }
+          for (std::size_t i = 0; i < block; ++i) {
+            const std::size_t at = static_cast<std::size_t>(rank) * block + i;
+            std::int64_t expected = 0;
+            for (int q = 0; q < static_cast<int>(p); ++q) expected += summand(q, at);
+            const auto actual = static_cast<std::int64_t>(out[i]);
+            ASSERT_EQ(actual, expected)
+                << label << " index " << i << " expected " << expected << " actual " << actual;
+          }
+          for (std::size_t i = 0; !in_place && i < block * p; ++i) {
+            ASSERT_EQ(send[i], static_cast<std::uint64_t>(summand(rank, i)))
+                << label << " input index " << i << " changed";
+          }
+        }();
         if (any_rank_failed()) FAIL() << "a rank failed " << label;
       }
     }
@@ -338,20 +342,22 @@ TEST(SharedMemoryGatherScatter, ReduceEveryForm) {
           options.algorithm = Algorithm::kSharedMemory;
           options.root = root;
           comm.reduce(send.data(), out, count, DataType::kInt64, options);
-          if (size > 1) {
-            ASSERT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << label;
-          }
-          for (std::size_t i = 0; is_root && i < count; ++i) {
-            std::int64_t expected = 0;
-            for (int q = 0; q < size; ++q) expected += summand(q, i);
-            const auto actual = static_cast<std::int64_t>(out[i]);
-            ASSERT_EQ(actual, expected)
-                << label << " index " << i << " expected " << expected << " actual " << actual;
-          }
-          for (std::size_t i = 0; !(in_place && is_root) && i < count; ++i) {
-            ASSERT_EQ(send[i], static_cast<std::uint64_t>(summand(rank, i)))
-                << label << " input index " << i << " changed";
-          }
+          [&] {  // as in ReduceScatterEveryForm
+            if (size > 1) {
+              ASSERT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << label;
+            }
+            for (std::size_t i = 0; is_root && i < count; ++i) {
+              std::int64_t expected = 0;
+              for (int q = 0; q < size; ++q) expected += summand(q, i);
+              const auto actual = static_cast<std::int64_t>(out[i]);
+              ASSERT_EQ(actual, expected)
+                  << label << " index " << i << " expected " << expected << " actual " << actual;
+            }
+            for (std::size_t i = 0; !(in_place && is_root) && i < count; ++i) {
+              ASSERT_EQ(send[i], static_cast<std::uint64_t>(summand(rank, i)))
+                  << label << " input index " << i << " changed";
+            }
+          }();
           if (any_rank_failed()) FAIL() << "a rank failed " << label;
         }
       }
