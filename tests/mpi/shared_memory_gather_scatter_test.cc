@@ -396,8 +396,9 @@ TEST(SharedMemoryGatherScatter, AutoTakesTheBoxForSmallBlocks) {
         << "rank " << rank << ": AUTO all_gather of " << each << " elements a rank";
     for (std::size_t i = 0; i < all.size(); ++i) {
       const std::uint64_t expected = value(static_cast<int>(i / each), i % each);
-      ASSERT_EQ(all[i], expected) << "all_gather rank " << rank << " index " << i << " expected "
+      EXPECT_EQ(all[i], expected) << "all_gather rank " << rank << " index " << i << " expected "
                                   << expected << " actual " << all[i];
+      if (HasFailure()) break;
     }
   }
   comm.all_gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt64);
@@ -405,9 +406,10 @@ TEST(SharedMemoryGatherScatter, AutoTakesTheBoxForSmallBlocks) {
       << "rank " << rank << ": AUTO all_gather_v of " << total << " elements";
   for (std::size_t q = 0; q < p; ++q) {
     for (std::size_t i = 0; i < counts[q]; ++i) {
-      ASSERT_EQ(whole[displs[q] + i], value(static_cast<int>(q), i))
+      EXPECT_EQ(whole[displs[q] + i], value(static_cast<int>(q), i))
           << "all_gather_v rank " << rank << " index " << displs[q] + i << " expected "
           << value(static_cast<int>(q), i) << " actual " << whole[displs[q] + i];
+      if (HasFailure()) break;
     }
   }
   const int root = size - 1;
@@ -419,8 +421,9 @@ TEST(SharedMemoryGatherScatter, AutoTakesTheBoxForSmallBlocks) {
   if (rank == root) {
     for (std::size_t i = 0; i < 2 * p; ++i) {
       const std::uint64_t expected = value(static_cast<int>(i / 2), i % 2);
-      ASSERT_EQ(gathered[i], expected) << "gather root " << rank << " index " << i << " expected "
+      EXPECT_EQ(gathered[i], expected) << "gather root " << rank << " index " << i << " expected "
                                        << expected << " actual " << gathered[i];
+      if (HasFailure()) break;
     }
   }
   collective::ScatterOptions scatter;
@@ -429,8 +432,9 @@ TEST(SharedMemoryGatherScatter, AutoTakesTheBoxForSmallBlocks) {
   comm.scatter(gathered.data(), part.data(), 2, DataType::kInt64, scatter);
   EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory) << "rank " << rank << ": AUTO scatter";
   for (std::size_t i = 0; i < 2; ++i) {
-    ASSERT_EQ(part[i], value(rank, i)) << "scatter rank " << rank << " index " << i << " expected "
+    EXPECT_EQ(part[i], value(rank, i)) << "scatter rank " << rank << " index " << i << " expected "
                                        << value(rank, i) << " actual " << part[i];
+    if (HasFailure()) break;
   }
   for (const std::size_t each : {std::size_t{3}, std::size_t{1000}}) {
     std::vector<std::uint64_t> buffer(each, 0);
@@ -441,9 +445,10 @@ TEST(SharedMemoryGatherScatter, AutoTakesTheBoxForSmallBlocks) {
     EXPECT_EQ(comm.last_algorithm(), Algorithm::kSharedMemory)
         << "rank " << rank << ": AUTO broadcast of " << each << " elements";
     for (std::size_t i = 0; i < each; ++i) {
-      ASSERT_EQ(buffer[i], value(root, i))
+      EXPECT_EQ(buffer[i], value(root, i))
           << "broadcast rank " << rank << " index " << i << " expected " << value(root, i)
           << " actual " << buffer[i];
+      if (HasFailure()) break;
     }
   }
   comm.gather_v(mine.data(), own, whole.data(), counts, displs, DataType::kInt64, gather);
@@ -475,7 +480,8 @@ TEST(SharedMemoryGatherScatter, CarriedCheckCatchesCountMismatch) {
   }
   EXPECT_TRUE(raised) << "rank " << rank << ": no MismatchError for counts 2 against 1";
   for (std::size_t i = 0; i < recv.size(); ++i) {
-    ASSERT_EQ(recv[i], 0xEEEEEEEEEEEEEEEEull) << "rank " << rank << " index " << i << " touched";
+    EXPECT_EQ(recv[i], 0xEEEEEEEEEEEEEEEEull) << "rank " << rank << " index " << i << " touched";
+    if (HasFailure()) break;
   }
   // all_gather's one hand-off (its blocks in the boxes with the check)
   // likewise: 2 elements on rank 0 against 1.
@@ -490,8 +496,9 @@ TEST(SharedMemoryGatherScatter, CarriedCheckCatchesCountMismatch) {
   }
   EXPECT_TRUE(raised) << "rank " << rank << ": no all_gather MismatchError for counts 2 against 1";
   for (std::size_t i = 0; i < everyone.size(); ++i) {
-    ASSERT_EQ(everyone[i], 0xEEEEEEEEEEEEEEEEull)
+    EXPECT_EQ(everyone[i], 0xEEEEEEEEEEEEEEEEull)
         << "all_gather rank " << rank << " index " << i << " touched";
+    if (HasFailure()) break;
   }
   // And broadcast's (the root's buffer in its box): the root, the last
   // rank, broadcasts 1 element where rank 0 expects 2.
@@ -508,16 +515,18 @@ TEST(SharedMemoryGatherScatter, CarriedCheckCatchesCountMismatch) {
   EXPECT_TRUE(raised) << "rank " << rank << ": no broadcast MismatchError for counts 2 against 1";
   if (rank != size - 1) {
     for (std::size_t i = 0; i < buffer.size(); ++i) {
-      ASSERT_EQ(buffer[i], 0xEEEEEEEEEEEEEEEEull)
+      EXPECT_EQ(buffer[i], 0xEEEEEEEEEEEEEEEEull)
           << "broadcast rank " << rank << " index " << i << " touched";
+      if (HasFailure()) break;
     }
   }
   comm.gather(send.data(), recv.data(), 2, DataType::kInt64, options);
   if (rank != size - 1) return;
   for (std::size_t i = 0; i < 2 * p; ++i) {
     const std::uint64_t expected = value(static_cast<int>(i / 2), i % 2);
-    ASSERT_EQ(recv[i], expected) << "rank " << rank << " index " << i << " expected " << expected
+    EXPECT_EQ(recv[i], expected) << "rank " << rank << " index " << i << " expected " << expected
                                  << " actual " << recv[i];
+    if (HasFailure()) break;
   }
 }
 
@@ -632,9 +641,10 @@ TEST(SharedMemoryGatherScatter, RepeatCallPathComparesEveryCount) {
     }
     for (std::size_t q = 0; q < p; ++q) {
       for (std::size_t i = 0; i < counts[q]; ++i) {
-        ASSERT_EQ(whole[displs[q] + i], value(static_cast<int>(q), i))
+        EXPECT_EQ(whole[displs[q] + i], value(static_cast<int>(q), i))
             << "rank " << rank << " last " << last << " index " << displs[q] + i << " expected "
             << value(static_cast<int>(q), i) << " actual " << whole[displs[q] + i];
+        if (HasFailure()) break;
       }
     }
     // The same call but for the last two blocks placed on each other:
@@ -648,7 +658,8 @@ TEST(SharedMemoryGatherScatter, RepeatCallPathComparesEveryCount) {
         collective::InvalidArgumentError)
         << "rank " << rank << ": overlapping receive blocks after a remembered call, last " << last;
     for (std::size_t i = 0; i < whole.size(); ++i) {
-      ASSERT_EQ(whole[i], 0u) << "rank " << rank << ": refused call wrote index " << i;
+      EXPECT_EQ(whole[i], 0u) << "rank " << rank << ": refused call wrote index " << i;
+      if (HasFailure()) break;
     }
   }
 }
