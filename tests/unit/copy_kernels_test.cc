@@ -77,26 +77,23 @@ const std::vector<std::size_t>& sizes() {
   return all;
 }
 
-TEST(CopyKernelsTest, PlainCopyEveryAlignment) {
+// check_copy at every size, 5 source and 32 destination offsets; stops at
+// the first failure.
+void check_every_alignment(CopyFunction copy, const char* name) {
   for (const std::size_t bytes : sizes()) {
     for (std::size_t from_offset : {0, 1, 4, 8, 15}) {
       for (std::size_t to_offset = 0; to_offset < 32; ++to_offset) {
-        check_copy(plain_copy, "plain_copy", bytes, from_offset, to_offset);
-        if (HasFatalFailure()) return;
+        check_copy(copy, name, bytes, from_offset, to_offset);
+        if (::testing::Test::HasFatalFailure()) return;
       }
     }
   }
 }
 
+TEST(CopyKernelsTest, PlainCopyEveryAlignment) { check_every_alignment(plain_copy, "plain_copy"); }
+
 TEST(CopyKernelsTest, StreamingCopyEveryAlignment) {
-  for (const std::size_t bytes : sizes()) {
-    for (std::size_t from_offset : {0, 1, 4, 8, 15}) {
-      for (std::size_t to_offset = 0; to_offset < 32; ++to_offset) {
-        check_copy(streaming_copy, "streaming_copy", bytes, from_offset, to_offset);
-        if (HasFatalFailure()) return;
-      }
-    }
-  }
+  check_every_alignment(streaming_copy, "streaming_copy");
 }
 
 TEST(CopyKernelsTest, MisalignedPairIsModulo16) {
