@@ -11,20 +11,26 @@ std::vector<std::size_t>& scratch(CountsSlot slot) {
   return arrays[static_cast<int>(slot)];
 }
 
+// values[0..n) times `unit` into `bytes`; false at the first negative value.
+bool convert(const int* values, int n, std::size_t unit, std::vector<std::size_t>& bytes) {
+  bytes.resize(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    if (values[i] < 0) return false;
+    bytes[static_cast<std::size_t>(i)] = static_cast<std::size_t>(values[i]) * unit;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::span<const std::size_t> to_bytes(const int* values, int n, std::size_t unit, CountsSlot slot,
                                       const char*& reason) {
   std::vector<std::size_t>& bytes = scratch(slot);
-  bytes.resize(static_cast<std::size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    if (values[i] < 0) {
-      reason = slot == CountsSlot::kSendCounts || slot == CountsSlot::kRecvCounts
-                   ? "negative count"
-                   : "negative displacement";
-      return {};
-    }
-    bytes[static_cast<std::size_t>(i)] = static_cast<std::size_t>(values[i]) * unit;
+  if (!convert(values, n, unit, bytes)) {
+    reason = slot == CountsSlot::kSendCounts || slot == CountsSlot::kRecvCounts
+                 ? "negative count"
+                 : "negative displacement";
+    return {};
   }
   return bytes;
 }
@@ -92,17 +98,15 @@ ReceiveBlocks receive_blocks(const int* counts, const int* displacements, int n,
   RememberedBlocks& last = *remembered;
   if (!last.repeats(counts, displacements, n, unit)) {
     last.valid = false;
-    const auto size = static_cast<std::size_t>(n);
-    last.byte_counts.resize(size);
-    last.byte_displacements.resize(size);
-    for (std::size_t i = 0; i < size; ++i) {
-      if (counts[i] < 0 || displacements[i] < 0) {
-        reason = counts[i] < 0 ? "negative count" : "negative displacement";
-        return {};
-      }
-      last.byte_counts[i] = static_cast<std::size_t>(counts[i]) * unit;
-      last.byte_displacements[i] = static_cast<std::size_t>(displacements[i]) * unit;
+    if (!convert(counts, n, unit, last.byte_counts)) {
+      reason = "negative count";
+      return {};
     }
+    if (!convert(displacements, n, unit, last.byte_displacements)) {
+      reason = "negative displacement";
+      return {};
+    }
+    const auto size = static_cast<std::size_t>(n);
     last.counts.assign(counts, counts + size);
     last.displacements.assign(displacements, displacements + size);
     last.unit = unit;
