@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
@@ -255,6 +256,41 @@ TEST_P(CrossRankCheckTest, MismatchAfterFiveHundredGoodCalls) {
         comm.all_reduce(values.data(), values.data(), rank == last ? 4 : 5, DataType::kInt32);
       },
       {operation, "count=5", "rank " + std::to_string(last) + " count=4"}, rank);
+  expect_healthy();
+}
+
+// A repeated call's fingerprint is the one its first call made, renumbered
+// (the repeat-call memo, api/dispatch.cc); a rank whose same call is new to
+// its memo (another buffer: the fingerprint does not name buffers) makes
+// its fingerprint afresh. Both must describe the same call, this one.
+TEST_P(CrossRankCheckTest, RepeatedAndFreshFingerprintsAgree) {
+  REQUIRE_RANKS(2);
+  // The last rank alternates between two buffers, the others keep one.
+  const auto alternates = [&](int call) { return rank == last && call % 2 == 1; };
+  std::vector<float> first(5), second(5);
+  for (int call = 0; call < 6; ++call) {
+    std::vector<float>& values = alternates(call) ? second : first;
+    std::fill(values.begin(), values.end(), static_cast<float>(rank + call));
+    comm.all_reduce(std::span<float>(values));
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(values[i], static_cast<float>(size * call + size * (size - 1) / 2))
+          << "rank " << rank << " call " << call << " index " << i;
+    }
+  }
+  std::vector<std::size_t> counts(static_cast<std::size_t>(size), 3);
+  std::vector<std::size_t> displacements(counts.size());
+  for (std::size_t q = 0; q < displacements.size(); ++q) displacements[q] = 3 * q;
+  std::vector<float> gathered_first(3 * counts.size()), gathered_second(3 * counts.size());
+  const std::vector<float> mine(3, static_cast<float>(rank + 1));
+  for (int call = 0; call < 6; ++call) {
+    std::vector<float>& gathered = alternates(call) ? gathered_second : gathered_first;
+    std::fill(gathered.begin(), gathered.end(), -1.0f);
+    comm.all_gather_v(mine.data(), 3, gathered.data(), counts, displacements, DataType::kFloat32);
+    for (std::size_t i = 0; i < gathered.size(); ++i) {
+      ASSERT_EQ(gathered[i], static_cast<float>(i / 3 + 1))
+          << "rank " << rank << " call " << call << " index " << i;
+    }
+  }
   expect_healthy();
 }
 

@@ -10,8 +10,17 @@
 #include "transport/shm/shared_allocation.h"
 #include "kernels/streaming_copy.h"
 #include "core/trace.h"
+#include "cost/cost_model.h"
 
 namespace collective::internal {
+
+std::size_t streaming_threshold(const Topology& topology, int rank) {
+  const Node& node = topology.node(topology.node_of(rank));
+  const auto cache = node.l3_cache_bytes == 0 ? static_cast<std::uint64_t>(kUnknownCacheBytes)
+                                              : node.l3_cache_bytes;
+  const std::uint64_t ranks = node.ranks.empty() ? 1 : node.ranks.size();
+  return static_cast<std::size_t>(cache / 2 / ranks);
+}
 namespace {
 
 using Flag = NodeSegment::Flag;

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "collective/topology.h"
 #include "transport/shm/handoff_tuner.h"
 #include "transport/shm/node_segment.h"
 #include "core/request.h"
@@ -46,6 +47,14 @@ class RegionLayout {
   std::size_t units_;
   std::size_t block_ = 0;  // blocks(): every region this long
 };
+
+// Outputs of at least this size per rank go straight to memory: once the
+// node's ranks together write half its last-level cache (kUnknownCacheBytes
+// when unknown), the outputs would push the pipeline's slots out of the
+// cache anyway. Every rank of the node writes its own output, so the cache
+// is shared among them. Two topology lookups: asked where outputs may be
+// that large, not on a small call's path.
+std::size_t streaming_threshold(const Topology& topology, int rank);
 
 // One node-level operation of a collective call.
 struct NodeWork {

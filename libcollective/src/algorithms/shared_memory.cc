@@ -14,19 +14,6 @@
 namespace collective::internal {
 namespace {
 
-// Outputs of at least this size per rank go straight to memory: once the
-// node's ranks together write half its last-level cache (kUnknownCacheBytes
-// when unknown), the outputs would push the pipeline's slots out of the
-// cache anyway. Every rank of the node writes its own output, so the cache
-// is shared among them.
-std::size_t streaming_threshold(const Topology& topology, int rank) {
-  const Node& node = topology.node(topology.node_of(rank));
-  const auto cache = node.l3_cache_bytes == 0 ? static_cast<std::uint64_t>(kUnknownCacheBytes)
-                                              : node.l3_cache_bytes;
-  const std::uint64_t ranks = node.ranks.empty() ? 1 : node.ranks.size();
-  return static_cast<std::size_t>(cache / 2 / ranks);
-}
-
 // Every rank copies its input in and reduces all L inputs itself: one
 // hand-off a round.
 double redundant_seconds(const Shape& shape) {
@@ -55,6 +42,10 @@ bool redundant_is_cheaper(const Shape& shape) {
 // reduction costs less than the hand-off it saves, and the buffer is within
 // COLLECTIVE_SHM_SMALL_BYTES. Same on every rank.
 bool shared_memory_redundant(std::size_t bytes, const Topology& topology, int node) {
+  // The size rules first: the node's shape (120 instructions) is needed
+  // only between them, and small calls ask on every call.
+  if (bytes > env_params().shm_small_bytes) return false;
+  if (static_cast<double>(bytes) <= kAlwaysRedundantBytes) return true;
   return redundant_is_cheaper(node_shape(bytes, topology, node));
 }
 
@@ -234,9 +225,7 @@ void SharedMemoryAlgorithm::run(const Request& request, CommunicatorState& state
     case CollectiveKind::kGatherV:
     case CollectiveKind::kScatter:
     case CollectiveKind::kScatterV:
-    case CollectiveKind::kBroadcast:
-      return shared_memory_exchange(request, state,
-                                    streaming_threshold(*state.topology, state.rank));
+    case CollectiveKind::kBroadcast: return shared_memory_exchange(request, state);
     case CollectiveKind::kBarrier:
     case CollectiveKind::kReduceScatterV: refuse_unserved(request, state);
   }

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "algorithms/node_phases.h"
 #include "core/log.h"
 #include "core/trace.h"
 #include "cross_rank_check/node_board_check.h"
@@ -742,8 +743,8 @@ bool all_to_all_fits_boxes(const Request& request, int ranks) {
          request.bytes() <= kInlineBytes / static_cast<std::size_t>(ranks);
 }
 
-void shared_memory_exchange(const Request& request, CommunicatorState& state,
-                            std::size_t streaming_bytes) {
+void shared_memory_exchange(const Request& request, CommunicatorState& state) {
+  const auto streaming_bytes = [&] { return streaming_threshold(*state.topology, state.rank); };
   if (request.carried_check != nullptr && request.kind == CollectiveKind::kAllToAll) {
     // The send buffer rides in the box with the fingerprint; once the
     // check agrees, every rank's is there.
@@ -779,7 +780,7 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state,
       // Every send buffer mapped by its peers: one round of memcpy from
       // them. Else the kernel's copy where allowed.
       if (x.all_shared) {
-        return exchange_in_rounds(segment, x, request, block, true, streaming_bytes, true);
+        return exchange_in_rounds(segment, x, request, block, true, streaming_bytes(), true);
       }
       if (use_cross_memory_attach(x, block, with_offsets, state) &&
           exchange_by_cross_memory_attach(segment, x, request, state)) {
@@ -788,7 +789,7 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state,
     } else {
       copy_own_block(x, segment.local_rank());
     }
-    return exchange_in_rounds(segment, x, request, block, true, streaming_bytes);
+    return exchange_in_rounds(segment, x, request, block, true, streaming_bytes());
   }
   // all_to_all_v, all_gather(_v), gather(_v), scatter(_v), broadcast: the rounds depend
   // on every rank's counts, which only the first hand-off tells. The
@@ -804,7 +805,7 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state,
   [&] {
     if (largest == 0) return;
     if (x.all_shared) {
-      return exchange_in_rounds(first, x, request, largest, true, streaming_bytes, true);
+      return exchange_in_rounds(first, x, request, largest, true, streaming_bytes(), true);
     }
     if (use_cross_memory_attach(x, largest, with_offsets, state) &&
         exchange_by_cross_memory_attach(first, x, request, state)) {
@@ -813,7 +814,7 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state,
     // May make the segment again with larger slots (every rank at this
     // point, with the same size): `first` is not used past here.
     NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, largest, state.size), state);
-    exchange_in_rounds(segment, x, request, largest, with_offsets, streaming_bytes);
+    exchange_in_rounds(segment, x, request, largest, with_offsets, streaming_bytes());
   }();
   deliver_held(x);
 }

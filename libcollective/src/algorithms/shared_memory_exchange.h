@@ -39,9 +39,8 @@ bool exchange_fits_boxes(const Request& request, int ranks);
 
 // Runs an all_to_all, all_to_all_v, all_gather(_v), gather(_v),
 // scatter(_v) or broadcast whose ranks all share one node. A rank
-// receiving at least `streaming_bytes` writes them with non-temporal
-// stores.
-void shared_memory_exchange(const Request& request, CommunicatorState& state,
-                            std::size_t streaming_bytes);
+// receiving at least streaming_threshold() bytes through the slots writes
+// them with non-temporal stores.
+void shared_memory_exchange(const Request& request, CommunicatorState& state);
 
 }  // namespace collective::internal

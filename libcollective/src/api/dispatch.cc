@@ -95,6 +95,7 @@ bool memory_kind_is_fixed() { return !gpu::cuda_built_in() || gpu::device_count(
 // tells the others (cross_rank_check/cross_rank_check.h).
 struct OwnChecks {
   std::optional<Selection> selection;
+  bool remembered = false;  // the memo holds this call (state.checked_call)
   std::exception_ptr rejection;
   bool unsupported = false;
   std::string rejection_cause;
@@ -112,6 +113,7 @@ OwnChecks check_and_select(CommunicatorState& state, Request& request, const Com
     if (state.checked_call.matches(request)) {
       request.memory = state.checked_call.resolved_memory;
       checks.selection = Selection{state.checked_call.algorithm, {}};
+      checks.remembered = true;
       return checks;
     }
     validate_request(request, state.rank, state.size);
@@ -123,6 +125,7 @@ OwnChecks check_and_select(CommunicatorState& state, Request& request, const Com
     checks.selection = select_algorithm(request, state);
     if (memory_kind_is_fixed()) {
       state.checked_call.remember(request, declared, checks.selection->algorithm);
+      checks.remembered = true;
     }
   } catch (const Error& error) {
     if (!params.validate || state.size == 1) throw;
@@ -131,6 +134,27 @@ OwnChecks check_and_select(CommunicatorState& state, Request& request, const Com
     checks.rejection_cause = error.cause();
   }
   return checks;
+}
+
+// A call the memo holds is fingerprinted once (fingerprint_and_keep);
+// its repeats only renumber what was kept (renumbered_fingerprint).
+CallFingerprint renumbered_fingerprint(const CheckedCallMemo& memo, std::uint64_t sequence) {
+  static_assert(CheckedCallMemo::kFingerprintHeaderBytes == kFingerprintHeaderBytes);
+  CallFingerprint print;
+  // Trivially copyable; the 216 bytes after the header stay zero.
+  std::memcpy(static_cast<void*>(&print), memo.fingerprint_header.data(), kFingerprintHeaderBytes);
+  print.sequence = sequence;
+  return print;
+}
+
+CallFingerprint fingerprint_and_keep(CommunicatorState& state, const Request& request,
+                                     const Selection& selection, bool remembered) {
+  CallFingerprint print = fingerprint_of(request, selection.algorithm->id(), state.rank);
+  if (remembered) {
+    std::memcpy(state.checked_call.fingerprint_header.data(), &print, kFingerprintHeaderBytes);
+    state.checked_call.fingerprinted = true;
+  }
+  return print;
 }
 
 // The call after it claimed the communicator and took its sequence number.
@@ -151,10 +175,15 @@ void run_claimed(CommunicatorState& state, Request& request, const CommonOptions
   request.deadline = coarse_now() + request.timeout;
   recording.started(request);
   try {
-    CallFingerprint mine;
-    if (params.validate && state.size > 1) {
-      mine = rejection ? rejected_fingerprint(request, state.rank, unsupported, rejection_cause)
-                       : fingerprint_of(request, selection->algorithm->id(), state.rank);
+    const bool checked = params.validate && state.size > 1;
+    // Made in place (a 256-byte object: no copy on a small call's path).
+    const CallFingerprint mine =
+        !checked    ? CallFingerprint{}
+        : rejection ? rejected_fingerprint(request, state.rank, unsupported, rejection_cause)
+        : checks.remembered && state.checked_call.fingerprinted
+            ? renumbered_fingerprint(state.checked_call, request.sequence)
+            : fingerprint_and_keep(state, request, *selection, checks.remembered);
+    if (checked) {
       if (!rejection && selection->algorithm->carries_check(request, state)) {
         request.carried_check = &mine;  // the algorithm makes the check
       } else {

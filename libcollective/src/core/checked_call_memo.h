@@ -9,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -50,12 +51,20 @@ struct CheckedCallMemo {
     key.send_counts = key.send_displacements = key.recv_counts = key.recv_displacements = {};
     resolved_memory = request.memory;
     algorithm = chosen;
+    fingerprinted = false;
   }
 
   const CollectiveAlgorithm* algorithm = nullptr;  // nullptr: nothing remembered
   Request key;  // what matches() compares, but for the spans below
   std::vector<std::size_t> send_counts, send_displacements, recv_counts, recv_displacements;
   MemoryKind resolved_memory = MemoryKind::kHost;
+  // Kept by dispatch once the remembered call was fingerprinted: the
+  // header of its fingerprint (cross_rank_check/call_fingerprint.h, what a
+  // valid call sends), which its arguments alone decide but for the
+  // sequence number. Hashing a v-form's counts again cost 90 instructions.
+  static constexpr std::size_t kFingerprintHeaderBytes = 40;
+  alignas(8) std::array<std::byte, kFingerprintHeaderBytes> fingerprint_header{};
+  bool fingerprinted = false;
 
  private:
   static bool same(const std::vector<std::size_t>& held, std::span<const std::size_t> given) {

@@ -9,6 +9,7 @@
 #include "collective/errors.h"
 #include "collective/in_tree/collectives.h"
 #include "collective/types.h"
+#include "core/data_type_sizes.h"
 
 namespace collective {
 namespace {
@@ -32,7 +33,6 @@ std::optional<Enum> find_name(const std::array<std::pair<std::string_view, Enum>
 
 constexpr std::array<std::string_view, kNumDataTypes> kDataTypeNames = {
     "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"};
-constexpr std::array<std::size_t, kNumDataTypes> kDataTypeSizes = {2, 2, 4, 8, 1, 1, 4, 8};
 constexpr std::array<std::string_view, kNumReduceOps> kReduceOpNames = {"sum", "mean", "min", "max",
                                                                         "prod"};
 constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmNames = {
@@ -58,7 +58,7 @@ std::size_t element_size(DataType type) {
     throw InvalidArgumentError("element_size", -1,
                                "unknown DataType value " + std::to_string(index));
   }
-  return kDataTypeSizes[static_cast<std::size_t>(index)];
+  return internal::kDataTypeSizes[static_cast<std::size_t>(index)];
 }
 
 std::string_view to_string(DataType type) {

@@ -34,8 +34,6 @@ std::size_t own_block_offset(const Request& request, int rank) {
 
 }  // namespace
 
-std::size_t Request::element_bytes() const { return element_size(type); }
-
 bool Request::in_place() const { return send == static_cast<const void*>(recv); }
 
 bool Request::in_place(int rank) const {

@@ -11,6 +11,7 @@
 #include "collective/algorithm.h"
 #include "collective/options.h"
 #include "collective/types.h"
+#include "core/data_type_sizes.h"
 
 namespace collective::internal {
 
@@ -62,7 +63,7 @@ struct Request {
   // and began the check itself (cross_rank_check/cross_rank_check.h, CheckRelay).
   CheckRelay* check_relay = nullptr;
 
-  std::size_t element_bytes() const;
+  std::size_t element_bytes() const { return element_bytes_of(type); }
   // Bytes of one rank's contribution (the `count` above times element size).
   std::size_t bytes() const { return count * element_bytes(); }
   // Whether the call is in its kind's in-place form on rank `rank`

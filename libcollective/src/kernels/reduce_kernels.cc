@@ -58,7 +58,10 @@ void divide_16(void* buffer, std::size_t count, int divisor) {
 
 }  // namespace
 
-bool kernel_isa_available(KernelIsa isa) { return isa == KernelIsa::kGeneric || cpu_has_avx2(); }
+bool kernel_isa_available(KernelIsa isa) {
+  static const bool avx2 = cpu_has_avx2();  // asked on every reduction
+  return isa == KernelIsa::kGeneric || avx2;
+}
 
 KernelIsa active_kernel_isa() {
   static const KernelIsa isa = pick_isa();

@@ -11,6 +11,7 @@
 // changes wakes it, and it re-checks everything.
 //
 //   publisher:  flag.store(v, std::memory_order_seq_cst); event.notify();
+//               (several flags: release stores, then one seq_cst fence)
 //   waiter:     EventSleeper sleeper(event);
 //               while (!ready()) sleeper.sleep(limit);   // the first call only registers
 // The publisher pays one load when nobody sleeps; a system call otherwise.
@@ -27,7 +28,8 @@ struct SharedEvent {
   std::atomic<std::uint64_t> count;
   std::atomic<std::uint32_t> sleepers;
 
-  // Call after a sequentially consistent store of what waiters look for:
+  // Call after a sequentially consistent store of what waiters look for
+  // (or stores followed by a sequentially consistent fence):
   // wakes every sleeper, if there is one.
   void notify();
 };
