@@ -195,7 +195,7 @@ def test_bad_buffers_are_refused_before_the_call(comm):
         comm.all_reduce(np.zeros(4, np.float32), np.zeros(4, np.float64))
     with pytest.raises(collective.InvalidArgumentError, match="op 'xor'"):
         comm.all_reduce(np.zeros(4, np.float32), op="xor")
-    with pytest.raises(collective.InvalidArgumentError, match="does not support the buffer protocol"):
+    with pytest.raises(collective.InvalidArgumentError, match="supports neither the buffer protocol nor DLPack"):
         comm.all_reduce([1.0, 2.0])
     # The communicator is still usable: nothing was started.
     x = np.ones(2, np.int32)

@@ -2,7 +2,7 @@
 from builtins import TimeoutError as builtins_TimeoutError
 from typing import Any, List, Optional, Sequence
 
-Buffer = Any  # anything with the buffer protocol: numpy array, memoryview, array.array, bytearray
+Buffer = Any  # the buffer protocol (numpy array, memoryview, array.array, bytearray) or DLPack (a CPU tensor)
 
 __version__: str
 built_with_nccl: bool
