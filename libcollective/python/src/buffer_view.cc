@@ -49,6 +49,18 @@ bool c_contiguous(const py::buffer_info& info) {
   return true;
 }
 
+// A dtype declared for elements of `itemsize` bytes: its size must match.
+DataType checked_declared(DataType declared, std::size_t itemsize, const std::string& what,
+                          const std::string& operation, int rank) {
+  if (element_size(declared) != itemsize) {
+    throw InvalidArgumentError(operation, rank,
+                               what + " has " + std::to_string(itemsize) +
+                                   "-byte elements but dtype " + std::string(to_string(declared)) +
+                                   " has " + std::to_string(element_size(declared)));
+  }
+  return declared;
+}
+
 // DLPack's C structures (dlpack.h, ABI 0.x, as torch 1.13 exports them):
 // the exchange is a capsule named "dltensor" holding a DLManagedTensor,
 // renamed "used_dltensor" by the consumer, which calls its deleter when
@@ -154,15 +166,8 @@ BufferView dlpack_view(const py::handle& object, const std::string& operation, i
                                    "reads and writes it in place");
   }
   const std::size_t itemsize = (static_cast<std::size_t>(tensor.dtype.bits) + 7) / 8;
-  if (declared) {
-    if (tensor.dtype.lanes != 1 || element_size(*declared) != itemsize) {
-      throw InvalidArgumentError(operation, rank,
-                                 what + " has " + std::to_string(itemsize) +
-                                     "-byte elements but dtype " +
-                                     std::string(to_string(*declared)) + " has " +
-                                     std::to_string(element_size(*declared)));
-    }
-    view.type = *declared;
+  if (declared && tensor.dtype.lanes == 1) {
+    view.type = checked_declared(*declared, itemsize, what, operation, rank);
   } else if (const auto inferred = type_of_dlpack(tensor.dtype)) {
     view.type = *inferred;
   } else {
@@ -218,14 +223,7 @@ BufferView view_of(const py::handle& object, const std::string& operation, int r
   }
   const auto itemsize = static_cast<std::size_t>(info.itemsize);
   if (declared) {
-    if (element_size(*declared) != itemsize) {
-      throw InvalidArgumentError(operation, rank,
-                                 std::string(argument) + " has " + std::to_string(itemsize) +
-                                     "-byte elements but dtype " +
-                                     std::string(to_string(*declared)) + " has " +
-                                     std::to_string(element_size(*declared)));
-    }
-    view.type = *declared;
+    view.type = checked_declared(*declared, itemsize, argument, operation, rank);
   } else if (const auto inferred = type_of_format(element_format(info.format), itemsize)) {
     view.type = *inferred;
   } else {

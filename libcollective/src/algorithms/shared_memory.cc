@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 namespace collective::internal {
 namespace {
@@ -27,9 +28,18 @@ double redundant_seconds(const Shape& shape) {
 // the estimates decide (8 ranks of 4 KiB are 32 KiB of reduction each).
 constexpr double kAlwaysRedundantBytes = 976;
 
+// The size rules of the choice: above COLLECTIVE_SHM_SMALL_BYTES split,
+// up to kAlwaysRedundantBytes redundant, between them no answer (the
+// estimates decide). Asked before the node's shape is built: small calls
+// ask on every call, and the shape costs 120 instructions.
+std::optional<bool> redundant_by_size(double bytes) {
+  if (bytes > static_cast<double>(env_params().shm_small_bytes)) return false;
+  if (bytes <= kAlwaysRedundantBytes) return true;
+  return std::nullopt;
+}
+
 bool redundant_is_cheaper(const Shape& shape) {
-  if (shape.bytes > static_cast<double>(env_params().shm_small_bytes)) return false;
-  if (shape.bytes <= kAlwaysRedundantBytes) return true;
+  if (const auto by_size = redundant_by_size(shape.bytes)) return *by_size;
   // Split: the input staged, 1/L of the reduction, the result copied out,
   // two hand-offs.
   const double n = shape.bytes;
@@ -42,10 +52,7 @@ bool redundant_is_cheaper(const Shape& shape) {
 // reduction costs less than the hand-off it saves, and the buffer is within
 // COLLECTIVE_SHM_SMALL_BYTES. Same on every rank.
 bool shared_memory_redundant(std::size_t bytes, const Topology& topology, int node) {
-  // The size rules first: the node's shape (120 instructions) is needed
-  // only between them, and small calls ask on every call.
-  if (bytes > env_params().shm_small_bytes) return false;
-  if (static_cast<double>(bytes) <= kAlwaysRedundantBytes) return true;
+  if (const auto by_size = redundant_by_size(static_cast<double>(bytes))) return *by_size;
   return redundant_is_cheaper(node_shape(bytes, topology, node));
 }
 

@@ -7,6 +7,7 @@ torch = pytest.importorskip(
     "torch", reason="python3-torch is not installed (scripts/install_deps.sh --with-torch)")
 
 import collective  # noqa: E402
+from tensor_checks import assert_tensor_equal  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -14,14 +15,7 @@ def comm():
     return collective.Communicator.world()
 
 
-def check(actual, expected, rank, what):
-    assert actual.shape == expected.shape, f"rank {rank}: {what}: shape {actual.shape} != {expected.shape}"
-    a, e = actual.reshape(-1), expected.reshape(-1)
-    wrong = (a != e).nonzero()
-    if wrong.numel():
-        i = int(wrong[0])
-        raise AssertionError(f"rank {rank}: {what}: {wrong.numel()} wrong element(s); first at "
-                             f"index {i}: expected {e[i].item()!r}, actual {a[i].item()!r}")
+check = assert_tensor_equal
 
 
 TYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.uint8,

@@ -9,17 +9,11 @@ torch = pytest.importorskip(
 import torch.distributed as dist  # noqa: E402
 
 import collective.torch  # noqa: E402,F401
+from tensor_checks import assert_tensor_equal  # noqa: E402
 
 
 def check(actual, expected, what):
-    rank = dist.get_rank()
-    assert actual.shape == expected.shape, f"rank {rank}: {what}: shape {actual.shape} != {expected.shape}"
-    a, e = actual.reshape(-1), expected.reshape(-1)
-    wrong = (a != e).nonzero()
-    if wrong.numel():
-        i = int(wrong[0])
-        raise AssertionError(f"rank {rank}: {what}: {wrong.numel()} wrong element(s); first at "
-                             f"index {i}: expected {e[i].item()!r}, actual {a[i].item()!r}")
+    assert_tensor_equal(actual, expected, dist.get_rank(), what)
 
 
 @pytest.fixture(scope="module", autouse=True)

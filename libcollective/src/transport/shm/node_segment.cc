@@ -496,6 +496,8 @@ void NodeSegment::wait(int local, Flag flag, std::uint64_t round, const Request&
 void NodeSegment::wait_slot_free(std::uint64_t round, const Request& request) {
   if (round <= kSegmentDepth) return;
   for (int local = 0; local < local_size_; ++local) {
+    // reached() answers from the flags already seen, inlined here: the
+    // slots are almost always free, and wait() is a call per peer.
     if (local != local_rank_ && !reached(local, Flag::kDone, round - kSegmentDepth)) {
       wait(local, Flag::kDone, round - kSegmentDepth, request);
     }
