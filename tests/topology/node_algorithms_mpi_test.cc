@@ -188,7 +188,7 @@ TEST(SharedMemory, BitwiseIdenticalOnEveryRankAndRun) {
 }
 
 // A new communicator's handoff tuner tries the other way on the third call
-// of its first size (algorithms/handoff_tuner.h): with
+// of its first size (transport/shm/two_way_tuner.h): with
 // COLLECTIVE_SHM_HANDOFF unset, eight calls of one size on a new
 // communicator run both ways, in both forms (one-step and split), and must
 // all give the first call's bits. (With the way forced, as in the

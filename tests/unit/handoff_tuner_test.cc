@@ -1,4 +1,4 @@
-// The handoff tuner's choices (algorithms/handoff_tuner.h), driven by a
+// The handoff tuner's choices (transport/shm/two_way_tuner.h), driven by a
 // clock the test sets: when calls try the other way, that the leader
 // publishes the faster way per size class and follows the machine when it
 // changes, that new classes start from the last decision, and that forced
@@ -8,7 +8,7 @@
 #include <bit>
 #include <cstring>
 
-#include "transport/shm/handoff_tuner.h"
+#include "transport/shm/two_way_tuner.h"
 
 namespace collective::internal {
 namespace {
@@ -22,14 +22,15 @@ class HandoffTunerTest : public testing::Test {
   HandoffTunerTest() { std::memset(static_cast<void*>(&board_), 0, sizeof(board_)); }
 
   HandoffTuner leader() {
-    return HandoffTuner(board_, true, std::nullopt, [this] { return now_; });
+    return HandoffTuner(board_, true, std::nullopt, "calls of", "hand data over", false,
+                        [this] { return now_; });
   }
   // One call of `bytes`, taking `cache_seconds` or `memory_seconds` by the
   // way chosen; returns the choice.
   HandoffTuner::Choice call(HandoffTuner& tuner, double cache_seconds, double memory_seconds,
                             std::size_t bytes = kBytes) {
     const HandoffTuner::Choice choice = tuner.choose(bytes);
-    now_ += choice.handoff == Handoff::kThroughCache ? cache_seconds : memory_seconds;
+    now_ += choice.way == Handoff::kThroughCache ? cache_seconds : memory_seconds;
     tuner.record(choice, bytes);
     return choice;
   }
@@ -60,7 +61,7 @@ TEST_F(HandoffTunerTest, FirstTrialOnAClassThirdCallThenAsOffered) {
     if (expected) pending = false;
     const HandoffTuner::Choice choice = call(tuner, 1e-3, 2e-3);
     EXPECT_EQ(choice.trial, expected) << "call " << i;
-    EXPECT_EQ(choice.handoff, expected ? Handoff::kThroughMemory : Handoff::kThroughCache)
+    EXPECT_EQ(choice.way, expected ? Handoff::kThroughMemory : Handoff::kThroughCache)
         << "call " << i;
   }
   EXPECT_EQ(published(), kCache);
@@ -102,13 +103,14 @@ TEST_F(HandoffTunerTest, EachClassDecidesAndNewClassesStartFromTheLastDecision) 
   EXPECT_EQ(published(kBytes), kMemory);
   // The last decision was the large class's: a new class starts there.
   const HandoffTuner::Choice first = tuner.choose(std::size_t{64} << 20);
-  EXPECT_EQ(first.handoff, Handoff::kThroughMemory);
+  EXPECT_EQ(first.way, Handoff::kThroughMemory);
   EXPECT_FALSE(first.trial);
 }
 
 TEST_F(HandoffTunerTest, FollowersReadTheBoardTryOnTheSameCallsAndNeverWrite) {
   HandoffTuner leading = leader();
-  HandoffTuner following(board_, false, std::nullopt, [this] { return now_; });
+  HandoffTuner following(board_, false, std::nullopt, "calls of", "hand data over", false,
+                         [this] { return now_; });
   for (int i = 0; i < 300; ++i) {
     const HandoffTuner::Choice led = call(leading, 3e-3, 1e-3);
     const HandoffTuner::Choice followed = following.choose(kBytes);
@@ -117,7 +119,7 @@ TEST_F(HandoffTunerTest, FollowersReadTheBoardTryOnTheSameCallsAndNeverWrite) {
     following.record(followed, kBytes);
     // The follower reads the board after the leader's call has published.
     if (i > 10) {
-      EXPECT_EQ(followed.handoff, led.handoff) << "call " << i;
+      EXPECT_EQ(followed.way, led.way) << "call " << i;
     }
   }
   HandoffBoard before;
@@ -133,10 +135,11 @@ TEST_F(HandoffTunerTest, FollowersReadTheBoardTryOnTheSameCallsAndNeverWrite) {
 
 TEST_F(HandoffTunerTest, AForcedWayIsAlwaysTakenAndNothingIsPublished) {
   for (const Handoff forced : {Handoff::kThroughCache, Handoff::kThroughMemory}) {
-    HandoffTuner tuner(board_, true, forced, [this] { return now_; });
+    HandoffTuner tuner(board_, true, forced, "calls of", "hand data over", false,
+                       [this] { return now_; });
     for (int i = 0; i < 100; ++i) {
       const bool cache = forced == Handoff::kThroughCache;
-      EXPECT_EQ(call(tuner, cache ? 9.0 : 1.0, cache ? 1.0 : 9.0).handoff, forced);
+      EXPECT_EQ(call(tuner, cache ? 9.0 : 1.0, cache ? 1.0 : 9.0).way, forced);
     }
     EXPECT_EQ(published(), 0);
   }

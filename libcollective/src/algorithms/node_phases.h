@@ -20,7 +20,7 @@
 #include <cstdint>
 
 #include "collective/topology.h"
-#include "transport/shm/handoff_tuner.h"
+#include "transport/shm/two_way_tuner.h"
 #include "transport/shm/node_segment.h"
 #include "core/request.h"
 
@@ -70,7 +70,7 @@ struct NodeWork {
   // Outputs of at least this many bytes are written with non-temporal
   // stores (streaming_copy.h): about half the node's last-level cache.
   std::size_t streaming_bytes = SIZE_MAX;
-  // How the slots are written (handoff_tuner.h): through memory, staging
+  // How the slots are written (two_way_tuner.h): through memory, staging
   // and result slots take non-temporal stores.
   Handoff handoff = Handoff::kThroughCache;
 };

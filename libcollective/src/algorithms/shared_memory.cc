@@ -267,7 +267,7 @@ void SharedMemoryAlgorithm::all_reduce(const Request& request, CommunicatorState
     return node_all_reduce(work, request.send, output, request.count, small);
   }
   const HandoffTuner::Choice handoff = segment.handoff().choose(request.bytes());
-  work.handoff = handoff.handoff;
+  work.handoff = handoff.way;
   node_all_reduce(work, request.send, output, request.count, small);
   segment.handoff().record(handoff, request.bytes());
 }

@@ -15,6 +15,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "algorithms/block_route_choice.h"
 #include "algorithms/node_phases.h"
 #include "core/log.h"
 #include "core/trace.h"
@@ -50,6 +51,12 @@ struct BoxHeader {
   // Its blocks for its peers follow the places in the box (they fit):
   // the call needs nothing more from it.
   std::uint64_t inlined;
+  // The node's first rank's only: the route of this call's blocks from
+  // kCrossMemoryAttachBytes (BlockRoute; algorithms/block_route_choice.h).
+  std::uint64_t route;
+  // Every rank's: its last routed call and that call's time here.
+  std::uint64_t report_call;
+  double report_seconds;
 };
 struct BlockPlace {
   std::uint64_t offset;
@@ -100,6 +107,9 @@ struct Exchange {
   std::span<std::size_t> peer_address;
   bool all_readable = false;
   bool all_shared = false;
+  // The route the node's first rank chose for blocks from
+  // kCrossMemoryAttachBytes.
+  BlockRoute route = BlockRoute::kKernelCopy;
   // This rank's outgoing blocks stay as they are through the call (every
   // form but all_to_all's in-place one): peers may read them directly.
   bool sources_stay = true;
@@ -232,6 +242,16 @@ std::size_t largest_peer_block(const Exchange& x, int own) {
   return largest;
 }
 
+// The largest block this rank sends to or receives from a peer: what the
+// route chosen for the call moves here (block_route_choice.h).
+std::size_t largest_block_here(const Exchange& x, int own) {
+  std::size_t largest = 0;
+  for (std::size_t q = 0; q < x.out.bytes.size(); ++q) {
+    if (static_cast<int>(q) != own) largest = std::max({largest, x.out.bytes[q], x.in.bytes[q]});
+  }
+  return largest;
+}
+
 void copy_own_block(const Exchange& x, int own) {
   const auto r = static_cast<std::size_t>(own);
   // In place the block is already where it belongs; the argument checks
@@ -345,7 +365,10 @@ std::size_t fill_box(std::byte* box, const Exchange& x, int own, bool with_offse
                        static_cast<std::int64_t>(getpid()),
                        reinterpret_cast<std::uintptr_t>(x.send),
                        inlined || (with_offsets && shared_send(x)) ? 1u : 0u,
-                       inlined ? 1u : 0u};
+                       inlined ? 1u : 0u,
+                       0,
+                       0,
+                       0.0};
   std::memcpy(box, &mine, sizeof(mine));
   if (!with_offsets) return sizeof(mine);
   for (std::size_t q = 0; q < ranks; ++q) {
@@ -410,10 +433,21 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
                             CommunicatorState& state, bool with_offsets) {
   const int r = segment.local_rank();
   const int ranks = segment.local_size();
+  BlockRouteChoice& routes = block_route_choice(state, r == 0);
+  routes.exchange_started();
   alignas(64) std::array<std::byte, kInlineBytes> box;
   const std::size_t filled = fill_box(box.data(), x, r, with_offsets);
   BoxHeader mine{};
   std::memcpy(&mine, box.data(), sizeof(mine));
+  if (r == 0) {
+    mine.route = static_cast<std::uint64_t>(routes.propose(request.kind, largest_block_here(x, r)));
+  }
+  const BlockRouteChoice::Report report = routes.report();
+  mine.report_call = report.call;
+  mine.report_seconds = report.seconds;
+  std::memcpy(box.data(), &mine, sizeof(mine));
+  bool reports_agree = true;
+  double slowest = report.seconds;
   std::uint64_t round = 0;
   if (request.carried_check != nullptr) {
     round = check_on_node(segment, *request.carried_check, request, state, {box.data(), filled});
@@ -439,6 +473,9 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
     const std::byte* theirs = segment.inline_data(q, round);
     BoxHeader header{};
     std::memcpy(&header, theirs, sizeof(header));
+    if (q == 0) x.route = header.route == 1 ? BlockRoute::kSlots : BlockRoute::kKernelCopy;
+    reports_agree = reports_agree && header.report_call == report.call;
+    slowest = std::max(slowest, header.report_seconds);
     largest = std::max<std::size_t>(largest, header.largest_block);
     x.all_readable = x.all_readable && header.readable != 0;
     x.all_shared = x.all_shared && header.shared != 0;
@@ -454,6 +491,10 @@ std::size_t agree_on_blocks(NodeSegment& segment, Exchange& x, const Request& re
     if (header.inlined != 0) read_inlined_block(x, theirs, q, r);
   }
   segment.finish_round(round);
+  if (r == 0) {
+    x.route = static_cast<BlockRoute>(mine.route);
+    if (reports_agree) routes.learn(report.call, slowest);
+  }
   return largest;
 }
 
@@ -782,9 +823,15 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state) {
       if (x.all_shared) {
         return exchange_in_rounds(segment, x, request, block, true, streaming_bytes(), true);
       }
-      if (use_cross_memory_attach(x, block, with_offsets, state) &&
-          exchange_by_cross_memory_attach(segment, x, request, state)) {
-        return;
+      if (use_cross_memory_attach(x, block, with_offsets, state)) {
+        // The route the node's first rank chose: timed for its tuner.
+        BlockRouteChoice& routes = block_route_choice(state, segment.local_rank() == 0);
+        routes.begin_routed();
+        if (x.route == BlockRoute::kSlots ||
+            !exchange_by_cross_memory_attach(segment, x, request, state)) {
+          exchange_in_rounds(segment, x, request, block, true, streaming_bytes());
+        }
+        return routes.end_routed();
       }
     } else {
       copy_own_block(x, segment.local_rank());
@@ -807,14 +854,21 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state) {
     if (x.all_shared) {
       return exchange_in_rounds(first, x, request, largest, true, streaming_bytes(), true);
     }
-    if (use_cross_memory_attach(x, largest, with_offsets, state) &&
-        exchange_by_cross_memory_attach(first, x, request, state)) {
-      return;
+    BlockRouteChoice* routes = nullptr;
+    if (use_cross_memory_attach(x, largest, with_offsets, state)) {
+      // The route the node's first rank chose: timed for its tuner.
+      routes = &block_route_choice(state, first.local_rank() == 0);
+      routes->begin_routed();
+      if (x.route == BlockRoute::kKernelCopy &&
+          exchange_by_cross_memory_attach(first, x, request, state)) {
+        return routes->end_routed();
+      }
     }
     // May make the segment again with larger slots (every rank at this
     // point, with the same size): `first` is not used past here.
     NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, largest, state.size), state);
     exchange_in_rounds(segment, x, request, largest, with_offsets, streaming_bytes());
+    if (routes != nullptr) routes->end_routed();
   }();
   deliver_held(x);
 }

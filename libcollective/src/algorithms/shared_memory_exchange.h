@@ -5,7 +5,8 @@
 // through the sender's staging slots in pieces (of slot / L bytes; a sender
 // with one block for all, all_gather(_v)'s, gather's and broadcast's root,
 // stages it once in the whole slot), rounds pipelined kSegmentDepth deep, or is read straight from
-// the sender's buffer: by cross-memory attach from kCrossMemoryAttachBytes, or with memcpy when it
+// the sender's buffer: by cross-memory attach from kCrossMemoryAttachBytes (core/block_route.h;
+// the route measured faster, block_route_choice.h), or with memcpy when it
 // lies in a Communicator::allocate allocation (one copy). Small all_to_all calls travel in the
 // inline boxes: one hand-off; so do the other kinds' blocks that fit the box of their first
 // hand-off.
@@ -13,17 +14,11 @@
 
 #include <cstddef>
 
+#include "core/block_route.h"
 #include "core/communicator_state.h"
 #include "core/request.h"
 
 namespace collective::internal {
-
-// Blocks of at least this size go by cross-memory attach where the ranks
-// may use it: a process_vm_readv costs a system call and the pinning of
-// the peer's pages, a few microseconds, which larger blocks amortize (Open
-// MPI's vader switches to it at 32 KiB); it saves the hand-offs of the
-// rounds, one per slot's piece, and the copy into the slot.
-inline constexpr std::size_t kCrossMemoryAttachBytes = 64 * 1024;
 
 // Whether an all_to_all's whole send buffer fits one inline box at
 // `ranks` ranks: it then goes in one hand-off, which can carry the

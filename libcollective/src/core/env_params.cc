@@ -153,6 +153,18 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
       bad_value("COLLECTIVE_SHM_HANDOFF", value, "one of auto, cache, memory");
     }
   }
+  if (const char* value = lookup_set(lookup, "COLLECTIVE_SHM_BLOCK_ROUTE")) {
+    const std::string text = value;
+    if (text == "auto") {
+      params.shm_block_route.reset();
+    } else if (text == "kernel") {
+      params.shm_block_route = BlockRoute::kKernelCopy;
+    } else if (text == "slots") {
+      params.shm_block_route = BlockRoute::kSlots;
+    } else {
+      bad_value("COLLECTIVE_SHM_BLOCK_ROUTE", value, "one of auto, kernel, slots");
+    }
+  }
   if (const char* value = lookup_set(lookup, "COLLECTIVE_RING_PIPELINE_DEPTH")) {
     params.ring_pipeline_depth = static_cast<int>(
         read_number("COLLECTIVE_RING_PIPELINE_DEPTH", value, 1, 64, "an integer in 1..64"));

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "core/block_route.h"
 #include "core/handoff.h"
 #include "collective/algorithm.h"
 #include "collective/in_tree/log.h"
@@ -73,9 +74,14 @@ struct EnvParams {
   // two), when the cost model says the duplicated work is cheaper.
   std::size_t shm_small_bytes = 64 * 1024;
   // COLLECTIVE_SHM_HANDOFF: auto (none here: the way is measured, see
-  // algorithms/handoff_tuner.h), cache or memory (always that way; for
+  // transport/shm/two_way_tuner.h), cache or memory (always that way; for
   // tests and measurements).
   std::optional<Handoff> shm_handoff;
+  // COLLECTIVE_SHM_BLOCK_ROUTE: auto (none here: measured, see
+  // transport/shm/two_way_tuner.h), kernel or slots (always that route for
+  // the exchanges' blocks of 64 KiB and more; the node's first rank's
+  // setting decides for the node).
+  std::optional<BlockRoute> shm_block_route;
 
   // COLLECTIVE_DEBUG: NONE, WARN (default), INFO, DEBUG, TRACE (or 0-3).
   LogLevel log_level = LogLevel::kWarn;

@@ -1,5 +1,6 @@
 // The two ways the shared-memory algorithms hand a slot from one rank to
-// another (handoff_tuner.h says which is faster when, and chooses).
+// another (transport/shm/two_way_tuner.h says which is faster when, and
+// chooses).
 #pragma once
 
 #include <cstdint>
@@ -11,7 +12,7 @@ enum class Handoff : std::uint8_t {
   kThroughMemory = 1,  // non-temporal stores; the reader streams from memory
 };
 
-inline const char* handoff_name(Handoff handoff) {
+inline const char* way_name(Handoff handoff) {
   return handoff == Handoff::kThroughCache ? "through the cache" : "through memory";
 }
 

@@ -54,7 +54,7 @@ struct Header {
 // own line of the header page, after the header.
 constexpr std::size_t kEventOffset = 128;
 static_assert(sizeof(Header) <= kEventOffset);
-// The handoff preferences (handoff_tuner.h), written by the first local
+// The handoff preferences (two_way_tuner.h), written by the first local
 // rank now and then, read by every rank once per call: lines of their own.
 constexpr std::size_t kHandoffBoardOffset = 256;
 static_assert(kEventOffset + sizeof(SharedEvent) <= kHandoffBoardOffset);
@@ -320,7 +320,8 @@ std::shared_ptr<NodeSegment> NodeSegment::create(const Request& request, Communi
                              "disagree on COLLECTIVE_SHM_SLOT_BYTES?)");
   }
   segment->handoff_.emplace(*reinterpret_cast<HandoffBoard*>(segment->base_ + kHandoffBoardOffset),
-                            creator, env_params().shm_handoff);
+                            creator, env_params().shm_handoff, "shared_memory: calls of",
+                            "hand data over");
   COLLECTIVE_LOG(kDebug, "node segment " << announced.name << ": " << local_size << " ranks, "
                                          << segment->mapped_bytes_ << " bytes, slots of "
                                          << segment->slot_bytes_ << " bytes");

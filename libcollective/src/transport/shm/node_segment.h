@@ -19,7 +19,7 @@
 #include <optional>
 #include <vector>
 
-#include "transport/shm/handoff_tuner.h"
+#include "transport/shm/two_way_tuner.h"
 #include "transport/shm/shared_allocation.h"
 #include "core/scratch_buffer.h"
 #include "core/communicator_state.h"
@@ -149,7 +149,7 @@ class NodeSegment {
   // staged its input. Call only after waiting for its kPosted.
   const std::byte* peer_input(int local, std::uint64_t round, const Request& request);
 
-  // Which way data goes between the ranks (handoff_tuner.h).
+  // Which way data goes between the ranks (two_way_tuner.h).
   HandoffTuner& handoff() { return *handoff_; }
   // This rank's own scratch, for a piece that is reduced before it is
   // written to a slot; reused across calls.
