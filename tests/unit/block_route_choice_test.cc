@@ -14,14 +14,15 @@
 namespace collective::internal {
 namespace {
 
-constexpr std::size_t kBytes = std::size_t{1} << 20;
+constexpr std::size_t kBlockBytes = std::size_t{1} << 20;
 
 // One routed call of `kind` where the slots take `slots` seconds and the
 // kernel's copy `kernel` (the slowest rank's time, as the reports bring it).
 struct Driver {
   BlockRouteChoice choice{true, std::nullopt};
   double last_seconds = 0;
-  BlockRoute call(CollectiveKind kind, double slots, double kernel, std::size_t bytes = kBytes) {
+  BlockRoute call(CollectiveKind kind, double slots, double kernel,
+                  std::size_t bytes = kBlockBytes) {
     choice.exchange_started();
     const BlockRoute route = choice.propose(kind, bytes);
     choice.learn(choice.report().call, last_seconds);
@@ -138,14 +139,14 @@ TEST(BlockRouteChoiceTest, ReportsOfAnotherCallTeachNothing) {
   // Every call's reports name a call other than the one chosen for (a rank
   // failed in between): nothing is learned, the default stays.
   for (int i = 0; i < 300; ++i) {
-    const BlockRoute route = choice.propose(CollectiveKind::kAllToAll, kBytes);
+    const BlockRoute route = choice.propose(CollectiveKind::kAllToAll, kBlockBytes);
     choice.learn(choice.report().call + 7, route == BlockRoute::kSlots ? 1e-6 : 1.0);
     choice.begin_routed();
     choice.end_routed();
   }
   int slots = 0;
   for (int i = 0; i < 64; ++i) {
-    slots += choice.propose(CollectiveKind::kAllToAll, kBytes) == BlockRoute::kSlots;
+    slots += choice.propose(CollectiveKind::kAllToAll, kBlockBytes) == BlockRoute::kSlots;
     choice.begin_routed();
     choice.end_routed();
   }
@@ -158,7 +159,7 @@ TEST(BlockRouteChoiceTest, SmallBlocksAndFollowersAreNotChosenFor) {
   EXPECT_EQ(driver.choice.propose(CollectiveKind::kAllToAll, kCrossMemoryAttachBytes - 1),
             BlockRoute::kKernelCopy);
   BlockRouteChoice follower(false, std::nullopt);
-  EXPECT_EQ(follower.propose(CollectiveKind::kAllToAll, kBytes), BlockRoute::kKernelCopy);
+  EXPECT_EQ(follower.propose(CollectiveKind::kAllToAll, kBlockBytes), BlockRoute::kKernelCopy);
   // A follower still reports its routed calls, numbered from 1.
   follower.exchange_started();
   follower.begin_routed();
@@ -172,7 +173,7 @@ TEST(BlockRouteChoiceTest, ForcedRouteAlways) {
   for (const BlockRoute forced : {BlockRoute::kKernelCopy, BlockRoute::kSlots}) {
     BlockRouteChoice choice(true, forced);
     for (int i = 0; i < 200; ++i) {
-      EXPECT_EQ(choice.propose(CollectiveKind::kAllGatherV, kBytes), forced) << "call " << i;
+      EXPECT_EQ(choice.propose(CollectiveKind::kAllGatherV, kBlockBytes), forced) << "call " << i;
       choice.learn(choice.report().call, forced == BlockRoute::kSlots ? 9.0 : 1.0);
       choice.begin_routed();
       choice.end_routed();

@@ -1,15 +1,9 @@
 #include "algorithms/block_route_choice.h"
 
-#include <chrono>
-
 #include "core/env_params.h"
 
 namespace collective::internal {
 namespace {
-
-double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
 
 struct BlockRouteResource final : AlgorithmResources {
   BlockRouteResource(bool leader, std::optional<BlockRoute> forced) : choice(leader, forced) {}
@@ -86,8 +80,8 @@ void BlockRouteChoice::begin_routed() {
   pending_.reset();
 }
 
-void BlockRouteChoice::exchange_started() { started_ = steady_seconds(); }
+void BlockRouteChoice::exchange_started() { started_ = steady_clock_seconds(); }
 
-void BlockRouteChoice::end_routed() { last_ = Report{routed_, steady_seconds() - started_}; }
+void BlockRouteChoice::end_routed() { last_ = Report{routed_, steady_clock_seconds() - started_}; }
 
 }  // namespace collective::internal

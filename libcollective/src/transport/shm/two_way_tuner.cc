@@ -40,10 +40,6 @@ Way decode(std::uint8_t value) {
   return static_cast<Way>(value == 2 ? 1 : 0);
 }
 
-double steady_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 // splitmix64's finalizer: consecutive call numbers give unrelated bits.
 std::uint64_t splitmix64(std::uint64_t x) {
   x += 0x9e3779b97f4a7c15ULL;
@@ -53,6 +49,10 @@ std::uint64_t splitmix64(std::uint64_t x) {
 }
 
 }  // namespace
+
+double steady_clock_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 template <typename Way>
 double TwoWayTuner<Way>::steady_cost(ClassState& state, int way, bool trial, double sample) {
@@ -81,7 +81,7 @@ TwoWayTuner<Way>::TwoWayTuner(TwoWayBoard& board, bool leader, std::optional<Way
       verb_(verb),
       steady_(steady),
       clock_(std::move(clock)) {
-  if (!clock_) clock_ = steady_seconds;
+  if (!clock_) clock_ = steady_clock_seconds;
 }
 
 template <typename Way>

@@ -50,6 +50,9 @@
 
 namespace collective::internal {
 
+// The steady clock in seconds since an arbitrary origin: the tuners' clock.
+double steady_clock_seconds();
+
 // Size classes: class c holds calls of [2^c, 2^(c+1)) bytes.
 inline constexpr int kTunedSizeClasses = 64;
 
