@@ -616,6 +616,21 @@ bool exchange_by_cross_memory_attach(NodeSegment& segment, const Exchange& x,
   return false;
 }
 
+// A call whose blocks may go either way (use_cross_memory_attach): the
+// route the node's first rank chose (agree_on_blocks), timed for its tuner;
+// `through_slots` runs the rounds, also where the kernel refused.
+template <typename ThroughSlots>
+void exchange_by_route(NodeSegment& segment, const Exchange& x, const Request& request,
+                       CommunicatorState& state, ThroughSlots&& through_slots) {
+  BlockRouteChoice& routes = block_route_choice(state, segment.local_rank() == 0);
+  routes.begin_routed();
+  if (x.route == BlockRoute::kSlots ||
+      !exchange_by_cross_memory_attach(segment, x, request, state)) {
+    through_slots();
+  }
+  routes.end_routed();
+}
+
 // Bytes of piece k of a block of `total` bytes cut into pieces of `piece`.
 std::size_t piece_length(std::size_t total, std::size_t k, std::size_t piece) {
   const std::size_t start = k * piece;
@@ -824,14 +839,9 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state) {
         return exchange_in_rounds(segment, x, request, block, true, streaming_bytes(), true);
       }
       if (use_cross_memory_attach(x, block, with_offsets, state)) {
-        // The route the node's first rank chose: timed for its tuner.
-        BlockRouteChoice& routes = block_route_choice(state, segment.local_rank() == 0);
-        routes.begin_routed();
-        if (x.route == BlockRoute::kSlots ||
-            !exchange_by_cross_memory_attach(segment, x, request, state)) {
+        return exchange_by_route(segment, x, request, state, [&] {
           exchange_in_rounds(segment, x, request, block, true, streaming_bytes());
-        }
-        return routes.end_routed();
+        });
       }
     } else {
       copy_own_block(x, segment.local_rank());
@@ -854,21 +864,16 @@ void shared_memory_exchange(const Request& request, CommunicatorState& state) {
     if (x.all_shared) {
       return exchange_in_rounds(first, x, request, largest, true, streaming_bytes(), true);
     }
-    BlockRouteChoice* routes = nullptr;
+    auto through_slots = [&] {
+      // May make the segment again with larger slots (every rank at this
+      // point, with the same size): `first` is not used past here.
+      NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, largest, state.size), state);
+      exchange_in_rounds(segment, x, request, largest, with_offsets, streaming_bytes());
+    };
     if (use_cross_memory_attach(x, largest, with_offsets, state)) {
-      // The route the node's first rank chose: timed for its tuner.
-      routes = &block_route_choice(state, first.local_rank() == 0);
-      routes->begin_routed();
-      if (x.route == BlockRoute::kKernelCopy &&
-          exchange_by_cross_memory_attach(first, x, request, state)) {
-        return routes->end_routed();
-      }
+      return exchange_by_route(first, x, request, state, through_slots);
     }
-    // May make the segment again with larger slots (every rank at this
-    // point, with the same size): `first` is not used past here.
-    NodeSegment& segment = NodeSegment::of(sized_for_blocks(request, largest, state.size), state);
-    exchange_in_rounds(segment, x, request, largest, with_offsets, streaming_bytes());
-    if (routes != nullptr) routes->end_routed();
+    through_slots();
   }();
   deliver_held(x);
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <utility>
 #include <string_view>
 
 #include "collective/errors.h"
@@ -92,6 +93,27 @@ bool read_switch(const EnvLookup& lookup, const char* name, bool fallback) {
   bad_value(name, value, "0 or 1 (also off/on, false/true, no/yes)");
 }
 
+// A setting of "auto" (none: `into` is reset, measured) or one of two
+// named ways.
+template <typename Way>
+void read_auto_or(const EnvLookup& lookup, const char* name, std::optional<Way>& into,
+                  const std::pair<const char*, Way> (&ways)[2]) {
+  const char* value = lookup_set(lookup, name);
+  if (value == nullptr) return;
+  const std::string text = value;
+  if (text == "auto") {
+    into.reset();
+    return;
+  }
+  for (const auto& [spelled, way] : ways) {
+    if (text == spelled) {
+      into = way;
+      return;
+    }
+  }
+  bad_value(name, value, std::string("one of auto, ") + ways[0].first + ", " + ways[1].first);
+}
+
 }  // namespace
 
 EnvParams parse_env_params(const EnvLookup& lookup) {
@@ -141,30 +163,10 @@ EnvParams parse_env_params(const EnvLookup& lookup) {
       read_size(lookup, "COLLECTIVE_SHM_SLOT_BYTES", params.shm_slot_bytes, 4096, kMaxMessage);
   params.shm_small_bytes = read_size(lookup, "COLLECTIVE_SHM_SMALL_BYTES", params.shm_small_bytes,
                                      0, std::numeric_limits<std::size_t>::max());
-  if (const char* value = lookup_set(lookup, "COLLECTIVE_SHM_HANDOFF")) {
-    const std::string text = value;
-    if (text == "auto") {
-      params.shm_handoff.reset();
-    } else if (text == "cache") {
-      params.shm_handoff = Handoff::kThroughCache;
-    } else if (text == "memory") {
-      params.shm_handoff = Handoff::kThroughMemory;
-    } else {
-      bad_value("COLLECTIVE_SHM_HANDOFF", value, "one of auto, cache, memory");
-    }
-  }
-  if (const char* value = lookup_set(lookup, "COLLECTIVE_SHM_BLOCK_ROUTE")) {
-    const std::string text = value;
-    if (text == "auto") {
-      params.shm_block_route.reset();
-    } else if (text == "kernel") {
-      params.shm_block_route = BlockRoute::kKernelCopy;
-    } else if (text == "slots") {
-      params.shm_block_route = BlockRoute::kSlots;
-    } else {
-      bad_value("COLLECTIVE_SHM_BLOCK_ROUTE", value, "one of auto, kernel, slots");
-    }
-  }
+  read_auto_or(lookup, "COLLECTIVE_SHM_HANDOFF", params.shm_handoff,
+               {{"cache", Handoff::kThroughCache}, {"memory", Handoff::kThroughMemory}});
+  read_auto_or(lookup, "COLLECTIVE_SHM_BLOCK_ROUTE", params.shm_block_route,
+               {{"kernel", BlockRoute::kKernelCopy}, {"slots", BlockRoute::kSlots}});
   if (const char* value = lookup_set(lookup, "COLLECTIVE_RING_PIPELINE_DEPTH")) {
     params.ring_pipeline_depth = static_cast<int>(
         read_number("COLLECTIVE_RING_PIPELINE_DEPTH", value, 1, 64, "an integer in 1..64"));
