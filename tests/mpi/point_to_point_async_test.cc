@@ -3,7 +3,11 @@
 // between two all_reduce_async on the same communicator, everything
 // queued before anything is waited for; every element checked. Argument
 // errors are raised by the _async call itself with the blocking call's
-// text (a send to oneself, at every rank count).
+// text (a send to oneself, at every rank count). The patterns MPI programs
+// and torch's isend/irecv rely on complete without a deadlock: both ranks
+// of a pair sending first, a ring where every rank sends before it
+// receives (and receives first), and started sends and recvs issued in the
+// opposite order to started collectives on the peer.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -81,6 +85,79 @@ TEST(PointToPointAsync, InOrderWithCollectivesInFlightExact) {
       if (received) expect_message(mine[m], other, m, rank);
     }
   }
+}
+
+// Every rank sends `count` elements to rank + shift and receives from
+// rank - shift, both started, sends first or recvs first, waited for in
+// either order; every element checked.
+void shifted_exchange(Communicator& comm, int shift, std::size_t count, bool recv_first,
+                      bool wait_recv_first, int message) {
+  const int rank = comm.rank(), size = comm.size();
+  const int to = (rank + shift) % size, from = (rank - shift + size) % size;
+  std::vector<std::int32_t> out(count), in(count, -1);
+  for (std::size_t i = 0; i < count; ++i) out[i] = value(rank, message, i);
+  collective::PointToPointOptions options;
+  options.tag = message;
+  std::vector<Work> works;
+  auto receive = [&] {
+    works.push_back(comm.recv_async(in.data(), count, DataType::kInt32, from, options));
+  };
+  if (recv_first) receive();
+  works.push_back(comm.send_async(out.data(), count, DataType::kInt32, to, options));
+  if (!recv_first) receive();
+  const bool recv_is_first = recv_first;
+  Work& recv_work = works[recv_is_first ? 0 : 1];
+  Work& send_work = works[recv_is_first ? 1 : 0];
+  if (wait_recv_first) {
+    ASSERT_NO_THROW(recv_work.wait()) << "rank " << rank;
+    ASSERT_NO_THROW(send_work.wait()) << "rank " << rank;
+  } else {
+    ASSERT_NO_THROW(send_work.wait()) << "rank " << rank;
+    ASSERT_NO_THROW(recv_work.wait()) << "rank " << rank;
+  }
+  expect_message(in, from, message, rank);
+}
+
+TEST(PointToPointAsync, ExchangesAndRingsWithSendsFirstCompleteExact) {
+  Communicator& comm = world();
+  if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
+  int message = 10;
+  for (const std::size_t count :
+       {std::size_t{0}, std::size_t{3}, std::size_t{1000}, std::size_t{300000}}) {
+    for (int shift = 1; shift < comm.size(); ++shift) {
+      for (const bool recv_first : {false, true}) {
+        for (const bool wait_recv_first : {false, true}) {
+          shifted_exchange(comm, shift, count, recv_first, wait_recv_first, ++message);
+        }
+      }
+    }
+  }
+}
+
+// Rank 0 starts an all_reduce, then a send to rank 1; rank 1 starts the
+// recv first, then the all_reduce (collectives keep one order on every
+// rank, sends and recvs need not): neither waits for the other's queue.
+TEST(PointToPointAsync, SendsAndRecvsDoNotWaitBehindCollectivesInFlight) {
+  Communicator& comm = world();
+  if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
+  const int rank = comm.rank(), size = comm.size();
+  std::vector<std::int32_t> reduced(5, rank), message(70000, -1);
+  std::vector<Work> works;
+  if (rank == 1) {
+    works.push_back(comm.recv_async(message.data(), message.size(), DataType::kInt32, 0));
+  }
+  works.push_back(
+      comm.all_reduce_async(reduced.data(), reduced.data(), reduced.size(), DataType::kInt32));
+  if (rank == 0) {
+    for (std::size_t i = 0; i < message.size(); ++i) message[i] = value(0, 3, i);
+    works.push_back(comm.send_async(message.data(), message.size(), DataType::kInt32, 1));
+  }
+  // Rank 1 waits for its recv before anything else.
+  for (Work& work : works) ASSERT_NO_THROW(work.wait()) << "rank " << rank;
+  for (std::size_t i = 0; i < reduced.size(); ++i) {
+    ASSERT_EQ(reduced[i], size * (size - 1) / 2) << "rank " << rank << " index " << i;
+  }
+  if (rank == 1) expect_message(message, 0, 3, rank);
 }
 
 TEST(PointToPointAsync, ArgumentErrorsAreTheBlockingCallsRaisedAtOnce) {

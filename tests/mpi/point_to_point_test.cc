@@ -7,6 +7,7 @@
 // TimeoutError naming it. Registered again with 4 KiB MPI pieces.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -126,21 +127,37 @@ TEST(PointToPoint, DisagreementIsAMismatchOnBothRanks) {
   } catch (const collective::MismatchError&) {
   }
   for (std::size_t i = 0; i < big.size(); ++i) ASSERT_EQ(big[i], kUntouched) << "index " << i;
-  // Both ranks sending to each other.
-  if (comm.rank() <= 1) {
-    const int peer = 1 - comm.rank();
-    std::vector<std::uint8_t> data(10, kUntouched);
-    try {
-      comm.send(data.data(), 10, DataType::kUInt8, peer);
-      FAIL() << "rank " << comm.rank() << ": no MismatchError";
-    } catch (const collective::MismatchError& error) {
-      EXPECT_NE(std::string(error.what()).find("is sending to this rank too"), std::string::npos)
-          << error.what();
-    }
-  }
   // The communicator is still usable, and the pairs start again in step.
   comm.barrier();
   ring_exchange(comm, 33, DataType::kUInt8, 0, 99);
+}
+
+// Both ranks sending to each other first: each send waits for a recv
+// that its peer makes only after its own send (synchronous sends, as
+// MPI_Ssend), so both end in a TimeoutError naming the peer and the
+// verdict they waited for, and that communicator is closed.
+TEST(PointToPoint, BothSendingFirstTimesOutNamingThePeer) {
+  Communicator comm = Communicator::world();
+  if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
+  if (comm.rank() <= 1) {
+    const int peer = 1 - comm.rank();
+    std::vector<std::uint8_t> data(10, kUntouched);
+    PointToPointOptions options;
+    options.timeout = std::chrono::milliseconds(1500);
+    try {
+      comm.send(data.data(), 10, DataType::kUInt8, peer, options);
+      FAIL() << "rank " << comm.rank() << ": no TimeoutError";
+    } catch (const collective::TimeoutError& error) {
+      const std::string text = error.what();
+      EXPECT_NE(text.find("waiting for rank " + std::to_string(peer)), std::string::npos) << text;
+      EXPECT_NE(text.find("the matching recv's verdict"), std::string::npos) << text;
+    }
+    for (std::size_t i = 0; i < data.size(); ++i) ASSERT_EQ(data[i], kUntouched) << "index " << i;
+  }
+  // Another communicator is not affected.
+  Communicator other = Communicator::world();
+  other.barrier();
+  ring_exchange(other, 33, DataType::kUInt8, 0, 99);
 }
 
 TEST(PointToPoint, BadArgumentsAreRefusedBeforeAnyMessage) {

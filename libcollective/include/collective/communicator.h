@@ -340,9 +340,12 @@ class COLLECTIVE_API Communicator {
   void recv(void* buffer, std::size_t count, DataType type, int peer,
             const PointToPointOptions& options = {});
   // The same, started: the blocking call's argument checks raised at once
-  // (same text), the pair numbered in program order, the exchange run
-  // behind the calls in flight on this communicator; its failures come
-  // from the Work. Needs MPI_THREAD_MULTIPLE, as the `_async` collectives.
+  // (same text), the pair numbered in program order, the exchange run on a
+  // thread of this communicator's for the peer and direction, beside the
+  // collectives in flight and the other peers' sends and recvs (an
+  // isend/irecv exchange or ring completes, as under MPI); its failures
+  // come from the Work. Needs MPI_THREAD_MULTIPLE, as the `_async`
+  // collectives.
   Work send_async(const void* buffer, std::size_t count, DataType type, int peer,
                   const PointToPointOptions& options = {});
   Work recv_async(void* buffer, std::size_t count, DataType type, int peer,

@@ -1,6 +1,6 @@
 // Communicator::send and recv: a checked, synchronous point-to-point
-// protocol over the communicator's MPI duplicate, on a tag no collective
-// uses (PeerExchange::kPointToPointTag).
+// protocol over the communicator's MPI duplicate, on tags no collective
+// uses (PeerExchange::kPointToPoint*Tag).
 //
 // The k-th send from rank i to rank j pairs with the k-th recv on j from i.
 // The sender's first message is a record of its call (tag, count, type,
@@ -10,12 +10,22 @@
 // receiver's buffer; on disagreement both ranks raise MismatchError naming
 // both sides, and the receiver's buffer is untouched. The sender returns
 // once the verdict arrived: a synchronous send, whose wait also names the
-// peer when it never calls. Messages between one pair on one tag are not
-// overtaken (MPI), so records and data stay in order.
+// peer when it never calls.
+//
+// Records, verdicts and data each have a tag of their own, and MPI keeps
+// the messages of one sender and tag in order: so the calls of one pair
+// and direction pair in program order whatever runs at the same time, and
+// a send and a recv between the same two ranks, or around a ring, may be
+// in flight at once. The started ones run on one thread per peer and
+// direction (CommunicatorState::point_to_point_engines), not behind the
+// collectives: an isend/irecv exchange completes as it does under MPI.
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include "api/progress_engine.h"
 #include "api/work_state.h"
@@ -148,52 +158,58 @@ void validate(const Request& request, const PointToPointOptions& options, int ra
                           "was used");
 }
 
-// Both ranks called send: each received the other's first message where it
-// waited for a verdict. Neither send paired with a recv, so neither counts:
-// both ranks take their send's number back and stay in step.
-[[noreturn]] void both_sending(CommunicatorState& state, const Request& request,
-                               const CallRecord& theirs) {
-  --state.sends_to[static_cast<std::size_t>(request.peer)];
-  const int rank = state.rank;
-  throw MismatchError(request.label(), rank,
-                      "rank " + std::to_string(request.peer) + " is sending to this rank too (" +
-                          describe_call("send", theirs) +
-                          "): a send pairs with the peer's recv; neither buffer was used");
+// The messages of one call: the record, the verdict and the data travel
+// on tags of their own (see the top of this file).
+struct PairMessages {
+  PairMessages(const Request& request, CommunicatorState& state, const char* name)
+      : record(request, state, name, PeerExchange::kPointToPointRecordTag),
+        verdict(request, state, name, PeerExchange::kPointToPointVerdictTag),
+        data(request, state, name, PeerExchange::kPointToPointDataTag) {}
+  PeerExchange record;
+  PeerExchange verdict;
+  PeerExchange data;
+};
+
+// The call's own buffer for its record and verdict: calls on several
+// threads at once (the per-peer engines, the collectives' thread) share no
+// scratch.
+std::vector<std::byte>& message_buffer(std::size_t bytes) {
+  thread_local std::vector<std::byte> buffer;
+  if (buffer.size() < bytes) buffer.resize(bytes);
+  return buffer;
 }
 
 void run_send(CommunicatorState& state, Request& request, const CallRecord& mine,
               std::size_t eager) {
-  PeerExchange exchange(request, state, "send", PeerExchange::kPointToPointTag);
+  PairMessages messages(request, state, "send");
   const std::size_t bytes = request.bytes();
   const bool inline_data = bytes <= eager;
-  std::byte* out = state.scratch_work.get(2 * (sizeof(CallRecord) + eager));
+  std::byte* out = message_buffer(2 * sizeof(CallRecord) + eager).data();
   std::byte* in = out + sizeof(CallRecord) + eager;
   CallRecord record = mine;
   record.flag = inline_data ? 1 : 0;
   std::memcpy(out, &record, sizeof record);
   if (inline_data && bytes > 0) std::memcpy(out + sizeof record, request.send, bytes);
-  exchange.send(out, sizeof record + (inline_data ? bytes : 0), request.peer,
-                "the call's record (and small data)");
-  const auto answer =
-      exchange.recv(in, sizeof(CallRecord) + eager, request.peer, "the matching recv's verdict");
-  exchange.wait_all();
-  (void)answer;
+  messages.verdict.recv(in, sizeof(CallRecord), request.peer, "the matching recv's verdict");
+  messages.record.send(out, sizeof record + (inline_data ? bytes : 0), request.peer,
+                       "the call's record (and small data)");
+  messages.record.wait_all();
+  messages.verdict.wait_all();
   CallRecord verdict;
   std::memcpy(&verdict, in, sizeof verdict);
-  if (verdict.kind == CallRecord::kSend) both_sending(state, request, verdict);
   if (verdict.flag == 0) mismatch(request, state.rank, mine, verdict);
   if (inline_data) return;
-  exchange.send(request.send, bytes, request.peer, "the data");
-  exchange.wait_all();
+  messages.data.send(request.send, bytes, request.peer, "the data");
+  messages.data.wait_all();
 }
 
 void run_recv(CommunicatorState& state, Request& request, const CallRecord& mine,
               std::size_t eager) {
-  PeerExchange exchange(request, state, "recv", PeerExchange::kPointToPointTag);
-  std::byte* in = state.scratch_work.get(sizeof(CallRecord) + eager + sizeof(CallRecord));
+  PairMessages messages(request, state, "recv");
+  std::byte* in = message_buffer(2 * sizeof(CallRecord) + eager).data();
   std::byte* out = in + sizeof(CallRecord) + eager;
-  exchange.recv(in, sizeof(CallRecord) + eager, request.peer, "the matching send's record");
-  exchange.wait_all();
+  messages.record.recv(in, sizeof(CallRecord) + eager, request.peer, "the matching send's record");
+  messages.record.wait_all();
   CallRecord theirs;
   std::memcpy(&theirs, in, sizeof theirs);
   CallRecord verdict = mine;
@@ -201,24 +217,25 @@ void run_recv(CommunicatorState& state, Request& request, const CallRecord& mine
   const bool agree = theirs.kind == CallRecord::kSend && same_call(theirs, mine);
   verdict.flag = agree ? 1 : 0;
   std::memcpy(out, &verdict, sizeof verdict);
-  exchange.send(out, sizeof verdict, request.peer, "the verdict on the peer's send");
-  exchange.wait_all();
+  const std::size_t bytes = request.bytes();
+  // The data's receive is posted before the verdict goes: the sender's
+  // data, sent once the verdict arrived, finds it waiting.
+  const bool data_follows = agree && theirs.flag == 0;
+  if (data_follows) messages.data.recv(request.recv, bytes, request.peer, "the data");
+  messages.verdict.send(out, sizeof verdict, request.peer, "the verdict on the peer's send");
+  messages.verdict.wait_all();
   if (theirs.kind != CallRecord::kSend) {
-    // Only a broken pairing gets here (the peer's verdict on a send of this
-    // rank that this rank never made): report what arrived.
     throw MismatchError(request.label(), state.rank,
                         "rank " + std::to_string(request.peer) +
-                            " answered a send that this rank did not make; the calls of the "
-                            "two ranks do not pair");
+                            " sent a message that is not a send's record; the calls of the two "
+                            "ranks do not pair");
   }
   if (!agree) mismatch(request, state.rank, theirs, mine);
-  const std::size_t bytes = request.bytes();
-  if (theirs.flag != 0) {
+  if (!data_follows) {
     if (bytes > 0) std::memcpy(request.recv, in + sizeof(CallRecord), bytes);
     return;
   }
-  exchange.recv(request.recv, bytes, request.peer, "the data");
-  exchange.wait_all();
+  messages.data.wait_all();
 }
 
 Request make_request(bool sending, const void* buffer, std::size_t count, DataType type, int peer) {
@@ -241,15 +258,46 @@ std::uint64_t take_pair_number(CommunicatorState& state, bool sending, int peer)
   return calls[static_cast<std::size_t>(peer)]++;
 }
 
+// The first failure of a started send or recv, which every later one
+// raises (CommunicatorState::point_to_point_failed).
+void require_point_to_point_usable(CommunicatorState& state, const Request& request) {
+  if (!state.point_to_point_failed.load(std::memory_order_acquire)) return;
+  std::string cause;
+  {
+    const std::lock_guard<std::mutex> lock(state.point_to_point_failure_mutex);
+    cause = state.point_to_point_failure;
+  }
+  throw CommunicationError(
+      request.label(), state.rank,
+      "send and recv unusable after an earlier failure of a started one: " + cause);
+}
+
+void record_point_to_point_failure(CommunicatorState& state, const CommunicationError& error) {
+  const std::lock_guard<std::mutex> lock(state.point_to_point_failure_mutex);
+  if (state.point_to_point_failed.load(std::memory_order_relaxed)) return;
+  state.point_to_point_failure = error.what();
+  state.point_to_point_failed.store(true, std::memory_order_release);
+}
+
 // The exchange itself, its arguments checked and its pair number taken.
+// `started`: on a per-peer engine's thread (or a waiter's), beside the
+// caller's calls, so it claims nothing of the communicator and a failure
+// closes send and recv only; blocking: on the caller's thread, with
+// nothing else in flight, as any call.
 void run_point_to_point(CommunicatorState& state, bool sending, Request request,
-                        const PointToPointOptions& options) {
-  const internal::ExclusiveUse exclusive(state, sending ? internal::ExclusiveUse::Operation::kSend
-                                                        : internal::ExclusiveUse::Operation::kRecv);
-  const internal::EnvParams& params =
-      internal::require_usable(state, [&] { return request.label(); });
+                        const PointToPointOptions& options, bool started) {
+  std::optional<internal::ExclusiveUse> exclusive;
+  const internal::EnvParams* params = nullptr;
+  if (started) {
+    require_point_to_point_usable(state, request);
+    params = &internal::env_params();
+  } else {
+    exclusive.emplace(state, sending ? internal::ExclusiveUse::Operation::kSend
+                                     : internal::ExclusiveUse::Operation::kRecv);
+    params = &internal::require_usable(state, [&] { return request.label(); });
+  }
   request.timeout =
-      options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout) : params.timeout;
+      options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout) : params->timeout;
   request.deadline = internal::Clock::now() + request.timeout;
   CallRecord mine;
   mine.tag = options.tag;
@@ -258,36 +306,56 @@ void run_point_to_point(CommunicatorState& state, bool sending, Request request,
   mine.type = static_cast<std::int8_t>(request.type);
   try {
     if (sending) {
-      run_send(state, request, mine, eager_limit(params));
+      run_send(state, request, mine, eager_limit(*params));
     } else {
-      run_recv(state, request, mine, eager_limit(params));
+      run_recv(state, request, mine, eager_limit(*params));
     }
   } catch (const CommunicationError& error) {
-    // Messages of this pair may still be in flight: no later call on this
-    // communicator could trust what it receives.
-    state.poison(error);
+    // Messages of this pair may still be in flight: no later send or recv
+    // could trust what it receives.
+    record_point_to_point_failure(state, error);
+    if (!started) state.poison(error);
     throw;
+  }
+}
+
+// The engine that runs the started calls with `peer` in one direction.
+internal::ProgressEngine& point_to_point_engine(CommunicatorState& state, bool sending, int peer) {
+  auto& engines = state.point_to_point_engines;
+  if (engines.empty()) engines.resize(2 * static_cast<std::size_t>(state.size));
+  auto& engine = engines[2 * static_cast<std::size_t>(peer) + (sending ? 1 : 0)];
+  if (!engine) engine = std::make_unique<internal::ProgressEngine>(state);
+  return static_cast<internal::ProgressEngine&>(*engine);
+}
+
+// Program order for a blocking send or recv: every started call before it
+// has finished (collectives, sends and recvs alike).
+void finish_point_to_point_in_flight(CommunicatorState& state) {
+  internal::finish_work_in_flight(state);
+  for (auto& engine : state.point_to_point_engines) {
+    if (engine) static_cast<internal::ProgressEngine&>(*engine).drain();
   }
 }
 
 void point_to_point(CommunicatorState& state, bool sending, const void* buffer, std::size_t count,
                     DataType type, int peer, const PointToPointOptions& options) {
   Request request = make_request(sending, buffer, count, type, peer);
-  internal::finish_work_in_flight(state);  // program order
+  finish_point_to_point_in_flight(state);  // program order
   {
     const internal::ExclusiveUse exclusive(state, sending
                                                       ? internal::ExclusiveUse::Operation::kSend
                                                       : internal::ExclusiveUse::Operation::kRecv);
     internal::require_usable(state, [&] { return request.label(); });
     validate(request, options, state.rank, state.size);
+    require_point_to_point_usable(state, request);
   }
   request.sequence = take_pair_number(state, sending, peer);
-  run_point_to_point(state, sending, request, options);
+  run_point_to_point(state, sending, request, options, false);
 }
 
 // send_async / recv_async: the blocking call's checks on the caller's
 // thread (same text), the pair number taken there in program order, the
-// exchange queued behind the calls in flight on the communicator.
+// exchange queued on the engine of its peer and direction.
 std::shared_ptr<internal::WorkState> point_to_point_async(CommunicatorState& state, bool sending,
                                                           const void* buffer, std::size_t count,
                                                           DataType type, int peer,
@@ -298,6 +366,7 @@ std::shared_ptr<internal::WorkState> point_to_point_async(CommunicatorState& sta
     internal::require_usable(state, [&] { return request.label(); });
   }
   validate(request, options, state.rank, state.size);
+  require_point_to_point_usable(state, request);
   if (internal::mpi_thread_level() < MPI_THREAD_MULTIPLE) {
     throw InvalidArgumentError(
         request.label() + " (async)", state.rank,
@@ -310,11 +379,11 @@ std::shared_ptr<internal::WorkState> point_to_point_async(CommunicatorState& sta
   call->work = std::make_shared<internal::WorkState>(request.label());
   // The engine outlives every queued call: the state is referred to.
   call->run_instead = [state = &state, sending, request, options] {
-    run_point_to_point(*state, sending, request, options);
+    run_point_to_point(*state, sending, request, options, true);
   };
   call->request = request;
   std::shared_ptr<internal::WorkState> work = call->work;
-  internal::progress_engine_of(state).enqueue(std::move(call));
+  point_to_point_engine(state, sending, peer).enqueue(std::move(call));
   return work;
 }
 

@@ -86,6 +86,7 @@ void CommunicatorState::release() {
   // Calls in flight run to their end (each within its timeout) while the
   // communicator is still whole.
   progress_engine.reset();
+  point_to_point_engines.clear();
   freed = true;
   // NCCL communicators go before the MPI communicators they were made on;
   // the node segment only unmaps memory, it never waits for peers.

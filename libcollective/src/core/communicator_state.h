@@ -135,6 +135,18 @@ struct CommunicatorState : WaitSubject {
   // (api/progress_engine.h), made on the first; null until then. Released
   // first by release(), after it finished every queued call.
   std::unique_ptr<AlgorithmResources> progress_engine;
+  // The threads that run send_async and recv_async, one per peer and
+  // direction (api/point_to_point.cc), made on first use: started calls
+  // with different peers or directions progress at once, beside the
+  // collectives, and those of one peer and direction in order. Released by
+  // release() after the progress engine, each once its queue is done.
+  std::vector<std::unique_ptr<AlgorithmResources>> point_to_point_engines;
+  // The first failure of a started send or recv (on those threads): every
+  // later send and recv raises it. The collectives go on: no message of a
+  // send or recv can match theirs (their tags differ).
+  std::atomic<bool> point_to_point_failed{false};
+  std::mutex point_to_point_failure_mutex;
+  std::string point_to_point_failure;
 
  private:
   void learn_peers(const char* operation);

@@ -144,6 +144,28 @@ def test_send_recv():
     check(got, torch.full((4,), float((r - 1) % p)), "recv")
 
 
+def test_isend_irecv_ring_sends_first():
+    # Every rank starts its send before its receive (and batch_isend_irecv does the same): the
+    # started calls run beside each other, as on Gloo and NCCL, and complete.
+    r, p = dist.get_rank(), dist.get_world_size()
+    if p == 1:
+        pytest.skip("needs a peer")
+    for n in (3, 5000, 70000):
+        out = torch.arange(n, dtype=torch.float32) + 1000 * r
+        got = torch.full((n,), -1.0)
+        sent = dist.isend(out, (r + 1) % p)
+        received = dist.irecv(got, (r - 1) % p)
+        received.wait()
+        sent.wait()
+        check(got, torch.arange(n, dtype=torch.float32) + 1000 * ((r - 1) % p), f"irecv of {n}")
+        ops = [dist.P2POp(dist.isend, out, (r + 1) % p), dist.P2POp(dist.irecv, got, (r - 1) % p)]
+        got.fill_(-1.0)
+        for work in dist.batch_isend_irecv(ops):
+            work.wait()
+        check(got, torch.arange(n, dtype=torch.float32) + 1000 * ((r - 1) % p),
+              f"batch_isend_irecv of {n}")
+
+
 def test_refusals_name_backend_and_operation():
     r = dist.get_rank()
     with pytest.raises(RuntimeError,

@@ -16,13 +16,14 @@ namespace {
 // Tags cycle with the call's sequence number, so a message from a call that
 // one rank skipped never matches the next call: it times out with a message
 // instead of delivering the wrong data. 2^15 - 1 is the smallest MPI_TAG_UB
-// the standard allows.
-constexpr int kTagSpace = 32767;
+// the standard allows; the top four tags are send/recv's three and the
+// failure agreement's (core/failure_agreement.cc).
+constexpr int kTagSpace = 32764;
 
 }  // namespace
 
 int PeerExchange::tag_for(std::uint64_t sequence) { return static_cast<int>(sequence % kTagSpace); }
-static_assert(PeerExchange::kPointToPointTag == kTagSpace, "above every collective's tag");
+static_assert(PeerExchange::kPointToPointRecordTag == kTagSpace, "above every collective's tag");
 
 PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
                            const char* algorithm_name)

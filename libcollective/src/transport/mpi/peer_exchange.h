@@ -31,9 +31,14 @@ class PeerExchange {
   static int tag_for(std::uint64_t sequence);
 
   PeerExchange(const Request& request, CommunicatorState& state, const char* algorithm_name);
-  // With the tag of Communicator::send and recv, kPointToPointTag, which no
-  // collective's tag_for gives.
-  static constexpr int kPointToPointTag = 32767;
+  // The tags of Communicator::send and recv, which no collective's tag_for
+  // gives: one per kind of message (the sender's record, the receiver's
+  // verdict, the data), so that the messages of calls in flight at once
+  // between two ranks, in either direction, never match another kind's
+  // receive (api/point_to_point.cc).
+  static constexpr int kPointToPointRecordTag = 32764;
+  static constexpr int kPointToPointVerdictTag = 32765;
+  static constexpr int kPointToPointDataTag = 32766;
   PeerExchange(const Request& request, CommunicatorState& state, const char* algorithm_name,
                int tag);
   ~PeerExchange();
