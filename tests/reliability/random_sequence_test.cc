@@ -1,0 +1,345 @@
+// Random programs of mixed calls, every result checked: what a real
+// program does and a sweep of one call at a time does not. Each call draws
+// its collective, algorithm (AUTO or one that serves it), type, op, size
+// (0, one element, and sizes on both sides of the boxes', the slots' and
+// the block route's thresholds), root, per-rank counts, placement,
+// alignment, buffers (ordinary or Communicator::allocate) and whether it
+// is started (`_async`, up to three in flight, waited for in any order);
+// between them, point-to-point exchanges along a shift of the ranks.
+// Every call gets inputs of its own (the value pattern shifted by a salt),
+// so a result left over from an earlier call, or read from a slot or box
+// an earlier call filled, fails the check.
+//
+// All ranks draw the same program from the seed: COLLECTIVE_TEST_SEED
+// (default 1) and COLLECTIVE_TEST_CALLS (default 300); a failure names the
+// seed and the call, which COLLECTIVE_TEST_CALLS and the seed replay.
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <deque>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "collective/collective.h"
+#include "collective_case.h"
+
+namespace collective {
+namespace {
+
+using cases::CallArgs;
+using cases::CollectiveCase;
+using cases::Geometry;
+using cases::Region;
+using cases::ResultLayout;
+using cases::WrongElements;
+
+const DataType kTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
+                           DataType::kFloat64, DataType::kInt8,     DataType::kUInt8,
+                           DataType::kInt32,   DataType::kInt64};
+const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
+                         ReduceOp::kProd};
+
+std::uint64_t env_or(const char* name, std::uint64_t fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::strtoull(value, nullptr, 10) : fallback;
+}
+
+// One call of the program, drawn before any runs (choose_algorithm waits
+// for the calls in flight, which would order the program differently).
+struct Call {
+  int index = 0;
+  // A point-to-point exchange: every rank sends to rank + shift and
+  // receives from rank - shift (send and recv started, in either order).
+  bool point_to_point = false;
+  int shift = 0;
+  bool recv_first = false;
+  CollectiveKind kind = CollectiveKind::kAllReduce;
+  Algorithm algorithm = Algorithm::kAuto;
+  DataType type = DataType::kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  bool deterministic = false;
+  std::size_t count = 0;
+  int root = 0;
+  std::size_t uneven = 1;
+  bool in_place = false;
+  bool started = false;
+  bool shared_buffers = false;  // Communicator::allocate
+  std::size_t send_shift = 0;   // elements past the buffer's start
+  std::size_t recv_shift = 0;
+  std::uint64_t salt = 0;  // added to every element index of the pattern
+  int wait_after = -1;     // started: wait for in-flight call #k of the list
+};
+
+std::string describe(const Call& call, std::uint64_t seed) {
+  std::ostringstream out;
+  out << "call " << call.index << " of seed " << seed << ": ";
+  if (call.point_to_point) {
+    out << "send/recv along shift " << call.shift << " " << to_string(call.type) << " count "
+        << call.count << (call.recv_first ? " recv first" : " send first") << " salt " << call.salt;
+    return out.str();
+  }
+  out << cases::make_collective_case(call.kind)->name() << " " << to_string(call.algorithm) << " "
+      << to_string(call.type);
+  if (cases::make_collective_case(call.kind)->reduces()) out << " " << to_string(call.op);
+  if (call.deterministic) out << " deterministic";
+  out << " count " << call.count << " root " << call.root << " uneven " << call.uneven
+      << (call.in_place ? " in place" : " out of place") << (call.started ? " started" : "")
+      << (call.shared_buffers ? " allocated buffers" : "") << " shifts " << call.send_shift << "/"
+      << call.recv_shift << " salt " << call.salt;
+  return out.str();
+}
+
+// Bytes of one block (or of the whole buffer, for the collectives whose
+// count is the buffer): none, one element, and each side of the
+// thresholds (the 4 KiB boxes, the slots' rounds, the 64 KiB block route).
+std::size_t draw_bytes(std::mt19937_64& random) {
+  const int kind = std::uniform_int_distribution<int>(0, 99)(random);
+  auto between = [&](std::size_t low, std::size_t high) {
+    return std::uniform_int_distribution<std::size_t>(low, high)(random);
+  };
+  if (kind < 6) return 0;
+  if (kind < 12) return 1;
+  if (kind < 35) return between(2, 256);
+  if (kind < 55) return between(257, 4300);
+  if (kind < 75) return between(4301, 60000);
+  if (kind < 95) return between(60000, 300000);
+  return between(300000, 1200000);
+}
+
+Call draw_call(int index, std::mt19937_64& random, const Communicator& world) {
+  auto pick = [&](std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(random);
+  };
+  auto chance = [&](int percent) { return static_cast<int>(pick(100)) < percent; };
+  const auto kinds = cases::kinds_with_cases();
+  Call call;
+  call.index = index;
+  // Never a multiple of the pattern's period: every call's inputs differ
+  // from the previous one's at every index.
+  call.salt = 1 + static_cast<std::uint64_t>(index) % (cases::kValuePeriod - 1);
+  if (world.size() > 1 && chance(8)) {
+    call.point_to_point = true;
+    call.shift = 1 + static_cast<int>(pick(static_cast<std::size_t>(world.size() - 1)));
+    call.recv_first = chance(50);
+    call.type = kTypes[pick(std::size(kTypes))];
+    call.count = draw_bytes(random) / element_size(call.type);
+    return call;
+  }
+  call.kind = kinds[pick(kinds.size())];
+  const auto c = cases::make_collective_case(call.kind);
+  call.type = kTypes[pick(std::size(kTypes))];
+  if (c->reduces()) call.op = kOps[pick(std::size(kOps))];
+  const std::size_t element = element_size(call.type);
+  const std::size_t bytes = draw_bytes(random);
+  call.count = bytes == 0 ? 0 : std::max<std::size_t>(1, bytes / element);
+  if (c->per_rank_counts()) {
+    const std::size_t uneven[] = {1, 1, 4, 0, 2};
+    call.uneven = uneven[pick(std::size(uneven))];
+    if (call.uneven > 1) call.count /= call.uneven;  // rank 0's block stays in the same class
+  }
+  if (c->rooted()) call.root = static_cast<int>(pick(static_cast<std::size_t>(world.size())));
+  if (!c->has_out_of_place()) {
+    call.in_place = true;
+  } else if (c->has_in_place()) {
+    call.in_place = chance(30);
+  }
+  // A named algorithm where one serves the call, else AUTO; deterministic
+  // with AUTO only (a named algorithm may not keep it).
+  if (chance(50)) {
+    const Algorithm named = static_cast<Algorithm>(1 + pick(kNumAlgorithms - 1));
+    try {
+      world.choose_algorithm(call.kind, call.count, call.type, named);
+      call.algorithm = named;
+    } catch (const UnsupportedError&) {
+    }
+  }
+  if (call.algorithm == Algorithm::kAuto && c->reduces()) call.deterministic = chance(10);
+  call.started = chance(30);
+  call.shared_buffers = chance(15);
+  call.send_shift = chance(30) ? 1 + pick(3) : 0;
+  call.recv_shift = chance(30) ? 1 + pick(3) : 0;
+  return call;
+}
+
+// A buffer of the call, ordinary or from the communicator's allocator.
+class Buffer {
+ public:
+  Buffer(Communicator& communicator, std::size_t bytes, bool shared)
+      : communicator_(communicator), shared_(shared) {
+    bytes = bytes + 64;  // room for the shift; never empty
+    if (shared_) {
+      data_ = static_cast<std::byte*>(communicator_.allocate(bytes));
+    } else {
+      ordinary_.resize(bytes);
+      data_ = ordinary_.data();
+    }
+  }
+  ~Buffer() {
+    if (shared_) communicator_.deallocate(data_);
+  }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  std::byte* data() { return data_; }
+
+ private:
+  Communicator& communicator_;
+  bool shared_;
+  std::vector<std::byte> ordinary_;
+  std::byte* data_ = nullptr;
+};
+
+// A call issued and not yet checked.
+struct Issued {
+  Call call;
+  std::unique_ptr<CollectiveCase> c;
+  CallArgs args;
+  std::unique_ptr<Buffer> send;
+  std::unique_ptr<Buffer> recv;
+  std::vector<Work> works;
+};
+
+class RandomSequenceTest : public ::testing::Test {
+ protected:
+  Communicator world = Communicator::world();
+  std::uint64_t seed = env_or("COLLECTIVE_TEST_SEED", 1);
+  int calls = static_cast<int>(env_or("COLLECTIVE_TEST_CALLS", 300));
+
+  std::unique_ptr<Issued> issue(const Call& call) {
+    if (call.point_to_point) return exchange(call);
+    auto issued = std::make_unique<Issued>();
+    issued->call = call;
+    issued->c = cases::make_collective_case(call.kind);
+    const CollectiveCase& c = *issued->c;
+    const std::size_t element = element_size(call.type);
+    const cases::Shape shape{world.size(), world.rank(), call.uneven};
+    const Geometry geometry = c.geometry(call.count, element, shape);
+    issued->send = std::make_unique<Buffer>(
+        world, (geometry.send_elements + call.send_shift) * element, call.shared_buffers);
+    issued->recv = std::make_unique<Buffer>(
+        world, (geometry.recv_elements + call.recv_shift) * element, call.shared_buffers);
+    CallArgs& args = issued->args;
+    args.send_base = issued->send->data() + call.send_shift * element;
+    args.recv_base = issued->recv->data() + call.recv_shift * element;
+    args.count = call.count;
+    args.type = call.type;
+    args.op = call.op;
+    args.root = call.root;
+    args.algorithm = call.algorithm;
+    args.deterministic = call.deterministic;
+    args.in_place = call.in_place;
+    args.rank = world.rank();
+    args.ranks = world.size();
+    args.uneven = call.uneven;
+    c.place(args);
+    cases::fill_sentinel(call.type, Region{args.recv_base, geometry.recv_elements, 0});
+    const cases::ValuePattern pattern = c.pattern(args);
+    for (Region input : c.inputs(args)) {
+      input.first_index += call.salt;
+      cases::fill_inputs(pattern, args.rank, input);
+    }
+    if (call.started) {
+      issued->works.push_back(c.start(world, args));
+    } else {
+      c.run(world, args);
+    }
+    return issued;
+  }
+
+  // Both halves of a point-to-point exchange, started.
+  std::unique_ptr<Issued> exchange(const Call& call) {
+    auto issued = std::make_unique<Issued>();
+    issued->call = call;
+    const std::size_t bytes = call.count * element_size(call.type);
+    issued->send = std::make_unique<Buffer>(world, bytes, false);
+    issued->recv = std::make_unique<Buffer>(world, bytes, false);
+    const int ranks = world.size();
+    const int to = (world.rank() + call.shift) % ranks;
+    const int from = (world.rank() - call.shift + ranks) % ranks;
+    cases::fill_sentinel(call.type, Region{issued->recv->data(), call.count, 0});
+    cases::fill_inputs(cases::ValuePattern::copy(call.type, ranks), world.rank(),
+                       Region{issued->send->data(), call.count, call.salt});
+    PointToPointOptions options;
+    options.tag = call.index;
+    auto receive = [&] {
+      issued->works.push_back(
+          world.recv_async(issued->recv->data(), call.count, call.type, from, options));
+    };
+    if (call.recv_first) receive();
+    issued->works.push_back(
+        world.send_async(issued->send->data(), call.count, call.type, to, options));
+    if (!call.recv_first) receive();
+    return issued;
+  }
+
+  void finish(Issued& issued) {
+    for (Work& work : issued.works) work.wait();
+    if (issued.call.point_to_point) {
+      const int ranks = world.size();
+      const int from = (world.rank() - issued.call.shift + ranks) % ranks;
+      ResultLayout layout{issued.recv->data(),
+                          {cases::ResultPart{0, issued.call.count, from, issued.call.salt}}};
+      const WrongElements wrong =
+          cases::check_result(cases::ValuePattern::copy(issued.call.type, ranks), layout);
+      EXPECT_EQ(wrong.count, 0u) << describe(issued.call, seed) << "\n"
+                                 << cases::describe_wrong(wrong, world.rank());
+      return;
+    }
+    ResultLayout layout = issued.c->result(issued.args);
+    for (cases::ResultPart& part : layout.parts) {
+      if (part.from_rank != cases::kUntouched) part.first_index += issued.call.salt;
+    }
+    const WrongElements wrong = issued.c->check(issued.args, layout);
+    EXPECT_EQ(wrong.count, 0u) << describe(issued.call, seed) << "\n"
+                               << cases::describe_wrong(wrong, world.rank());
+  }
+};
+
+TEST_F(RandomSequenceTest, EveryResultExact) {
+  std::mt19937_64 random(seed);
+  std::vector<Call> program;
+  for (int i = 0; i < calls; ++i) program.push_back(draw_call(i, random, world));
+  if (world.rank() == 0) {
+    std::printf("seed %llu, %d calls\n", static_cast<unsigned long long>(seed), calls);
+  }
+
+  std::deque<std::unique_ptr<Issued>> in_flight;
+  for (const Call& call : program) {
+    std::unique_ptr<Issued> issued;
+    try {
+      issued = issue(call);
+    } catch (const Error& error) {
+      FAIL() << "rank " << world.rank() << ": " << describe(call, seed) << " raised "
+             << error.what();
+    }
+    if (!call.started && !call.point_to_point) {
+      finish(*issued);
+    } else {
+      in_flight.push_back(std::move(issued));
+    }
+    // Up to three in flight; the one waited for is drawn (the same on every
+    // rank: waiting is local, so any order is a correct program).
+    while (in_flight.size() > 3 || (!in_flight.empty() && random() % 4 == 0)) {
+      const std::size_t which = random() % in_flight.size();
+      try {
+        finish(*in_flight[which]);
+      } catch (const Error& error) {
+        FAIL() << "rank " << world.rank() << ": " << describe(in_flight[which]->call, seed)
+               << " raised " << error.what();
+      }
+      in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(which));
+    }
+  }
+  while (!in_flight.empty()) {
+    finish(*in_flight.front());
+    in_flight.pop_front();
+  }
+}
+
+}  // namespace
+}  // namespace collective
