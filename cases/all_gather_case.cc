@@ -53,6 +53,12 @@ class AllGatherCase final : public CollectiveCase {
     return communicator.all_gather_async(args.send, args.recv, args.count, args.type, options);
   }
 
+  Plan prepare(Communicator& communicator, const CallArgs& args) const override {
+    AllGatherOptions options;
+    options.algorithm = args.algorithm;
+    return communicator.all_gather_init(args.send, args.recv, args.count, args.type, options);
+  }
+
  protected:
   std::size_t elements_per_count(const Shape& shape) const override {
     return static_cast<std::size_t>(shape.ranks);

@@ -62,6 +62,13 @@ class AllGatherVCase final : public CollectiveCase {
                                            args.recv_displacements, args.type, options);
   }
 
+  Plan prepare(Communicator& communicator, const CallArgs& args) const override {
+    AllGatherOptions options;
+    options.algorithm = args.algorithm;
+    return communicator.all_gather_v_init(args.send, own_count(args), args.recv, args.recv_counts,
+                                          args.recv_displacements, args.type, options);
+  }
+
  protected:
   std::size_t elements_per_count(const Shape& shape) const override {
     return shape.uneven + static_cast<std::size_t>(shape.ranks) - 1;

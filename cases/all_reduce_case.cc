@@ -46,6 +46,14 @@ class AllReduceCase final : public CollectiveCase {
     options.deterministic = args.deterministic;
     return communicator.all_reduce_async(args.send, args.recv, args.count, args.type, options);
   }
+
+  Plan prepare(Communicator& communicator, const CallArgs& args) const override {
+    AllReduceOptions options;
+    options.algorithm = args.algorithm;
+    options.op = args.op;
+    options.deterministic = args.deterministic;
+    return communicator.all_reduce_init(args.send, args.recv, args.count, args.type, options);
+  }
 };
 
 }  // namespace

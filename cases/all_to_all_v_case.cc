@@ -90,6 +90,14 @@ class AllToAllVCase final : public CollectiveCase {
                                            args.type, options);
   }
 
+  Plan prepare(Communicator& communicator, const CallArgs& args) const override {
+    AllToAllOptions options;
+    options.algorithm = args.algorithm;
+    return communicator.all_to_all_v_init(args.send, args.send_counts, args.send_displacements,
+                                          args.recv, args.recv_counts, args.recv_displacements,
+                                          args.type, options);
+  }
+
  protected:
   std::size_t elements_per_count(const Shape& shape) const override {
     return static_cast<std::size_t>(shape.ranks);

@@ -47,6 +47,13 @@ class BroadcastCase final : public CollectiveCase {
     options.root = args.root;
     return communicator.broadcast_async(args.recv, args.count, args.type, options);
   }
+
+  Plan prepare(Communicator& communicator, const CallArgs& args) const override {
+    BroadcastOptions options;
+    options.algorithm = args.algorithm;
+    options.root = args.root;
+    return communicator.broadcast_init(args.recv, args.count, args.type, options);
+  }
 };
 
 }  // namespace

@@ -125,6 +125,9 @@ class CollectiveCase {
   // The same call started through its `_async` form (collective_bench
   // --nonblocking): the buffers belong to it until the Work is waited for.
   virtual Work start(Communicator& communicator, const CallArgs& args) const = 0;
+  // The same call as a persistent plan (its `_init` form), made once and
+  // started many times (plan.h).
+  virtual Plan prepare(Communicator& communicator, const CallArgs& args) const = 0;
 
  protected:
   // How many elements of the reported size one unit of `count` stands for.

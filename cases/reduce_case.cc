@@ -51,6 +51,15 @@ class ReduceCase final : public CollectiveCase {
     options.root = args.root;
     return communicator.reduce_async(args.send, args.recv, args.count, args.type, options);
   }
+
+  Plan prepare(Communicator& communicator, const CallArgs& args) const override {
+    ReduceOptions options;
+    options.algorithm = args.algorithm;
+    options.op = args.op;
+    options.deterministic = args.deterministic;
+    options.root = args.root;
+    return communicator.reduce_init(args.send, args.recv, args.count, args.type, options);
+  }
 };
 
 }  // namespace

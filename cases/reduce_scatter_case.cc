@@ -50,6 +50,14 @@ class ReduceScatterCase final : public CollectiveCase {
     return communicator.reduce_scatter_async(args.send, args.recv, args.count, args.type, options);
   }
 
+  Plan prepare(Communicator& communicator, const CallArgs& args) const override {
+    ReduceScatterOptions options;
+    options.algorithm = args.algorithm;
+    options.op = args.op;
+    options.deterministic = args.deterministic;
+    return communicator.reduce_scatter_init(args.send, args.recv, args.count, args.type, options);
+  }
+
  protected:
   std::size_t elements_per_count(const Shape& shape) const override {
     return static_cast<std::size_t>(shape.ranks);

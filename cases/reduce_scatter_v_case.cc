@@ -57,6 +57,15 @@ class ReduceScatterVCase final : public CollectiveCase {
                                                options);
   }
 
+  Plan prepare(Communicator& communicator, const CallArgs& args) const override {
+    ReduceScatterOptions options;
+    options.algorithm = args.algorithm;
+    options.op = args.op;
+    options.deterministic = args.deterministic;
+    return communicator.reduce_scatter_v_init(args.send, args.recv, args.recv_counts, args.type,
+                                              options);
+  }
+
  protected:
   std::size_t elements_per_count(const Shape& shape) const override {
     return shape.uneven + static_cast<std::size_t>(shape.ranks) - 1;

@@ -66,6 +66,14 @@ class ScatterVCase final : public CollectiveCase {
                                         args.recv, own_count(args), args.type, options);
   }
 
+  Plan prepare(Communicator& communicator, const CallArgs& args) const override {
+    ScatterOptions options;
+    options.algorithm = args.algorithm;
+    options.root = args.root;
+    return communicator.scatter_v_init(args.send, args.send_counts, args.send_displacements,
+                                       args.recv, own_count(args), args.type, options);
+  }
+
  protected:
   std::size_t elements_per_count(const Shape& shape) const override {
     return shape.uneven + static_cast<std::size_t>(shape.ranks) - 1;

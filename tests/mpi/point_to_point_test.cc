@@ -132,32 +132,60 @@ TEST(PointToPoint, DisagreementIsAMismatchOnBothRanks) {
   ring_exchange(comm, 33, DataType::kUInt8, 0, 99);
 }
 
-// Both ranks sending to each other first: each send waits for a recv
-// that its peer makes only after its own send (synchronous sends, as
-// MPI_Ssend), so both end in a TimeoutError naming the peer and the
-// verdict they waited for, and that communicator is closed.
-TEST(PointToPoint, BothSendingFirstTimesOutNamingThePeer) {
+// A blocking send against the peer's started send and recv pairs (the
+// started calls run beside each other), small and past the eager limit.
+// Both ranks in a blocking send to each other wait for receives neither
+// makes (synchronous sends, as two MPI_Ssend): both end in a TimeoutError
+// naming the peer and the verdict they waited for; send and recv of that
+// communicator are closed then, its collectives go on.
+TEST(PointToPoint, BlockingAgainstStartedPairsAndBothBlockingTimesOut) {
   Communicator comm = Communicator::world();
   if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
-  if (comm.rank() <= 1) {
-    const int peer = 1 - comm.rank();
+  const int rank = comm.rank();
+  if (rank <= 1) {
+    const int peer = 1 - rank;
+    for (const std::size_t count : {std::size_t{12}, std::size_t{50000}}) {
+      std::vector<std::int32_t> out(count), in(count, -1);
+      for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<std::int32_t>(rank * 1000 + i);
+      if (rank == 0) {
+        comm.send(out.data(), count, DataType::kInt32, peer);
+        comm.recv(in.data(), count, DataType::kInt32, peer);
+      } else {
+        collective::Work sent = comm.send_async(out.data(), count, DataType::kInt32, peer);
+        collective::Work received = comm.recv_async(in.data(), count, DataType::kInt32, peer);
+        received.wait();
+        sent.wait();
+      }
+      for (std::size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(in[i], static_cast<std::int32_t>(peer * 1000 + i))
+            << "rank " << rank << " count " << count << " index " << i;
+      }
+    }
     std::vector<std::uint8_t> data(10, kUntouched);
     PointToPointOptions options;
     options.timeout = std::chrono::milliseconds(1500);
     try {
       comm.send(data.data(), 10, DataType::kUInt8, peer, options);
-      FAIL() << "rank " << comm.rank() << ": no TimeoutError";
+      FAIL() << "rank " << rank << ": no TimeoutError";
     } catch (const collective::TimeoutError& error) {
       const std::string text = error.what();
       EXPECT_NE(text.find("waiting for rank " + std::to_string(peer)), std::string::npos) << text;
       EXPECT_NE(text.find("the matching recv's verdict"), std::string::npos) << text;
     }
     for (std::size_t i = 0; i < data.size(); ++i) ASSERT_EQ(data[i], kUntouched) << "index " << i;
+    try {
+      comm.recv(data.data(), 10, DataType::kUInt8, peer);
+      FAIL() << "rank " << rank << ": recv after the failure raised nothing";
+    } catch (const collective::CommunicationError& error) {
+      EXPECT_NE(std::string(error.what()).find("send and recv unusable"), std::string::npos)
+          << error.what();
+    }
   }
-  // Another communicator is not affected.
-  Communicator other = Communicator::world();
-  other.barrier();
-  ring_exchange(other, 33, DataType::kUInt8, 0, 99);
+  // The collectives go on.
+  std::int64_t value = rank + 1;
+  comm.all_reduce(&value, &value, 1, DataType::kInt64);
+  const std::int64_t p = comm.size();
+  ASSERT_EQ(value, p * (p + 1) / 2) << "rank " << rank;
 }
 
 TEST(PointToPoint, BadArgumentsAreRefusedBeforeAnyMessage) {

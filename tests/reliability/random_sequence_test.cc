@@ -5,7 +5,8 @@
 // the block route's thresholds), root, per-rank counts, placement,
 // alignment, buffers (ordinary or Communicator::allocate) and whether it
 // is started (`_async`, up to three in flight, waited for in any order);
-// between them, point-to-point exchanges along a shift of the ranks.
+// between them, point-to-point exchanges along a shift of the ranks, and
+// persistent plans made of such calls and started again and again.
 // Every call gets inputs of its own (the value pattern shifted by a salt),
 // so a result left over from an earlier call, or read from a slot or box
 // an earlier call filled, fails the check.
@@ -59,6 +60,7 @@ struct Call {
   bool point_to_point = false;
   int shift = 0;
   bool recv_first = false;
+  bool blocking_send = false;  // recv started first, then the blocking send
   CollectiveKind kind = CollectiveKind::kAllReduce;
   Algorithm algorithm = Algorithm::kAuto;
   DataType type = DataType::kFloat32;
@@ -73,15 +75,26 @@ struct Call {
   std::size_t send_shift = 0;   // elements past the buffer's start
   std::size_t recv_shift = 0;
   std::uint64_t salt = 0;  // added to every element index of the pattern
-  int wait_after = -1;     // started: wait for in-flight call #k of the list
+  // Persistent plans: this call's collective made into a plan (kept for
+  // the rest of the program), or a start of plan #plan_index with inputs of
+  // this call's salt.
+  enum class PlanAction { kNone, kCreate, kStart };
+  PlanAction plan = PlanAction::kNone;
+  std::size_t plan_index = 0;
 };
 
 std::string describe(const Call& call, std::uint64_t seed) {
   std::ostringstream out;
   out << "call " << call.index << " of seed " << seed << ": ";
+  if (call.plan == Call::PlanAction::kStart) {
+    out << "start of plan #" << call.plan_index << " salt " << call.salt;
+    return out.str();
+  }
+  if (call.plan == Call::PlanAction::kCreate) out << "plan of ";
   if (call.point_to_point) {
     out << "send/recv along shift " << call.shift << " " << to_string(call.type) << " count "
-        << call.count << (call.recv_first ? " recv first" : " send first") << " salt " << call.salt;
+        << call.count << (call.recv_first ? " recv first" : " send first")
+        << (call.blocking_send ? ", blocking send" : "") << " salt " << call.salt;
     return out.str();
   }
   out << cases::make_collective_case(call.kind)->name() << " " << to_string(call.algorithm) << " "
@@ -112,7 +125,7 @@ std::size_t draw_bytes(std::mt19937_64& random) {
   return between(300000, 1200000);
 }
 
-Call draw_call(int index, std::mt19937_64& random, const Communicator& world) {
+Call draw_call(int index, std::mt19937_64& random, const Communicator& world, std::size_t& plans) {
   auto pick = [&](std::size_t n) {
     return std::uniform_int_distribution<std::size_t>(0, n - 1)(random);
   };
@@ -123,10 +136,17 @@ Call draw_call(int index, std::mt19937_64& random, const Communicator& world) {
   // Never a multiple of the pattern's period: every call's inputs differ
   // from the previous one's at every index.
   call.salt = 1 + static_cast<std::uint64_t>(index) % (cases::kValuePeriod - 1);
-  if (world.size() > 1 && chance(8)) {
+  const int action = static_cast<int>(pick(100));
+  if (action < 12 && plans > 0) {
+    call.plan = Call::PlanAction::kStart;
+    call.plan_index = pick(plans);
+    return call;
+  }
+  if (world.size() > 1 && action >= 12 && action < 20) {
     call.point_to_point = true;
     call.shift = 1 + static_cast<int>(pick(static_cast<std::size_t>(world.size() - 1)));
     call.recv_first = chance(50);
+    call.blocking_send = call.recv_first && chance(50);
     call.type = kTypes[pick(std::size(kTypes))];
     call.count = draw_bytes(random) / element_size(call.type);
     return call;
@@ -164,6 +184,11 @@ Call draw_call(int index, std::mt19937_64& random, const Communicator& world) {
   call.shared_buffers = chance(15);
   call.send_shift = chance(30) ? 1 + pick(3) : 0;
   call.recv_shift = chance(30) ? 1 + pick(3) : 0;
+  if (plans < 4 && chance(6)) {
+    call.plan = Call::PlanAction::kCreate;
+    call.started = false;
+    ++plans;
+  }
   return call;
 }
 
@@ -194,13 +219,29 @@ class Buffer {
   std::byte* data_ = nullptr;
 };
 
+// A collective's case, arguments and buffers: one call's, or a plan's,
+// which its starts share.
+struct Prepared {
+  std::unique_ptr<CollectiveCase> c;
+  CallArgs args;
+  std::size_t recv_elements = 0;
+  std::unique_ptr<Buffer> send;
+  std::unique_ptr<Buffer> recv;
+};
+
+// A plan of the program and whether a start of it is unchecked.
+struct PlanSlot {
+  Call made_by;
+  std::shared_ptr<Prepared> prepared;
+  std::optional<Plan> plan;
+  bool in_flight = false;
+};
+
 // A call issued and not yet checked.
 struct Issued {
   Call call;
-  std::unique_ptr<CollectiveCase> c;
-  CallArgs args;
-  std::unique_ptr<Buffer> send;
-  std::unique_ptr<Buffer> recv;
+  std::shared_ptr<Prepared> prepared;
+  PlanSlot* plan = nullptr;  // a plan's start
   std::vector<Work> works;
 };
 
@@ -209,23 +250,24 @@ class RandomSequenceTest : public ::testing::Test {
   Communicator world = Communicator::world();
   std::uint64_t seed = env_or("COLLECTIVE_TEST_SEED", 1);
   int calls = static_cast<int>(env_or("COLLECTIVE_TEST_CALLS", 300));
+  std::vector<std::unique_ptr<PlanSlot>> plans;
+  std::deque<std::unique_ptr<Issued>> in_flight;
 
-  std::unique_ptr<Issued> issue(const Call& call) {
-    if (call.point_to_point) return exchange(call);
-    auto issued = std::make_unique<Issued>();
-    issued->call = call;
-    issued->c = cases::make_collective_case(call.kind);
-    const CollectiveCase& c = *issued->c;
+  std::shared_ptr<Prepared> prepare(const Call& call) {
+    auto prepared = std::make_shared<Prepared>();
+    prepared->c = cases::make_collective_case(call.kind);
+    const CollectiveCase& c = *prepared->c;
     const std::size_t element = element_size(call.type);
     const cases::Shape shape{world.size(), world.rank(), call.uneven};
     const Geometry geometry = c.geometry(call.count, element, shape);
-    issued->send = std::make_unique<Buffer>(
+    prepared->recv_elements = geometry.recv_elements;
+    prepared->send = std::make_unique<Buffer>(
         world, (geometry.send_elements + call.send_shift) * element, call.shared_buffers);
-    issued->recv = std::make_unique<Buffer>(
+    prepared->recv = std::make_unique<Buffer>(
         world, (geometry.recv_elements + call.recv_shift) * element, call.shared_buffers);
-    CallArgs& args = issued->args;
-    args.send_base = issued->send->data() + call.send_shift * element;
-    args.recv_base = issued->recv->data() + call.recv_shift * element;
+    CallArgs& args = prepared->args;
+    args.send_base = prepared->send->data() + call.send_shift * element;
+    args.recv_base = prepared->recv->data() + call.recv_shift * element;
     args.count = call.count;
     args.type = call.type;
     args.op = call.op;
@@ -237,17 +279,67 @@ class RandomSequenceTest : public ::testing::Test {
     args.ranks = world.size();
     args.uneven = call.uneven;
     c.place(args);
-    cases::fill_sentinel(call.type, Region{args.recv_base, geometry.recv_elements, 0});
-    const cases::ValuePattern pattern = c.pattern(args);
-    for (Region input : c.inputs(args)) {
-      input.first_index += call.salt;
+    return prepared;
+  }
+
+  // The sentinel in the receive buffer, then this rank's inputs for `salt`.
+  static void fill(const Prepared& prepared, std::uint64_t salt) {
+    const CallArgs& args = prepared.args;
+    cases::fill_sentinel(args.type, Region{args.recv_base, prepared.recv_elements, 0});
+    const cases::ValuePattern pattern = prepared.c->pattern(args);
+    for (Region input : prepared.c->inputs(args)) {
+      input.first_index += salt;
       cases::fill_inputs(pattern, args.rank, input);
     }
-    if (call.started) {
-      issued->works.push_back(c.start(world, args));
-    } else {
-      c.run(world, args);
+  }
+
+  // Runs or starts the call; null when it was a plan's creation.
+  std::unique_ptr<Issued> issue(const Call& call) {
+    if (call.point_to_point) return exchange(call);
+    if (call.plan == Call::PlanAction::kStart) return start_plan(call);
+    auto issued = std::make_unique<Issued>();
+    issued->call = call;
+    issued->prepared = prepare(call);
+    const Prepared& prepared = *issued->prepared;
+    if (call.plan == Call::PlanAction::kCreate) {
+      auto slot = std::make_unique<PlanSlot>();
+      slot->made_by = call;
+      slot->prepared = issued->prepared;
+      slot->plan.emplace(prepared.c->prepare(world, prepared.args));
+      plans.push_back(std::move(slot));
+      return nullptr;
     }
+    fill(prepared, call.salt);
+    if (call.started) {
+      issued->works.push_back(prepared.c->start(world, prepared.args));
+    } else {
+      prepared.c->run(world, prepared.args);
+    }
+    return issued;
+  }
+
+  // A start of an earlier plan, on new inputs; its previous start is
+  // checked first (a plan has one start in flight at most).
+  std::unique_ptr<Issued> start_plan(const Call& call) {
+    PlanSlot& slot = *plans.at(call.plan_index);
+    if (slot.in_flight) {
+      for (auto it = in_flight.begin(); it != in_flight.end(); ++it) {
+        if ((*it)->plan != &slot) continue;
+        finish(**it);
+        in_flight.erase(it);
+        break;
+      }
+    }
+    auto issued = std::make_unique<Issued>();
+    issued->call = slot.made_by;
+    issued->call.index = call.index;
+    issued->call.salt = call.salt;
+    issued->call.started = true;
+    issued->prepared = slot.prepared;
+    issued->plan = &slot;
+    fill(*slot.prepared, call.salt);
+    issued->works.push_back(slot.plan->start());
+    slot.in_flight = true;
     return issued;
   }
 
@@ -255,34 +347,42 @@ class RandomSequenceTest : public ::testing::Test {
   std::unique_ptr<Issued> exchange(const Call& call) {
     auto issued = std::make_unique<Issued>();
     issued->call = call;
+    issued->prepared = std::make_shared<Prepared>();
+    Prepared& prepared = *issued->prepared;
     const std::size_t bytes = call.count * element_size(call.type);
-    issued->send = std::make_unique<Buffer>(world, bytes, false);
-    issued->recv = std::make_unique<Buffer>(world, bytes, false);
+    prepared.send = std::make_unique<Buffer>(world, bytes, false);
+    prepared.recv = std::make_unique<Buffer>(world, bytes, false);
     const int ranks = world.size();
     const int to = (world.rank() + call.shift) % ranks;
     const int from = (world.rank() - call.shift + ranks) % ranks;
-    cases::fill_sentinel(call.type, Region{issued->recv->data(), call.count, 0});
+    cases::fill_sentinel(call.type, Region{prepared.recv->data(), call.count, 0});
     cases::fill_inputs(cases::ValuePattern::copy(call.type, ranks), world.rank(),
-                       Region{issued->send->data(), call.count, call.salt});
+                       Region{prepared.send->data(), call.count, call.salt});
     PointToPointOptions options;
     options.tag = call.index;
     auto receive = [&] {
       issued->works.push_back(
-          world.recv_async(issued->recv->data(), call.count, call.type, from, options));
+          world.recv_async(prepared.recv->data(), call.count, call.type, from, options));
     };
     if (call.recv_first) receive();
-    issued->works.push_back(
-        world.send_async(issued->send->data(), call.count, call.type, to, options));
+    if (call.blocking_send) {
+      world.send(prepared.send->data(), call.count, call.type, to, options);
+    } else {
+      issued->works.push_back(
+          world.send_async(prepared.send->data(), call.count, call.type, to, options));
+    }
     if (!call.recv_first) receive();
     return issued;
   }
 
   void finish(Issued& issued) {
+    if (issued.plan != nullptr) issued.plan->in_flight = false;
     for (Work& work : issued.works) work.wait();
+    const Prepared& prepared = *issued.prepared;
     if (issued.call.point_to_point) {
       const int ranks = world.size();
       const int from = (world.rank() - issued.call.shift + ranks) % ranks;
-      ResultLayout layout{issued.recv->data(),
+      ResultLayout layout{prepared.recv->data(),
                           {cases::ResultPart{0, issued.call.count, from, issued.call.salt}}};
       const WrongElements wrong =
           cases::check_result(cases::ValuePattern::copy(issued.call.type, ranks), layout);
@@ -290,12 +390,13 @@ class RandomSequenceTest : public ::testing::Test {
                                  << cases::describe_wrong(wrong, world.rank());
       return;
     }
-    ResultLayout layout = issued.c->result(issued.args);
+    ResultLayout layout = prepared.c->result(prepared.args);
     for (cases::ResultPart& part : layout.parts) {
       if (part.from_rank != cases::kUntouched) part.first_index += issued.call.salt;
     }
-    const WrongElements wrong = issued.c->check(issued.args, layout);
-    EXPECT_EQ(wrong.count, 0u) << describe(issued.call, seed) << "\n"
+    const WrongElements wrong = prepared.c->check(prepared.args, layout);
+    EXPECT_EQ(wrong.count, 0u) << describe(issued.call, seed)
+                               << (issued.plan != nullptr ? " (a plan's start)" : "") << "\n"
                                << cases::describe_wrong(wrong, world.rank());
   }
 };
@@ -303,12 +404,20 @@ class RandomSequenceTest : public ::testing::Test {
 TEST_F(RandomSequenceTest, EveryResultExact) {
   std::mt19937_64 random(seed);
   std::vector<Call> program;
-  for (int i = 0; i < calls; ++i) program.push_back(draw_call(i, random, world));
+  std::size_t plans_drawn = 0;
+  for (int i = 0; i < calls; ++i) program.push_back(draw_call(i, random, world, plans_drawn));
   if (world.rank() == 0) {
-    std::printf("seed %llu, %d calls\n", static_cast<unsigned long long>(seed), calls);
+    int started = 0, exchanges = 0, plan_starts = 0;
+    for (const Call& call : program) {
+      started += call.started ? 1 : 0;
+      exchanges += call.point_to_point ? 1 : 0;
+      plan_starts += call.plan == Call::PlanAction::kStart ? 1 : 0;
+    }
+    std::printf(
+        "seed %llu, %d calls: %d started, %d send/recv exchanges, %zu plans started %d times\n",
+        static_cast<unsigned long long>(seed), calls, started, exchanges, plans_drawn, plan_starts);
   }
 
-  std::deque<std::unique_ptr<Issued>> in_flight;
   for (const Call& call : program) {
     std::unique_ptr<Issued> issued;
     try {
@@ -317,10 +426,12 @@ TEST_F(RandomSequenceTest, EveryResultExact) {
       FAIL() << "rank " << world.rank() << ": " << describe(call, seed) << " raised "
              << error.what();
     }
-    if (!call.started && !call.point_to_point) {
-      finish(*issued);
-    } else {
-      in_flight.push_back(std::move(issued));
+    if (issued != nullptr) {
+      if (issued->works.empty()) {
+        finish(*issued);
+      } else {
+        in_flight.push_back(std::move(issued));
+      }
     }
     // Up to three in flight; the one waited for is drawn (the same on every
     // rank: waiting is local, so any order is a correct program).

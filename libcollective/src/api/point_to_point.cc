@@ -36,6 +36,7 @@
 #include "core/exclusive_use.h"
 #include "core/mpi_thread_level.h"
 #include "core/request.h"
+#include "core/scratch_buffer.h"
 #include "gpu/device_runtime.h"
 #include "transport/mpi/peer_exchange.h"
 
@@ -170,12 +171,12 @@ struct PairMessages {
   PeerExchange data;
 };
 
-// The call's own buffer for its record and verdict: calls on several
-// threads at once (the per-peer engines, the collectives' thread) share no
-// scratch.
-std::vector<std::byte>& message_buffer(std::size_t bytes) {
-  thread_local std::vector<std::byte> buffer;
-  if (buffer.size() < bytes) buffer.resize(bytes);
+// The buffer of this thread's call for its record and verdict: calls on
+// several threads at once (the per-peer engines, the caller's, the
+// collectives' thread) share no scratch. Abandoned (left to MPI) when a
+// call fails with requests that MPI may still complete.
+internal::ScratchBuffer& message_buffer() {
+  thread_local internal::ScratchBuffer buffer;
   return buffer;
 }
 
@@ -184,7 +185,7 @@ void run_send(CommunicatorState& state, Request& request, const CallRecord& mine
   PairMessages messages(request, state, "send");
   const std::size_t bytes = request.bytes();
   const bool inline_data = bytes <= eager;
-  std::byte* out = message_buffer(2 * sizeof(CallRecord) + eager).data();
+  std::byte* out = message_buffer().get(2 * sizeof(CallRecord) + eager);
   std::byte* in = out + sizeof(CallRecord) + eager;
   CallRecord record = mine;
   record.flag = inline_data ? 1 : 0;
@@ -206,7 +207,7 @@ void run_send(CommunicatorState& state, Request& request, const CallRecord& mine
 void run_recv(CommunicatorState& state, Request& request, const CallRecord& mine,
               std::size_t eager) {
   PairMessages messages(request, state, "recv");
-  std::byte* in = message_buffer(2 * sizeof(CallRecord) + eager).data();
+  std::byte* in = message_buffer().get(2 * sizeof(CallRecord) + eager);
   std::byte* out = in + sizeof(CallRecord) + eager;
   messages.record.recv(in, sizeof(CallRecord) + eager, request.peer, "the matching send's record");
   messages.record.wait_all();
@@ -258,8 +259,8 @@ std::uint64_t take_pair_number(CommunicatorState& state, bool sending, int peer)
   return calls[static_cast<std::size_t>(peer)]++;
 }
 
-// The first failure of a started send or recv, which every later one
-// raises (CommunicatorState::point_to_point_failed).
+// The first failure of a send or recv, which every later one raises
+// (CommunicatorState::point_to_point_failed).
 void require_point_to_point_usable(CommunicatorState& state, const Request& request) {
   if (!state.point_to_point_failed.load(std::memory_order_acquire)) return;
   std::string cause;
@@ -267,9 +268,8 @@ void require_point_to_point_usable(CommunicatorState& state, const Request& requ
     const std::lock_guard<std::mutex> lock(state.point_to_point_failure_mutex);
     cause = state.point_to_point_failure;
   }
-  throw CommunicationError(
-      request.label(), state.rank,
-      "send and recv unusable after an earlier failure of a started one: " + cause);
+  throw CommunicationError(request.label(), state.rank,
+                           "send and recv unusable after an earlier failure of one: " + cause);
 }
 
 void record_point_to_point_failure(CommunicatorState& state, const CommunicationError& error) {
@@ -280,22 +280,22 @@ void record_point_to_point_failure(CommunicatorState& state, const Communication
 }
 
 // The exchange itself, its arguments checked and its pair number taken.
-// `started`: on a per-peer engine's thread (or a waiter's), beside the
-// caller's calls, so it claims nothing of the communicator and a failure
-// closes send and recv only; blocking: on the caller's thread, with
-// nothing else in flight, as any call.
+// `claim`: below MPI_THREAD_MULTIPLE, where nothing else of the
+// communicator can be in flight, the call claims it as any call does;
+// otherwise it runs beside the calls in flight (the collectives' thread,
+// the other peers' and directions' engines) and claims nothing.
 void run_point_to_point(CommunicatorState& state, bool sending, Request request,
-                        const PointToPointOptions& options, bool started) {
+                        const PointToPointOptions& options, bool claim) {
   std::optional<internal::ExclusiveUse> exclusive;
   const internal::EnvParams* params = nullptr;
-  if (started) {
-    require_point_to_point_usable(state, request);
-    params = &internal::env_params();
-  } else {
+  if (claim) {
     exclusive.emplace(state, sending ? internal::ExclusiveUse::Operation::kSend
                                      : internal::ExclusiveUse::Operation::kRecv);
     params = &internal::require_usable(state, [&] { return request.label(); });
+  } else {
+    params = &internal::env_params();
   }
+  require_point_to_point_usable(state, request);
   request.timeout =
       options.timeout.count() > 0 ? std::min(options.timeout, kLongestTimeout) : params->timeout;
   request.deadline = internal::Clock::now() + request.timeout;
@@ -312,45 +312,90 @@ void run_point_to_point(CommunicatorState& state, bool sending, Request request,
     }
   } catch (const CommunicationError& error) {
     // Messages of this pair may still be in flight: no later send or recv
-    // could trust what it receives.
+    // could trust what it receives, and MPI may still write this call's
+    // buffer. The collectives go on: no message of a send or recv can
+    // match theirs.
+    message_buffer().abandon();
     record_point_to_point_failure(state, error);
-    if (!started) state.poison(error);
     throw;
   }
 }
 
-// The engine that runs the started calls with `peer` in one direction.
-internal::ProgressEngine& point_to_point_engine(CommunicatorState& state, bool sending, int peer) {
+// The engine that runs the started calls with `peer` in one direction;
+// null when none was made and `make` is false.
+internal::ProgressEngine* point_to_point_engine(CommunicatorState& state, bool sending, int peer,
+                                                bool make) {
   auto& engines = state.point_to_point_engines;
-  if (engines.empty()) engines.resize(2 * static_cast<std::size_t>(state.size));
+  if (engines.empty()) {
+    if (!make) return nullptr;
+    engines.resize(2 * static_cast<std::size_t>(state.size));
+  }
   auto& engine = engines[2 * static_cast<std::size_t>(peer) + (sending ? 1 : 0)];
-  if (!engine) engine = std::make_unique<internal::ProgressEngine>(state);
-  return static_cast<internal::ProgressEngine&>(*engine);
+  if (!engine && make) engine = std::make_unique<internal::ProgressEngine>(state);
+  return static_cast<internal::ProgressEngine*>(engine.get());
 }
 
-// Program order for a blocking send or recv: every started call before it
-// has finished (collectives, sends and recvs alike).
-void finish_point_to_point_in_flight(CommunicatorState& state) {
-  internal::finish_work_in_flight(state);
-  for (auto& engine : state.point_to_point_engines) {
-    if (engine) static_cast<internal::ProgressEngine&>(*engine).drain();
-  }
-}
-
-void point_to_point(CommunicatorState& state, bool sending, const void* buffer, std::size_t count,
-                    DataType type, int peer, const PointToPointOptions& options) {
-  Request request = make_request(sending, buffer, count, type, peer);
-  finish_point_to_point_in_flight(state);  // program order
-  {
-    const internal::ExclusiveUse exclusive(state, sending
-                                                      ? internal::ExclusiveUse::Operation::kSend
-                                                      : internal::ExclusiveUse::Operation::kRecv);
+// The checks of a call that may run beside calls in flight, on the
+// caller's thread: the communicator's state is read only while its
+// collectives' thread is idle.
+void check_beside_calls_in_flight(CommunicatorState& state, const Request& request,
+                                  const PointToPointOptions& options) {
+  const auto* engine = static_cast<const internal::ProgressEngine*>(state.progress_engine.get());
+  if (engine == nullptr || !engine->busy()) {
     internal::require_usable(state, [&] { return request.label(); });
-    validate(request, options, state.rank, state.size);
-    require_point_to_point_usable(state, request);
   }
+  validate(request, options, state.rank, state.size);
+  require_point_to_point_usable(state, request);
+}
+
+// The call queued on the engine of its peer and direction.
+std::shared_ptr<internal::WorkState> queue_point_to_point(CommunicatorState& state, bool sending,
+                                                          const Request& request,
+                                                          const PointToPointOptions& options) {
+  auto call = std::make_unique<internal::QueuedCall>();
+  call->work = std::make_shared<internal::WorkState>(request.label());
+  // The engine outlives every queued call: the state is referred to.
+  call->run_instead = [state = &state, sending, request, options] {
+    run_point_to_point(*state, sending, request, options, false);
+  };
+  call->request = request;
+  std::shared_ptr<internal::WorkState> work = call->work;
+  point_to_point_engine(state, sending, request.peer, true)->enqueue(std::move(call));
+  return work;
+}
+
+// send / recv. Below MPI_THREAD_MULTIPLE nothing can be in flight: the
+// call runs here as any call. Otherwise it runs here too, beside the calls
+// in flight, unless started calls with the same peer and direction are
+// still queued: then it takes its turn behind them (returned, to be
+// waited for). It never waits for the collectives or the other engines,
+// so an MPI_Irecv-then-MPI_Send exchange (recv_async, then send) pairs.
+std::shared_ptr<internal::WorkState> point_to_point(CommunicatorState& state, bool sending,
+                                                    const void* buffer, std::size_t count,
+                                                    DataType type, int peer,
+                                                    const PointToPointOptions& options) {
+  Request request = make_request(sending, buffer, count, type, peer);
+  if (internal::mpi_thread_level() < MPI_THREAD_MULTIPLE) {
+    {
+      const internal::ExclusiveUse exclusive(state, sending
+                                                        ? internal::ExclusiveUse::Operation::kSend
+                                                        : internal::ExclusiveUse::Operation::kRecv);
+      internal::require_usable(state, [&] { return request.label(); });
+      validate(request, options, state.rank, state.size);
+      require_point_to_point_usable(state, request);
+    }
+    request.sequence = take_pair_number(state, sending, peer);
+    run_point_to_point(state, sending, request, options, true);
+    return nullptr;
+  }
+  check_beside_calls_in_flight(state, request, options);
   request.sequence = take_pair_number(state, sending, peer);
+  const internal::ProgressEngine* engine = point_to_point_engine(state, sending, peer, false);
+  if (engine != nullptr && engine->busy()) {
+    return queue_point_to_point(state, sending, request, options);
+  }
   run_point_to_point(state, sending, request, options, false);
+  return nullptr;
 }
 
 // send_async / recv_async: the blocking call's checks on the caller's
@@ -361,12 +406,7 @@ std::shared_ptr<internal::WorkState> point_to_point_async(CommunicatorState& sta
                                                           DataType type, int peer,
                                                           const PointToPointOptions& options) {
   Request request = make_request(sending, buffer, count, type, peer);
-  const auto* engine = static_cast<const internal::ProgressEngine*>(state.progress_engine.get());
-  if (engine == nullptr || !engine->busy()) {
-    internal::require_usable(state, [&] { return request.label(); });
-  }
-  validate(request, options, state.rank, state.size);
-  require_point_to_point_usable(state, request);
+  check_beside_calls_in_flight(state, request, options);
   if (internal::mpi_thread_level() < MPI_THREAD_MULTIPLE) {
     throw InvalidArgumentError(
         request.label() + " (async)", state.rank,
@@ -375,28 +415,23 @@ std::shared_ptr<internal::WorkState> point_to_point_async(CommunicatorState& sta
             ": the library's progress thread calls MPI while the program's threads may too");
   }
   request.sequence = take_pair_number(state, sending, peer);
-  auto call = std::make_unique<internal::QueuedCall>();
-  call->work = std::make_shared<internal::WorkState>(request.label());
-  // The engine outlives every queued call: the state is referred to.
-  call->run_instead = [state = &state, sending, request, options] {
-    run_point_to_point(*state, sending, request, options, true);
-  };
-  call->request = request;
-  std::shared_ptr<internal::WorkState> work = call->work;
-  point_to_point_engine(state, sending, peer).enqueue(std::move(call));
-  return work;
+  return queue_point_to_point(state, sending, request, options);
 }
 
 }  // namespace
 
 void Communicator::send(const void* buffer, std::size_t count, DataType type, int peer,
                         const PointToPointOptions& options) {
-  point_to_point(state(), true, buffer, count, type, peer, options);
+  if (auto queued = point_to_point(state(), true, buffer, count, type, peer, options)) {
+    Work(std::move(queued)).wait();
+  }
 }
 
 void Communicator::recv(void* buffer, std::size_t count, DataType type, int peer,
                         const PointToPointOptions& options) {
-  point_to_point(state(), false, buffer, count, type, peer, options);
+  if (auto queued = point_to_point(state(), false, buffer, count, type, peer, options)) {
+    Work(std::move(queued)).wait();
+  }
 }
 
 Work Communicator::send_async(const void* buffer, std::size_t count, DataType type, int peer,

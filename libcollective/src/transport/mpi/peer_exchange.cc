@@ -39,6 +39,7 @@ PeerExchange::PeerExchange(const Request& request, CommunicatorState& state,
       state_(state),
       algorithm_name_(algorithm_name),
       tag_(tag),
+      uses_state_scratch_(false),
       guard_(request, state, algorithm_name) {}
 
 PeerExchange::~PeerExchange() {
@@ -222,7 +223,7 @@ void PeerExchange::cancel_outstanding() noexcept {
     drop(pending.first);
     for (std::size_t i = pending.rest_begin; i < pending.rest_end; ++i) drop(split_parts_[i]);
   }
-  if (abandoned) {
+  if (abandoned && uses_state_scratch_) {
     // MPI may still touch the scratch areas through the freed requests.
     state_.scratch_in.abandon();
     state_.scratch_work.abandon();

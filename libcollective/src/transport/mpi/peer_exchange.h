@@ -35,7 +35,9 @@ class PeerExchange {
   // gives: one per kind of message (the sender's record, the receiver's
   // verdict, the data), so that the messages of calls in flight at once
   // between two ranks, in either direction, never match another kind's
-  // receive (api/point_to_point.cc).
+  // receive (api/point_to_point.cc). An exchange made with a tag uses
+  // buffers of its caller's only: a request it abandons on failure leaves
+  // the communicator's scratch alone, which another thread may be using.
   static constexpr int kPointToPointRecordTag = 32764;
   static constexpr int kPointToPointVerdictTag = 32765;
   static constexpr int kPointToPointDataTag = 32766;
@@ -94,6 +96,9 @@ class PeerExchange {
   CommunicatorState& state_;
   const char* algorithm_name_;
   int tag_;
+  // A collective's exchange (by sequence number), whose buffers may be the
+  // communicator's scratch; not send/recv's (made with a tag).
+  bool uses_state_scratch_ = true;
   WaitGuard guard_;
   SmallVector<Pending, kInlineTransfers> pending_;
   std::vector<MPI_Request> split_parts_;
