@@ -41,21 +41,26 @@ class AllGatherCase final : public CollectiveCase {
     return layout;
   }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static AllGatherOptions options_of(const CallArgs& args) {
     AllGatherOptions options;
     options.algorithm = args.algorithm;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const AllGatherOptions options = options_of(args);
     communicator.all_gather(args.send, args.recv, args.count, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    AllGatherOptions options;
-    options.algorithm = args.algorithm;
+    const AllGatherOptions options = options_of(args);
     return communicator.all_gather_async(args.send, args.recv, args.count, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    AllGatherOptions options;
-    options.algorithm = args.algorithm;
+    const AllGatherOptions options = options_of(args);
     return communicator.all_gather_init(args.send, args.recv, args.count, args.type, options);
   }
 

@@ -48,23 +48,28 @@ class AllGatherVCase final : public CollectiveCase {
     return layout;
   }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static AllGatherOptions options_of(const CallArgs& args) {
     AllGatherOptions options;
     options.algorithm = args.algorithm;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const AllGatherOptions options = options_of(args);
     communicator.all_gather_v(args.send, own_count(args), args.recv, args.recv_counts,
                               args.recv_displacements, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    AllGatherOptions options;
-    options.algorithm = args.algorithm;
+    const AllGatherOptions options = options_of(args);
     return communicator.all_gather_v_async(args.send, own_count(args), args.recv, args.recv_counts,
                                            args.recv_displacements, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    AllGatherOptions options;
-    options.algorithm = args.algorithm;
+    const AllGatherOptions options = options_of(args);
     return communicator.all_gather_v_init(args.send, own_count(args), args.recv, args.recv_counts,
                                           args.recv_displacements, args.type, options);
   }

@@ -31,27 +31,28 @@ class AllReduceCase final : public CollectiveCase {
     return ResultLayout{args.recv, {ResultPart{0, args.count, kReducedOverRanks, 0}}};
   }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static AllReduceOptions options_of(const CallArgs& args) {
     AllReduceOptions options;
     options.algorithm = args.algorithm;
     options.op = args.op;
     options.deterministic = args.deterministic;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const AllReduceOptions options = options_of(args);
     communicator.all_reduce(args.send, args.recv, args.count, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    AllReduceOptions options;
-    options.algorithm = args.algorithm;
-    options.op = args.op;
-    options.deterministic = args.deterministic;
+    const AllReduceOptions options = options_of(args);
     return communicator.all_reduce_async(args.send, args.recv, args.count, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    AllReduceOptions options;
-    options.algorithm = args.algorithm;
-    options.op = args.op;
-    options.deterministic = args.deterministic;
+    const AllReduceOptions options = options_of(args);
     return communicator.all_reduce_init(args.send, args.recv, args.count, args.type, options);
   }
 };

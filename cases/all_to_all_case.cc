@@ -40,21 +40,26 @@ class AllToAllCase final : public CollectiveCase {
     return layout;
   }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static AllToAllOptions options_of(const CallArgs& args) {
     AllToAllOptions options;
     options.algorithm = args.algorithm;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const AllToAllOptions options = options_of(args);
     communicator.all_to_all(args.send, args.recv, args.count, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    AllToAllOptions options;
-    options.algorithm = args.algorithm;
+    const AllToAllOptions options = options_of(args);
     return communicator.all_to_all_async(args.send, args.recv, args.count, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    AllToAllOptions options;
-    options.algorithm = args.algorithm;
+    const AllToAllOptions options = options_of(args);
     return communicator.all_to_all_init(args.send, args.recv, args.count, args.type, options);
   }
 

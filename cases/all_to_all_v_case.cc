@@ -75,24 +75,29 @@ class AllToAllVCase final : public CollectiveCase {
     return layout;
   }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static AllToAllOptions options_of(const CallArgs& args) {
     AllToAllOptions options;
     options.algorithm = args.algorithm;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const AllToAllOptions options = options_of(args);
     communicator.all_to_all_v(args.send, args.send_counts, args.send_displacements, args.recv,
                               args.recv_counts, args.recv_displacements, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    AllToAllOptions options;
-    options.algorithm = args.algorithm;
+    const AllToAllOptions options = options_of(args);
     return communicator.all_to_all_v_async(args.send, args.send_counts, args.send_displacements,
                                            args.recv, args.recv_counts, args.recv_displacements,
                                            args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    AllToAllOptions options;
-    options.algorithm = args.algorithm;
+    const AllToAllOptions options = options_of(args);
     return communicator.all_to_all_v_init(args.send, args.send_counts, args.send_displacements,
                                           args.recv, args.recv_counts, args.recv_displacements,
                                           args.type, options);

@@ -34,24 +34,27 @@ class BroadcastCase final : public CollectiveCase {
     return ResultLayout{args.recv_base, {ResultPart{0, args.count, args.root, 0}}};
   }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static BroadcastOptions options_of(const CallArgs& args) {
     BroadcastOptions options;
     options.algorithm = args.algorithm;
     options.root = args.root;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const BroadcastOptions options = options_of(args);
     communicator.broadcast(args.recv, args.count, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    BroadcastOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const BroadcastOptions options = options_of(args);
     return communicator.broadcast_async(args.recv, args.count, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    BroadcastOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const BroadcastOptions options = options_of(args);
     return communicator.broadcast_init(args.recv, args.count, args.type, options);
   }
 };

@@ -43,24 +43,27 @@ class GatherCase final : public CollectiveCase {
 
   int result_holder(const CallArgs& args) const override { return args.root; }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static GatherOptions options_of(const CallArgs& args) {
     GatherOptions options;
     options.algorithm = args.algorithm;
     options.root = args.root;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const GatherOptions options = options_of(args);
     communicator.gather(args.send, args.recv, args.count, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    GatherOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const GatherOptions options = options_of(args);
     return communicator.gather_async(args.send, args.recv, args.count, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    GatherOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const GatherOptions options = options_of(args);
     return communicator.gather_init(args.send, args.recv, args.count, args.type, options);
   }
 

@@ -54,26 +54,29 @@ class GatherVCase final : public CollectiveCase {
 
   int result_holder(const CallArgs& args) const override { return args.root; }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static GatherOptions options_of(const CallArgs& args) {
     GatherOptions options;
     options.algorithm = args.algorithm;
     options.root = args.root;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const GatherOptions options = options_of(args);
     communicator.gather_v(args.send, own_count(args), args.recv, args.recv_counts,
                           args.recv_displacements, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    GatherOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const GatherOptions options = options_of(args);
     return communicator.gather_v_async(args.send, own_count(args), args.recv, args.recv_counts,
                                        args.recv_displacements, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    GatherOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const GatherOptions options = options_of(args);
     return communicator.gather_v_init(args.send, own_count(args), args.recv, args.recv_counts,
                                       args.recv_displacements, args.type, options);
   }

@@ -34,30 +34,29 @@ class ReduceCase final : public CollectiveCase {
 
   int result_holder(const CallArgs& args) const override { return args.root; }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static ReduceOptions options_of(const CallArgs& args) {
     ReduceOptions options;
     options.algorithm = args.algorithm;
     options.op = args.op;
     options.deterministic = args.deterministic;
     options.root = args.root;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const ReduceOptions options = options_of(args);
     communicator.reduce(args.send, args.recv, args.count, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    ReduceOptions options;
-    options.algorithm = args.algorithm;
-    options.op = args.op;
-    options.deterministic = args.deterministic;
-    options.root = args.root;
+    const ReduceOptions options = options_of(args);
     return communicator.reduce_async(args.send, args.recv, args.count, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    ReduceOptions options;
-    options.algorithm = args.algorithm;
-    options.op = args.op;
-    options.deterministic = args.deterministic;
-    options.root = args.root;
+    const ReduceOptions options = options_of(args);
     return communicator.reduce_init(args.send, args.recv, args.count, args.type, options);
   }
 };

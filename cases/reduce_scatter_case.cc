@@ -34,27 +34,28 @@ class ReduceScatterCase final : public CollectiveCase {
     return ResultLayout{args.recv, {ResultPart{0, args.count, kReducedOverRanks, own_block(args)}}};
   }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static ReduceScatterOptions options_of(const CallArgs& args) {
     ReduceScatterOptions options;
     options.algorithm = args.algorithm;
     options.op = args.op;
     options.deterministic = args.deterministic;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const ReduceScatterOptions options = options_of(args);
     communicator.reduce_scatter(args.send, args.recv, args.count, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    ReduceScatterOptions options;
-    options.algorithm = args.algorithm;
-    options.op = args.op;
-    options.deterministic = args.deterministic;
+    const ReduceScatterOptions options = options_of(args);
     return communicator.reduce_scatter_async(args.send, args.recv, args.count, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    ReduceScatterOptions options;
-    options.algorithm = args.algorithm;
-    options.op = args.op;
-    options.deterministic = args.deterministic;
+    const ReduceScatterOptions options = options_of(args);
     return communicator.reduce_scatter_init(args.send, args.recv, args.count, args.type, options);
   }
 

@@ -37,24 +37,27 @@ class ScatterCase final : public CollectiveCase {
                         {ResultPart{0, args.count, args.root, block_of(args, args.rank)}}};
   }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static ScatterOptions options_of(const CallArgs& args) {
     ScatterOptions options;
     options.algorithm = args.algorithm;
     options.root = args.root;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const ScatterOptions options = options_of(args);
     communicator.scatter(args.send, args.recv, args.count, args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    ScatterOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const ScatterOptions options = options_of(args);
     return communicator.scatter_async(args.send, args.recv, args.count, args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    ScatterOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const ScatterOptions options = options_of(args);
     return communicator.scatter_init(args.send, args.recv, args.count, args.type, options);
   }
 

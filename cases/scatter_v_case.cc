@@ -50,26 +50,29 @@ class ScatterVCase final : public CollectiveCase {
     return ResultLayout{args.recv, {ResultPart{0, own_count(args), args.root, own_place(args)}}};
   }
 
-  void run(Communicator& communicator, const CallArgs& args) const override {
+  // The call's options, the same for its blocking, started and planned
+  // forms.
+  static ScatterOptions options_of(const CallArgs& args) {
     ScatterOptions options;
     options.algorithm = args.algorithm;
     options.root = args.root;
+    return options;
+  }
+
+  void run(Communicator& communicator, const CallArgs& args) const override {
+    const ScatterOptions options = options_of(args);
     communicator.scatter_v(args.send, args.send_counts, args.send_displacements, args.recv,
                            own_count(args), args.type, options);
   }
 
   Work start(Communicator& communicator, const CallArgs& args) const override {
-    ScatterOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const ScatterOptions options = options_of(args);
     return communicator.scatter_v_async(args.send, args.send_counts, args.send_displacements,
                                         args.recv, own_count(args), args.type, options);
   }
 
   Plan prepare(Communicator& communicator, const CallArgs& args) const override {
-    ScatterOptions options;
-    options.algorithm = args.algorithm;
-    options.root = args.root;
+    const ScatterOptions options = options_of(args);
     return communicator.scatter_v_init(args.send, args.send_counts, args.send_displacements,
                                        args.recv, own_count(args), args.type, options);
   }

@@ -40,12 +40,6 @@ using cases::Region;
 using cases::ResultLayout;
 using cases::WrongElements;
 
-const DataType kTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32,
-                           DataType::kFloat64, DataType::kInt8,     DataType::kUInt8,
-                           DataType::kInt32,   DataType::kInt64};
-const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
-                         ReduceOp::kProd};
-
 std::uint64_t env_or(const char* name, std::uint64_t fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? std::strtoull(value, nullptr, 10) : fallback;
@@ -55,21 +49,18 @@ std::uint64_t env_or(const char* name, std::uint64_t fallback) {
 // for the calls in flight, which would order the program differently).
 struct Call {
   int index = 0;
-  // A point-to-point exchange: every rank sends to rank + shift and
-  // receives from rank - shift (send and recv started, in either order).
+  // A point-to-point exchange of args.count elements of args.type: every
+  // rank sends to rank + shift and receives from rank - shift (both
+  // started, in either order, or the recv started, then a blocking send).
   bool point_to_point = false;
   int shift = 0;
   bool recv_first = false;
-  bool blocking_send = false;  // recv started first, then the blocking send
+  bool blocking_send = false;
   CollectiveKind kind = CollectiveKind::kAllReduce;
-  Algorithm algorithm = Algorithm::kAuto;
-  DataType type = DataType::kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  bool deterministic = false;
-  std::size_t count = 0;
-  int root = 0;
-  std::size_t uneven = 1;
-  bool in_place = false;
+  // The collective's parameters (count, type, op, root, algorithm,
+  // deterministic, placement, per-rank counts); buffers, rank and ranks are
+  // set when it is issued.
+  CallArgs args;
   bool started = false;
   bool shared_buffers = false;  // Communicator::allocate
   std::size_t send_shift = 0;   // elements past the buffer's start
@@ -92,17 +83,18 @@ std::string describe(const Call& call, std::uint64_t seed) {
   }
   if (call.plan == Call::PlanAction::kCreate) out << "plan of ";
   if (call.point_to_point) {
-    out << "send/recv along shift " << call.shift << " " << to_string(call.type) << " count "
-        << call.count << (call.recv_first ? " recv first" : " send first")
+    out << "send/recv along shift " << call.shift << " " << to_string(call.args.type) << " count "
+        << call.args.count << (call.recv_first ? " recv first" : " send first")
         << (call.blocking_send ? ", blocking send" : "") << " salt " << call.salt;
     return out.str();
   }
-  out << cases::make_collective_case(call.kind)->name() << " " << to_string(call.algorithm) << " "
-      << to_string(call.type);
-  if (cases::make_collective_case(call.kind)->reduces()) out << " " << to_string(call.op);
-  if (call.deterministic) out << " deterministic";
-  out << " count " << call.count << " root " << call.root << " uneven " << call.uneven
-      << (call.in_place ? " in place" : " out of place") << (call.started ? " started" : "")
+  const CallArgs& args = call.args;
+  out << cases::make_collective_case(call.kind)->name() << " " << to_string(args.algorithm) << " "
+      << to_string(args.type);
+  if (cases::make_collective_case(call.kind)->reduces()) out << " " << to_string(args.op);
+  if (args.deterministic) out << " deterministic";
+  out << " count " << args.count << " root " << args.root << " uneven " << args.uneven
+      << (args.in_place ? " in place" : " out of place") << (call.started ? " started" : "")
       << (call.shared_buffers ? " allocated buffers" : "") << " shifts " << call.send_shift << "/"
       << call.recv_shift << " salt " << call.salt;
   return out.str();
@@ -147,39 +139,40 @@ Call draw_call(int index, std::mt19937_64& random, const Communicator& world, st
     call.shift = 1 + static_cast<int>(pick(static_cast<std::size_t>(world.size() - 1)));
     call.recv_first = chance(50);
     call.blocking_send = call.recv_first && chance(50);
-    call.type = kTypes[pick(std::size(kTypes))];
-    call.count = draw_bytes(random) / element_size(call.type);
+    call.args.type = static_cast<DataType>(pick(kNumDataTypes));
+    call.args.count = draw_bytes(random) / element_size(call.args.type);
     return call;
   }
   call.kind = kinds[pick(kinds.size())];
   const auto c = cases::make_collective_case(call.kind);
-  call.type = kTypes[pick(std::size(kTypes))];
-  if (c->reduces()) call.op = kOps[pick(std::size(kOps))];
-  const std::size_t element = element_size(call.type);
+  CallArgs& args = call.args;
+  args.type = static_cast<DataType>(pick(kNumDataTypes));
+  if (c->reduces()) args.op = static_cast<ReduceOp>(pick(kNumReduceOps));
+  const std::size_t element = element_size(args.type);
   const std::size_t bytes = draw_bytes(random);
-  call.count = bytes == 0 ? 0 : std::max<std::size_t>(1, bytes / element);
+  args.count = bytes == 0 ? 0 : std::max<std::size_t>(1, bytes / element);
   if (c->per_rank_counts()) {
     const std::size_t uneven[] = {1, 1, 4, 0, 2};
-    call.uneven = uneven[pick(std::size(uneven))];
-    if (call.uneven > 1) call.count /= call.uneven;  // rank 0's block stays in the same class
+    args.uneven = uneven[pick(std::size(uneven))];
+    if (args.uneven > 1) args.count /= args.uneven;  // rank 0's block stays in the same class
   }
-  if (c->rooted()) call.root = static_cast<int>(pick(static_cast<std::size_t>(world.size())));
+  if (c->rooted()) args.root = static_cast<int>(pick(static_cast<std::size_t>(world.size())));
   if (!c->has_out_of_place()) {
-    call.in_place = true;
+    args.in_place = true;
   } else if (c->has_in_place()) {
-    call.in_place = chance(30);
+    args.in_place = chance(30);
   }
   // A named algorithm where one serves the call, else AUTO; deterministic
   // with AUTO only (a named algorithm may not keep it).
   if (chance(50)) {
     const Algorithm named = static_cast<Algorithm>(1 + pick(kNumAlgorithms - 1));
     try {
-      world.choose_algorithm(call.kind, call.count, call.type, named);
-      call.algorithm = named;
+      world.choose_algorithm(call.kind, args.count, args.type, named);
+      args.algorithm = named;
     } catch (const UnsupportedError&) {
     }
   }
-  if (call.algorithm == Algorithm::kAuto && c->reduces()) call.deterministic = chance(10);
+  if (args.algorithm == Algorithm::kAuto && c->reduces()) args.deterministic = chance(10);
   call.started = chance(30);
   call.shared_buffers = chance(15);
   call.send_shift = chance(30) ? 1 + pick(3) : 0;
@@ -257,27 +250,20 @@ class RandomSequenceTest : public ::testing::Test {
     auto prepared = std::make_shared<Prepared>();
     prepared->c = cases::make_collective_case(call.kind);
     const CollectiveCase& c = *prepared->c;
-    const std::size_t element = element_size(call.type);
-    const cases::Shape shape{world.size(), world.rank(), call.uneven};
-    const Geometry geometry = c.geometry(call.count, element, shape);
+    const std::size_t element = element_size(call.args.type);
+    const cases::Shape shape{world.size(), world.rank(), call.args.uneven};
+    const Geometry geometry = c.geometry(call.args.count, element, shape);
     prepared->recv_elements = geometry.recv_elements;
     prepared->send = std::make_unique<Buffer>(
         world, (geometry.send_elements + call.send_shift) * element, call.shared_buffers);
     prepared->recv = std::make_unique<Buffer>(
         world, (geometry.recv_elements + call.recv_shift) * element, call.shared_buffers);
     CallArgs& args = prepared->args;
+    args = call.args;
     args.send_base = prepared->send->data() + call.send_shift * element;
     args.recv_base = prepared->recv->data() + call.recv_shift * element;
-    args.count = call.count;
-    args.type = call.type;
-    args.op = call.op;
-    args.root = call.root;
-    args.algorithm = call.algorithm;
-    args.deterministic = call.deterministic;
-    args.in_place = call.in_place;
     args.rank = world.rank();
     args.ranks = world.size();
-    args.uneven = call.uneven;
     c.place(args);
     return prepared;
   }
@@ -349,27 +335,27 @@ class RandomSequenceTest : public ::testing::Test {
     issued->call = call;
     issued->prepared = std::make_shared<Prepared>();
     Prepared& prepared = *issued->prepared;
-    const std::size_t bytes = call.count * element_size(call.type);
+    const std::size_t bytes = call.args.count * element_size(call.args.type);
     prepared.send = std::make_unique<Buffer>(world, bytes, false);
     prepared.recv = std::make_unique<Buffer>(world, bytes, false);
     const int ranks = world.size();
     const int to = (world.rank() + call.shift) % ranks;
     const int from = (world.rank() - call.shift + ranks) % ranks;
-    cases::fill_sentinel(call.type, Region{prepared.recv->data(), call.count, 0});
-    cases::fill_inputs(cases::ValuePattern::copy(call.type, ranks), world.rank(),
-                       Region{prepared.send->data(), call.count, call.salt});
+    cases::fill_sentinel(call.args.type, Region{prepared.recv->data(), call.args.count, 0});
+    cases::fill_inputs(cases::ValuePattern::copy(call.args.type, ranks), world.rank(),
+                       Region{prepared.send->data(), call.args.count, call.salt});
     PointToPointOptions options;
     options.tag = call.index;
     auto receive = [&] {
       issued->works.push_back(
-          world.recv_async(prepared.recv->data(), call.count, call.type, from, options));
+          world.recv_async(prepared.recv->data(), call.args.count, call.args.type, from, options));
     };
     if (call.recv_first) receive();
     if (call.blocking_send) {
-      world.send(prepared.send->data(), call.count, call.type, to, options);
+      world.send(prepared.send->data(), call.args.count, call.args.type, to, options);
     } else {
       issued->works.push_back(
-          world.send_async(prepared.send->data(), call.count, call.type, to, options));
+          world.send_async(prepared.send->data(), call.args.count, call.args.type, to, options));
     }
     if (!call.recv_first) receive();
     return issued;
@@ -383,9 +369,9 @@ class RandomSequenceTest : public ::testing::Test {
       const int ranks = world.size();
       const int from = (world.rank() - issued.call.shift + ranks) % ranks;
       ResultLayout layout{prepared.recv->data(),
-                          {cases::ResultPart{0, issued.call.count, from, issued.call.salt}}};
+                          {cases::ResultPart{0, issued.call.args.count, from, issued.call.salt}}};
       const WrongElements wrong =
-          cases::check_result(cases::ValuePattern::copy(issued.call.type, ranks), layout);
+          cases::check_result(cases::ValuePattern::copy(issued.call.args.type, ranks), layout);
       EXPECT_EQ(wrong.count, 0u) << describe(issued.call, seed) << "\n"
                                  << cases::describe_wrong(wrong, world.rank());
       return;

@@ -141,9 +141,10 @@ struct CommunicatorState : WaitSubject {
   // collectives, and those of one peer and direction in order. Released by
   // release() after the progress engine, each once its queue is done.
   std::vector<std::unique_ptr<AlgorithmResources>> point_to_point_engines;
-  // The first failure of a started send or recv (on those threads): every
-  // later send and recv raises it. The collectives go on: no message of a
-  // send or recv can match theirs (their tags differ).
+  // The first failure of a send or recv (started or blocking, on any of
+  // those threads or the caller's): every later send and recv raises it.
+  // The collectives go on: no message of a send or recv can match theirs
+  // (their tags differ).
   std::atomic<bool> point_to_point_failed{false};
   std::mutex point_to_point_failure_mutex;
   std::string point_to_point_failure;

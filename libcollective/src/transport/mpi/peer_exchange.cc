@@ -223,13 +223,15 @@ void PeerExchange::cancel_outstanding() noexcept {
     drop(pending.first);
     for (std::size_t i = pending.rest_begin; i < pending.rest_end; ++i) drop(split_parts_[i]);
   }
-  if (abandoned && uses_state_scratch_) {
-    // MPI may still touch the scratch areas through the freed requests.
+  if (!abandoned) return;
+  // MPI may still touch the scratch areas through the freed requests
+  // (send/recv's exchanges use their caller's buffers, which it abandons).
+  if (uses_state_scratch_) {
     state_.scratch_in.abandon();
     state_.scratch_work.abandon();
     state_.scratch_check.abandon();
-    COLLECTIVE_LOG(kDebug, request_.label() << ": abandoned incomplete requests after failure");
   }
+  COLLECTIVE_LOG(kDebug, request_.label() << ": abandoned incomplete requests after failure");
 }
 
 }  // namespace collective::internal
