@@ -25,6 +25,8 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "collective/collective.h"
@@ -238,32 +240,101 @@ struct Issued {
   std::vector<Work> works;
 };
 
-class RandomSequenceTest : public ::testing::Test {
- protected:
-  Communicator world = Communicator::world();
-  std::uint64_t seed = env_or("COLLECTIVE_TEST_SEED", 1);
-  int calls = static_cast<int>(env_or("COLLECTIVE_TEST_CALLS", 300));
+// One program on one communicator: drawn when made, run by run().
+class RandomProgram {
+ public:
+  // `where` names the program in failures (the thread and communicator).
+  RandomProgram(Communicator& on, std::uint64_t program_seed, int calls, std::string name_of_it)
+      : communicator(on), seed(program_seed), random(program_seed), where(std::move(name_of_it)) {
+    std::size_t plans_drawn = 0;
+    for (int i = 0; i < calls; ++i) {
+      program.push_back(draw_call(i, random, communicator, plans_drawn));
+    }
+    if (communicator.rank() == 0) {
+      std::printf("%s: seed %llu, %d calls: %s, %zu plans\n", where.c_str(),
+                  static_cast<unsigned long long>(seed), calls, summary().c_str(), plans_drawn);
+    }
+  }
+
+  void run() {
+    for (const Call& call : program) {
+      std::unique_ptr<Issued> issued;
+      try {
+        issued = issue(call);
+      } catch (const Error& error) {
+        FAIL() << name(call) << " raised " << error.what();
+      }
+      if (issued != nullptr) {
+        if (issued->works.empty()) {
+          finish(*issued);
+        } else {
+          in_flight.push_back(std::move(issued));
+        }
+      }
+      // Up to three in flight; the one waited for is drawn (the same on
+      // every rank: waiting is local, so any order is a correct program).
+      while (in_flight.size() > 3 || (!in_flight.empty() && random() % 4 == 0)) {
+        const std::size_t which = random() % in_flight.size();
+        try {
+          finish(*in_flight[which]);
+        } catch (const Error& error) {
+          FAIL() << name(in_flight[which]->call) << " raised " << error.what();
+        }
+        in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(which));
+      }
+    }
+    while (!in_flight.empty()) {
+      finish(*in_flight.front());
+      in_flight.pop_front();
+    }
+  }
+
+ private:
+  Communicator& communicator;
+  std::uint64_t seed;
+  std::mt19937_64 random;
+  std::string where;
+  std::vector<Call> program;
   std::vector<std::unique_ptr<PlanSlot>> plans;
   std::deque<std::unique_ptr<Issued>> in_flight;
+
+  std::string summary() const {
+    int started = 0, exchanges = 0, plan_starts = 0;
+    for (const Call& call : program) {
+      started += call.started ? 1 : 0;
+      exchanges += call.point_to_point ? 1 : 0;
+      plan_starts += call.plan == Call::PlanAction::kStart ? 1 : 0;
+    }
+    std::ostringstream out;
+    out << started << " started, " << exchanges << " send/recv exchanges, " << plan_starts
+        << " plan starts";
+    return out.str();
+  }
+
+  // The rank, the program and the call, for a failure.
+  std::string name(const Call& call) const {
+    return "rank " + std::to_string(communicator.rank()) + " of " + where + ": " +
+           describe(call, seed);
+  }
 
   std::shared_ptr<Prepared> prepare(const Call& call) {
     auto prepared = std::make_shared<Prepared>();
     prepared->c = cases::make_collective_case(call.kind);
     const CollectiveCase& c = *prepared->c;
     const std::size_t element = element_size(call.args.type);
-    const cases::Shape shape{world.size(), world.rank(), call.args.uneven};
+    const cases::Shape shape{communicator.size(), communicator.rank(), call.args.uneven};
     const Geometry geometry = c.geometry(call.args.count, element, shape);
     prepared->recv_elements = geometry.recv_elements;
     prepared->send = std::make_unique<Buffer>(
-        world, (geometry.send_elements + call.send_shift) * element, call.shared_buffers);
+        communicator, (geometry.send_elements + call.send_shift) * element, call.shared_buffers);
     prepared->recv = std::make_unique<Buffer>(
-        world, (geometry.recv_elements + call.recv_shift) * element, call.shared_buffers);
+        communicator, (geometry.recv_elements + call.recv_shift) * element, call.shared_buffers);
     CallArgs& args = prepared->args;
     args = call.args;
     args.send_base = prepared->send->data() + call.send_shift * element;
     args.recv_base = prepared->recv->data() + call.recv_shift * element;
-    args.rank = world.rank();
-    args.ranks = world.size();
+    args.rank = communicator.rank();
+    args.ranks = communicator.size();
     c.place(args);
     return prepared;
   }
@@ -291,15 +362,15 @@ class RandomSequenceTest : public ::testing::Test {
       auto slot = std::make_unique<PlanSlot>();
       slot->made_by = call;
       slot->prepared = issued->prepared;
-      slot->plan.emplace(prepared.c->prepare(world, prepared.args));
+      slot->plan.emplace(prepared.c->prepare(communicator, prepared.args));
       plans.push_back(std::move(slot));
       return nullptr;
     }
     fill(prepared, call.salt);
     if (call.started) {
-      issued->works.push_back(prepared.c->start(world, prepared.args));
+      issued->works.push_back(prepared.c->start(communicator, prepared.args));
     } else {
-      prepared.c->run(world, prepared.args);
+      prepared.c->run(communicator, prepared.args);
     }
     return issued;
   }
@@ -336,26 +407,26 @@ class RandomSequenceTest : public ::testing::Test {
     issued->prepared = std::make_shared<Prepared>();
     Prepared& prepared = *issued->prepared;
     const std::size_t bytes = call.args.count * element_size(call.args.type);
-    prepared.send = std::make_unique<Buffer>(world, bytes, false);
-    prepared.recv = std::make_unique<Buffer>(world, bytes, false);
-    const int ranks = world.size();
-    const int to = (world.rank() + call.shift) % ranks;
-    const int from = (world.rank() - call.shift + ranks) % ranks;
+    prepared.send = std::make_unique<Buffer>(communicator, bytes, false);
+    prepared.recv = std::make_unique<Buffer>(communicator, bytes, false);
+    const int ranks = communicator.size();
+    const int to = (communicator.rank() + call.shift) % ranks;
+    const int from = (communicator.rank() - call.shift + ranks) % ranks;
     cases::fill_sentinel(call.args.type, Region{prepared.recv->data(), call.args.count, 0});
-    cases::fill_inputs(cases::ValuePattern::copy(call.args.type, ranks), world.rank(),
+    cases::fill_inputs(cases::ValuePattern::copy(call.args.type, ranks), communicator.rank(),
                        Region{prepared.send->data(), call.args.count, call.salt});
     PointToPointOptions options;
     options.tag = call.index;
     auto receive = [&] {
-      issued->works.push_back(
-          world.recv_async(prepared.recv->data(), call.args.count, call.args.type, from, options));
+      issued->works.push_back(communicator.recv_async(prepared.recv->data(), call.args.count,
+                                                      call.args.type, from, options));
     };
     if (call.recv_first) receive();
     if (call.blocking_send) {
-      world.send(prepared.send->data(), call.args.count, call.args.type, to, options);
+      communicator.send(prepared.send->data(), call.args.count, call.args.type, to, options);
     } else {
-      issued->works.push_back(
-          world.send_async(prepared.send->data(), call.args.count, call.args.type, to, options));
+      issued->works.push_back(communicator.send_async(prepared.send->data(), call.args.count,
+                                                      call.args.type, to, options));
     }
     if (!call.recv_first) receive();
     return issued;
@@ -366,14 +437,14 @@ class RandomSequenceTest : public ::testing::Test {
     for (Work& work : issued.works) work.wait();
     const Prepared& prepared = *issued.prepared;
     if (issued.call.point_to_point) {
-      const int ranks = world.size();
-      const int from = (world.rank() - issued.call.shift + ranks) % ranks;
+      const int ranks = communicator.size();
+      const int from = (communicator.rank() - issued.call.shift + ranks) % ranks;
       ResultLayout layout{prepared.recv->data(),
                           {cases::ResultPart{0, issued.call.args.count, from, issued.call.salt}}};
       const WrongElements wrong =
           cases::check_result(cases::ValuePattern::copy(issued.call.args.type, ranks), layout);
-      EXPECT_EQ(wrong.count, 0u) << describe(issued.call, seed) << "\n"
-                                 << cases::describe_wrong(wrong, world.rank());
+      EXPECT_EQ(wrong.count, 0u) << name(issued.call) << "\n"
+                                 << cases::describe_wrong(wrong, communicator.rank());
       return;
     }
     ResultLayout layout = prepared.c->result(prepared.args);
@@ -381,61 +452,46 @@ class RandomSequenceTest : public ::testing::Test {
       if (part.from_rank != cases::kUntouched) part.first_index += issued.call.salt;
     }
     const WrongElements wrong = prepared.c->check(prepared.args, layout);
-    EXPECT_EQ(wrong.count, 0u) << describe(issued.call, seed)
+    EXPECT_EQ(wrong.count, 0u) << name(issued.call)
                                << (issued.plan != nullptr ? " (a plan's start)" : "") << "\n"
-                               << cases::describe_wrong(wrong, world.rank());
+                               << cases::describe_wrong(wrong, communicator.rank());
   }
 };
 
-TEST_F(RandomSequenceTest, EveryResultExact) {
-  std::mt19937_64 random(seed);
-  std::vector<Call> program;
-  std::size_t plans_drawn = 0;
-  for (int i = 0; i < calls; ++i) program.push_back(draw_call(i, random, world, plans_drawn));
-  if (world.rank() == 0) {
-    int started = 0, exchanges = 0, plan_starts = 0;
-    for (const Call& call : program) {
-      started += call.started ? 1 : 0;
-      exchanges += call.point_to_point ? 1 : 0;
-      plan_starts += call.plan == Call::PlanAction::kStart ? 1 : 0;
-    }
-    std::printf(
-        "seed %llu, %d calls: %d started, %d send/recv exchanges, %zu plans started %d times\n",
-        static_cast<unsigned long long>(seed), calls, started, exchanges, plans_drawn, plan_starts);
-  }
+TEST(RandomSequenceTest, EveryResultExact) {
+  Communicator world = Communicator::world();
+  RandomProgram(world, env_or("COLLECTIVE_TEST_SEED", 1),
+                static_cast<int>(env_or("COLLECTIVE_TEST_CALLS", 300)), "the world")
+      .run();
+}
 
-  for (const Call& call : program) {
-    std::unique_ptr<Issued> issued;
-    try {
-      issued = issue(call);
-    } catch (const Error& error) {
-      FAIL() << "rank " << world.rank() << ": " << describe(call, seed) << " raised "
-             << error.what();
-    }
-    if (issued != nullptr) {
-      if (issued->works.empty()) {
-        finish(*issued);
-      } else {
-        in_flight.push_back(std::move(issued));
-      }
-    }
-    // Up to three in flight; the one waited for is drawn (the same on every
-    // rank: waiting is local, so any order is a correct program).
-    while (in_flight.size() > 3 || (!in_flight.empty() && random() % 4 == 0)) {
-      const std::size_t which = random() % in_flight.size();
-      try {
-        finish(*in_flight[which]);
-      } catch (const Error& error) {
-        FAIL() << "rank " << world.rank() << ": " << describe(in_flight[which]->call, seed)
-               << " raised " << error.what();
-      }
-      in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(which));
-    }
+// Threads, each running a program of its own on a communicator of its own
+// at once (communicator.h's promise for MPI_THREAD_MULTIPLE): a copy of the
+// world, the world's even and odd ranks (communicators of other sizes,
+// side by side), and the world in reverse order (ranks renumbered). What
+// the communicators share (the node's segment, the tuners, the flight
+// recorder, a thread's scratch) is used by all at once; a result that
+// crosses from one to another, or a call that waits on another's, fails.
+TEST(RandomSequenceTest, ThreadsOnCommunicatorsOfTheirOwn) {
+  Communicator world = Communicator::world();
+  const std::uint64_t seed = env_or("COLLECTIVE_TEST_SEED", 1);
+  const int calls = static_cast<int>(env_or("COLLECTIVE_TEST_CALLS", 300)) / 2;
+  const int rank = world.rank();
+  std::vector<Communicator> communicators;
+  communicators.push_back(world.split(0, rank));
+  communicators.push_back(world.split(rank % 2, rank));
+  communicators.push_back(world.split(0, world.size() - rank));
+  const char* names[] = {"thread 0 (a copy of the world)",
+                         "thread 1 (the world's even or odd ranks)",
+                         "thread 2 (the world reversed)"};
+  std::vector<std::unique_ptr<RandomProgram>> programs;
+  for (std::size_t t = 0; t < communicators.size(); ++t) {
+    programs.push_back(
+        std::make_unique<RandomProgram>(communicators[t], seed * 1000 + t, calls, names[t]));
   }
-  while (!in_flight.empty()) {
-    finish(*in_flight.front());
-    in_flight.pop_front();
-  }
+  std::vector<std::thread> threads;
+  for (auto& program : programs) threads.emplace_back([&program] { program->run(); });
+  for (std::thread& thread : threads) thread.join();
 }
 
 }  // namespace
