@@ -126,6 +126,21 @@ int collective_comm_split(collective_comm_t comm, int color, int key, collective
   });
 }
 
+int collective_comm_subset(collective_comm_t comm, const int* ranks, int n,
+                           collective_comm_t* out) {
+  const char* operation = "collective_comm_subset";
+  if (out == nullptr) return null_output(operation, comm, "output handle");
+  *out = nullptr;
+  if (n < 0) {
+    return fail_argument(operation, rank_of(comm), "n is " + std::to_string(n) + ", expected >= 0");
+  }
+  if (n > 0 && ranks == nullptr) return null_output(operation, comm, "ranks");
+  return with_comm(operation, comm, [&](collective::Communicator& c) {
+    const std::vector<int> listed(ranks, ranks + n);
+    *out = collective::capi::issue_handle(c.subset(listed));
+  });
+}
+
 int collective_comm_shrink(collective_comm_t comm, collective_comm_t* out) {
   const char* operation = "collective_comm_shrink";
   if (out == nullptr) return null_output(operation, comm, "output handle");

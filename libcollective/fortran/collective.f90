@@ -144,7 +144,7 @@ module collective
   public :: collective_options_init
   public :: collective_copy_last_error_padded, collective_last_status, collective_clear_last_error
   public :: collective_comm_world, collective_comm_from_fint, collective_comm_to_fint, collective_comm_split
-  public :: collective_comm_shrink, collective_comm_failed_ranks
+  public :: collective_comm_subset, collective_comm_shrink, collective_comm_failed_ranks
   public :: collective_comm_free, collective_comm_rank, collective_comm_size
   public :: collective_comm_node_count, collective_comm_node_of, collective_comm_local_rank
   public :: collective_comm_allocate, collective_comm_deallocate
@@ -231,6 +231,16 @@ module collective
       integer(c_int), value :: color, key
       type(collective_comm), intent(out) :: new_comm
     end function collective_comm_split
+    ! The n ranks listed (0-based, as MPI's) as a new communicator, ranked in
+    ! the listed order; called by the listed ranks only (Communicator::subset).
+    integer(c_int) function collective_comm_subset(comm, ranks, n, new_comm) &
+        bind(C, name="collective_comm_subset")
+      import :: c_int, collective_comm
+      type(collective_comm), value :: comm
+      integer(c_int), intent(in) :: ranks(*)
+      integer(c_int), value :: n
+      type(collective_comm), intent(out) :: new_comm
+    end function collective_comm_subset
     ! After a rank died (COLLECTIVE_ERR_PEER_FAILED): every survivor calls
     ! it and gets a communicator of the survivors (Communicator::shrink).
     integer(c_int) function collective_comm_shrink(comm, new_comm) &

@@ -746,6 +746,33 @@ int main(int argc, char** argv) {
   CHECK_OK(collective_all_reduce(halves, &one, &one, 1, COLLECTIVE_INT32, COLLECTIVE_SUM, NULL));
   CHECK(one == half_size, "all_reduce on split: expected %d, actual %d", half_size, one);
 
+  /* A subset made by the even ranks alone, highest first; the odd ranks
+   * make theirs meanwhile. Rank r of it is the r-th listed. */
+  {
+    int listed[4] = {0}, n = 0;
+    for (int r = g_size - 1; r >= 0; --r) {
+      if (r % 2 == g_rank % 2 && n < 4) listed[n++] = r;
+    }
+    collective_comm_t part = NULL;
+    CHECK_OK(collective_comm_subset(world, listed, n, &part));
+    int part_rank = -1, part_size = -1;
+    CHECK_OK(collective_comm_rank(part, &part_rank));
+    CHECK_OK(collective_comm_size(part, &part_size));
+    CHECK(part_size == n && listed[part_rank] == g_rank, "subset rank/size %d/%d", part_rank,
+          part_size);
+    int32_t mine = g_rank, sum = 0;
+    CHECK_OK(collective_all_reduce(part, &mine, &sum, 1, COLLECTIVE_INT32, COLLECTIVE_SUM, NULL));
+    int32_t expected = 0;
+    for (int i = 0; i < n; ++i) expected += listed[i];
+    CHECK(sum == expected, "all_reduce on the subset: expected %d, actual %d", expected, sum);
+    CHECK_OK(collective_comm_free(&part));
+    expect_failure("subset with a negative n", collective_comm_subset(world, listed, -1, &part),
+                   COLLECTIVE_ERR_INVALID_ARGUMENT, "n is -1", rank_text_global());
+    expect_failure("an empty subset", collective_comm_subset(world, listed, 0, &part),
+                   COLLECTIVE_ERR_INVALID_ARGUMENT, "the list of ranks is empty",
+                   rank_text_global());
+  }
+
   /* shrink of a healthy communicator: a copy, nothing failed. */
   collective_comm_t shrunk = NULL;
   int failed_ranks[4] = {-1, -1, -1, -1}, failed_count = -1;

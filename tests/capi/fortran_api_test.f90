@@ -13,7 +13,7 @@ program fortran_api_test
   type(collective_comm) :: world, halves, null_comm
   type(collective_options) :: options
   integer(c_int) :: crank, csize, algorithm
-  integer(c_int) :: failed(4), failed_count, shrunk_size
+  integer(c_int) :: failed(4), failed_count, shrunk_size, listed(1)
   integer(c_size_t), parameter :: n = 1001
   real(c_double), target :: d_send(n), d_recv(n)
   real(c_float), target :: f_buf(n)
@@ -262,6 +262,13 @@ program fortran_api_test
                                        COLLECTIVE_SUM, collective_options_default), 'all_reduce on split')
   if (i_recv(1) /= (size + 1 - mod(rank, 2)) / 2) call fail_msg('all_reduce on split: wrong size')
   call expect_ok(collective_comm_free(halves), 'free split')
+
+  ! A subset of this rank alone (made without the others).
+  listed(1) = rank
+  call expect_ok(collective_comm_subset(world, listed, 1, halves), 'subset')
+  call expect_ok(collective_comm_size(halves, shrunk_size), 'size of subset')
+  if (shrunk_size /= 1) call fail_msg('a subset of one rank has another size')
+  call expect_ok(collective_comm_free(halves), 'free subset')
 
   ! shrink of a healthy communicator: a copy of the same size, nothing failed.
   failed_count = -1

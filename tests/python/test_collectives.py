@@ -266,6 +266,22 @@ def test_mpi4py_both_ways(comm):
         wrapped.free()
 
 
+def test_subset_made_by_the_listed_ranks_alone(comm):
+    # The odd ranks, highest first, make theirs while the even ranks make theirs.
+    listed = [q for q in range(comm.size) if q % 2 == comm.rank % 2][::-1]
+    part = comm.subset(listed)
+    try:
+        assert (part.rank, part.size) == (listed.index(comm.rank), len(listed))
+        x = np.full(5, comm.rank, np.int64)
+        part.all_reduce(x)
+        assert_elements(x, np.full(5, sum(listed), np.int64), comm.rank, "all_reduce on the subset")
+    finally:
+        part.free()
+    with pytest.raises(collective.InvalidArgumentError, match=r"Communicator::subset \(rank \d+\): "
+                       r"rank -1 is outside the communicator"):
+        comm.subset([comm.rank, -1])
+
+
 def test_shrink_of_a_healthy_communicator_is_a_copy(comm):
     # The deaths themselves: tests/reliability/shrink_driver.py.
     assert comm.failed_ranks == []

@@ -161,6 +161,10 @@ int collective_comm_from_fint(int mpi_fortran_handle, collective_comm_t* out);
 int collective_comm_to_fint(collective_comm_t comm, int* mpi_fortran_handle);
 /* Ranks with the same color form a new communicator, ordered by key. */
 int collective_comm_split(collective_comm_t comm, int color, int key, collective_comm_t* out);
+/* The n ranks listed of comm as a new communicator, ranked in the listed
+ * order (Communicator::subset). Collective over the listed ranks only: the
+ * others do not call it. */
+int collective_comm_subset(collective_comm_t comm, const int* ranks, int n, collective_comm_t* out);
 /* After a rank died (COLLECTIVE_ERR_PEER_FAILED): every survivor calls it
  * and gets, in *out, a communicator of the survivors in their order here
  * (Communicator::shrink; docs/errors.md, "Shrinking after a death"). comm

@@ -100,6 +100,19 @@ class COLLECTIVE_API Communicator {
   // rank and its color; this communicator stays usable.
   Communicator split(int color, int key) const;
 
+  // The listed ranks of this communicator as a new one, ranked in the
+  // listed order (what MPI_Comm_create_group and torch.distributed's
+  // new_group make). Collective over the listed ranks only: the others do
+  // not call it and may go on with other calls meanwhile. A list that is
+  // empty, names a rank twice or outside this communicator, or leaves out
+  // the calling rank raises InvalidArgumentError on the caller; lists that
+  // differ between the listed ranks raise MismatchError on every listed rank
+  // that reached the first listed one (which names both lists). A
+  // listed rank that never calls fails the others with TimeoutError after
+  // COLLECTIVE_TIMEOUT, and this communicator is then unusable (as after a
+  // collective's timeout).
+  Communicator subset(const std::vector<int>& ranks) const;
+
   // A new MPI communicator with this one's group and rank order, for code
   // that speaks MPI itself (mpi4py, a library taking an MPI_Comm), as its
   // Fortran handle: `MPI_Comm c = MPI_Comm_f2c(comm.to_mpi());`. The caller

@@ -246,12 +246,18 @@ class ProcessGroupCollective(_ProcessGroup):
 
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
-        self._comm = collective.Communicator.world()
-        if (self._comm.rank, self._comm.size) != (rank, size):
-            raise BackendError(
-                f"torch.distributed backend '{BACKEND}': init_process_group (rank {self._comm.rank}): "
-                f"torch says rank {rank} of {size} but MPI says rank {self._comm.rank} of "
-                f"{self._comm.size}; launch under mpirun with RANK and WORLD_SIZE unset or equal to MPI's")
+        if not dist.is_initialized():
+            # The default group: every rank of MPI's world, in its order. The parent of later
+            # groups is made now too, while every rank is here.
+            _world_parent()
+            self._comm = collective.Communicator.world()
+            if (self._comm.rank, self._comm.size) != (rank, size):
+                raise BackendError(
+                    f"torch.distributed backend '{BACKEND}': init_process_group (rank {self._comm.rank}): "
+                    f"torch says rank {rank} of {size} but MPI says rank {self._comm.rank} of "
+                    f"{self._comm.size}; launch under mpirun with RANK and WORLD_SIZE unset or equal to MPI's")
+        else:
+            self._comm = _group_communicator(store, rank, size)
         self._timeout = timeout.total_seconds() if timeout else None
         # Settable on the group (dist.group.WORLD.deterministic = True): the reductions
         # (all_reduce, reduce, reduce_scatter*) add in rank order, so that their results do not
@@ -477,13 +483,54 @@ class ProcessGroupCollective(_ProcessGroup):
     del _not_served
 
 
+# MPI's world, made while every rank is present (the import's rendezvous or
+# the default group's creation): the parent of every later group's
+# communicator, and used for nothing else.
+_parent = None
+
+
+def _world_parent():
+    global _parent
+    if _parent is None:
+        _parent = collective.Communicator.world()
+    return _parent
+
+
+def _group_communicator(store, rank, size):
+    """A group made by new_group: torch creates it on its members only, with its own store.
+
+    The members learn each other's world ranks through that store (the creator is not told them),
+    then make the group's communicator among themselves (Communicator.subset), which the ranks
+    left out never call.
+    """
+    parent = _world_parent()
+    if not 0 <= rank < size <= parent.size:
+        raise BackendError(
+            f"torch.distributed backend '{BACKEND}': new_group (world rank {parent.rank}): "
+            f"torch says rank {rank} of {size} but MPI says rank {parent.rank} of {parent.size}; "
+            f"a group has at most MPI's ranks")
+    if size == parent.size:
+        # Every rank is a member (new_group() or new_group(all ranks)), in the world's order.
+        comm = collective.Communicator.world()
+    else:
+        store.set(f"collective/world_rank/{rank}", str(parent.rank))
+        members = [int(store.get(f"collective/world_rank/{q}")) for q in range(size)]
+        comm = parent.subset(members)
+    if (comm.rank, comm.size) != (rank, size):
+        raise BackendError(
+            f"torch.distributed backend '{BACKEND}': new_group (world rank {parent.rank}): "
+            f"torch says rank {rank} of {size} but the group's communicator has rank {comm.rank} of "
+            f"{comm.size}")
+    return comm
+
+
 def _rendezvous_from_mpi():
     """Sets RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT from MPI where they are unset."""
     names = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
     if all(name in os.environ for name in names):
         return
     import numpy as np
-    comm = collective.Communicator.world()
+    comm = _world_parent()
     message = np.zeros(256, np.uint8)  # port (2 bytes) then rank 0's host name
     if comm.rank == 0:
         with socket.socket() as probe:
@@ -498,7 +545,6 @@ def _rendezvous_from_mpi():
     os.environ.setdefault("WORLD_SIZE", str(comm.size))
     os.environ.setdefault("MASTER_ADDR", host)
     os.environ.setdefault("MASTER_PORT", str((int(message[0]) << 8) | int(message[1])))
-    comm.free()
 
 
 def _create(store, rank, size, timeout):

@@ -250,6 +250,15 @@ dtype="bfloat16" reads 2-byte elements as bfloat16.)doc");
           },
           py::arg("color"), py::arg("key") = 0)
       .def(
+          "subset",
+          [](const Communicator& self, const std::vector<int>& ranks) {
+            py::gil_scoped_release release;
+            return self.subset(ranks);
+          },
+          py::arg("ranks"),
+          "The listed ranks as a new communicator, ranked in the listed order; called by the "
+          "listed ranks only (MPI_Comm_create_group, torch's new_group).")
+      .def(
           "shrink",
           [](const Communicator& self) {
             py::gil_scoped_release release;

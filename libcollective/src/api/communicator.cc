@@ -13,6 +13,7 @@
 #include "api/prepared_call.h"
 #include "api/progress_engine.h"
 #include "api/fortran_handle.h"
+#include "api/communicator_making.h"
 #include "core/communicator_creation.h"
 #include "core/exclusive_use.h"
 #include "core/flight_recorder.h"
@@ -33,9 +34,8 @@ namespace {
 using internal::CommunicatorState;
 using internal::Request;
 
-constexpr const char* kNullCommunicator =
-    "the communicator is null: this rank passed Communicator::kUndefinedColor to split, so it "
-    "belongs to no group";
+using internal::kNullCommunicator;
+using internal::require_can_make_communicator;
 
 // Waits for a non-blocking MPI operation that needs every rank of the
 // parent communicator, within COLLECTIVE_TIMEOUT: a rank that never calls
@@ -55,24 +55,6 @@ void wait_for_all_ranks(MPI_Request& request, const char* operation, int rank, c
           {}, std::string("every rank of the parent communicator to call ") + operation};
     });
   }
-}
-
-// What making a communicator from `self` (split, to_mpi) needs first: a
-// live, unpoisoned communicator, MPI running, and this thread allowed.
-void require_can_make_communicator(const CommunicatorState& self, const char* operation) {
-  if (self.size == 0) throw InvalidArgumentError(operation, -1, kNullCommunicator);
-  if (self.freed) {
-    throw InvalidArgumentError(operation, self.rank, "the communicator was freed");
-  }
-  if (self.poisoned) {
-    const std::string cause = "communicator unusable after an earlier failure: " + *self.poisoned;
-    if (!self.failed_ranks.empty()) {
-      throw PeerFailedError(operation, self.rank, cause, self.failed_ranks);
-    }
-    throw CommunicationError(operation, self.rank, cause);
-  }
-  internal::require_mpi_running(operation, self.rank);
-  internal::require_mpi_thread(operation, self.rank);
 }
 
 std::shared_ptr<CommunicatorState> duplicate(MPI_Comm parent, const char* operation) {

@@ -221,6 +221,59 @@ def test_ddp_matches_gloo():
     dist.destroy_process_group(gloo)
 
 
+def test_new_group_of_some_ranks_made_by_its_members_alone():
+    # torch creates a group's backend on its members only: the even ranks here, highest first
+    # in the list (torch sorts it); the odd ranks never see the creation.
+    r, p = dist.get_rank(), dist.get_world_size()
+    members = [q for q in range(p) if q % 2 == 0][::-1]
+    group = dist.new_group(ranks=members)
+    ordered = sorted(members)
+    if r in members:
+        assert dist.get_rank(group) == ordered.index(r)
+        assert dist.get_world_size(group) == len(members)
+        x = torch.arange(1000, dtype=torch.float64) + 1000 * r
+        dist.all_reduce(x, group=group)
+        check(x, len(members) * torch.arange(1000, dtype=torch.float64) + 1000 * sum(members),
+              "all_reduce on the even ranks' group")
+        gathered = [torch.empty(3, dtype=torch.int64) for _ in members]
+        dist.all_gather(gathered, torch.full((3,), r, dtype=torch.int64), group=group)
+        check(torch.cat(gathered), torch.tensor(ordered).repeat_interleave(3), "all_gather on it")
+        y = torch.full((5,), float(r))
+        dist.broadcast(y, src=ordered[-1], group=group)  # a world rank, as torch takes it
+        check(y, torch.full((5,), float(ordered[-1])), "broadcast from the group's last rank")
+    else:
+        assert dist.get_rank(group) == -1
+    x = torch.ones(3)
+    dist.all_reduce(x)
+    check(x, torch.full((3,), float(p)), "all_reduce on the world after the group")
+    if r in members:
+        dist.destroy_process_group(group)
+
+
+def test_groups_of_pairs_side_by_side_with_the_world():
+    # Every rank calls new_group for every pair (torch's rule); each uses its own, with a call in
+    # flight on it while the world's blocking all_reduce runs, then trains DDP on it against Gloo.
+    r, p = dist.get_rank(), dist.get_world_size()
+    pairs = [list(range(q, min(q + 2, p))) for q in range(0, p, 2)]
+    ours_groups = [dist.new_group(ranks=pair) for pair in pairs]
+    gloo_groups = [dist.new_group(ranks=pair, backend="gloo") for pair in pairs]
+    pair, group, gloo = pairs[r // 2], ours_groups[r // 2], gloo_groups[r // 2]
+    x = torch.arange(70000, dtype=torch.float32) % 13 + r
+    work = dist.all_reduce(x, group=group, async_op=True)
+    w = torch.full((9,), float(r))
+    dist.all_reduce(w)
+    work.wait()
+    check(x, len(pair) * (torch.arange(70000, dtype=torch.float32) % 13) + sum(pair),
+          "all_reduce in flight on the pair")
+    check(w, torch.full((9,), float(sum(range(p)))), "all_reduce on the world meanwhile")
+    ours = _train(group, steps=5)
+    theirs = _train(gloo, steps=5)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        check(a, b, f"DDP on the pair: parameter {i} against Gloo's pair")  # two addends: exact
+    dist.destroy_process_group(group)
+    dist.destroy_process_group(gloo)
+
+
 def test_ddp_deterministic_is_bitwise_equal_across_algorithms():
     world = dist.group.WORLD
     world.deterministic = True
