@@ -247,9 +247,7 @@ class ProcessGroupCollective(_ProcessGroup):
     def __init__(self, store, rank, size, timeout):
         super().__init__(rank, size)
         if not dist.is_initialized():
-            # The default group: every rank of MPI's world, in its order. The parent of later
-            # groups is made now too, while every rank is here.
-            _world_parent()
+            # The default group: every rank of MPI's world, in its order.
             self._comm = collective.Communicator.world()
             if (self._comm.rank, self._comm.size) != (rank, size):
                 raise BackendError(
@@ -483,9 +481,8 @@ class ProcessGroupCollective(_ProcessGroup):
     del _not_served
 
 
-# MPI's world, made while every rank is present (the import's rendezvous or
-# the default group's creation): the parent of every later group's
-# communicator, and used for nothing else.
+# MPI's world, made at import, where every rank is: the parent of every
+# group's communicator but the default group's, and used for nothing else.
 _parent = None
 
 
@@ -554,3 +551,6 @@ def _create(store, rank, size, timeout):
 if BACKEND.upper() not in dist.Backend._plugins:
     dist.Backend.register_backend(BACKEND, _create)
 _rendezvous_from_mpi()
+# The parent of the groups, made here where every rank is (the rendezvous made it already unless
+# torch's variables were set): a group whose default group is another backend's (gloo) needs it.
+_world_parent()
