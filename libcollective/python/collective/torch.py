@@ -15,8 +15,8 @@ waits for at once through the library's blocking call, any other through its
 `_async` call; anything else raises naming the backend and the operation.
 """
 
+import collections
 import os
-import queue
 import socket
 import sys
 import threading
@@ -96,29 +96,65 @@ def _same_dtype(tensors, operation, rank):
 
 
 class _Completer:
-    """One daemon thread per process: waits (GIL released) on the library's calls in the order
-    they were started and completes their torch futures, so that nothing blocks the caller."""
+    """Completes the torch futures of the library's calls in flight, so that nothing blocks the
+    caller: a thread waits (GIL released) on the calls in the order they were started and sets
+    each future, which runs the future's callbacks (`then`) on that thread.
+
+    A callback may itself wait for another call's future (DDP's PowerSGD hook starts an
+    all_reduce in its callback and waits for it): the thread running it cannot complete that
+    future. So a thread inside callbacks stops serving the queue: if calls are queued then, or
+    one is started meanwhile, another thread serves them; a thread with nothing to serve while
+    another serves ends. Without callbacks that wait, one thread does everything."""
 
     def __init__(self):
-        self._queue = queue.SimpleQueue()
-        self._thread = threading.Thread(target=self._run, name="collective.torch", daemon=True)
-        self._thread.start()
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)
+        self._items = collections.deque()
+        self._serving = 0  # threads taking items, not inside callbacks
+        with self._lock:
+            self._start_thread()
+
+    def _start_thread(self):  # the lock held
+        self._serving += 1
+        threading.Thread(target=self._run, name="collective.torch", daemon=True).start()
 
     def submit(self, works, future, result, after):
-        self._queue.put((works, future, result, after))
+        with self._lock:
+            self._items.append((works, future, result, after))
+            if self._serving == 0:  # every thread is inside callbacks
+                self._start_thread()
+            else:
+                self._ready.notify()
 
     def _run(self):
         while True:
-            works, future, result, after = self._queue.get()
+            with self._lock:
+                while not self._items:
+                    if self._serving > 1:  # another thread serves
+                        self._serving -= 1
+                        return
+                    self._ready.wait()
+                works, future, result, after = self._items.popleft()
+            error = None
             try:
                 for work in works:
                     work.wait()
                 if after is not None:
                     after()
-            except BaseException as error:  # raised by the torch Work's wait()
-                future.set_exception(error)
-            else:
-                future.set_result(result)
+            except BaseException as raised:  # raised by the torch Work's wait()
+                error = raised
+            with self._lock:
+                self._serving -= 1
+                if self._items and self._serving == 0:
+                    self._start_thread()
+            try:
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(result)
+            finally:
+                with self._lock:
+                    self._serving += 1
 
 
 _COMPLETER = None

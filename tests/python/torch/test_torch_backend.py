@@ -1,5 +1,6 @@
 # torch.distributed on the "collective" backend under mpirun (label torch): every served call
 # checked element by element, the refusals, and DDP against Gloo in the same processes.
+import time
 from datetime import timedelta
 
 import pytest
@@ -185,10 +186,12 @@ def test_refusals_name_backend_and_operation():
     check(x, torch.full((3,), float(dist.get_world_size())), "all_reduce after the refusals")
 
 
-def _train(group, steps, seed=1234):
+def _train(group, steps, seed=1234, hook=None, hook_state=None):
     torch.manual_seed(seed)
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
     ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group)
+    if hook is not None:
+        ddp.register_comm_hook(hook_state, hook)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=0.1)
     generator = torch.Generator().manual_seed(99 + dist.get_rank())
     for _ in range(steps):
@@ -272,6 +275,56 @@ def test_groups_of_pairs_side_by_side_with_the_world():
         check(a, b, f"DDP on the pair: parameter {i} against Gloo's pair")  # two addends: exact
     dist.destroy_process_group(group)
     dist.destroy_process_group(gloo)
+
+
+def test_future_callbacks_that_wait_for_other_calls():
+    # A callback (then) runs on the thread that completes the future; here it waits for a call
+    # started before it ran and for one it starts itself, as DDP's PowerSGD hook does. Rank 0
+    # comes late, so that the others' calls are in flight when they return.
+    r, p = dist.get_rank(), dist.get_world_size()
+    if r == 0:
+        time.sleep(0.05)
+    a = torch.full((5000,), float(r))
+    b = torch.full((5000,), 2.0 * r)
+    first = dist.all_reduce(a, async_op=True).get_future()
+    second = dist.all_reduce(b, async_op=True).get_future()
+
+    def then(_):
+        second.wait()
+        c = torch.full((7,), float(r + 1))
+        dist.all_reduce(c, async_op=True).get_future().wait()
+        return c
+
+    c = first.then(then).wait()
+    check(a, torch.full((5000,), float(sum(range(p)))), "the first all_reduce")
+    check(b, torch.full((5000,), 2.0 * sum(range(p))), "the second, waited for in the callback")
+    check(c, torch.full((7,), float(sum(range(1, p + 1)))), "the one started in the callback")
+
+
+# Gloo's process group joins its worker threads when destroyed, which aborts the process
+# ("Resource deadlock avoided") when its last reference goes on one of them, as a PowerSGD
+# state's can in a hook's callback: the test keeps them until the process ends.
+_KEPT_FOR_GLOO = []
+
+
+def test_ddp_powersgd_hook_matches_gloo():
+    # The hook's callbacks start all_reduces and wait for them (the completer's case above).
+    from torch.distributed.algorithms.ddp_comm_hooks import powerSGD_hook
+    r, p = dist.get_rank(), dist.get_world_size()
+    gloo = dist.new_group(backend="gloo")
+    results = []
+    for group in (dist.group.WORLD, gloo):
+        state = powerSGD_hook.PowerSGDState(process_group=group, matrix_approximation_rank=1,
+                                            start_powerSGD_iter=2)
+        _KEPT_FOR_GLOO.append(state)
+        results.append(_train(group, steps=6, hook=powerSGD_hook.powerSGD_hook, hook_state=state))
+    for i, (a, b) in enumerate(zip(*results)):
+        if p <= 2:
+            check(a, b, f"DDP with PowerSGD: parameter {i} against Gloo")
+        else:
+            worst = (a - b).abs().max().item()
+            assert worst <= 1e-5, f"rank {r}: PowerSGD parameter {i}: |collective - gloo| = {worst}"
+    _KEPT_FOR_GLOO.append(gloo)
 
 
 def test_ddp_deterministic_is_bitwise_equal_across_algorithms():
