@@ -1,5 +1,7 @@
 # torch.distributed on the "collective" backend under mpirun (label torch): every served call
 # checked element by element, the refusals, and DDP against Gloo in the same processes.
+import os
+import random
 import time
 from datetime import timedelta
 
@@ -399,3 +401,178 @@ def test_isend_irecv_are_asynchronous():
         work.wait()
         assert work.is_completed()
     check(got, torch.arange(6, dtype=torch.float32) + 10 * ((r - 1) % p), "irecv")
+
+
+# Random programs through torch.distributed: every served call, on the world, the even ranks'
+# group or the rank's pair, every dtype, sizes from 0 to 70,000 elements, blocking or
+# async_op (up to three in flight, waited for in a drawn order), send/recv rings; every element
+# checked. All ranks draw the same program from the seed (COLLECTIVE_TEST_SEED, default 1; calls:
+# COLLECTIVE_TEST_CALLS / 5, default 60); a rank skips the calls of groups it is not in.
+_RANDOM_KINDS = ["all_reduce", "broadcast", "reduce", "all_gather", "all_gather_into_tensor",
+                 "reduce_scatter", "reduce_scatter_tensor", "all_to_all_single",
+                 "all_to_all_single_uneven", "all_to_all", "gather", "scatter", "barrier", "ring"]
+
+
+def _values(rank, n, salt, dtype):
+    """Small integers (exact in every dtype, also summed over 4 ranks): distinct per rank, index
+    and call."""
+    return ((torch.arange(n) + salt) % 5 + rank).to(dtype)
+
+
+def _draw_size(rng):
+    choice = rng.random()
+    if choice < 0.1:
+        return 0
+    if choice < 0.2:
+        return 1
+    if choice < 0.55:
+        return rng.randint(2, 300)
+    if choice < 0.85:
+        return rng.randint(301, 5000)
+    return rng.randint(5001, 70000)
+
+
+def _issue_random_call(rng, index, groups):
+    """Draws call `index` and issues it where this rank takes part: (work or None, check)."""
+    r = dist.get_rank()
+    name = rng.choice(sorted(groups))
+    group, members = groups[name]
+    kind = rng.choice(_RANDOM_KINDS)
+    dtype = rng.choice(TYPES)
+    n = _draw_size(rng)
+    async_op = rng.random() < 0.4
+    op_name = rng.choice(["sum", "min", "max"])
+    # Drawn the same way on every rank, whatever its group's size (a rank's pair may be alone).
+    root_draw, shift_draw = rng.random(), rng.random()
+    salt = index + 1
+    if r not in members:
+        return None, None
+    p, me = len(members), members.index(r)
+    root = members[int(root_draw * p)]
+    shift = 1 + int(shift_draw * max(1, p - 1))
+    what = f"call {index} ({kind} on {name}, {dtype}, n={n}, async_op={async_op})"
+    ops = {"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}
+    combine = {"sum": lambda ts: sum(ts[1:], ts[0].clone()),
+               "min": lambda ts: torch.stack(ts).min(0).values,
+               "max": lambda ts: torch.stack(ts).max(0).values}
+
+    def mine(size, extra=0):
+        return _values(r, size, salt + extra, dtype)
+
+    def theirs(q, size, extra=0):
+        return _values(q, size, salt + extra, dtype)
+
+    if kind == "all_reduce":
+        x = mine(n)
+        work = dist.all_reduce(x, op=ops[op_name], group=group, async_op=async_op)
+        expected = combine[op_name]([theirs(q, n) for q in members])
+        return work, lambda: check(x, expected, f"{what} {op_name}")
+    if kind == "broadcast":
+        x = mine(n)
+        work = dist.broadcast(x, src=root, group=group, async_op=async_op)
+        return work, lambda: check(x, theirs(root, n), f"{what} from {root}")
+    if kind == "reduce":
+        x = mine(n)
+        work = dist.reduce(x, dst=root, group=group, async_op=async_op)
+        expected = combine["sum"]([theirs(q, n) for q in members])
+        return work, lambda: check(x, expected, f"{what} to {root}") if r == root else None
+    if kind == "all_gather":
+        outs = [torch.empty(n, dtype=dtype) for _ in members]
+        work = dist.all_gather(outs, mine(n), group=group, async_op=async_op)
+        return work, lambda: check(torch.cat(outs), torch.cat([theirs(q, n) for q in members]), what)
+    if kind == "all_gather_into_tensor":
+        out = torch.empty(p * n, dtype=dtype)
+        work = dist.all_gather_into_tensor(out, mine(n), group=group, async_op=async_op)
+        return work, lambda: check(out, torch.cat([theirs(q, n) for q in members]), what)
+    if kind == "reduce_scatter_tensor":
+        out = torch.empty(n, dtype=dtype)
+        work = dist.reduce_scatter_tensor(out, mine(p * n), group=group, async_op=async_op)
+        expected = combine["sum"]([theirs(q, p * n)[me * n:(me + 1) * n] for q in members])
+        return work, lambda: check(out, expected, what)
+    if kind == "reduce_scatter":
+        out = torch.empty(n, dtype=dtype)
+        ins = [mine(n, extra=b) for b in range(p)]
+        work = dist.reduce_scatter(out, ins, group=group, async_op=async_op)
+        expected = combine["sum"]([theirs(q, n, extra=me) for q in members])
+        return work, lambda: check(out, expected, what)
+    if kind == "all_to_all_single":
+        out = torch.empty(p * n, dtype=dtype)
+        send = torch.cat([mine(n, extra=b) for b in range(p)]) if p * n else mine(0)
+        work = dist.all_to_all_single(out, send, group=group, async_op=async_op)
+        expected = torch.cat([theirs(q, n, extra=me) for q in members]) if p * n else mine(0)
+        return work, lambda: check(out, expected, what)
+    if kind == "all_to_all_single_uneven":
+        m = max(1, n // 50)
+        in_splits = [(me + b) % 3 * m for b in range(p)]  # this rank sends block b its count
+        out_splits = [(b + me) % 3 * m for b in range(p)]  # and receives rank b's to it
+        send = torch.cat([mine(in_splits[b], extra=b) for b in range(p)])
+        out = torch.empty(sum(out_splits), dtype=dtype)
+        work = dist.all_to_all_single(out, send, out_splits, in_splits, group=group,
+                                      async_op=async_op)
+        expected = torch.cat([theirs(q, out_splits[b], extra=me) for b, q in enumerate(members)])
+        return work, lambda: check(out, expected, what)
+    if kind == "all_to_all":
+        m = max(1, n // 50)
+        sends = [mine((me + b) % 4 * m, extra=b) for b in range(p)]
+        outs = [torch.empty((b + me) % 4 * m, dtype=dtype) for b in range(p)]
+        work = dist.all_to_all(outs, sends, group=group, async_op=async_op)
+        expected = [theirs(q, (b + me) % 4 * m, extra=me) for b, q in enumerate(members)]
+        return work, lambda: [check(outs[b], expected[b], f"{what} from rank {q}")
+                              for b, q in enumerate(members)]
+    if kind == "gather":
+        outs = [torch.empty(n, dtype=dtype) for _ in members] if r == root else None
+        work = dist.gather(mine(n), outs, dst=root, group=group, async_op=async_op)
+        return work, lambda: check(torch.cat(outs), torch.cat([theirs(q, n) for q in members]),
+                                   f"{what} to {root}") if r == root else None
+    if kind == "scatter":
+        pieces = [mine(n, extra=b) for b in range(p)] if r == root else None
+        out = torch.empty(n, dtype=dtype)
+        work = dist.scatter(out, pieces, src=root, group=group, async_op=async_op)
+        return work, lambda: check(out, theirs(root, n, extra=me), f"{what} from {root}")
+    if kind == "barrier":
+        return dist.barrier(group=group, async_op=async_op), lambda: None
+    # A ring along the drawn shift inside the group: isend then irecv, both in flight.
+    to, source = members[(me + shift) % p], members[(me - shift) % p]
+    if to == r:
+        return None, lambda: None
+    out = torch.empty(n, dtype=dtype)
+    sent = dist.isend(mine(n), to, group=group, tag=index)
+    got = dist.irecv(out, source, group=group, tag=index)
+
+    class _Both:
+        def wait(self):
+            sent.wait()
+            got.wait()
+
+    return _Both(), lambda: check(out, theirs(source, n), f"{what} from {source}")
+
+
+def test_random_programs_of_mixed_calls_on_groups():
+    r, p = dist.get_rank(), dist.get_world_size()
+    seed = int(os.environ.get("COLLECTIVE_TEST_SEED", "1"))
+    calls = int(os.environ.get("COLLECTIVE_TEST_CALLS", "300")) // 5
+    evens = [q for q in range(p) if q % 2 == 0]
+    pairs = [list(range(q, min(q + 2, p))) for q in range(0, p, 2)]
+    groups = {"the world": (dist.group.WORLD, list(range(p))),
+              "the even ranks": (dist.new_group(ranks=evens), evens)}
+    pair_groups = [dist.new_group(ranks=pair) for pair in pairs]
+    groups["its pair"] = (pair_groups[r // 2], pairs[r // 2])
+    rng = random.Random(seed)  # the program: the same on every rank
+    waits = random.Random(seed * 7919 + r)  # which call to wait for: local, as waiting is
+    in_flight = []
+    for index in range(calls):
+        work, checker = _issue_random_call(rng, index, groups)
+        if checker is not None and work is not None:
+            in_flight.append((work, checker))
+        elif checker is not None:
+            checker()
+        while len(in_flight) > 3 or (in_flight and waits.random() < 0.3):
+            work, checker = in_flight.pop(waits.randrange(len(in_flight)))
+            work.wait()
+            checker()
+    for work, checker in in_flight:
+        work.wait()
+        checker()
+    for group in [groups["the even ranks"][0]] + pair_groups:
+        if group != dist.GroupMember.NON_GROUP_MEMBER:
+            dist.destroy_process_group(group)
