@@ -3,7 +3,7 @@
 // listed order; a bad list refused on the caller, lists that differ
 // refused on every listed rank naming both, a listed rank that never calls
 // ending the others' call in a TimeoutError. COLLECTIVE_TIMEOUT is short
-// in this test's registration (the timeout case waits it out).
+// in this test's registration (10 s: the timeout case waits it out).
 #include <gtest/gtest.h>
 
 #include <algorithm>
