@@ -79,23 +79,29 @@ void check_list(const CommunicatorState& self, const std::vector<int>& ranks) {
   }
 }
 
-// Waits for `requests` within the timeout. On a timeout (or an abort) the
-// receives are cancelled, the sends left to MPI, and the parent poisoned:
-// a member's message may still arrive.
+// Waits for `requests` within the timeout; a stall or timeout names the
+// peers whose message is still owed. On a timeout (or an abort) the
+// unfinished requests are cancelled and freed, and the parent poisoned: a
+// member's message may still arrive (and MPI may still use the buffers,
+// which the caller abandons).
 void wait_for_members(CommunicatorState& self, std::vector<MPI_Request>& requests,
                       const std::vector<int>& peers, const char* what) {
   internal::WaitGuard guard(kSubsetOperation, self.rank, internal::env_params().timeout, &self,
                             what);
   try {
     while (true) {
-      int done = 0;
+      bool all_done = true;
       {
         const internal::MpiLock lock;
-        internal::check_mpi(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
-                                        MPI_STATUSES_IGNORE),
-                            "MPI_Testall", kSubsetOperation, self.rank);
+        for (MPI_Request& request : requests) {  // MPI_Test nulls a finished request
+          if (request == MPI_REQUEST_NULL) continue;
+          int done = 0;
+          internal::check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test",
+                              kSubsetOperation, self.rank);
+          all_done = all_done && done != 0;
+        }
       }
-      if (done) return;
+      if (all_done) return;
       guard.idle([&] {
         internal::WaitTarget target{{}, what};
         for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -118,15 +124,22 @@ void wait_for_members(CommunicatorState& self, std::vector<MPI_Request>& request
   }
 }
 
-// The arrival: true when every listed rank came with this list and, below
-// MULTIPLE, its creation turn; raises on every member otherwise.
-void meet_the_members(CommunicatorState& self, const std::vector<int>& ranks, bool holds_turn) {
-  const int first = ranks.front();
-  // Mine: [holds the turn, n, ranks...].
-  std::vector<int> mine{holds_turn ? 1 : 0, static_cast<int>(ranks.size())};
-  mine.insert(mine.end(), ranks.begin(), ranks.end());
+// The arrival's message buffers, apart so that a failed arrival can
+// abandon them (MPI may still use them through the requests it freed).
+struct ArrivalMessages {
+  std::vector<int> mine;                                      // [holds the turn, n, ranks...]
   int verdict[2] = {static_cast<int>(Verdict::kAgreed), -1};  // verdict, offending rank
-  std::vector<std::vector<int>> theirs;
+  std::vector<std::vector<int>> theirs;  // at the first listed rank: every other member's
+};
+
+// Each member sends the first listed rank its message and takes its
+// verdict; the first listed rank compares the lists and answers everyone.
+void exchange_at_the_first(CommunicatorState& self, const std::vector<int>& ranks, bool holds_turn,
+                           ArrivalMessages& messages) {
+  const int first = ranks.front();
+  std::vector<int>& mine = messages.mine;
+  int* verdict = messages.verdict;
+  std::vector<std::vector<int>>& theirs = messages.theirs;
   if (self.rank != first) {
     std::vector<MPI_Request> requests(2, MPI_REQUEST_NULL);
     {
@@ -179,6 +192,24 @@ void meet_the_members(CommunicatorState& self, const std::vector<int>& ranks, bo
       }
     }
     wait_for_members(self, answers, peers, "every listed rank to take the answer");
+  }
+}
+
+// The arrival: returns when every listed rank came with this list and,
+// below MULTIPLE, its creation turn; raises on every member otherwise.
+void meet_the_members(CommunicatorState& self, const std::vector<int>& ranks, bool holds_turn) {
+  const int first = ranks.front();
+  auto messages = std::make_unique<ArrivalMessages>();
+  std::vector<int>& mine = messages->mine;
+  int* verdict = messages->verdict;
+  std::vector<std::vector<int>>& theirs = messages->theirs;
+  mine = {holds_turn ? 1 : 0, static_cast<int>(ranks.size())};
+  mine.insert(mine.end(), ranks.begin(), ranks.end());
+  try {
+    exchange_at_the_first(self, ranks, holds_turn, *messages);
+  } catch (...) {
+    (void)messages.release();  // abandoned: MPI may still write into it
+    throw;
   }
   const Verdict outcome = static_cast<Verdict>(verdict[0]);
   const int offender = verdict[1];
