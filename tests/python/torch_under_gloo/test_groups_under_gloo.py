@@ -4,6 +4,7 @@
 # backend's groups must still be made by their members alone.
 import os
 import socket
+import sys
 
 import pytest
 
@@ -28,13 +29,12 @@ def _set_torch_variables():
 _set_torch_variables()
 import collective.torch  # noqa: E402,F401
 
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "torch"))
+from tensor_checks import assert_tensor_equal  # noqa: E402 (the torch tests' element check)
+
 
 def check(actual, expected, what):
-    wrong = (actual != expected).nonzero()
-    if len(wrong):
-        i = int(wrong[0][0])
-        raise AssertionError(f"rank {dist.get_rank()}: {what}: {len(wrong)} wrong element(s); first at "
-                             f"index {i}: expected {expected[i].item()!r}, actual {actual[i].item()!r}")
+    assert_tensor_equal(actual, expected, dist.get_rank(), what)
 
 
 @pytest.fixture(scope="module", autouse=True)
