@@ -84,7 +84,7 @@ std::vector<ReduceOp> parse_ops(const std::string& text) {
     const auto op = parse_reduce_op(name);
     if (!op) {
       throw UsageError("-o/--op: unknown reduction '" + name +
-                       "' (sum, mean, min, max, prod or all)");
+                       "' (sum, mean, min, max, prod, band, bor, bxor or all)");
     }
     ops.push_back(*op);
   }
@@ -255,7 +255,8 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
        "float16, bfloat16, float32, float64, int8, uint8, int32, int64 (or half, float, double, "
        "...), a comma list, or all")
       ("op,o", po::value<std::string>()->default_value("sum"),
-       "sum, mean, min, max, prod, a comma list, or all (reducing collectives only)")
+       "sum, mean, min, max, prod, band, bor, bxor (integer types only), a comma list, or all "
+       "(reducing collectives only)")
       ("root,r", po::value<std::string>()->default_value("0"),
        "root rank of the rooted collectives (broadcast, reduce, gather, scatter, ...)")
       ("uneven", po::value<std::string>()->default_value("1"),
@@ -377,6 +378,18 @@ ParsedCommandLine parse_command_line(int argc, const char* const* argv) {
   options.collectives = parse_collectives(text("collective"), values.count("nonblocking") > 0);
   options.datatypes = parse_datatypes(text("datatype"));
   options.ops = parse_ops(text("op"));
+  // A bitwise op named outright needs an integer type to run on (-o all
+  // runs them on the integer types of -d, if any).
+  if (lower(text("op")) != "all" && std::none_of(options.datatypes.begin(), options.datatypes.end(),
+                                                 [](DataType type) { return is_integer(type); })) {
+    for (const ReduceOp op : options.ops) {
+      if (is_bitwise(op)) {
+        throw UsageError("-o/--op " + std::string(to_string(op)) +
+                         " combines bits, of integer types only: -d names none (int8, uint8, "
+                         "int32, int64)");
+      }
+    }
+  }
   options.root = parse_integer<int>("-r/--root", text("root"), 0);
   options.uneven = parse_integer<std::size_t>("--uneven", text("uneven"), 0);
   if (given("uneven") &&

@@ -133,6 +133,8 @@ void SweepDriver::run() {
         steps.push_back(Step{geometry, algorithms_for(context_, kind, geometry.count, type)});
       }
       for (const auto& op : ops) {
+        // -o all (or a list) with floating types: the bitwise ops run on the integer ones.
+        if (op && !op_applies_to(*op, type)) continue;
         units.push_back(Unit{&c, type, op, steps});
         total_steps += steps.size();
       }

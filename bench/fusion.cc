@@ -106,7 +106,9 @@ RunSummary FusionRun::run() {
       steps.push_back(Step{count, algorithms});
       refuse_unsupported(steps.back(), type);
     }
-    total += steps.size() * options.ops.size();
+    total += steps.size() * static_cast<std::size_t>(std::count_if(
+                                options.ops.begin(), options.ops.end(),
+                                [type](ReduceOp op) { return op_applies_to(op, type); }));
     plan.emplace_back(type, std::move(steps));
   }
 
@@ -115,6 +117,7 @@ RunSummary FusionRun::run() {
   std::size_t done = 0;
   for (const auto& [type, steps] : plan) {
     for (ReduceOp op : options.ops) {
+      if (!op_applies_to(op, type)) continue;  // the bitwise ops: integer types only
       for (const Step& step : steps) {
         for (Algorithm algorithm : step.algorithms) {
           context_.progress.update(done, total,

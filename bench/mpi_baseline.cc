@@ -103,6 +103,9 @@ MPI_Op MpiBaseline::op(DataType type, ReduceOp op) const {
     case ReduceOp::kProd: return MPI_PROD;
     case ReduceOp::kSum:
     case ReduceOp::kMean: return MPI_SUM;
+    case ReduceOp::kBitwiseAnd: return MPI_BAND;
+    case ReduceOp::kBitwiseOr: return MPI_BOR;
+    case ReduceOp::kBitwiseXor: return MPI_BXOR;
   }
   return MPI_SUM;
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <stdexcept>
 
 #include "element_types.h"
 
@@ -72,6 +73,10 @@ typename E::Storage expected_reduction(const ValuePattern& pattern, std::uint64_
         case ReduceOp::kMin: value = std::min(value, x); break;
         case ReduceOp::kMax: value = std::max(value, x); break;
         case ReduceOp::kProd: value *= x; break;
+        case ReduceOp::kBitwiseAnd:
+        case ReduceOp::kBitwiseOr:
+        case ReduceOp::kBitwiseXor:
+          throw std::logic_error("value pattern: a bitwise op has no floating inputs");
       }
     }
     if (op == ReduceOp::kMean) value /= ranks;
@@ -88,7 +93,16 @@ typename E::Storage expected_reduction(const ValuePattern& pattern, std::uint64_
     std::uint64_t value = static_cast<std::uint64_t>(pattern.input(0, index));
     for (int r = 1; r < ranks; ++r) {
       const auto x = static_cast<std::uint64_t>(pattern.input(r, index));
-      value = op == ReduceOp::kProd ? value * x : value + x;
+      switch (op) {
+        case ReduceOp::kProd: value *= x; break;
+        case ReduceOp::kBitwiseAnd: value &= x; break;
+        case ReduceOp::kBitwiseOr: value |= x; break;
+        case ReduceOp::kBitwiseXor: value ^= x; break;
+        case ReduceOp::kSum:
+        case ReduceOp::kMean:
+        case ReduceOp::kMin:
+        case ReduceOp::kMax: value += x; break;
+      }
     }
     const auto wrapped = static_cast<Storage>(value);
     if (op != ReduceOp::kMean) return wrapped;
@@ -190,6 +204,17 @@ std::int64_t ValuePattern::input(int rank, std::uint64_t global_index) const {
       static constexpr std::int64_t kUnsigned[] = {1, 2, 1, 1};
       return is_unsigned_ ? kUnsigned[h % 4] : kSigned[h % 4];
     }
+    // Bit 0 is always clear, so that no result is the sentinel (the type's
+    // maximum, an odd number). AND: mostly ones, each rank clearing a
+    // random quarter, so that the AND over four ranks keeps about a third
+    // of the bits; OR: mostly zeros, for the same reason.
+    case ReduceOp::kBitwiseAnd:
+      return static_cast<std::int64_t>(
+          (h | hash(index, 0xA11D0000ull + static_cast<std::uint64_t>(rank))) & ~std::uint64_t{1});
+    case ReduceOp::kBitwiseOr:
+      return static_cast<std::int64_t>(
+          (h & hash(index, 0x0B0B0000ull + static_cast<std::uint64_t>(rank))) & ~std::uint64_t{1});
+    case ReduceOp::kBitwiseXor: return static_cast<std::int64_t>(h & ~std::uint64_t{1});
   }
   return 0;
 }
@@ -218,7 +243,8 @@ void fill_sentinel(DataType type, Region region) {
 void fill_timing_values(DataType type, ReduceOp op, Region region) {
   visit_type(type, [&](auto element) {
     using E = decltype(element);
-    const auto value = from_integer<E>(op == ReduceOp::kSum ? 0 : 1);
+    // Fixed points of the op: x op x op ... == x (0 for SUM and XOR).
+    const auto value = from_integer<E>(op == ReduceOp::kSum || op == ReduceOp::kBitwiseXor ? 0 : 1);
     std::fill_n(static_cast<typename E::Storage*>(region.data), region.count, value);
   });
 }

@@ -72,6 +72,10 @@ module collective
   integer(c_int), parameter, public :: COLLECTIVE_MIN = 2
   integer(c_int), parameter, public :: COLLECTIVE_MAX = 3
   integer(c_int), parameter, public :: COLLECTIVE_PROD = 4
+  ! Bitwise, on the integer types only.
+  integer(c_int), parameter, public :: COLLECTIVE_BAND = 5
+  integer(c_int), parameter, public :: COLLECTIVE_BOR = 6
+  integer(c_int), parameter, public :: COLLECTIVE_BXOR = 7
 
   ! Algorithms (collective_algorithm_t).
   integer(c_int), parameter, public :: COLLECTIVE_ALGORITHM_AUTO = 0

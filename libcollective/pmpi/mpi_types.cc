@@ -104,7 +104,7 @@ const PredefinedTypes& make_predefined_types() {
 
 const char* reduction_pass_reason(MPI_Datatype datatype, std::optional<ReduceOp> op,
                                   const TypeFacts* facts) {
-  if (!op) return "op is not MPI_SUM, MPI_PROD, MPI_MIN or MPI_MAX";
+  if (!op) return "op is not MPI_SUM, MPI_PROD, MPI_MIN, MPI_MAX, MPI_BAND, MPI_BOR or MPI_BXOR";
   if (facts == nullptr) {
     // Not in the table: say whether it is a valid datatype at all.
     int bytes = 0;
@@ -114,7 +114,10 @@ const char* reduction_pass_reason(MPI_Datatype datatype, std::optional<ReduceOp>
     return kNotReducible;
   }
   if (facts->reducible == Reducible::kSumOnly)
-    return "unsigned integers are served with MPI_SUM only";
+    return "unsigned integers are served with MPI_SUM, MPI_BAND, MPI_BOR and MPI_BXOR only";
+  if (facts->reducible == Reducible::kYes && is_bitwise(*op)) {
+    return "a bitwise op on a floating datatype (erroneous in MPI: left to MPI to report)";
+  }
   return kNotReducible;
 }
 

@@ -89,20 +89,33 @@ inline std::optional<ReduceOp> reduce_op_of(MPI_Op op) {
   if (op == MPI_MAX) return ReduceOp::kMax;
   if (op == MPI_MIN) return ReduceOp::kMin;
   if (op == MPI_PROD) return ReduceOp::kProd;
+  if (op == MPI_BAND) return ReduceOp::kBitwiseAnd;
+  if (op == MPI_BOR) return ReduceOp::kBitwiseOr;
+  if (op == MPI_BXOR) return ReduceOp::kBitwiseXor;
   return std::nullopt;
 }
 
+// Whether `op` on a datatype with these facts is served.
+inline bool reducible_with(const TypeFacts& facts, ReduceOp op) {
+  switch (facts.reducible) {
+    case Reducible::kYes: return op_applies_to(op, facts.reduced_as);
+    // Sums and bits of unsigned integers are those of the signed type.
+    case Reducible::kSumOnly: return op == ReduceOp::kSum || is_bitwise(op);
+    case Reducible::kNo: return false;
+  }
+  return false;
+}
+
 // A predefined datatype of 1, 4 or 8-byte integers or 4 or 8-byte floats
-// with MPI_SUM, MPI_PROD, MPI_MIN or MPI_MAX; unsigned 32/64-bit integers
-// with MPI_SUM only (the same bits as signed two's-complement sums).
+// with MPI_SUM, MPI_PROD, MPI_MIN or MPI_MAX, the integers also with
+// MPI_BAND, MPI_BOR or MPI_BXOR; unsigned 32/64-bit integers with MPI_SUM
+// and the bitwise ops only (the same bits as the signed type's).
 // Otherwise nullopt and `reason` says why.
 inline std::optional<ReductionType> reduction_type(MPI_Datatype datatype, MPI_Op op,
                                                    const char*& reason) {
   const std::optional<ReduceOp> reduce_op = reduce_op_of(op);
   const TypeFacts* facts = predefined_types().find(datatype);
-  if (reduce_op && facts != nullptr &&
-      (facts->reducible == Reducible::kYes ||
-       (facts->reducible == Reducible::kSumOnly && *reduce_op == ReduceOp::kSum))) {
+  if (reduce_op && facts != nullptr && reducible_with(*facts, *reduce_op)) {
     return ReductionType{facts->reduced_as, *reduce_op,
                          static_cast<std::size_t>(facts->contiguous_bytes)};
   }

@@ -171,6 +171,14 @@ TEST(BenchOptions, RefusalsNameTheFlag) {
   EXPECT_NE(refusal({"--deterministic", "yes"}).find("--deterministic"), std::string::npos);
   EXPECT_NE(refusal({"-d", "float128"}).find("-d/--datatype"), std::string::npos);
   EXPECT_NE(refusal({"-o", "xor"}).find("-o/--op"), std::string::npos);
+  EXPECT_NE(refusal({"-o", "band"}).find("-o/--op band combines bits, of integer types only"),
+            std::string::npos);
+  EXPECT_NE(refusal({"-o", "sum,bxor", "-d", "float,half"}).find("-o/--op bxor"),
+            std::string::npos);
+  EXPECT_EQ(options({"-o", "bor", "-d", "float,int8"}).ops,
+            std::vector<ReduceOp>{ReduceOp::kBitwiseOr});
+  EXPECT_EQ(options({"-o", "all", "-d", "float"}).ops.size(),
+            static_cast<std::size_t>(kNumReduceOps));  // the driver skips bitwise x float
   EXPECT_NE(refusal({"-r", "-1"}).find("-r/--root"), std::string::npos);
   EXPECT_NE(refusal({"-C", "barrier"}).find("-C/--collective"), std::string::npos);
   EXPECT_NE(refusal({"-C", "sendrecv"}).find("-C/--collective"), std::string::npos);

@@ -48,6 +48,9 @@ typename E::Storage simulate(const ValuePattern& pattern, std::uint64_t index,
         case ReduceOp::kMin: r = std::min(a, b); break;
         case ReduceOp::kMax: r = std::max(a, b); break;
         case ReduceOp::kProd: r = a * b; break;
+        case ReduceOp::kBitwiseAnd:
+        case ReduceOp::kBitwiseOr:
+        case ReduceOp::kBitwiseXor: ADD_FAILURE() << "bitwise op on a floating type"; break;
       }
       acc = E::from_double(r);
     } else {
@@ -59,6 +62,9 @@ typename E::Storage simulate(const ValuePattern& pattern, std::uint64_t index,
         case ReduceOp::kMin: acc = std::min(acc, x); break;
         case ReduceOp::kMax: acc = std::max(acc, x); break;
         case ReduceOp::kProd: acc = static_cast<Storage>(a * b); break;
+        case ReduceOp::kBitwiseAnd: acc = static_cast<Storage>(a & b); break;
+        case ReduceOp::kBitwiseOr: acc = static_cast<Storage>(a | b); break;
+        case ReduceOp::kBitwiseXor: acc = static_cast<Storage>(a ^ b); break;
       }
     }
   }
@@ -140,6 +146,12 @@ TEST_P(PatternTest, TimingValuesAreFixedPointsOfTheOp) {
       for (int r = 1; r < ranks; ++r) {
         if (op == ReduceOp::kSum || op == ReduceOp::kMean) combined += v;
         if (op == ReduceOp::kProd) combined *= v;
+        const auto bits = static_cast<std::int64_t>(v);
+        if (op == ReduceOp::kBitwiseAnd) combined = static_cast<double>(bits & bits);
+        if (op == ReduceOp::kBitwiseOr) combined = static_cast<double>(bits | bits);
+        if (op == ReduceOp::kBitwiseXor) {
+          combined = static_cast<double>(static_cast<std::int64_t>(combined) ^ bits);
+        }
       }
       if (op == ReduceOp::kMean) combined /= ranks;
       EXPECT_EQ(combined, v) << to_string(type) << " " << to_string(op) << " at " << ranks;
@@ -158,6 +170,17 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(to_string(std::get<0>(info.param))) + "_" +
              std::string(to_string(std::get<1>(info.param)));
     });
+
+INSTANTIATE_TEST_SUITE_P(IntegerTypesBitwiseOps, PatternTest,
+                         testing::Combine(testing::Values(DataType::kInt8, DataType::kUInt8,
+                                                          DataType::kInt32, DataType::kInt64),
+                                          testing::Values(ReduceOp::kBitwiseAnd,
+                                                          ReduceOp::kBitwiseOr,
+                                                          ReduceOp::kBitwiseXor)),
+                         [](const auto& info) {
+                           return std::string(to_string(std::get<0>(info.param))) + "_" +
+                                  std::string(to_string(std::get<1>(info.param)));
+                         });
 
 TEST(CopyPattern, AllGatherLayoutAndMisplacedBlocks) {
   for (const DataType type : {DataType::kFloat16, DataType::kBFloat16, DataType::kInt8,
@@ -228,11 +251,18 @@ TEST(PeriodicPattern, FillsAndChecksAcrossPeriods) {
   }
 }
 
+bool is_integer_type(DataType type) {
+  return type == DataType::kInt8 || type == DataType::kUInt8 || type == DataType::kInt32 ||
+         type == DataType::kInt64;
+}
+
 TEST(Sentinel, IsNeverACorrectResult) {
   for (int t = 0; t < kNumDataTypes; ++t) {
     const auto type = static_cast<DataType>(t);
     for (int o = 0; o < kNumReduceOps; ++o) {
-      const ValuePattern pattern = ValuePattern::reduction(type, static_cast<ReduceOp>(o), 4);
+      const auto op = static_cast<ReduceOp>(o);
+      if (is_bitwise(op) && !is_integer_type(type)) continue;
+      const ValuePattern pattern = ValuePattern::reduction(type, op, 4);
       std::vector<std::int64_t> storage(64);  // room for 64 of any type
       Region region{storage.data(), 64, 0};
       fill_sentinel(type, region);

@@ -118,6 +118,9 @@ static long expected_reduction(int dtype, int op, size_t i) {
       case COLLECTIVE_MAX:
         if (v > result) result = v;
         break;
+      case COLLECTIVE_BAND: result &= v; break;
+      case COLLECTIVE_BOR: result |= v; break;
+      case COLLECTIVE_BXOR: result ^= v; break;
     }
   }
   return op == COLLECTIVE_MEAN ? result / g_size : result;
@@ -156,9 +159,22 @@ static long expected_root_input(int dtype, int op, size_t i) {
 static const size_t kCounts[] = {0, 1, 7, 1001};
 enum { kNumCounts = sizeof(kCounts) / sizeof(kCounts[0]) };
 
+static void expect_failure(const char* what, int status, int expected_status, const char* fragment1,
+                           const char* fragment2);
+
 static void test_reductions(collective_comm_t comm) {
   for (int dtype = 0; dtype < 8; ++dtype) {
-    for (int op = 0; op < 5; ++op) {
+    for (int op = 0; op <= COLLECTIVE_BXOR; ++op) {
+      if (op >= COLLECTIVE_BAND && dtype <= COLLECTIVE_FLOAT64) {
+        /* The bitwise ops reduce integers only, refused before any buffer is used. */
+        double value = 1.5;
+        expect_failure("bitwise op on a floating type",
+                       collective_all_reduce(comm, &value, &value, 1, dtype, op, NULL),
+                       COLLECTIVE_ERR_INVALID_ARGUMENT, "combines bits, of integer types only",
+                       collective_dtype_name(dtype));
+        CHECK(value == 1.5, "a refused bitwise all_reduce wrote its buffer");
+        continue;
+      }
       for (int c = 0; c < kNumCounts; ++c) {
         const size_t count = kCounts[c];
         void* send = alloc_elements(count * (size_t)g_size, dtype);
@@ -661,8 +677,8 @@ static void test_names(void) {
     CHECK_OK(collective_parse_dtype(dtypes[d], &parsed));
     CHECK(parsed == d && collective_dtype_size(d) == sizes[d], "dtype %s parse/size", dtypes[d]);
   }
-  const char* ops[] = {"sum", "mean", "min", "max", "prod"};
-  for (int o = 0; o < 5; ++o) {
+  const char* ops[] = {"sum", "mean", "min", "max", "prod", "band", "bor", "bxor"};
+  for (int o = 0; o <= COLLECTIVE_BXOR; ++o) {
     int parsed = -1;
     CHECK(strcmp(collective_op_name(o), ops[o]) == 0, "op name %d", o);
     CHECK_OK(collective_parse_op(ops[o], &parsed));
@@ -689,6 +705,7 @@ static void test_names(void) {
   CHECK(collective_kind_name(COLLECTIVE_KIND_SCATTER_V + 1) == NULL,
         "a kind past the enum has a name");
   CHECK(collective_dtype_name(8) == NULL && collective_op_name(-1) == NULL &&
+            collective_op_name(COLLECTIVE_BXOR + 1) == NULL &&
             collective_algorithm_name(COLLECTIVE_ALGORITHM_BRUCK + 1) == NULL &&
             collective_status_name(COLLECTIVE_ERR_PEER_FAILED + 1) == NULL &&
             collective_dtype_size(8) == 0,

@@ -20,6 +20,8 @@ program fortran_api_test
   integer(c_int32_t), target :: i_send(n), i_recv(n)
   integer(c_int64_t), target :: l_send(n), l_recv(n)
   integer(c_int8_t), target :: b_send(n), b_recv(n)
+  integer(c_int64_t) :: expected_l
+  integer(c_int32_t) :: expected_i
   integer(c_int32_t), allocatable, target :: gathered(:), blocks(:), a2a(:)
   integer(c_size_t), allocatable, target :: v_counts(:), v_places(:)
   character(len=400) :: message
@@ -91,6 +93,32 @@ program fortran_api_test
       call fail_value('all_reduce int64 prod', i, &
                       real(product([(int(mod(i + r, 3) + 1, c_int64_t), r = 0, size - 1)]), c_double), &
                       real(l_recv(i), c_double))
+      exit
+    end if
+  end do
+
+  ! all_reduce int64 bxor (IEOR over the ranks) and int32 bor (IOR).
+  do i = 1, int(n)
+    l_send(i) = ishft(int(i, c_int64_t), rank + 3) + int(rank, c_int64_t)
+    i_send(i) = ishft(1_c_int32_t, mod(i + rank, 31))
+  end do
+  call expect_ok(collective_all_reduce(world, c_loc(l_send), c_loc(l_recv), n, COLLECTIVE_INT64, &
+                                       COLLECTIVE_BXOR, collective_options_default), 'all_reduce bxor')
+  call expect_ok(collective_all_reduce(world, c_loc(i_send), c_loc(i_recv), n, COLLECTIVE_INT32, &
+                                       COLLECTIVE_BOR, collective_options_default), 'all_reduce bor')
+  do i = 1, int(n)
+    expected_l = 0
+    expected_i = 0
+    do r = 0, size - 1
+      expected_l = ieor(expected_l, ishft(int(i, c_int64_t), r + 3) + int(r, c_int64_t))
+      expected_i = ior(expected_i, ishft(1_c_int32_t, mod(i + r, 31)))
+    end do
+    if (l_recv(i) /= expected_l) then
+      call fail_value('all_reduce int64 bxor', i, real(expected_l, c_double), real(l_recv(i), c_double))
+      exit
+    end if
+    if (i_recv(i) /= expected_i) then
+      call fail_value('all_reduce int32 bor', i, real(expected_i, c_double), real(i_recv(i), c_double))
       exit
     end if
   end do

@@ -83,6 +83,23 @@ TEST_F(DeviceBuffersRefused, CollectivesNcclDoesNotServeRaiseBeforeTouchingRecv)
         << name << " touched recv";
   }
   if (p > 1) {
+    // NCCL has no bitwise reduction, and no other algorithm takes device buffers.
+    AllReduceOptions band;
+    band.op = ReduceOp::kBitwiseAnd;
+    recv.upload_zeros();
+    try {
+      world.all_reduce(send.get(), recv.get(), count, type, band);
+      ADD_FAILURE() << "all_reduce band on device buffers returned";
+    } catch (const UnsupportedError& error) {
+      const std::string text = error.what();
+      EXPECT_NE(text.find("nccl has no band"), std::string::npos) << text;
+      EXPECT_NE(text.find("rank " + std::to_string(world.rank())), std::string::npos) << text;
+    }
+    ASSERT_TRUE(helpers::check_elements(recv.download(type), 0, total, world.rank(),
+                                        [](std::size_t) { return 0.0; }))
+        << "all_reduce band touched recv";
+  }
+  if (p > 1) {
     // send and recv over MPI take host memory only: a device buffer is
     // refused by where it is, declared or not, before MPI could read it.
     const int peer = (world.rank() + 1) % p;

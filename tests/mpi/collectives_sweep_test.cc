@@ -43,6 +43,8 @@ const DataType kTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kF
                            DataType::kInt32,   DataType::kInt64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin, ReduceOp::kMax,
                          ReduceOp::kProd};
+// The bitwise ops reduce the integer types only (the floating ones are refused).
+const ReduceOp kBitwiseOps[] = {ReduceOp::kBitwiseAnd, ReduceOp::kBitwiseOr, ReduceOp::kBitwiseXor};
 
 // Roots named by place, so that a test has one name at every rank count.
 enum class Root { kNone, kFirst, kLast, kMiddle };
@@ -129,14 +131,17 @@ std::vector<SweepCase> every_combination() {
   std::vector<SweepCase> result;
   for (const CollectiveKind kind : cases::kinds_with_cases()) {
     const auto c = cases::make_collective_case(kind);
-    std::vector<std::optional<ReduceOp>> ops{std::nullopt};
-    if (c->reduces()) ops.assign(std::begin(kOps), std::end(kOps));
     std::vector<bool> placements;
     if (c->has_out_of_place()) placements.push_back(false);
     if (c->has_in_place()) placements.push_back(true);
     const std::vector<std::size_t> uneven =
         c->per_rank_counts() ? kUneven : std::vector<std::size_t>{1};
     for (const DataType type : kTypes) {
+      std::vector<std::optional<ReduceOp>> ops{std::nullopt};
+      if (c->reduces()) {
+        ops.assign(std::begin(kOps), std::end(kOps));
+        if (is_integer(type)) ops.insert(ops.end(), std::begin(kBitwiseOps), std::end(kBitwiseOps));
+      }
       for (const auto& op : ops) {
         for (const std::size_t count : c->per_rank_counts() ? kPerRankCounts : kCounts) {
           for (const Root root : roots_of(*c)) {

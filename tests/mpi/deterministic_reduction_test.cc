@@ -103,7 +103,11 @@ float combine(ReduceOp op, float a, float b) {
     case ReduceOp::kProd: return a * b;
     case ReduceOp::kMin: return b < a ? b : a;
     case ReduceOp::kMax: return b > a ? b : a;
+    case ReduceOp::kBitwiseAnd:
+    case ReduceOp::kBitwiseOr:
+    case ReduceOp::kBitwiseXor: break;  // floating inputs only here
   }
+  ADD_FAILURE() << "no float reference for " << to_string(op);
   return 0;
 }
 

@@ -88,6 +88,39 @@ TEST_F(InvalidArgumentTest, BadRoot) {
   }
 }
 
+// The bitwise ops reduce integers only: every reducing collective, every
+// floating type, every algorithm that would serve the call.
+TEST_F(InvalidArgumentTest, BitwiseOpOnAFloatingType) {
+  for (const ReduceOp op : {ReduceOp::kBitwiseAnd, ReduceOp::kBitwiseOr, ReduceOp::kBitwiseXor}) {
+    const std::string name(to_string(op));
+    for (const DataType type :
+         {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64}) {
+      const std::string needle = "reduce op " + name +
+                                 " combines bits, of integer types only (int8, uint8, int32, "
+                                 "int64), not " +
+                                 std::string(to_string(type));
+      for (const Algorithm algorithm : {Algorithm::kAuto, Algorithm::kRing, Algorithm::kMpi}) {
+        AllReduceOptions all_reduce;
+        all_reduce.op = op;
+        all_reduce.algorithm = algorithm;
+        expect_rejected([&] { comm.all_reduce(send.data(), recv.data(), 4, type, all_reduce); },
+                        "all_reduce", needle);
+        ReduceOptions reduce;
+        reduce.op = op;
+        reduce.algorithm = algorithm;
+        expect_rejected([&] { comm.reduce(send.data(), recv.data(), 4, type, reduce); }, "reduce",
+                        needle);
+        ReduceScatterOptions reduce_scatter;
+        reduce_scatter.op = op;
+        reduce_scatter.algorithm = algorithm;
+        expect_rejected(
+            [&] { comm.reduce_scatter(recv.data(), send.data(), 2, type, reduce_scatter); },
+            "reduce_scatter", needle);
+      }
+    }
+  }
+}
+
 TEST_F(InvalidArgumentTest, UnknownTypeOpAndAlgorithm) {
   expect_rejected([&] { comm.all_reduce(send.data(), recv.data(), 4, static_cast<DataType>(42)); },
                   "all_reduce", "unknown data type (DataType value 42)");

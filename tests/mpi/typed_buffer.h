@@ -161,6 +161,14 @@ inline double input_value(ReduceOp op, DataType type, int rank, std::size_t inde
       const double v = static_cast<double>((index * 13 + static_cast<std::size_t>(rank) * 7) % 101);
       return is_signed ? v - 50 : v;
     }
+    // Seven-bit patterns (integer types only): AND of ranks that each clear
+    // one bit, OR of ranks that each set one, XOR of spread values.
+    case ReduceOp::kBitwiseAnd:
+      return static_cast<double>(127 & ~(1 << ((index + static_cast<std::size_t>(rank)) % 7)));
+    case ReduceOp::kBitwiseOr:
+      return static_cast<double>(1 << ((index * 3 + static_cast<std::size_t>(rank)) % 7));
+    case ReduceOp::kBitwiseXor:
+      return static_cast<double>((index * 37 + static_cast<std::size_t>(rank) * 53) % 128);
   }
   return 0;
 }
@@ -178,6 +186,9 @@ inline double expected_value(ReduceOp op, DataType type, int size, std::size_t i
       case ReduceOp::kProd: acc *= v; break;
       case ReduceOp::kMin: acc = std::min(acc, v); break;
       case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kBitwiseAnd: acc = static_cast<int>(acc) & static_cast<int>(v); break;
+      case ReduceOp::kBitwiseOr: acc = static_cast<int>(acc) | static_cast<int>(v); break;
+      case ReduceOp::kBitwiseXor: acc = static_cast<int>(acc) ^ static_cast<int>(v); break;
     }
   }
   if (op != ReduceOp::kMean) return acc;
@@ -200,6 +211,9 @@ inline std::size_t value_period(ReduceOp op) {
     case ReduceOp::kProd: return 5;
     case ReduceOp::kMin:
     case ReduceOp::kMax: return 101;
+    case ReduceOp::kBitwiseAnd:
+    case ReduceOp::kBitwiseOr: return 7;
+    case ReduceOp::kBitwiseXor: return 128;
   }
   return 1;
 }

@@ -51,6 +51,44 @@ def test_all_reduce_every_type_op_count_in_place_and_out(comm, dtype, op):
         assert_elements(buffer, expected, comm.rank, f"in-place all_reduce {op} {np.dtype(dtype).name} count {count}")
 
 
+INTEGER_TYPES = [np.int8, np.uint8, np.int32, np.int64]
+BITWISE = {"band": np.bitwise_and, "bor": np.bitwise_or, "bxor": np.bitwise_xor}
+
+
+def bit_inputs(rank, count, dtype):
+    # Every bit of the type, differing by rank and index (the top bits of a 64-bit hash).
+    unsigned = np.dtype(f"u{np.dtype(dtype).itemsize}")
+    salt = np.uint64(0xD1B54A32D192ED03 * (rank + 1) % 2**64)
+    raw = (np.arange(count, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) ^ salt
+    return (raw >> np.uint64(64 - 8 * unsigned.itemsize)).astype(unsigned).view(dtype)
+
+
+@pytest.mark.parametrize("dtype", INTEGER_TYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("op", sorted(BITWISE))
+def test_bitwise_ops_on_integer_types(comm, dtype, op):
+    for count in COUNTS:
+        expected = bit_inputs(0, count, dtype)
+        for r in range(1, comm.size):
+            expected = BITWISE[op](expected, bit_inputs(r, count, dtype))
+        buffer = bit_inputs(comm.rank, count, dtype)
+        comm.all_reduce(buffer, op=op)
+        assert_elements(buffer, expected, comm.rank, f"all_reduce {op} {np.dtype(dtype).name} count {count}")
+        reduced = np.zeros(count, dtype=dtype)
+        comm.reduce(bit_inputs(comm.rank, count, dtype), reduced, op=op, root=comm.size - 1)
+        if comm.rank == comm.size - 1:
+            assert_elements(reduced, expected, comm.rank, f"reduce {op} {np.dtype(dtype).name} count {count}")
+
+
+@pytest.mark.parametrize("op", sorted(BITWISE))
+def test_bitwise_ops_refuse_floating_types(comm, op):
+    buffer = np.full(4, 1.5, dtype=np.float32)
+    with pytest.raises(collective.InvalidArgumentError) as raised:
+        comm.all_reduce(buffer, op=op)
+    assert f"reduce op {op} combines bits, of integer types only" in str(raised.value)
+    assert f"(rank {comm.rank})" in str(raised.value)
+    assert_elements(buffer, np.full(4, 1.5, dtype=np.float32), comm.rank, "refused call left the buffer")
+
+
 def test_bfloat16_by_dtype(comm):
     # bfloat16 as the upper half of float32's bits: small integers are exact.
     values = (np.arange(64, dtype=np.float32) % 5 + comm.rank).astype(np.float32)

@@ -144,6 +144,9 @@ TEST_F(NumericsTest, NaNAndInfinitiesPerOp) {
               expected = std::isnan(special) ? kNaN : std::max(special, others);
               break;
             case ReduceOp::kProd: expected = special * std::pow(2.0, size - 1); break;
+            case ReduceOp::kBitwiseAnd:
+            case ReduceOp::kBitwiseOr:
+            case ReduceOp::kBitwiseXor: FAIL() << "kOps holds a bitwise op (floats only here)";
           }
           // Round the finite expectation like the type does (fp16/bf16).
           TypedBuffer rounded(type, 1);

@@ -149,7 +149,14 @@ Call draw_call(int index, std::mt19937_64& random, const Communicator& world, st
   const auto c = cases::make_collective_case(call.kind);
   CallArgs& args = call.args;
   args.type = static_cast<DataType>(pick(kNumDataTypes));
-  if (c->reduces()) args.op = static_cast<ReduceOp>(pick(kNumReduceOps));
+  if (c->reduces()) {
+    args.op = static_cast<ReduceOp>(pick(kNumReduceOps));
+    // A bitwise op drawn for a floating type becomes one of the others (no extra draw).
+    if (!op_applies_to(args.op, args.type)) {
+      args.op = static_cast<ReduceOp>(static_cast<int>(args.op) %
+                                      static_cast<int>(ReduceOp::kBitwiseAnd));
+    }
+  }
   const std::size_t element = element_size(args.type);
   const std::size_t bytes = draw_bytes(random);
   args.count = bytes == 0 ? 0 : std::max<std::size_t>(1, bytes / element);

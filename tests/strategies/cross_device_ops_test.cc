@@ -29,6 +29,11 @@ const char* const kOps[] = {"ReductionToOneDevice", "HierarchicalCopyAllReduce",
 // most 4 factors of magnitude <= 3), min and max are exact in every type.
 double input(ReduceOp op, DataType dtype, int r, std::size_t i) {
   const bool unsigned_type = dtype == DataType::kUInt8;
+  const auto rank = static_cast<std::size_t>(r);
+  // Seven-bit patterns: each replica clears one bit (AND) or sets one (OR).
+  if (op == ReduceOp::kBitwiseAnd) return 127 & ~(1 << ((i + rank) % 7));
+  if (op == ReduceOp::kBitwiseOr) return 1 << ((i * 3 + rank) % 7);
+  if (op == ReduceOp::kBitwiseXor) return static_cast<double>((i * 37 + rank * 53) % 128);
   if (op == ReduceOp::kProd) {
     const int v = static_cast<int>((i + static_cast<std::size_t>(r)) % 3) + 1;  // 1..3
     return (!unsigned_type && (i + static_cast<std::size_t>(r)) % 2 == 1) ? -v : v;
@@ -47,6 +52,9 @@ double expected(ReduceOp op, DataType dtype, int replicas, std::size_t i) {
       case ReduceOp::kProd: acc *= v; break;
       case ReduceOp::kMin: acc = std::min(acc, v); break;
       case ReduceOp::kMax: acc = std::max(acc, v); break;
+      case ReduceOp::kBitwiseAnd: acc = static_cast<int>(acc) & static_cast<int>(v); break;
+      case ReduceOp::kBitwiseOr: acc = static_cast<int>(acc) | static_cast<int>(v); break;
+      case ReduceOp::kBitwiseXor: acc = static_cast<int>(acc) ^ static_cast<int>(v); break;
     }
   }
   if (op == ReduceOp::kMean) {
@@ -81,6 +89,13 @@ TEST(CrossDeviceOps, EveryOpDtypeReplicaCountAndSize) {
         const auto dtype = static_cast<DataType>(type);
         for (int o = 0; o < kNumReduceOps; ++o) {
           const auto op = static_cast<ReduceOp>(o);
+          const bool floating = dtype == DataType::kFloat16 || dtype == DataType::kBFloat16 ||
+                                dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
+          if (is_bitwise(op) && floating) {
+            EXPECT_THROW(ops->reduce(op, make_inputs(op, dtype, replicas, 5)), InvalidArgumentError)
+                << name << " " << to_string(op) << " " << to_string(dtype) << " x" << replicas;
+            continue;
+          }
           for (std::size_t count : {0, 1, 5, 1023, 2 * 1024 + 3}) {
             const Tensor result = ops->reduce(op, make_inputs(op, dtype, replicas, count));
             std::vector<double> want(count);

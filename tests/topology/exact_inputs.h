@@ -35,6 +35,11 @@ inline double input_value(ReduceOp op, DataType type, int rank, std::size_t i) {
       const double factor = factors[(k + r) % 3];
       return is_unsigned(type) && factor < 0 ? 1.0 : factor;
     }
+    // Seven-bit patterns (integer types only): each rank clears one bit
+    // (AND) or sets one (OR).
+    case ReduceOp::kBitwiseAnd: return static_cast<double>(127 & ~(1 << ((k + r) % 7)));
+    case ReduceOp::kBitwiseOr: return static_cast<double>(1 << ((k * 3 + r) % 7));
+    case ReduceOp::kBitwiseXor: return static_cast<double>((k * 37 + r * 53) % 128);
   }
   return 0.0;
 }
@@ -49,6 +54,9 @@ inline double expected_value(ReduceOp op, DataType type, int ranks, std::size_t 
       case ReduceOp::kMin: result = v < result ? v : result; break;
       case ReduceOp::kMax: result = v > result ? v : result; break;
       case ReduceOp::kProd: result *= v; break;
+      case ReduceOp::kBitwiseAnd: result = static_cast<int>(result) & static_cast<int>(v); break;
+      case ReduceOp::kBitwiseOr: result = static_cast<int>(result) | static_cast<int>(v); break;
+      case ReduceOp::kBitwiseXor: result = static_cast<int>(result) ^ static_cast<int>(v); break;
     }
   }
   // Integer MEAN truncates toward zero; these sums divide exactly anyway.
@@ -130,7 +138,15 @@ inline bool check_result(const void* base, std::size_t count, DataType type, Red
 inline constexpr DataType kAllTypes[] = {
     DataType::kFloat16, DataType::kBFloat16, DataType::kFloat32, DataType::kFloat64,
     DataType::kInt8,    DataType::kUInt8,    DataType::kInt32,   DataType::kInt64};
-inline constexpr ReduceOp kAllOps[] = {ReduceOp::kSum, ReduceOp::kMean, ReduceOp::kMin,
-                                       ReduceOp::kMax, ReduceOp::kProd};
+inline constexpr ReduceOp kAllOps[] = {
+    ReduceOp::kSum,  ReduceOp::kMean,       ReduceOp::kMin,       ReduceOp::kMax,
+    ReduceOp::kProd, ReduceOp::kBitwiseAnd, ReduceOp::kBitwiseOr, ReduceOp::kBitwiseXor};
+
+// Whether `op` reduces `type` (the bitwise ops: integer types only).
+inline bool op_applies(ReduceOp op, DataType type) {
+  const bool floating = type == DataType::kFloat16 || type == DataType::kBFloat16 ||
+                        type == DataType::kFloat32 || type == DataType::kFloat64;
+  return !(is_bitwise(op) && floating);
+}
 
 }  // namespace collective::testing_support

@@ -61,7 +61,11 @@ double reference(ReduceOp op, double a, double b) {
     case ReduceOp::kProd: return a * b;
     case ReduceOp::kMin: return std::min(a, b);
     case ReduceOp::kMax: return std::max(a, b);
+    case ReduceOp::kBitwiseAnd:
+    case ReduceOp::kBitwiseOr:
+    case ReduceOp::kBitwiseXor: break;  // integers only: BitwiseOpsOnEveryIntegerType
   }
+  ADD_FAILURE() << "no double reference for " << to_string(op);
   return 0;
 }
 
@@ -103,6 +107,32 @@ void check_native_type(KernelIsa isa, DataType type) {
   }
 }
 
+// The bitwise ops on full-width random bits, against the operators.
+template <typename T>
+void check_bitwise_type(KernelIsa isa, DataType type) {
+  std::mt19937_64 generator(11);
+  for (std::size_t count : {1u, 7u, 32u, 33u, 1001u}) {
+    std::vector<T> a(count), b(count), out(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      a[i] = static_cast<T>(generator());
+      b[i] = static_cast<T>(generator());
+    }
+    for (ReduceOp op : {ReduceOp::kBitwiseAnd, ReduceOp::kBitwiseOr, ReduceOp::kBitwiseXor}) {
+      reduce_buffers_with(isa, out.data(), a.data(), b.data(), count, type, op, 1);
+      std::vector<T> in_place = b;
+      reduce_buffers_with(isa, in_place.data(), a.data(), in_place.data(), count, type, op, 1);
+      for (std::size_t i = 0; i < count; ++i) {
+        const T want = static_cast<T>(op == ReduceOp::kBitwiseAnd  ? a[i] & b[i]
+                                      : op == ReduceOp::kBitwiseOr ? a[i] | b[i]
+                                                                   : a[i] ^ b[i]);
+        ASSERT_EQ(out[i], want) << to_string(isa) << " " << to_string(type) << " " << to_string(op)
+                                << " count " << count << " index " << i;
+        ASSERT_EQ(in_place[i], want) << "in place, " << to_string(type) << " " << to_string(op);
+      }
+    }
+  }
+}
+
 class KernelIsaTest : public ::testing::TestWithParam<KernelIsa> {
  protected:
   void SetUp() override {
@@ -117,6 +147,13 @@ TEST_P(KernelIsaTest, NativeTypes) {
   check_native_type<std::uint8_t>(GetParam(), DataType::kUInt8);
   check_native_type<std::int32_t>(GetParam(), DataType::kInt32);
   check_native_type<std::int64_t>(GetParam(), DataType::kInt64);
+}
+
+TEST_P(KernelIsaTest, BitwiseOpsOnEveryIntegerType) {
+  check_bitwise_type<std::int8_t>(GetParam(), DataType::kInt8);
+  check_bitwise_type<std::uint8_t>(GetParam(), DataType::kUInt8);
+  check_bitwise_type<std::int32_t>(GetParam(), DataType::kInt32);
+  check_bitwise_type<std::int64_t>(GetParam(), DataType::kInt64);
 }
 
 TEST_P(KernelIsaTest, IntegerSumAndProductWrapAround) {

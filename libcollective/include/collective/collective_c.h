@@ -56,7 +56,11 @@ typedef enum collective_op {
   COLLECTIVE_MEAN = 1,
   COLLECTIVE_MIN = 2,
   COLLECTIVE_MAX = 3,
-  COLLECTIVE_PROD = 4
+  COLLECTIVE_PROD = 4,
+  /* Bitwise, on the integer types only. */
+  COLLECTIVE_BAND = 5,
+  COLLECTIVE_BOR = 6,
+  COLLECTIVE_BXOR = 7
 } collective_op_t;
 
 /* Algorithms (the C++ Algorithm, same numbers). */

@@ -30,20 +30,42 @@ inline constexpr int kNumDataTypes = 8;
 //          SUM (which wraps around on overflow, as SUM does) by the number of
 //          ranks with truncation toward zero, like tf.math.reduce_mean.
 //   kMin/kMax: a NaN in any input gives NaN.
+//   kBitwiseAnd/Or/Xor: on the bits of integer types only (MPI_BAND,
+//          MPI_BOR, MPI_BXOR; torch's BAND, BOR, BXOR); a floating type is
+//          an InvalidArgumentError.
 enum class ReduceOp : int {
   kSum = 0,
   kMean,
   kMin,
   kMax,
   kProd,
+  kBitwiseAnd,
+  kBitwiseOr,
+  kBitwiseXor,
 };
-inline constexpr int kNumReduceOps = 5;
+inline constexpr int kNumReduceOps = 8;
+
+// Whether `op` combines bits and so applies to integer types only.
+constexpr bool is_bitwise(ReduceOp op) {
+  return op == ReduceOp::kBitwiseAnd || op == ReduceOp::kBitwiseOr || op == ReduceOp::kBitwiseXor;
+}
+
+constexpr bool is_integer(DataType type) {
+  return type == DataType::kInt8 || type == DataType::kUInt8 || type == DataType::kInt32 ||
+         type == DataType::kInt64;
+}
+
+// Whether `op` can reduce elements of `type` (what the calls check).
+constexpr bool op_applies_to(ReduceOp op, DataType type) {
+  return !is_bitwise(op) || is_integer(type);
+}
 
 // Bytes per element; throws InvalidArgumentError for a value outside the enum.
 COLLECTIVE_API std::size_t element_size(DataType type);
 
 // Canonical lower-case names: "float16", "bfloat16", "float32", "float64",
-// "int8", "uint8", "int32", "int64"; "sum", "mean", "min", "max", "prod".
+// "int8", "uint8", "int32", "int64"; "sum", "mean", "min", "max", "prod",
+// "band", "bor", "bxor".
 COLLECTIVE_API std::string_view to_string(DataType type);
 COLLECTIVE_API std::string_view to_string(ReduceOp op);
 

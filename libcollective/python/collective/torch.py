@@ -32,7 +32,8 @@ import collective
 
 BACKEND = "collective"
 
-_OPS = {_ReduceOp.SUM: "sum", _ReduceOp.MIN: "min", _ReduceOp.MAX: "max", _ReduceOp.PRODUCT: "prod"}
+_OPS = {_ReduceOp.SUM: "sum", _ReduceOp.MIN: "min", _ReduceOp.MAX: "max", _ReduceOp.PRODUCT: "prod",
+        _ReduceOp.BAND: "band", _ReduceOp.BOR: "bor", _ReduceOp.BXOR: "bxor"}
 if hasattr(_ReduceOp, "AVG"):
     _OPS[_ReduceOp.AVG] = "mean"
 # Keyed by the op's number: hashing torch's ReduceOp runs Python code (µs a call).
@@ -312,9 +313,12 @@ class ProcessGroupCollective(_ProcessGroup):
         return tensors[0]
 
     def _op(self, op, operation):
-        name = _OPS_BY_VALUE.get(getattr(getattr(op, "op", None), "value", None))
+        kind = getattr(op, "op", op)  # a ReduceOp holds its RedOpType
+        name = _OPS_BY_VALUE.get(getattr(kind, "value", None))
         if name is None:
-            _refuse(operation, self.rank(), f"reduce op {op} is not served (SUM, MIN, MAX, PRODUCT, AVG)")
+            served = ", ".join(sorted(getattr(o.op, "name", str(o)) for o in _OPS))
+            _refuse(operation, self.rank(),
+                    f"reduce op {getattr(kind, 'name', kind)} is not served ({served})")
         return name
 
     def _opts(self):

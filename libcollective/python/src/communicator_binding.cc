@@ -64,12 +64,13 @@ void apply(CommonOptions& options, const CommonArgs& args, const std::string& op
 }
 
 ReduceOp parse_op(const std::string& name, const std::string& operation, int rank) {
+  std::string names;
   for (int i = 0; i < kNumReduceOps; ++i) {
     const auto op = static_cast<ReduceOp>(i);
     if (to_string(op) == name) return op;
+    names += (i == 0 ? "" : ", ") + std::string(to_string(op));
   }
-  throw InvalidArgumentError(operation, rank,
-                             "op '" + name + "' is not one of sum, mean, min, max, prod");
+  throw InvalidArgumentError(operation, rank, "op '" + name + "' is not one of " + names);
 }
 
 std::optional<DataType> declared_type(const std::optional<std::string>& dtype,

@@ -230,6 +230,10 @@ class ArgumentCheck {
     if (traits_.reduces && (op_index < 0 || op_index >= kNumReduceOps)) {
       fail("unknown reduce op (ReduceOp value " + std::to_string(op_index) + ")");
     }
+    if (traits_.reduces && !op_applies_to(request_.op, request_.type)) {
+      fail("reduce op " + std::string(to_string(request_.op)) + " combines bits, of integer " +
+           "types only (int8, uint8, int32, int64), not " + std::string(to_string(request_.type)));
+    }
     const int algorithm_index = static_cast<int>(request_.requested);
     if (algorithm_index < 0 || algorithm_index >= kNumAlgorithms) {
       fail("unknown algorithm (Algorithm value " + std::to_string(algorithm_index) + ")");

@@ -33,8 +33,8 @@ std::optional<Enum> find_name(const std::array<std::pair<std::string_view, Enum>
 
 constexpr std::array<std::string_view, kNumDataTypes> kDataTypeNames = {
     "float16", "bfloat16", "float32", "float64", "int8", "uint8", "int32", "int64"};
-constexpr std::array<std::string_view, kNumReduceOps> kReduceOpNames = {"sum", "mean", "min", "max",
-                                                                        "prod"};
+constexpr std::array<std::string_view, kNumReduceOps> kReduceOpNames = {
+    "sum", "mean", "min", "max", "prod", "band", "bor", "bxor"};
 constexpr std::array<std::string_view, kNumAlgorithms> kAlgorithmNames = {
     "auto",         "ring", "recursive_doubling", "mpi",  "shared_memory",
     "hierarchical", "nccl", "pairwise",           "bruck"};
@@ -92,7 +92,7 @@ std::optional<DataType> parse_data_type(std::string_view name) {
 }
 
 std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
-  static constexpr std::array<std::pair<std::string_view, ReduceOp>, 7> kTable = {{
+  static constexpr std::array<std::pair<std::string_view, ReduceOp>, 13> kTable = {{
       {"sum", ReduceOp::kSum},
       {"mean", ReduceOp::kMean},
       {"avg", ReduceOp::kMean},
@@ -100,6 +100,12 @@ std::optional<ReduceOp> parse_reduce_op(std::string_view name) {
       {"max", ReduceOp::kMax},
       {"prod", ReduceOp::kProd},
       {"product", ReduceOp::kProd},
+      {"band", ReduceOp::kBitwiseAnd},
+      {"bitwise_and", ReduceOp::kBitwiseAnd},
+      {"bor", ReduceOp::kBitwiseOr},
+      {"bitwise_or", ReduceOp::kBitwiseOr},
+      {"bxor", ReduceOp::kBitwiseXor},
+      {"bitwise_xor", ReduceOp::kBitwiseXor},
   }};
   return find_name(kTable, name);
 }

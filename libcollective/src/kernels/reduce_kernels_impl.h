@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <type_traits>
 
 #include "collective/types.h"
@@ -86,6 +87,25 @@ struct Max {
     return a < b ? b : a;
   }
 };
+
+// The bitwise ops, on integer types only (argument checks refuse the
+// floating ones before a kernel runs).
+template <typename T>
+struct BitwiseAnd {
+  static T apply(T a, T b) { return static_cast<T>(a & b); }
+};
+template <typename T>
+struct BitwiseOr {
+  static T apply(T a, T b) { return static_cast<T>(a | b); }
+};
+template <typename T>
+struct BitwiseXor {
+  static T apply(T a, T b) { return static_cast<T>(a ^ b); }
+};
+
+[[noreturn]] inline void bitwise_on_floating() {
+  throw std::logic_error("reduction kernel: a bitwise op on a floating type passed the checks");
+}
 
 // Division for MEAN: floating types divide, integers truncate toward zero.
 template <typename T>
@@ -190,6 +210,16 @@ void dispatch_op(void* dst, const void* a, const void* b, std::size_t count, Red
     case ReduceOp::kMin: return combine<Min, T>(d, x, y, count, 1);
     case ReduceOp::kMax: return combine<Max, T>(d, x, y, count, 1);
     case ReduceOp::kProd: return combine<Prod, T>(d, x, y, count, 1);
+    case ReduceOp::kBitwiseAnd:
+    case ReduceOp::kBitwiseOr:
+    case ReduceOp::kBitwiseXor:
+      if constexpr (kIsFloat<T>) {
+        bitwise_on_floating();
+      } else {
+        if (op == ReduceOp::kBitwiseAnd) return combine<BitwiseAnd, T>(d, x, y, count, 1);
+        if (op == ReduceOp::kBitwiseOr) return combine<BitwiseOr, T>(d, x, y, count, 1);
+        return combine<BitwiseXor, T>(d, x, y, count, 1);
+      }
   }
 }
 
@@ -205,6 +235,9 @@ void dispatch_op16(void* dst, const void* a, const void* b, std::size_t count, R
     case ReduceOp::kMin: return combine16<Min, Codec>(d, x, y, count, 1);
     case ReduceOp::kMax: return combine16<Max, Codec>(d, x, y, count, 1);
     case ReduceOp::kProd: return combine16<Prod, Codec>(d, x, y, count, 1);
+    case ReduceOp::kBitwiseAnd:
+    case ReduceOp::kBitwiseOr:
+    case ReduceOp::kBitwiseXor: bitwise_on_floating();
   }
 }
 
@@ -219,6 +252,9 @@ inline void dispatch_bfloat16(void* dst, const void* a, const void* b, std::size
     case ReduceOp::kMin: return combine_bfloat16<Min>(d, x, y, count, 1);
     case ReduceOp::kMax: return combine_bfloat16<Max>(d, x, y, count, 1);
     case ReduceOp::kProd: return combine_bfloat16<Prod>(d, x, y, count, 1);
+    case ReduceOp::kBitwiseAnd:
+    case ReduceOp::kBitwiseOr:
+    case ReduceOp::kBitwiseXor: bitwise_on_floating();
   }
 }
 
@@ -317,6 +353,9 @@ void dispatch_widening(void* dst, bool dst_wide, const void* a, const void* b, b
       return combine_widening_forms<Max, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
     case ReduceOp::kProd:
       return combine_widening_forms<Prod, Codec>(dst, dst_wide, x, b, b_wide, count, 1);
+    case ReduceOp::kBitwiseAnd:
+    case ReduceOp::kBitwiseOr:
+    case ReduceOp::kBitwiseXor: bitwise_on_floating();
   }
 }
 

@@ -160,6 +160,9 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optio
                                "reduce() must be called in the cross-replica context, not inside "
                                "run(); inside run() use ReplicaContext::all_reduce");
   }
+  if (value.num_replicas() > 0) {
+    detail::require_op_applies(op, value[0].dtype(), operation, impl.error_rank());
+  }
   if (!axis) {
     detail::validate_per_replica(impl, value, operation, 0);
     return impl.reduce_one(op, value);
@@ -226,7 +229,9 @@ Tensor Strategy::reduce(ReduceOp op, const PerReplica<Tensor>& value, std::optio
 Tensor Strategy::reduce(ReduceOp op, const Tensor& value, std::optional<int> axis) {
   detail::StrategyImpl& impl = extended_->impl();
   const int replicas = impl.num_replicas_in_sync();
-  if (replicas > 1 && (op == ReduceOp::kSum || op == ReduceOp::kProd)) {
+  // Ops under which equal values do not reduce to themselves.
+  if (replicas > 1 &&
+      (op == ReduceOp::kSum || op == ReduceOp::kProd || op == ReduceOp::kBitwiseXor)) {
     throw InvalidArgumentError(impl.label() + " reduce", impl.error_rank(),
                                "a value that is not distributed cannot be reduced with " +
                                    std::string(to_string(op)) + " over " +

@@ -117,6 +117,7 @@ std::vector<Tensor> CrossDeviceOps::batch_reduce_views(
               " per-replica values; value 0 has " + std::to_string(replicas) +
               " (need the same number, at least one)");
     }
+    detail::require_op_applies(op, value[0]->dtype(), operation(), -1);
     for (std::size_t r = 1; r < replicas; ++r) {
       if (value[r]->dtype() != value[0]->dtype() || value[r]->shape() != value[0]->shape()) {
         throw InvalidArgumentError(operation(), -1,

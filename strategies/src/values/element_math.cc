@@ -65,6 +65,9 @@ decltype(auto) dispatch_op(ReduceOp op, F&& f) {
     case ReduceOp::kMin: return f(OpTag<ReduceOp::kMin>{});
     case ReduceOp::kMax: return f(OpTag<ReduceOp::kMax>{});
     case ReduceOp::kProd: return f(OpTag<ReduceOp::kProd>{});
+    case ReduceOp::kBitwiseAnd: return f(OpTag<ReduceOp::kBitwiseAnd>{});
+    case ReduceOp::kBitwiseOr: return f(OpTag<ReduceOp::kBitwiseOr>{});
+    case ReduceOp::kBitwiseXor: return f(OpTag<ReduceOp::kBitwiseXor>{});
   }
   throw InvalidArgumentError("element arithmetic", -1,
                              "unknown ReduceOp value " + std::to_string(static_cast<int>(op)));
@@ -77,6 +80,11 @@ inline A combine(A a, A b) {
     if constexpr (Op == ReduceOp::kProd) return a * b;
     if constexpr (Op == ReduceOp::kMin) return (a != a || b != b) ? a + b : (b < a ? b : a);
     if constexpr (Op == ReduceOp::kMax) return (a != a || b != b) ? a + b : (b > a ? b : a);
+    if constexpr (is_bitwise(Op)) {
+      throw InvalidArgumentError(
+          "element arithmetic", -1,
+          "reduce op " + std::string(to_string(Op)) + " combines bits, of integer types only");
+    }
   } else {
     using U = std::make_unsigned_t<A>;
     if constexpr (Op == ReduceOp::kSum)
@@ -87,6 +95,9 @@ inline A combine(A a, A b) {
     }
     if constexpr (Op == ReduceOp::kMin) return b < a ? b : a;
     if constexpr (Op == ReduceOp::kMax) return b > a ? b : a;
+    if constexpr (Op == ReduceOp::kBitwiseAnd) return static_cast<A>(a & b);
+    if constexpr (Op == ReduceOp::kBitwiseOr) return static_cast<A>(a | b);
+    if constexpr (Op == ReduceOp::kBitwiseXor) return static_cast<A>(a ^ b);
   }
 }
 
@@ -100,7 +111,9 @@ A identity_value() {
   } else {
     if constexpr (Op == ReduceOp::kMin) return std::numeric_limits<A>::max();
     if constexpr (Op == ReduceOp::kMax) return std::numeric_limits<A>::lowest();
+    if constexpr (Op == ReduceOp::kBitwiseAnd) return static_cast<A>(~std::make_unsigned_t<A>{0});
   }
+  return A(0);  // kBitwiseOr, kBitwiseXor (and nothing else reaches here)
 }
 
 constexpr std::size_t kBlock = 1024;
@@ -110,6 +123,16 @@ constexpr std::size_t kBlock = 1024;
 bool is_floating(DataType type) {
   return type == DataType::kFloat16 || type == DataType::kBFloat16 || type == DataType::kFloat32 ||
          type == DataType::kFloat64;
+}
+
+void require_op_applies(ReduceOp op, DataType type, const std::string& operation, int rank) {
+  if (is_bitwise(op) && is_floating(type)) {
+    throw InvalidArgumentError(operation, rank,
+                               "reduce op " + std::string(to_string(op)) +
+                                   " combines bits, of integer types only (int8, uint8, int32, "
+                                   "int64), not " +
+                                   std::string(to_string(type)));
+  }
 }
 
 bool reduces_in_float32(DataType type, ReduceOp op) {

@@ -5,6 +5,8 @@
 // (two's complement), like libcollective's.
 #pragma once
 
+#include <string>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -57,6 +59,10 @@ Tensor concat(const std::vector<Tensor>& parts, int axis);
 
 // Whether the element type is float16, bfloat16, float32 or float64.
 bool is_floating(DataType type);
+
+// Raises InvalidArgumentError (naming `operation` and `rank`) when `op`
+// cannot reduce `type`: a bitwise op on a floating type.
+void require_op_applies(ReduceOp op, DataType type, const std::string& operation, int rank);
 
 // Whether a reduction of `type` by `op` runs on float32 copies: float16 and
 // bfloat16 SUM, MEAN and PROD, whose partial results (a replica's sum, a

@@ -1,5 +1,6 @@
 # torch.distributed on the "collective" backend under mpirun (label torch): every served call
 # checked element by element, the refusals, and DDP against Gloo in the same processes.
+import functools
 import os
 import random
 import time
@@ -48,6 +49,29 @@ def test_all_reduce_every_dtype(dtype, async_op):
         y = (torch.arange(n) % 5 + r).to(dtype)
         dist.all_reduce(y, op=dist.ReduceOp.MAX)
         check(y, (torch.arange(n) % 5 + p - 1).to(dtype), f"all_reduce max {dtype} n={n}")
+
+
+@pytest.mark.parametrize("dtype", [torch.int8, torch.uint8, torch.int32, torch.int64])
+@pytest.mark.parametrize("async_op", [False, True])
+def test_bitwise_ops_as_gloo_serves_them(dtype, async_op):
+    # BAND, BOR and BXOR of integer tensors (Gloo's; torch.bool it refuses, as Gloo does).
+    r, p = dist.get_rank(), dist.get_world_size()
+    bits = torch.iinfo(dtype).bits
+    for n in (0, 1, 1001):
+        def mine(q):
+            # Every bit of the type, differing by rank and index.
+            hashed = torch.arange(n, dtype=torch.int64) * 0x5851F42D4C957F2D + 0x14057B7EF767814F * (q + 1)
+            return (hashed >> (64 - bits)).to(dtype)  # the top bits, wrapped into the type
+        for op, combine in ((dist.ReduceOp.BAND, torch.bitwise_and), (dist.ReduceOp.BOR, torch.bitwise_or),
+                            (dist.ReduceOp.BXOR, torch.bitwise_xor)):
+            expected = mine(0)
+            for q in range(1, p):
+                expected = combine(expected, mine(q))
+            x = mine(r)
+            work = dist.all_reduce(x, op=op, async_op=async_op)
+            if async_op:
+                work.wait()
+            check(x, expected, f"all_reduce {op} {dtype} n={n}")
 
 
 def test_gathers_scatters_broadcast_reduce_barrier():
@@ -178,9 +202,12 @@ def test_refusals_name_backend_and_operation():
         dist.all_reduce(torch.ones(4, 4)[:, 1])
     with pytest.raises(RuntimeError, match=r"backend 'collective': all_reduce .*dtype torch.bool"):
         dist.all_reduce(torch.ones(4, dtype=torch.bool))
-    with pytest.raises(RuntimeError, match=rf"backend 'collective': all_reduce \(rank {r}\): reduce op .* "
-                       r"is not served"):
-        dist.all_reduce(torch.ones(4, dtype=torch.int32), op=dist.ReduceOp.BAND)
+    with pytest.raises(RuntimeError, match=rf"backend 'collective': all_reduce \(rank {r}\): reduce op "
+                       r"PREMUL_SUM is not served \(AVG, BAND, BOR, BXOR, MAX, MIN, PRODUCT, SUM\)"):
+        dist.all_reduce(torch.ones(4), op=dist._make_nccl_premul_sum(2.0))  # NCCL's scaled sum
+    with pytest.raises(RuntimeError, match=rf"all_reduce #\d+ \(rank {r}\): reduce op bor combines bits, of "
+                       r"integer types only \(int8, uint8, int32, int64\), not float32"):
+        dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BOR)
     with pytest.raises(RuntimeError, match=r"torch says rank 7 of 9 but MPI says rank"):
         collective.torch.ProcessGroupCollective(None, 7, 9, timedelta(seconds=10))
     x = torch.ones(3)
@@ -441,7 +468,9 @@ def _issue_random_call(rng, index, groups):
     dtype = rng.choice(TYPES)
     n = _draw_size(rng)
     async_op = rng.random() < 0.4
-    op_name = rng.choice(["sum", "min", "max"])
+    op_name = rng.choice(["sum", "min", "max", "band", "bor", "bxor"])
+    if dtype.is_floating_point and op_name.startswith("b"):
+        op_name = "max"  # the bitwise ops reduce integer tensors only
     # Drawn the same way on every rank, whatever its group's size (a rank's pair may be alone).
     root_draw, shift_draw = rng.random(), rng.random()
     salt = index + 1
@@ -451,10 +480,14 @@ def _issue_random_call(rng, index, groups):
     root = members[int(root_draw * p)]
     shift = 1 + int(shift_draw * max(1, p - 1))
     what = f"call {index} ({kind} on {name}, {dtype}, n={n}, async_op={async_op})"
-    ops = {"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX}
+    ops = {"sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
+           "band": dist.ReduceOp.BAND, "bor": dist.ReduceOp.BOR, "bxor": dist.ReduceOp.BXOR}
     combine = {"sum": lambda ts: sum(ts[1:], ts[0].clone()),
                "min": lambda ts: torch.stack(ts).min(0).values,
-               "max": lambda ts: torch.stack(ts).max(0).values}
+               "max": lambda ts: torch.stack(ts).max(0).values,
+               "band": lambda ts: functools.reduce(torch.bitwise_and, ts),
+               "bor": lambda ts: functools.reduce(torch.bitwise_or, ts),
+               "bxor": lambda ts: functools.reduce(torch.bitwise_xor, ts)}
 
     def mine(size, extra=0):
         return _values(r, size, salt + extra, dtype)

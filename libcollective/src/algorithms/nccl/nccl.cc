@@ -171,6 +171,10 @@ Support NcclAlgorithm::supports_served(const Request& request,
     return Support::no(
         "nccl serves CUDA device buffers only, and this call's buffers are host memory");
   }
+  if (is_bitwise(request.op)) {
+    return Support::no(std::string("nccl has no ") + std::string(to_string(request.op)) +
+                       " (NCCL reduces with sum, prod, min, max and avg)");
+  }
   if (request.deterministic) {
     // NCCL's reduction order follows its algorithm and protocol (ring,
     // tree, NVLS), which it picks by size and topology.

@@ -23,6 +23,9 @@ ncclRedOp_t nccl_red_op(ReduceOp op) {
     case ReduceOp::kMin: return ncclMin;
     case ReduceOp::kMax: return ncclMax;
     case ReduceOp::kProd: return ncclProd;
+    case ReduceOp::kBitwiseAnd:
+    case ReduceOp::kBitwiseOr:
+    case ReduceOp::kBitwiseXor: break;  // refused by NcclAlgorithm::supports_served
   }
   return ncclSum;  // unreachable: validation rejects values outside the enum
 }

@@ -60,6 +60,9 @@ MPI_Op builtin_op(ReduceOp op) {
     case ReduceOp::kMin: return MPI_MIN;
     case ReduceOp::kMax: return MPI_MAX;
     case ReduceOp::kProd: return MPI_PROD;
+    case ReduceOp::kBitwiseAnd: return MPI_BAND;
+    case ReduceOp::kBitwiseOr: return MPI_BOR;
+    case ReduceOp::kBitwiseXor: return MPI_BXOR;
   }
   return MPI_SUM;
 }
@@ -85,8 +88,9 @@ MPI_Op mpi_op(DataType type, ReduceOp op) {
   switch (type) {
     case DataType::kFloat16: return user_ops().float16[index];
     case DataType::kBFloat16: return user_ops().bfloat16[index];
-    case DataType::kInt8: return user_ops().int8[index];
-    case DataType::kUInt8: return user_ops().uint8[index];
+    // MPI's bitwise ops have no saturation to avoid (and no user op is made for them).
+    case DataType::kInt8: return is_bitwise(op) ? builtin_op(op) : user_ops().int8[index];
+    case DataType::kUInt8: return is_bitwise(op) ? builtin_op(op) : user_ops().uint8[index];
     case DataType::kFloat32:
       if (op == ReduceOp::kMin) return user_ops().float32_min;
       if (op == ReduceOp::kMax) return user_ops().float32_max;
