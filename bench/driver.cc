@@ -80,9 +80,14 @@ void require_root_in_run(const BenchOptions& options, const CollectiveCase& c, i
   }
 }
 
-std::vector<std::optional<ReduceOp>> ops_for(const BenchOptions& options, const CollectiveCase& c) {
+std::vector<std::optional<ReduceOp>> ops_for(const BenchOptions& options, const CollectiveCase& c,
+                                             DataType type) {
   if (!c.reduces()) return {std::nullopt};
-  return {options.ops.begin(), options.ops.end()};
+  std::vector<std::optional<ReduceOp>> ops;
+  for (const ReduceOp op : options.ops) {
+    if (op_applies_to(op, type)) ops.push_back(op);
+  }
+  return ops;
 }
 
 std::vector<Geometry> geometries_for(const BenchOptions& options, const CollectiveCase& c,
@@ -118,8 +123,8 @@ void SweepDriver::run() {
     cases.push_back(make_collective_case(kind));
     const CollectiveCase& c = *cases.back();
     require_root_in_run(options, c, ranks);
-    const std::vector<std::optional<ReduceOp>> ops = ops_for(options, c);
     for (DataType type : options.datatypes) {
+      const std::vector<std::optional<ReduceOp>> ops = ops_for(options, c, type);
       std::vector<Step> steps;
       const cases::Shape shape{ranks, context_.communicator.rank(), options.uneven};
       for (const Geometry& geometry : geometries_for(options, c, element_size(type), shape)) {
@@ -133,8 +138,6 @@ void SweepDriver::run() {
         steps.push_back(Step{geometry, algorithms_for(context_, kind, geometry.count, type)});
       }
       for (const auto& op : ops) {
-        // -o all (or a list) with floating types: the bitwise ops run on the integer ones.
-        if (op && !op_applies_to(*op, type)) continue;
         units.push_back(Unit{&c, type, op, steps});
         total_steps += steps.size();
       }

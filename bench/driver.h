@@ -63,9 +63,11 @@ std::vector<Algorithm> algorithms_for(const BenchContext& context, CollectiveKin
 // -r/--root must be a rank of the run for a rooted collective (BenchError).
 void require_root_in_run(const BenchOptions& options, const CollectiveCase& c, int ranks);
 
-// The reduce ops to run a collective with: -o's for a reducing one, else
+// The reduce ops to run a collective on `type` with: -o's that apply to
+// the type for a reducing one (the bitwise ops: integer types only), else
 // one entry without an op.
-std::vector<std::optional<ReduceOp>> ops_for(const BenchOptions& options, const CollectiveCase& c);
+std::vector<std::optional<ReduceOp>> ops_for(const BenchOptions& options, const CollectiveCase& c,
+                                             DataType type);
 
 // Sizes rounded as the collective rounds them, duplicates removed.
 std::vector<Geometry> geometries_for(const BenchOptions& options, const CollectiveCase& c,

@@ -151,8 +151,8 @@ std::vector<OverlapUnit> plan_units(const BenchContext& context,
     cases.push_back(make_collective_case(kind));
     const CollectiveCase& c = *cases.back();
     require_root_in_run(options, c, ranks);
-    const std::vector<std::optional<ReduceOp>> ops = ops_for(options, c);
     for (DataType type : options.datatypes) {
+      const std::vector<std::optional<ReduceOp>> ops = ops_for(options, c, type);
       const std::vector<Geometry> geometries =
           geometries_for(options, c, element_size(type), shape);
       for (const Geometry& geometry : geometries) {
