@@ -10,6 +10,7 @@
 #
 #   scripts/bench_dropin.sh [BUILD_DIR]      ROUNDS=3 RANKS="2 4" MAX_BYTES=268435456
 #                                            COLLECTIVES="allreduce alltoall allgatherv"
+#                                            (also allreduce_band: MPI_INT with MPI_BAND)
 # A build against MPICH (build-mpich, -DCOLLECTIVE_MPI=mpich) runs under
 # mpiexec.mpich (Hydra's flags); the table then compares with MPICH's own
 # MPI_Allreduce.
@@ -51,7 +52,8 @@ done
 python3 - "$results" "$rounds" "$collectives" ${RANKS:-2 4} <<'PY'
 import statistics, sys, os
 results, rounds, collectives, ranks_list = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
-names = {"allreduce": "MPI_Allreduce", "alltoall": "MPI_Alltoall", "allgatherv": "MPI_Allgatherv"}
+names = {"allreduce": "MPI_Allreduce", "allreduce_band": "MPI_Allreduce (MPI_INT, MPI_BAND)",
+         "alltoall": "MPI_Alltoall", "allgatherv": "MPI_Allgatherv"}
 def load(path):
     return {int(b): float(t) for b, t in (line.split() for line in open(path) if line.strip())}
 def human(n):

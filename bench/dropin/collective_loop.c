@@ -2,10 +2,12 @@
  * 256 MiB: what scripts/bench_dropin.sh runs with and without
  * libcollective_mpi.so. Knows nothing of libcollective.
  *
- *   collective_loop [MAX_BYTES] [allreduce|alltoall|allgatherv]
+ *   collective_loop [MAX_BYTES] [allreduce|allreduce_band|alltoall|allgatherv]
  *
  * allreduce   MPI_Allreduce, MPI_FLOAT, MPI_SUM, out of place; a size is
  *             the buffer.
+ * allreduce_band  MPI_Allreduce, MPI_INT, MPI_BAND (each rank clears one
+ *             bit of every element), out of place.
  * alltoall    MPI_Alltoall, MPI_FLOAT; a size is what each rank sends (one
  *             block per rank), as in nccl-tests.
  * allgatherv  MPI_Allgatherv, MPI_FLOAT, every rank the same count; a size
@@ -19,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum Collective { ALLREDUCE, ALLTOALL, ALLGATHERV };
+enum Collective { ALLREDUCE, ALLREDUCE_BAND, ALLTOALL, ALLGATHERV };
 
 static int g_rank, g_size;
 static int* g_counts;  // allgatherv: every rank's count
@@ -28,15 +30,19 @@ static int* g_displs;
 /* The value rank r puts at element i of what it sends. */
 static float input(int r, size_t i) { return (float)((i + (size_t)r * 7) % 64); }
 
+/* The same for allreduce_band, in the int the buffers then hold. */
+static int bits_input(int r, size_t i) { return ~(1 << ((i + (size_t)r) % 31)); }
+
 /* Elements per block of a call of `bytes` (allreduce: the whole buffer). */
 static int count_of(enum Collective c, size_t bytes) {
   const size_t elements = bytes / sizeof(float);
-  return (int)(c == ALLREDUCE ? elements : elements / (size_t)g_size);
+  return (int)(c == ALLREDUCE || c == ALLREDUCE_BAND ? elements : elements / (size_t)g_size);
 }
 
 static void call(enum Collective c, const float* send, float* recv, int count) {
   switch (c) {
     case ALLREDUCE: MPI_Allreduce(send, recv, count, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD); break;
+    case ALLREDUCE_BAND: MPI_Allreduce(send, recv, count, MPI_INT, MPI_BAND, MPI_COMM_WORLD); break;
     case ALLTOALL:
       MPI_Alltoall(send, count, MPI_FLOAT, recv, count, MPI_FLOAT, MPI_COMM_WORLD);
       break;
@@ -67,6 +73,7 @@ int main(int argc, char** argv) {
   const size_t max_bytes = argc > 1 ? strtoull(argv[1], NULL, 10) : (size_t)256 << 20;
   enum Collective c = ALLREDUCE;
   if (argc > 2 && !strcmp(argv[2], "alltoall")) c = ALLTOALL;
+  else if (argc > 2 && !strcmp(argv[2], "allreduce_band")) c = ALLREDUCE_BAND;
   else if (argc > 2 && !strcmp(argv[2], "allgatherv")) c = ALLGATHERV;
   else if (argc > 2 && strcmp(argv[2], "allreduce")) {
     if (g_rank == 0) fprintf(stderr, "collective_loop: unknown collective %s\n", argv[2]);
@@ -77,7 +84,13 @@ int main(int argc, char** argv) {
   float* recv = malloc(max_bytes + sizeof(float));
   g_counts = malloc(sizeof(int) * (size_t)g_size);
   g_displs = malloc(sizeof(int) * (size_t)g_size);
-  for (size_t i = 0; i < max_bytes / sizeof(float); ++i) send[i] = input(g_rank, i);
+  for (size_t i = 0; i < max_bytes / sizeof(float); ++i) {
+    if (c == ALLREDUCE_BAND) {
+      ((int*)send)[i] = bits_input(g_rank, i);
+    } else {
+      send[i] = input(g_rank, i);
+    }
+  }
   int failed = 0;
   for (size_t bytes = 8; bytes <= max_bytes;
        bytes = bytes * 4 > max_bytes && bytes < max_bytes ? max_bytes : bytes * 4) {
@@ -90,7 +103,8 @@ int main(int argc, char** argv) {
       g_counts[r] = count;
       g_displs[r] = r * count;
     }
-    const size_t results = c == ALLREDUCE ? (size_t)count : (size_t)count * (size_t)g_size;
+    const size_t results =
+        c == ALLREDUCE || c == ALLREDUCE_BAND ? (size_t)count : (size_t)count * (size_t)g_size;
     int iterations = (int)(((size_t)64 << 20) / bytes);
     iterations = iterations < 3 ? 3 : iterations > 2000 ? 2000 : iterations;
     const int warmup = iterations > 10 ? 10 : 1;
@@ -101,7 +115,17 @@ int main(int argc, char** argv) {
     const double mean = (MPI_Wtime() - start) / iterations;
     double slowest_mean = 0;
     MPI_Reduce(&mean, &slowest_mean, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    for (size_t i = 0; i < results; ++i) {
+    for (size_t i = 0; c == ALLREDUCE_BAND && i < results; ++i) {
+      int want = -1;
+      for (int r = 0; r < g_size; ++r) want &= bits_input(r, i);
+      if (((const int*)recv)[i] != want) {
+        fprintf(stderr, "rank %d: allreduce_band of %zu bytes, index %zu: expected %d, actual %d\n",
+                g_rank, bytes, i, want, ((const int*)recv)[i]);
+        failed = 1;
+        break;
+      }
+    }
+    for (size_t i = 0; c != ALLREDUCE_BAND && i < results; ++i) {
       const float want = expected(c, i, count);
       if (recv[i] != want) {
         fprintf(stderr, "rank %d: %s of %zu bytes, index %zu: expected %g, actual %g\n", g_rank,
