@@ -250,6 +250,94 @@ TEST_P(CollectiveSetTest, AllToAllEdgeShapes) {
   }
 }
 
+// Null buffers with every count zero: a valid call of every collective
+// here (what MPI programs pass for empty arrays, e.g. mpi4py's zero-length
+// DLPack buffers through the drop-in), blocking and started. all_to_all_v
+// read its send spans as empty when send == recv == nullptr: a crash.
+TEST_P(CollectiveSetTest, NullBuffersWithZeroCounts) {
+  using collective::CollectiveKind;
+  const auto p = static_cast<std::size_t>(size_);
+  const std::vector<std::size_t> zeros(p, 0);
+  const Algorithm algorithm = GetParam();
+  collective::AllToAllOptions exchange;
+  exchange.algorithm = algorithm;
+  collective::AllGatherOptions gather_all;
+  gather_all.algorithm = algorithm;
+  collective::ReduceScatterOptions reduce_scatter;
+  reduce_scatter.algorithm = algorithm;
+  collective::GatherOptions gather;
+  gather.algorithm = algorithm;
+  gather.root = size_ - 1;
+  collective::ScatterOptions scatter;
+  scatter.algorithm = algorithm;
+  scatter.root = size_ - 1;
+  for (const bool started : {false, true}) {
+    const std::string how = started ? " (started)" : "";
+    if (served(CollectiveKind::kAllToAllV)) {
+      if (started) {
+        comm_
+            .all_to_all_v_async(nullptr, zeros, zeros, nullptr, zeros, zeros, DataType::kInt32,
+                                exchange)
+            .wait();
+      } else {
+        comm_.all_to_all_v(nullptr, zeros, zeros, nullptr, zeros, zeros, DataType::kInt32,
+                           exchange);
+      }
+    }
+    if (served(CollectiveKind::kAllToAll)) {
+      if (started) {
+        comm_.all_to_all_async(nullptr, nullptr, 0, DataType::kInt32, exchange).wait();
+      } else {
+        comm_.all_to_all(nullptr, nullptr, 0, DataType::kInt32, exchange);
+      }
+    }
+    if (served(CollectiveKind::kAllGatherV)) {
+      if (started) {
+        comm_.all_gather_v_async(nullptr, 0, nullptr, zeros, zeros, DataType::kInt32, gather_all)
+            .wait();
+      } else {
+        comm_.all_gather_v(nullptr, 0, nullptr, zeros, zeros, DataType::kInt32, gather_all);
+      }
+    }
+    if (served(CollectiveKind::kReduceScatterV)) {
+      if (started) {
+        comm_.reduce_scatter_v_async(nullptr, nullptr, zeros, DataType::kInt32, reduce_scatter)
+            .wait();
+      } else {
+        comm_.reduce_scatter_v(nullptr, nullptr, zeros, DataType::kInt32, reduce_scatter);
+      }
+    }
+    if (served(CollectiveKind::kGatherV)) {
+      if (started) {
+        comm_.gather_v_async(nullptr, 0, nullptr, zeros, zeros, DataType::kInt32, gather).wait();
+      } else {
+        comm_.gather_v(nullptr, 0, nullptr, zeros, zeros, DataType::kInt32, gather);
+      }
+    }
+    if (served(CollectiveKind::kScatterV)) {
+      if (started) {
+        comm_.scatter_v_async(nullptr, zeros, zeros, nullptr, 0, DataType::kInt32, scatter).wait();
+      } else {
+        comm_.scatter_v(nullptr, zeros, zeros, nullptr, 0, DataType::kInt32, scatter);
+      }
+    }
+    // The communicator still pairs calls afterwards.
+    std::vector<std::int64_t> sum(5, rank_ + 1);
+    comm_.all_reduce(std::span<std::int64_t>(sum));
+    for (std::size_t i = 0; i < sum.size(); ++i) {
+      ASSERT_EQ(sum[i], static_cast<std::int64_t>(p * (p + 1) / 2))
+          << what("after null-buffer calls", 0, false) << how << ": rank " << rank_ << " index "
+          << i;
+    }
+  }
+  // Not in place (null), so the send spans are read: empty ones are refused.
+  if (served(CollectiveKind::kAllToAllV)) {
+    EXPECT_THROW(
+        comm_.all_to_all_v(nullptr, {}, {}, nullptr, zeros, zeros, DataType::kInt32, exchange),
+        collective::InvalidArgumentError);
+  }
+}
+
 // Ranks that disagree on a small all_to_all's count (whose send buffers
 // ride with the cross-rank check in the shared-memory boxes) get a
 // MismatchError on every rank, the receive buffer untouched; the

@@ -230,7 +230,8 @@ int collective_all_to_all(collective_comm_t comm, const void* send, void* recv, 
                           int dtype, const collective_options_t* options);
 /* send_counts[q] elements at send + send_displacements[q] go to rank q;
  * recv_counts[q] from rank q land at recv + recv_displacements[q]. In place:
- * send == recv (send_counts and send_displacements are ignored, may be NULL). */
+ * send == recv, not NULL (send_counts and send_displacements are ignored, may be
+ * NULL). */
 int collective_all_to_all_v(collective_comm_t comm, const void* send, const size_t* send_counts,
                             const size_t* send_displacements, void* recv, const size_t* recv_counts,
                             const size_t* recv_displacements, int dtype,

@@ -195,7 +195,8 @@ class COLLECTIVE_API Communicator {
   // send_counts[q] elements from send + send_displacements[q] go to rank q;
   // recv_counts[q] elements from rank q land at recv + recv_displacements[q].
   // send_counts[q] on this rank must equal recv_counts[this rank] on rank q.
-  // In place (send == recv) the send spans are ignored and may be empty.
+  // In place (send == recv, not null) the send spans are ignored and may be
+  // empty; null buffers (every count zero) are not in place: spans needed.
   void all_to_all_v(const void* send, std::span<const std::size_t> send_counts,
                     std::span<const std::size_t> send_displacements, void* recv,
                     std::span<const std::size_t> recv_counts,

@@ -317,7 +317,9 @@ Request all_to_all_v_request(const void* send, std::span<const std::size_t> send
                              std::span<const std::size_t> recv_counts,
                              std::span<const std::size_t> recv_displacements, DataType type) {
   Request request = make_request(CollectiveKind::kAllToAllV, send, recv, 0, type);
-  if (send != recv) {  // in place, the send side is recv's layout
+  // In place, the send side is recv's layout. The test is Request::in_place's:
+  // null buffers (zero counts) are not in place, and their send spans are read.
+  if (!request.in_place(0)) {
     request.send_counts = send_counts;
     request.send_displacements = send_displacements;
   }

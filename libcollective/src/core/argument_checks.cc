@@ -154,7 +154,7 @@ class ArgumentCheck {
         require_entries(request_.recv_displacements, "recv_displacements");
         recv = vector_extent(request_.recv_counts, request_.recv_displacements, "recv");
         require_disjoint(request_.recv_counts, request_.recv_displacements, "recv");
-        if (request_.send == request_.recv) return;  // in place: recv's layout is both
+        if (request_.in_place(rank_)) return;  // in place: recv's layout is both
         require_entries(request_.send_counts, "send_counts");
         require_entries(request_.send_displacements, "send_displacements");
         send = vector_extent(request_.send_counts, request_.send_displacements, "send");
