@@ -159,12 +159,15 @@ static void round_of_calls(int round, int expect_served) {
              blocking_out);
 
   /* MPI_Ialltoallv of NULL buffers with every count zero (mpi4py's empty
-   * DLPack arrays): served, a no-op. It crashed the progress thread. */
+   * DLPack arrays): served, a no-op. It crashed the progress thread. Open
+   * MPI accepts the call; MPICH calls the two NULLs aliased. */
+#if defined(OPEN_MPI)
   int zeros[8] = {0};
   MPI_Request empty;
   CALL(F_IALLTOALLV, MPI_Ialltoallv(NULL, zeros, zeros, MPI_INT, NULL, zeros, zeros, MPI_INT,
                                     MPI_COMM_WORLD, &empty));
   CHECK_MPI(MPI_Wait(&empty, MPI_STATUS_IGNORE));
+#endif
 
   /* Ialltoall, Ialltoallv, Iallgatherv: by MPI_Testany. */
   MPI_Request group_c[3];
