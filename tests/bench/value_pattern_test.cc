@@ -251,17 +251,12 @@ TEST(PeriodicPattern, FillsAndChecksAcrossPeriods) {
   }
 }
 
-bool is_integer_type(DataType type) {
-  return type == DataType::kInt8 || type == DataType::kUInt8 || type == DataType::kInt32 ||
-         type == DataType::kInt64;
-}
-
 TEST(Sentinel, IsNeverACorrectResult) {
   for (int t = 0; t < kNumDataTypes; ++t) {
     const auto type = static_cast<DataType>(t);
     for (int o = 0; o < kNumReduceOps; ++o) {
       const auto op = static_cast<ReduceOp>(o);
-      if (is_bitwise(op) && !is_integer_type(type)) continue;
+      if (!op_applies_to(op, type)) continue;
       const ValuePattern pattern = ValuePattern::reduction(type, op, 4);
       std::vector<std::int64_t> storage(64);  // room for 64 of any type
       Region region{storage.data(), 64, 0};

@@ -89,9 +89,7 @@ TEST(CrossDeviceOps, EveryOpDtypeReplicaCountAndSize) {
         const auto dtype = static_cast<DataType>(type);
         for (int o = 0; o < kNumReduceOps; ++o) {
           const auto op = static_cast<ReduceOp>(o);
-          const bool floating = dtype == DataType::kFloat16 || dtype == DataType::kBFloat16 ||
-                                dtype == DataType::kFloat32 || dtype == DataType::kFloat64;
-          if (is_bitwise(op) && floating) {
+          if (!op_applies_to(op, dtype)) {
             EXPECT_THROW(ops->reduce(op, make_inputs(op, dtype, replicas, 5)), InvalidArgumentError)
                 << name << " " << to_string(op) << " " << to_string(dtype) << " x" << replicas;
             continue;

@@ -61,7 +61,7 @@ TEST(Cluster, HierarchicalIsExactAcrossHosts) {
   Communicator world = Communicator::world();
   for (const DataType type : testing_support::kAllTypes) {
     for (const ReduceOp op : testing_support::kAllOps) {
-      if (!testing_support::op_applies(op, type)) continue;
+      if (!op_applies_to(op, type)) continue;
       for (const std::size_t count : {std::size_t{1}, std::size_t{67}, std::size_t{70001}}) {
         const std::size_t bytes = count * element_size(type);
         std::vector<std::byte> send(bytes);

@@ -142,11 +142,4 @@ inline constexpr ReduceOp kAllOps[] = {
     ReduceOp::kSum,  ReduceOp::kMean,       ReduceOp::kMin,       ReduceOp::kMax,
     ReduceOp::kProd, ReduceOp::kBitwiseAnd, ReduceOp::kBitwiseOr, ReduceOp::kBitwiseXor};
 
-// Whether `op` reduces `type` (the bitwise ops: integer types only).
-inline bool op_applies(ReduceOp op, DataType type) {
-  const bool floating = type == DataType::kFloat16 || type == DataType::kBFloat16 ||
-                        type == DataType::kFloat32 || type == DataType::kFloat64;
-  return !(is_bitwise(op) && floating);
-}
-
 }  // namespace collective::testing_support

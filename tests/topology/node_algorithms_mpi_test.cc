@@ -69,7 +69,7 @@ TEST(SharedMemory, EveryTypeOpAndCount) {
   Communicator world = Communicator::world();
   for (const DataType type : kAllTypes) {
     for (const ReduceOp op : kAllOps) {
-      if (!testing_support::op_applies(op, type)) continue;
+      if (!op_applies_to(op, type)) continue;
       for (const std::size_t count : kCounts) {
         run_exact(world, Algorithm::kSharedMemory, type, op, count, false);
       }
@@ -295,7 +295,7 @@ TEST(Hierarchical, EveryLayoutTypeAndOp) {
     ASSERT_EQ(comm.topology().node_count(), static_cast<int>(layout.size()));
     for (const DataType type : kAllTypes) {
       for (const ReduceOp op : kAllOps) {
-        if (!testing_support::op_applies(op, type)) continue;
+        if (!op_applies_to(op, type)) continue;
         for (const std::size_t count :
              {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{65}, std::size_t{4099}}) {
           run_exact(comm, Algorithm::kHierarchical, type, op, count, count % 2 == 1);

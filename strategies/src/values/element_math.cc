@@ -126,7 +126,7 @@ bool is_floating(DataType type) {
 }
 
 void require_op_applies(ReduceOp op, DataType type, const std::string& operation, int rank) {
-  if (is_bitwise(op) && is_floating(type)) {
+  if (!op_applies_to(op, type)) {
     throw InvalidArgumentError(operation, rank,
                                "reduce op " + std::string(to_string(op)) +
                                    " combines bits, of integer types only (int8, uint8, int32, "
